@@ -189,6 +189,7 @@ def main():
         "AWS_ACCESS_KEY_ID": os.environ.get("AWS_ACCESS_KEY_ID", "local"),
         "AWS_SECRET_ACCESS_KEY": os.environ.get("AWS_SECRET_ACCESS_KEY", "local"),
         "AWS_REGION": region,
+        "AWS_DEFAULT_REGION": region,
         "TOOL_DLQ_URL": names.get("ToolDeadLetterQueue", ""),
     }
     variables = template.get("Globals", {}).get("Function", {}).get("Environment", {}).get("Variables", {})

@@ -1,1 +1,21 @@
-pub fn _x() {}
+//! Shared crate of the tool-calling backend: domain types, DynamoDB stores (tool-call ledger,
+//! chats, usage, rate limits), the Secrets Manager cache, configuration and HTTP helpers.
+//!
+//! Every function crate builds its clients once per container from here and hands them to
+//! a handler; tests call the same handlers against the local emulators.
+
+pub mod aws;
+pub mod chats;
+pub mod clock;
+pub mod config;
+pub mod domain;
+mod dynamo;
+pub mod error;
+pub mod http;
+pub mod ledger;
+pub mod limits;
+pub mod observability;
+pub mod secrets;
+pub mod usage;
+
+pub use error::{Error, Result};

@@ -1,0 +1,215 @@
+//! Configuration from environment variables, read and validated once at cold start.
+//!
+//! Each function assembles the parts it needs (`StorageConfig::from_env(&env)?`, ...). All
+//! problems of one part are reported together, naming the variable, what it is for and where
+//! it usually comes from, so a misconfigured deploy fails on its first invocation with a
+//! message that says how to fix it.
+
+use std::collections::HashMap;
+use std::str::FromStr;
+
+use time::Duration;
+
+use crate::{Error, Result};
+
+/// A snapshot of the environment (the process's, or a map in tests).
+#[derive(Debug, Clone, Default)]
+pub struct Env {
+    vars: HashMap<String, String>,
+}
+
+impl Env {
+    pub fn from_process() -> Self {
+        Self {
+            vars: std::env::vars().collect(),
+        }
+    }
+
+    pub fn from_pairs<K: Into<String>, V: Into<String>>(
+        pairs: impl IntoIterator<Item = (K, V)>,
+    ) -> Self {
+        Self {
+            vars: pairs
+                .into_iter()
+                .map(|(k, v)| (k.into(), v.into()))
+                .collect(),
+        }
+    }
+
+    /// The value of `name`, treating an empty value as unset.
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.vars
+            .get(name)
+            .map(String::as_str)
+            .filter(|v| !v.trim().is_empty())
+    }
+
+    /// Starts collecting the variables of one configuration part.
+    pub fn reader(&self) -> EnvReader<'_> {
+        EnvReader {
+            env: self,
+            problems: Vec::new(),
+        }
+    }
+}
+
+/// Reads variables and collects every problem instead of stopping at the first.
+pub struct EnvReader<'a> {
+    env: &'a Env,
+    problems: Vec<String>,
+}
+
+impl EnvReader<'_> {
+    /// A required variable; `purpose` ends up in the error message.
+    pub fn required(&mut self, name: &str, purpose: &str) -> String {
+        match self.env.get(name) {
+            Some(v) => v.to_owned(),
+            None => {
+                self.problems.push(format!("{name} is not set ({purpose})"));
+                String::new()
+            }
+        }
+    }
+
+    pub fn optional(&mut self, name: &str) -> Option<String> {
+        self.env.get(name).map(str::to_owned)
+    }
+
+    pub fn or(&mut self, name: &str, default: &str) -> String {
+        self.env.get(name).unwrap_or(default).to_owned()
+    }
+
+    /// A parsed variable with a default when unset; an unparsable value is a problem.
+    pub fn parse_or<T: FromStr>(&mut self, name: &str, default: T) -> T
+    where
+        T::Err: std::fmt::Display,
+    {
+        match self.env.get(name) {
+            None => default,
+            Some(raw) => match raw.trim().parse() {
+                Ok(v) => v,
+                Err(e) => {
+                    self.problems
+                        .push(format!("{name}={raw:?} is invalid: {e}"));
+                    default
+                }
+            },
+        }
+    }
+
+    /// Whole seconds, e.g. `DEDUPE_WINDOW_SECS=600`.
+    pub fn seconds_or(&mut self, name: &str, default_secs: u32) -> Duration {
+        Duration::seconds(i64::from(self.parse_or(name, default_secs)))
+    }
+
+    /// Ends the part: `Error::Config` listing every problem, if there were any.
+    pub fn finish<T>(self, value: T) -> Result<T> {
+        if self.problems.is_empty() {
+            Ok(value)
+        } else {
+            Err(Error::Config(self.problems.join("; ")))
+        }
+    }
+}
+
+/// DynamoDB table names; set by template.yaml, locally by `infra/local/emulators.sh`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StorageConfig {
+    pub tool_calls_table: String,
+    pub chats_table: String,
+    pub usage_table: String,
+    pub rate_limits_table: String,
+    pub kb_table: String,
+}
+
+impl StorageConfig {
+    pub fn from_env(env: &Env) -> Result<Self> {
+        const HINT: &str = "set by template.yaml; locally `source .local/run/env`";
+        let mut r = env.reader();
+        let config = Self {
+            tool_calls_table: r.required(
+                "TOOL_CALLS_TABLE",
+                &format!("tool-call ledger table, {HINT}"),
+            ),
+            chats_table: r.required("CHATS_TABLE", &format!("chats and messages table, {HINT}")),
+            usage_table: r.required("USAGE_TABLE", &format!("LLM usage table, {HINT}")),
+            rate_limits_table: r
+                .required("RATE_LIMITS_TABLE", &format!("rate-limit table, {HINT}")),
+            kb_table: r.required("KB_TABLE", &format!("knowledge-base table, {HINT}")),
+        };
+        r.finish(config)
+    }
+}
+
+/// Tool-call ledger behaviour.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LedgerConfig {
+    /// Identical calls within this window execute once (`DEDUPE_WINDOW_SECS`, default 600).
+    pub dedupe_window: Duration,
+    /// How long a tool call stays in the audit log after its last change
+    /// (`TOOL_CALL_RETENTION_DAYS`, default 90; DynamoDB TTL deletes it afterwards).
+    pub retention: Duration,
+}
+
+impl Default for LedgerConfig {
+    fn default() -> Self {
+        Self {
+            dedupe_window: Duration::minutes(10),
+            retention: Duration::days(90),
+        }
+    }
+}
+
+impl LedgerConfig {
+    pub fn from_env(env: &Env) -> Result<Self> {
+        let mut r = env.reader();
+        let config = Self {
+            dedupe_window: r.seconds_or("DEDUPE_WINDOW_SECS", 600),
+            retention: Duration::days(i64::from(r.parse_or("TOOL_CALL_RETENTION_DAYS", 90u32))),
+        };
+        r.finish(config)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn missing_tables_are_all_named_at_once() {
+        let env = Env::from_pairs([("TOOL_CALLS_TABLE", "t"), ("CHATS_TABLE", " ")]);
+        let err = StorageConfig::from_env(&env)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        for name in [
+            "CHATS_TABLE",
+            "USAGE_TABLE",
+            "RATE_LIMITS_TABLE",
+            "KB_TABLE",
+        ] {
+            assert!(err.contains(name), "{err}");
+        }
+        assert!(!err.contains("TOOL_CALLS_TABLE"), "{err}");
+    }
+
+    #[test]
+    fn defaults_and_bad_numbers() {
+        let defaults = LedgerConfig::from_env(&Env::default()).ok();
+        assert_eq!(defaults, Some(LedgerConfig::default()));
+
+        let env = Env::from_pairs([("DEDUPE_WINDOW_SECS", "ten")]);
+        let err = LedgerConfig::from_env(&env)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(
+            err.contains("DEDUPE_WINDOW_SECS=\"ten\" is invalid"),
+            "{err}"
+        );
+
+        let env = Env::from_pairs([("DEDUPE_WINDOW_SECS", "30")]);
+        let config = LedgerConfig::from_env(&env).ok();
+        assert_eq!(config.map(|c| c.dedupe_window), Some(Duration::seconds(30)));
+    }
+}

@@ -1,0 +1,845 @@
+//! Flight search types: the LLM's `search_flights` arguments (seed 000 §2.2), the request
+//! body of the two flight functions (§5.1) and their normalised results (§5.2).
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::str::FromStr;
+
+use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use serde_with::{DeserializeFromStr, SerializeDisplay};
+use time::Date;
+
+use crate::Error;
+
+time::serde::format_description!(
+    /// Serde format for calendar dates as `YYYY-MM-DD`, the wire form of every date here
+    /// (`time`'s own serde form is a tuple unless `serde-human-readable` is enabled).
+    pub iso_date,
+    Date,
+    "[year]-[month]-[day]"
+);
+
+/// Schema stand-in for a [`Date`] serialised with [`iso_date`].
+struct IsoDateSchema;
+
+impl JsonSchema for IsoDateSchema {
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn schema_name() -> Cow<'static, str> {
+        "Date".into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({ "type": "string", "format": "date" })
+    }
+}
+
+/// Travel class. Accepts any case and spaced or hyphenated spellings on input because LLMs
+/// and callers are sloppy; always writes the canonical `SCREAMING_SNAKE_CASE` name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, SerializeDisplay, DeserializeFromStr)]
+pub enum Cabin {
+    Economy,
+    PremiumEconomy,
+    Business,
+    First,
+}
+
+impl Cabin {
+    pub const ALL: [Cabin; 4] = [
+        Self::Economy,
+        Self::PremiumEconomy,
+        Self::Business,
+        Self::First,
+    ];
+
+    /// Canonical wire name, e.g. `PREMIUM_ECONOMY`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Economy => "ECONOMY",
+            Self::PremiumEconomy => "PREMIUM_ECONOMY",
+            Self::Business => "BUSINESS",
+            Self::First => "FIRST",
+        }
+    }
+
+    /// Field prefix in Seats.aero availability rows (`YMileageCost`, `JAvailable`, ...).
+    pub fn seatsaero_key(self) -> &'static str {
+        match self {
+            Self::Economy => "Y",
+            Self::PremiumEconomy => "W",
+            Self::Business => "J",
+            Self::First => "F",
+        }
+    }
+
+    /// Value of the Seats.aero `cabin` query parameter.
+    pub fn seatsaero_api_value(self) -> &'static str {
+        match self {
+            Self::Economy => "economy",
+            Self::PremiumEconomy => "premium",
+            Self::Business => "business",
+            Self::First => "first",
+        }
+    }
+
+    /// Human-readable name for chat messages and `FlightResult::cabin`.
+    pub fn display_name(self) -> &'static str {
+        match self {
+            Self::Economy => "Economy",
+            Self::PremiumEconomy => "Premium Economy",
+            Self::Business => "Business",
+            Self::First => "First",
+        }
+    }
+}
+
+impl fmt::Display for Cabin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Cabin {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let normalised: String = s
+            .trim()
+            .chars()
+            .map(|c| match c {
+                ' ' | '-' => '_',
+                c => c.to_ascii_uppercase(),
+            })
+            .collect();
+        Self::ALL
+            .into_iter()
+            .find(|cabin| cabin.as_str() == normalised)
+            .ok_or_else(|| {
+                Error::Invalid(format!(
+                    "cabin must be one of ECONOMY, PREMIUM_ECONOMY, BUSINESS, FIRST; got {s:?}"
+                ))
+            })
+    }
+}
+
+impl JsonSchema for Cabin {
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn schema_name() -> Cow<'static, str> {
+        "Cabin".into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        let names: Vec<&str> = Self::ALL.iter().map(|c| c.as_str()).collect();
+        json_schema!({ "type": "string", "enum": names })
+    }
+}
+
+/// A validated IATA airport (or city) code: three ASCII letters, stored upper case so that
+/// `fra` and `FRA` compare, hash and dedupe alike.
+#[derive(
+    Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, SerializeDisplay, DeserializeFromStr,
+)]
+pub struct IataCode(String);
+
+impl IataCode {
+    /// Parses and upper-cases a code; anything but exactly three ASCII letters is refused.
+    pub fn parse(s: &str) -> Result<Self, Error> {
+        if s.len() == 3 && s.bytes().all(|b| b.is_ascii_alphabetic()) {
+            Ok(Self(s.to_ascii_uppercase()))
+        } else {
+            Err(Error::Invalid(format!(
+                "IATA code must be exactly 3 letters (e.g. FRA), got {s:?}"
+            )))
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl FromStr for IataCode {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::parse(s)
+    }
+}
+
+impl fmt::Display for IataCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl AsRef<str> for IataCode {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl JsonSchema for IataCode {
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn schema_name() -> Cow<'static, str> {
+        "IataCode".into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "type": "string",
+            "minLength": 3,
+            "maxLength": 3,
+            "pattern": "^[A-Za-z]{3}$",
+        })
+    }
+}
+
+/// Arguments of the `search_flights` tool exactly as the LLM sends them (seed 000 §2.2).
+/// Unknown fields are ignored on purpose: models add extras, and refusing them would only
+/// cost a repair round.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct FlightSearchInput {
+    /// Departure airport as a 3-letter IATA code, e.g. FRA.
+    pub origin: IataCode,
+    /// Arrival airport as a 3-letter IATA code, e.g. JFK.
+    pub destination: IataCode,
+    /// Outbound travel date, YYYY-MM-DD.
+    #[serde(with = "iso_date")]
+    #[schemars(with = "IsoDateSchema")]
+    pub depart_date: Date,
+    /// Return travel date, YYYY-MM-DD; null or omitted for a one-way trip.
+    #[serde(default, with = "iso_date::option", skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<IsoDateSchema>")]
+    pub return_date: Option<Date>,
+    /// Number of passengers, 1 to 9. Defaults to 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 9), extend("default" = 1))]
+    pub pax: Option<u8>,
+    /// Travel class.
+    pub cabin: Cabin,
+    /// Search award (miles) availability only; false also searches cash fares first.
+    /// Defaults to true.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = true))]
+    pub award_only: Option<bool>,
+    /// Frequent-flyer programmes the traveller can redeem miles with, e.g.
+    /// ["Miles & More", "Flying Blue"]. Omit to search all.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loyalty_programs: Option<Vec<String>>,
+    /// Optional extra filters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub constraints: Option<FlightConstraints>,
+    /// Set true when the user wants to repeat or tweak the previous flight search; missing
+    /// details are taken from it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reuse_last_request: Option<bool>,
+}
+
+/// Extra filters of a flight search (seed 000 §2.2 `constraints`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct FlightConstraints {
+    /// Maximum taxes and fees per passenger the user accepts, e.g. 300.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
+    pub max_taxes: Option<f64>,
+    /// Only non-stop flights. Defaults to false.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nonstop_only: Option<bool>,
+    /// Airline alliances to restrict to, e.g. ["Star Alliance", "oneworld", "SkyTeam"].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alliances: Option<Vec<String>>,
+}
+
+/// Trims, upper-cases, sorts and deduplicates a free-text list so order and spelling do
+/// not change the dedupe key.
+fn canonical_list(list: Option<&[String]>) -> Vec<String> {
+    let mut out: Vec<String> = list
+        .unwrap_or_default()
+        .iter()
+        .map(|s| s.trim().to_uppercase())
+        .filter(|s| !s.is_empty())
+        .collect();
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+impl FlightSearchInput {
+    pub const DEFAULT_PAX: u8 = 1;
+    pub const MAX_PAX: u8 = 9;
+
+    /// The request with every default applied and every list normalised, so that two
+    /// inputs meaning the same search give equal values (and equal dedupe keys).
+    /// Keys are written in sorted order, which also holds if `serde_json`'s
+    /// `preserve_order` is ever switched on.
+    pub fn canonical(&self) -> Value {
+        let constraints = self.constraints.as_ref();
+        json!({
+            "award_only": self.award_only.unwrap_or(true),
+            "cabin": self.cabin.as_str(),
+            "constraints": {
+                "alliances": canonical_list(constraints.and_then(|c| c.alliances.as_deref())),
+                "max_taxes": constraints.and_then(|c| c.max_taxes),
+                "nonstop_only": constraints.and_then(|c| c.nonstop_only).unwrap_or(false),
+            },
+            "depart_date": self.depart_date.to_string(),
+            "destination": self.destination.as_str(),
+            "loyalty_programs": canonical_list(self.loyalty_programs.as_deref()),
+            "origin": self.origin.as_str(),
+            "pax": self.pax.unwrap_or(Self::DEFAULT_PAX),
+            "return_date": self.return_date.map(|d| d.to_string()),
+            "reuse_last_request": self.reuse_last_request.unwrap_or(false),
+        })
+    }
+
+    /// Checks what the JSON Schema cannot express (or a caller may have skipped).
+    /// Same-day returns are allowed: day trips are real.
+    pub fn validate(&self) -> Result<(), Error> {
+        if let Some(pax) = self.pax
+            && !(1..=Self::MAX_PAX).contains(&pax)
+        {
+            return Err(Error::Invalid(format!(
+                "pax must be between 1 and {}, got {pax}",
+                Self::MAX_PAX
+            )));
+        }
+        if self.origin == self.destination {
+            return Err(Error::Invalid(format!(
+                "origin and destination must differ, both are {}",
+                self.origin
+            )));
+        }
+        if let Some(ret) = self.return_date
+            && ret < self.depart_date
+        {
+            return Err(Error::Invalid(format!(
+                "return_date {ret} must not be before depart_date {}",
+                self.depart_date
+            )));
+        }
+        if let Some(max) = self.constraints.as_ref().and_then(|c| c.max_taxes)
+            && !(max.is_finite() && max >= 0.0)
+        {
+            return Err(Error::Invalid(format!(
+                "constraints.max_taxes must be a non-negative number, got {max}"
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// Language of formatted strings in flight results.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Locale {
+    De,
+    #[default]
+    En,
+}
+
+fn default_adults() -> u8 {
+    1
+}
+
+fn default_max_results() -> u8 {
+    5
+}
+
+/// Request body of `POST /flights/award` and `POST /flights/cash` (seed 000 §5.1
+/// `callSeatsAero`). Everything but route, date and class has a default, so a minimal
+/// body works.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct FlightSearchParams {
+    pub origin: IataCode,
+    pub destination: IataCode,
+    #[serde(with = "iso_date")]
+    #[schemars(with = "IsoDateSchema")]
+    pub departure_date: Date,
+    #[serde(default, with = "iso_date::option", skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<IsoDateSchema>")]
+    pub return_date: Option<Date>,
+    pub travel_class: Cabin,
+    #[serde(default = "default_adults")]
+    pub adults: u8,
+    #[serde(default)]
+    pub children: u8,
+    #[serde(default)]
+    pub infants: u8,
+    #[serde(default)]
+    pub non_stop: bool,
+    /// Days searched either side of `departureDate`.
+    #[serde(default)]
+    pub flexibility: u8,
+    #[serde(default)]
+    pub use_miles: bool,
+    #[serde(default)]
+    pub include_return_awards: bool,
+    #[serde(default = "default_max_results")]
+    pub max_results: u8,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub locale: Option<Locale>,
+}
+
+impl FlightSearchParams {
+    /// Seated passengers an upstream booking accepts at most.
+    pub const MAX_SEATED: u8 = 9;
+
+    /// Checks a body received over HTTP; messages name the (camelCase) field.
+    pub fn validate(&self) -> Result<(), Error> {
+        if self.origin == self.destination {
+            return Err(Error::Invalid(format!(
+                "origin and destination must differ, both are {}",
+                self.origin
+            )));
+        }
+        if self.adults == 0 {
+            return Err(Error::Invalid("adults must be at least 1".into()));
+        }
+        let seated = u16::from(self.adults) + u16::from(self.children);
+        if seated > u16::from(Self::MAX_SEATED) {
+            return Err(Error::Invalid(format!(
+                "adults + children must be at most {}, got {seated}",
+                Self::MAX_SEATED
+            )));
+        }
+        if self.infants > self.adults {
+            return Err(Error::Invalid(format!(
+                "infants ({}) must not exceed adults ({})",
+                self.infants, self.adults
+            )));
+        }
+        if self.max_results == 0 {
+            return Err(Error::Invalid("maxResults must be at least 1".into()));
+        }
+        if let Some(ret) = self.return_date
+            && ret < self.departure_date
+        {
+            return Err(Error::Invalid(format!(
+                "returnDate {ret} must not be before departureDate {}",
+                self.departure_date
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// Seed 000 §5.1 `mapSearchPayloadToParams`, with §2.2's default `award_only = true`.
+impl From<&FlightSearchInput> for FlightSearchParams {
+    fn from(input: &FlightSearchInput) -> Self {
+        Self {
+            origin: input.origin.clone(),
+            destination: input.destination.clone(),
+            departure_date: input.depart_date,
+            return_date: input.return_date,
+            travel_class: input.cabin,
+            adults: input.pax.unwrap_or(FlightSearchInput::DEFAULT_PAX),
+            children: 0,
+            infants: 0,
+            non_stop: input
+                .constraints
+                .as_ref()
+                .and_then(|c| c.nonstop_only)
+                .unwrap_or(false),
+            flexibility: 0,
+            use_miles: input.award_only.unwrap_or(true),
+            include_return_awards: input.return_date.is_some(),
+            max_results: default_max_results(),
+            locale: None,
+        }
+    }
+}
+
+/// Which upstream a result came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Provider {
+    Seatsaero,
+    Amadeus,
+}
+
+/// One normalised offer (seed 000 §5.2), the same shape for award and cash results so the
+/// chat formatter treats both alike.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct FlightResult {
+    pub id: String,
+    pub provider: Provider,
+    /// Total price as shown to the user, e.g. "85,000 miles + $450".
+    pub price: String,
+    pub price_per_person: String,
+    pub airline: String,
+    /// Display name of the cabin, e.g. "Business".
+    pub cabin: String,
+    #[serde(default)]
+    pub tags: Vec<String>,
+    pub total_stops: u32,
+    pub miles: Option<u64>,
+    pub taxes: Taxes,
+    pub seats_left: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub booking_links: Option<BTreeMap<String, String>>,
+    pub outbound: FlightLeg,
+    /// Return leg, when the offer covers one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inbound: Option<FlightLeg>,
+}
+
+/// Taxes and fees on top of the miles (or of the fare); both unknown for some sources.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Taxes {
+    pub amount: Option<f64>,
+    pub currency: Option<String>,
+}
+
+/// One direction of an itinerary, pre-formatted for display.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct FlightLeg {
+    pub departure: FlightEndpoint,
+    pub arrival: FlightEndpoint,
+    pub duration: String,
+    pub stops: String,
+    pub flight_numbers: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct FlightEndpoint {
+    pub airport: String,
+    pub time: String,
+}
+
+/// Reply of both flight functions.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct FlightSearchResult {
+    pub success: bool,
+    pub results: FlightResults,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stats: Option<SearchStats>,
+}
+
+/// Award (Seats.aero) replies have the same shape and always carry `stats`.
+pub type AwardSearchResult = FlightSearchResult;
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct FlightResults {
+    pub count: usize,
+    pub flights: Vec<FlightResult>,
+}
+
+/// What the upstream search covered, so the chat can say "3 of 42, more available".
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SearchStats {
+    pub total_available: u64,
+    pub has_more: bool,
+    pub start_date: String,
+    pub end_date: String,
+    pub cabin: String,
+}
+
+impl FlightSearchResult {
+    /// A successful reply; `count` is derived so it cannot disagree with `flights`.
+    pub fn new(flights: Vec<FlightResult>, stats: Option<SearchStats>) -> Self {
+        Self {
+            success: true,
+            results: FlightResults {
+                count: flights.len(),
+                flights,
+            },
+            stats,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use time::macros::date;
+
+    fn input(json: &str) -> FlightSearchInput {
+        serde_json::from_str(json).unwrap()
+    }
+
+    const BASE: &str = r#"{"origin":"FRA","destination":"JFK","depart_date":"2025-06-01","cabin":"BUSINESS"}"#;
+
+    #[test]
+    fn cabin_parses_loose_spellings_and_writes_canonical() {
+        for s in [
+            "PREMIUM_ECONOMY",
+            "premium_economy",
+            "Premium Economy",
+            "premium-economy",
+            " premium economy ",
+        ] {
+            assert_eq!(s.parse::<Cabin>().unwrap(), Cabin::PremiumEconomy, "{s}");
+        }
+        let c: Cabin = serde_json::from_str(r#""business""#).unwrap();
+        assert_eq!(c, Cabin::Business);
+        assert_eq!(serde_json::to_string(&c).unwrap(), r#""BUSINESS""#);
+        assert!(serde_json::from_str::<Cabin>(r#""coach""#).is_err());
+        assert_eq!(Cabin::PremiumEconomy.seatsaero_key(), "W");
+        assert_eq!(Cabin::PremiumEconomy.seatsaero_api_value(), "premium");
+        assert_eq!(Cabin::PremiumEconomy.display_name(), "Premium Economy");
+    }
+
+    #[test]
+    fn cabin_schema_is_string_enum() {
+        let schema = schemars::schema_for!(Cabin);
+        assert_eq!(schema.get("type"), Some(&json!("string")));
+        assert_eq!(
+            schema.get("enum"),
+            Some(&json!(["ECONOMY", "PREMIUM_ECONOMY", "BUSINESS", "FIRST"]))
+        );
+    }
+
+    #[test]
+    fn iata_code_validates_and_normalises() {
+        assert_eq!(IataCode::parse("fra").unwrap().as_str(), "FRA");
+        for bad in ["FR", "FRAN", "FR1", "", "FRÄ", " FRA"] {
+            let err = IataCode::parse(bad).unwrap_err();
+            assert!(err.to_string().contains("IATA"), "{bad}: {err}");
+        }
+        let code: IataCode = serde_json::from_str(r#""jfk""#).unwrap();
+        assert_eq!(serde_json::to_string(&code).unwrap(), r#""JFK""#);
+        assert!(serde_json::from_str::<IataCode>(r#""JFKX""#).is_err());
+    }
+
+    #[test]
+    fn input_schema_has_descriptions_and_required_fields() {
+        let schema = schemars::schema_for!(FlightSearchInput);
+        let v = schema.as_value();
+        let required = v["required"].as_array().unwrap();
+        for f in ["origin", "destination", "depart_date", "cabin"] {
+            assert!(required.contains(&json!(f)), "{f}");
+        }
+        assert_eq!(required.len(), 4);
+        let props = &v["properties"];
+        assert_eq!(props["origin"]["pattern"], json!("^[A-Za-z]{3}$"));
+        assert_eq!(props["origin"]["maxLength"], json!(3));
+        assert!(props["origin"]["description"].as_str().unwrap().contains("FRA"));
+        assert_eq!(props["depart_date"]["format"], json!("date"));
+        assert_eq!(props["pax"]["minimum"], json!(1));
+        assert_eq!(props["pax"]["maximum"], json!(9));
+        assert_eq!(props["pax"]["default"], json!(1));
+        assert_eq!(props["cabin"]["enum"].as_array().unwrap().len(), 4);
+    }
+
+    #[test]
+    fn input_ignores_unknown_fields_and_parses_dates() {
+        let i = input(
+            r#"{"origin":"fra","destination":"jfk","depart_date":"2025-06-01",
+                "return_date":null,"cabin":"business","note":"extra"}"#,
+        );
+        assert_eq!(i.depart_date, date!(2025 - 06 - 01));
+        assert_eq!(i.return_date, None);
+        assert_eq!(i.origin.as_str(), "FRA");
+        assert!(serde_json::from_str::<FlightSearchInput>(
+            r#"{"origin":"FRA","destination":"JFK","depart_date":"01.06.2025","cabin":"FIRST"}"#
+        )
+        .is_err());
+        let out = serde_json::to_value(&i).unwrap();
+        assert_eq!(out["depart_date"], json!("2025-06-01"));
+        assert!(out.get("return_date").is_none());
+    }
+
+    #[test]
+    fn canonical_equal_for_same_meaning() {
+        let a = input(BASE);
+        let b = input(
+            r#"{"cabin":"business","depart_date":"2025-06-01","destination":"jfk","origin":"fra",
+                "pax":1,"award_only":true,"return_date":null,"loyalty_programs":[],
+                "reuse_last_request":false,
+                "constraints":{"nonstop_only":false,"alliances":[]}}"#,
+        );
+        assert_eq!(a.canonical(), b.canonical());
+
+        let c = input(
+            r#"{"origin":"FRA","destination":"JFK","depart_date":"2025-06-01","cabin":"BUSINESS",
+                "loyalty_programs":["flying blue","Miles & More"," FLYING BLUE"],
+                "constraints":{"alliances":["oneworld","Star Alliance"]}}"#,
+        );
+        let d = input(
+            r#"{"constraints":{"alliances":["star alliance","ONEWORLD"]},
+                "loyalty_programs":["MILES & MORE","Flying Blue"],
+                "cabin":"BUSINESS","depart_date":"2025-06-01","destination":"JFK","origin":"FRA"}"#,
+        );
+        assert_eq!(c.canonical(), d.canonical());
+        assert_eq!(
+            c.canonical()["loyalty_programs"],
+            json!(["FLYING BLUE", "MILES & MORE"])
+        );
+    }
+
+    #[test]
+    fn canonical_differs_for_different_meaning() {
+        let base = input(BASE).canonical();
+        for other in [
+            r#"{"origin":"FRA","destination":"JFK","depart_date":"2025-06-01","cabin":"FIRST"}"#,
+            r#"{"origin":"FRA","destination":"JFK","depart_date":"2025-06-02","cabin":"BUSINESS"}"#,
+            r#"{"origin":"FRA","destination":"JFK","depart_date":"2025-06-01","cabin":"BUSINESS","pax":2}"#,
+            r#"{"origin":"JFK","destination":"FRA","depart_date":"2025-06-01","cabin":"BUSINESS"}"#,
+            r#"{"origin":"FRA","destination":"JFK","depart_date":"2025-06-01","cabin":"BUSINESS","award_only":false}"#,
+        ] {
+            assert_ne!(input(other).canonical(), base, "{other}");
+        }
+    }
+
+    #[test]
+    fn canonical_has_all_defaults_and_sorted_keys() {
+        let text = serde_json::to_string(&input(BASE).canonical()).unwrap();
+        assert_eq!(
+            text,
+            r#"{"award_only":true,"cabin":"BUSINESS","constraints":{"alliances":[],"max_taxes":null,"nonstop_only":false},"depart_date":"2025-06-01","destination":"JFK","loyalty_programs":[],"origin":"FRA","pax":1,"return_date":null,"reuse_last_request":false}"#
+        );
+    }
+
+    #[test]
+    fn validate_names_the_field() {
+        assert!(input(BASE).validate().is_ok());
+        let cases = [
+            (r#""pax":0"#, "pax"),
+            (r#""pax":10"#, "pax"),
+            (r#""return_date":"2025-05-31""#, "return_date"),
+            (r#""constraints":{"max_taxes":-1}"#, "max_taxes"),
+        ];
+        for (extra, field) in cases {
+            let json = BASE.replacen('{', &format!("{{{extra},"), 1);
+            let err = input(&json).validate().unwrap_err();
+            assert!(err.to_string().contains(field), "{extra}: {err}");
+        }
+        let same = input(
+            r#"{"origin":"FRA","destination":"fra","depart_date":"2025-06-01","cabin":"FIRST"}"#,
+        );
+        assert!(same.validate().unwrap_err().to_string().contains("origin"));
+        let day_trip = BASE.replacen('{', r#"{"return_date":"2025-06-01","#, 1);
+        assert!(input(&day_trip).validate().is_ok());
+    }
+
+    #[test]
+    fn params_from_input_follows_seed_mapping() {
+        let i = input(
+            r#"{"origin":"FRA","destination":"JFK","depart_date":"2025-06-01","cabin":"FIRST",
+                "return_date":"2025-06-10","constraints":{"nonstop_only":true}}"#,
+        );
+        let p = FlightSearchParams::from(&i);
+        assert_eq!(p.adults, 1);
+        assert!(p.non_stop);
+        assert!(p.use_miles);
+        assert!(p.include_return_awards);
+        assert_eq!(p.max_results, 5);
+        assert_eq!(p.flexibility, 0);
+        assert_eq!(p.travel_class, Cabin::First);
+        let v = serde_json::to_value(&p).unwrap();
+        assert_eq!(v["departureDate"], json!("2025-06-10").as_str().map(|_| json!("2025-06-01")).unwrap());
+        assert_eq!(v["returnDate"], json!("2025-06-10"));
+        assert_eq!(v["travelClass"], json!("FIRST"));
+        assert_eq!(v["includeReturnAwards"], json!(true));
+        assert!(v.get("locale").is_none());
+
+        let mut one_way = i.clone();
+        one_way.return_date = None;
+        one_way.award_only = Some(false);
+        one_way.pax = Some(3);
+        let p = FlightSearchParams::from(&one_way);
+        assert!(!p.include_return_awards && !p.use_miles);
+        assert_eq!(p.adults, 3);
+    }
+
+    #[test]
+    fn params_minimal_body_gets_defaults() {
+        let p: FlightSearchParams = serde_json::from_str(
+            r#"{"origin":"fra","destination":"nrt","departureDate":"2025-07-01","travelClass":"ECONOMY","locale":"de"}"#,
+        )
+        .unwrap();
+        assert_eq!((p.adults, p.children, p.infants), (1, 0, 0));
+        assert_eq!((p.max_results, p.flexibility), (5, 0));
+        assert!(!p.non_stop && !p.use_miles && !p.include_return_awards);
+        assert_eq!(p.locale, Some(Locale::De));
+        assert_eq!(Locale::default(), Locale::En);
+        assert!(p.validate().is_ok());
+
+        let mut bad = p.clone();
+        bad.infants = 2;
+        assert!(bad.validate().unwrap_err().to_string().contains("infants"));
+        let mut bad = p;
+        bad.adults = 9;
+        bad.children = 1;
+        assert!(bad.validate().unwrap_err().to_string().contains("children"));
+    }
+
+    fn sample_flight() -> FlightResult {
+        FlightResult {
+            id: "abc".into(),
+            provider: Provider::Seatsaero,
+            price: "85,000 miles + $450".into(),
+            price_per_person: "85,000 miles + $450".into(),
+            airline: "LH".into(),
+            cabin: "Business".into(),
+            tags: vec!["Lufthansa".into()],
+            total_stops: 0,
+            miles: Some(85_000),
+            taxes: Taxes {
+                amount: Some(450.0),
+                currency: Some("USD".into()),
+            },
+            seats_left: None,
+            booking_links: None,
+            outbound: FlightLeg {
+                departure: FlightEndpoint {
+                    airport: "FRA".into(),
+                    time: "2025-06-01T10:00".into(),
+                },
+                arrival: FlightEndpoint {
+                    airport: "JFK".into(),
+                    time: "2025-06-01T12:45".into(),
+                },
+                duration: "8h 45m".into(),
+                stops: "Nonstop".into(),
+                flight_numbers: "LH400".into(),
+            },
+            inbound: None,
+        }
+    }
+
+    #[test]
+    fn result_shape_matches_seed() {
+        let r = FlightSearchResult::new(
+            vec![sample_flight()],
+            Some(SearchStats {
+                total_available: 42,
+                has_more: true,
+                start_date: "2025-06-01".into(),
+                end_date: "2025-06-01".into(),
+                cabin: "Business".into(),
+            }),
+        );
+        assert_eq!(r.results.count, 1);
+        let v = serde_json::to_value(&r).unwrap();
+        let f = &v["results"]["flights"][0];
+        assert_eq!(f["provider"], json!("seatsaero"));
+        assert_eq!(f["pricePerPerson"], json!("85,000 miles + $450"));
+        assert_eq!(f["seatsLeft"], Value::Null);
+        assert_eq!(f["outbound"]["flightNumbers"], json!("LH400"));
+        assert!(f.get("bookingLinks").is_none() && f.get("inbound").is_none());
+        assert_eq!(v["stats"]["totalAvailable"], json!(42));
+        assert_eq!(v["stats"]["hasMore"], json!(true));
+        let back: FlightSearchResult = serde_json::from_value(v).unwrap();
+        assert_eq!(back, r);
+
+        let cash = FlightSearchResult::new(vec![], None);
+        assert!(serde_json::to_value(&cash).unwrap().get("stats").is_none());
+    }
+}

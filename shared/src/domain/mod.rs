@@ -1,0 +1,6 @@
+//! Plain domain types: flights, session state, tool calls and tool results.
+
+pub mod flight;
+pub mod session;
+pub mod tool_call;
+pub mod tool_result;

@@ -1,0 +1,208 @@
+//! Tool names, tool-call statuses and the stored tool-call record.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use time::OffsetDateTime;
+
+/// Status of a tool call (seed 000 §3.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolCallStatus {
+    Queued,
+    Running,
+    Succeeded,
+    Failed,
+    Timeout,
+    Canceled,
+}
+
+impl fmt::Display for ToolCallStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl ToolCallStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Queued => "queued",
+            Self::Running => "running",
+            Self::Succeeded => "succeeded",
+            Self::Failed => "failed",
+            Self::Timeout => "timeout",
+            Self::Canceled => "canceled",
+        }
+    }
+}
+
+impl ToolCallStatus {
+    /// Statuses after which a later identical request starts a new attempt.
+    pub fn is_rerunnable(self) -> bool {
+        matches!(self, Self::Failed | Self::Timeout | Self::Canceled)
+    }
+
+    /// Whether the state machine allows `self -> to` within one attempt. A new attempt
+    /// (rerun, retry, lease takeover) is not a transition of the old attempt; the ledger
+    /// checks its own preconditions for those.
+    pub fn can_transition_to(self, to: ToolCallStatus) -> bool {
+        use ToolCallStatus::*;
+        matches!(
+            (self, to),
+            (Queued, Running)
+                | (Queued, Canceled)
+                | (Running, Succeeded | Failed | Timeout | Canceled)
+                | (Failed | Timeout, Queued)
+        )
+    }
+}
+
+/// The tools the registry knows. Adding a tool means adding a variant here, so every place
+/// that matches on tools is found by the compiler.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolName {
+    SearchFlights,
+    SearchKnowledgeBase,
+    AskGpt,
+}
+
+impl ToolName {
+    pub const ALL: [ToolName; 3] = [Self::SearchFlights, Self::SearchKnowledgeBase, Self::AskGpt];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::SearchFlights => "search_flights",
+            Self::SearchKnowledgeBase => "search_knowledge_base",
+            Self::AskGpt => "ask_gpt",
+        }
+    }
+}
+
+impl fmt::Display for ToolName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for ToolName {
+    type Err = crate::Error;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::ALL
+            .into_iter()
+            .find(|t| t.as_str() == s)
+            .ok_or_else(|| crate::Error::Invalid(format!("unknown tool `{s}`")))
+    }
+}
+
+/// One execution attempt of a tool call, kept for the audit log.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AttemptRecord {
+    pub attempt: u32,
+    pub status: ToolCallStatus,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "time::serde::rfc3339::option"
+    )]
+    pub queued_at: Option<OffsetDateTime>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "time::serde::rfc3339::option"
+    )]
+    pub started_at: Option<OffsetDateTime>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "time::serde::rfc3339::option"
+    )]
+    pub finished_at: Option<OffsetDateTime>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+impl AttemptRecord {
+    /// When this attempt began: started, or queued if it never started.
+    pub fn began_at(&self) -> Option<OffsetDateTime> {
+        self.started_at.or(self.queued_at)
+    }
+}
+
+/// A tool call as the audit API shows it: the latest attempt's state at the top level and
+/// every attempt, newest first, in `attempts`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCallRecord {
+    pub id: String,
+    pub chat_id: String,
+    pub tool: ToolName,
+    pub status: ToolCallStatus,
+    pub attempt: u32,
+    pub request: Value,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    pub dedupe_key: String,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+    #[serde(with = "time::serde::rfc3339")]
+    pub updated_at: OffsetDateTime,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "time::serde::rfc3339::option"
+    )]
+    pub started_at: Option<OffsetDateTime>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "time::serde::rfc3339::option"
+    )]
+    pub finished_at: Option<OffsetDateTime>,
+    pub attempts: Vec<AttemptRecord>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn transition_table_matches_the_contract() {
+        use ToolCallStatus::*;
+        let all = [Queued, Running, Succeeded, Failed, Timeout, Canceled];
+        let legal = [
+            (Queued, Running),
+            (Queued, Canceled),
+            (Running, Succeeded),
+            (Running, Failed),
+            (Running, Timeout),
+            (Running, Canceled),
+            (Failed, Queued),
+            (Timeout, Queued),
+        ];
+        for from in all {
+            for to in all {
+                assert_eq!(
+                    from.can_transition_to(to),
+                    legal.contains(&(from, to)),
+                    "{from} -> {to}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn tool_names_round_trip() {
+        for tool in ToolName::ALL {
+            assert_eq!(tool.as_str().parse::<ToolName>().ok(), Some(tool));
+            assert_eq!(
+                serde_json::to_value(tool).ok(),
+                Some(Value::from(tool.as_str()))
+            );
+        }
+        assert!("rm_rf".parse::<ToolName>().is_err());
+    }
+}

@@ -1,0 +1,55 @@
+//! The crate's one error type. HTTP handlers map it to the error envelope in
+//! [`crate::http::error`]; the `Display` texts are for logs, never sent to clients as-is.
+
+use crate::domain::tool_call::ToolCallStatus;
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A required environment variable is missing or unparsable (raised at cold start).
+    #[error("configuration: {0}")]
+    Config(String),
+
+    /// Caller input that fails validation; the message names the field.
+    #[error("invalid input: {0}")]
+    Invalid(String),
+
+    /// Missing, or owned by someone else: the two are deliberately indistinguishable.
+    #[error("not found")]
+    NotFound,
+
+    /// A tool-call status change the state machine does not allow.
+    #[error("illegal transition of tool call {id}: {from} -> {to}")]
+    IllegalTransition {
+        id: String,
+        from: ToolCallStatus,
+        to: ToolCallStatus,
+    },
+
+    /// A finishing write from an attempt that no longer holds the call (fencing).
+    #[error("tool call {id}: attempt {attempt} was superseded by attempt {current}")]
+    Fenced {
+        id: String,
+        attempt: u32,
+        current: u32,
+    },
+
+    /// Optimistic-concurrency retries ran out.
+    #[error("too much contention updating {0}")]
+    Contention(String),
+
+    #[error("secret {name}: {message}")]
+    Secret { name: String, message: String },
+
+    /// A DynamoDB call failed for a reason other than a checked condition.
+    #[error("DynamoDB {op}: {message}")]
+    Dynamo { op: &'static str, message: String },
+
+    /// A stored item that does not have the shape this code writes.
+    #[error("malformed stored item: {0}")]
+    Corrupt(String),
+
+    #[error("JSON: {0}")]
+    Json(#[from] serde_json::Error),
+}

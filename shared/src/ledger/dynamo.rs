@@ -1,0 +1,699 @@
+//! [`ToolCallLedger`] on DynamoDB.
+//!
+//! Item: `pk = CHAT#<chat>`, `sk = CALL#<call id>`; `recent` (LSI `by_recent`) orders a chat's
+//! calls by their latest attempt. Top-level attributes describe the current attempt;
+//! `attempts` is the list of every attempt (index + 1 = attempt number). Every status change
+//! is one `UpdateItem` whose condition encodes the allowed source state, so no transition
+//! depends on an earlier read.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue, ReturnValuesOnConditionCheckFailure};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use time::{Duration, OffsetDateTime};
+
+use super::{
+    Claim, ClaimMode, ClaimRequest, ClaimedCall, DedupeKey, Outcome, Page, ToolCallLedger,
+};
+use crate::clock::{Clock, SystemClock};
+use crate::config::LedgerConfig;
+use crate::domain::tool_call::{AttemptRecord, ToolCallRecord, ToolCallStatus, ToolName};
+use crate::dynamo::{
+    ConditionFailure, Item, epoch_millis, from_item, n, rfc3339, s, sdk_error, sortable_time, to_av,
+};
+use crate::{Error, Result};
+
+const RECENT_INDEX: &str = "by_recent";
+/// DynamoDB items stop at 400 KB; a larger response is replaced by a marker (and logged)
+/// rather than failing the finishing write and losing the status.
+const MAX_STORED_RESPONSE_BYTES: usize = 300 * 1024;
+
+#[derive(Clone)]
+pub struct DynamoLedger {
+    client: Client,
+    table: String,
+    config: LedgerConfig,
+    clock: Arc<dyn Clock>,
+}
+
+impl DynamoLedger {
+    pub fn new(client: Client, table: impl Into<String>, config: LedgerConfig) -> Self {
+        Self::with_clock(client, table, config, Arc::new(SystemClock))
+    }
+
+    pub fn with_clock(
+        client: Client,
+        table: impl Into<String>,
+        config: LedgerConfig,
+        clock: Arc<dyn Clock>,
+    ) -> Self {
+        Self {
+            client,
+            table: table.into(),
+            config,
+            clock,
+        }
+    }
+
+    fn key(chat_id: &str, call_id: &str) -> [(&'static str, AttributeValue); 2] {
+        [
+            ("pk", s(format!("CHAT#{chat_id}"))),
+            ("sk", s(format!("CALL#{call_id}"))),
+        ]
+    }
+
+    fn update(
+        &self,
+        chat_id: &str,
+        call_id: &str,
+    ) -> aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder {
+        let [(pk, pkv), (sk, skv)] = Self::key(chat_id, call_id);
+        self.client
+            .update_item()
+            .table_name(&self.table)
+            .key(pk, pkv)
+            .key(sk, skv)
+            .expression_attribute_names("#status", "status")
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+    }
+
+    fn ttl(&self, now: OffsetDateTime) -> AttributeValue {
+        n((now + self.config.retention).unix_timestamp())
+    }
+
+    async fn read(&self, chat_id: &str, call_id: &str) -> Result<Option<CallItem>> {
+        let [(pk, pkv), (sk, skv)] = Self::key(chat_id, call_id);
+        let out = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .key(pk, pkv)
+            .key(sk, skv)
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(|e| sdk_error("GetItem", e))?;
+        out.item.map(from_item).transpose()
+    }
+
+    /// Explains a failed condition from the item DynamoDB returned with it (or a fresh read
+    /// when the emulator did not return one).
+    async fn old_item(
+        &self,
+        chat_id: &str,
+        call_id: &str,
+        returned: Option<Item>,
+    ) -> Result<Option<CallItem>> {
+        match returned {
+            Some(item) => from_item(item).map(Some),
+            None => self.read(chat_id, call_id).await,
+        }
+    }
+
+    /// Marks the attempt replaced by a takeover as timed out. Best effort: fenced on the new
+    /// attempt so it never touches a newer state, and a failure only leaves the old attempt
+    /// shown as `running` in the audit log.
+    async fn close_superseded_attempt(&self, call: &ClaimedCall, now: OffsetDateTime) {
+        let old = call.attempt.saturating_sub(2);
+        let result = self
+            .update(&call.chat_id, &call.id)
+            .update_expression(format!(
+                "SET attempts[{old}].#status = :timeout, attempts[{old}].finished_at = :now, attempts[{old}].#error = :err"
+            ))
+            .condition_expression("attempt = :attempt")
+            .expression_attribute_names("#error", "error")
+            .expression_attribute_values(":timeout", s(ToolCallStatus::Timeout.as_str()))
+            .expression_attribute_values(":now", rfc3339(now))
+            .expression_attribute_values(
+                ":err",
+                s(format!("lease expired; taken over by attempt {}", call.attempt)),
+            )
+            .expression_attribute_values(":attempt", n(call.attempt))
+            .send()
+            .await;
+        if let Err(e) = result {
+            tracing::warn!(call_id = %call.id, error = %sdk_error("UpdateItem", e), "could not close superseded attempt");
+        }
+    }
+
+    /// Classifies a failed transition of `call_id` from the item that made it fail.
+    fn rejected(call_id: &str, old: Option<CallItem>, attempt: u32, to: ToolCallStatus) -> Error {
+        match old {
+            None => Error::NotFound,
+            Some(old) if old.attempt != attempt => Error::Fenced {
+                id: call_id.to_owned(),
+                attempt,
+                current: old.attempt,
+            },
+            Some(old) => Error::IllegalTransition {
+                id: call_id.to_owned(),
+                from: old.status,
+                to,
+            },
+        }
+    }
+}
+
+/// The stored shape of a tool call (read side; writes are update expressions).
+#[derive(Debug, Clone, Deserialize)]
+struct CallItem {
+    chat_id: String,
+    owner_id: String,
+    call_id: String,
+    tool: ToolName,
+    dedupe_key: String,
+    request: Value,
+    status: ToolCallStatus,
+    attempt: u32,
+    #[serde(default)]
+    response: Option<Value>,
+    #[serde(default)]
+    error: Option<String>,
+    #[serde(with = "time::serde::rfc3339")]
+    created_at: OffsetDateTime,
+    #[serde(with = "time::serde::rfc3339")]
+    updated_at: OffsetDateTime,
+    #[serde(default, with = "time::serde::rfc3339::option")]
+    started_at: Option<OffsetDateTime>,
+    #[serde(default, with = "time::serde::rfc3339::option")]
+    finished_at: Option<OffsetDateTime>,
+    #[serde(default)]
+    attempts: Vec<AttemptEntry>,
+}
+
+/// One element of the stored `attempts` list; its number is its position.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+struct AttemptEntry {
+    status: Option<ToolCallStatus>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "time::serde::rfc3339::option"
+    )]
+    queued_at: Option<OffsetDateTime>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "time::serde::rfc3339::option"
+    )]
+    started_at: Option<OffsetDateTime>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "time::serde::rfc3339::option"
+    )]
+    finished_at: Option<OffsetDateTime>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
+}
+
+impl CallItem {
+    fn into_record(self) -> ToolCallRecord {
+        let current = self.status;
+        let mut attempts: Vec<AttemptRecord> = self
+            .attempts
+            .into_iter()
+            .enumerate()
+            .map(|(i, a)| AttemptRecord {
+                attempt: u32::try_from(i + 1).unwrap_or(u32::MAX),
+                status: a.status.unwrap_or(current),
+                queued_at: a.queued_at,
+                started_at: a.started_at,
+                finished_at: a.finished_at,
+                error: a.error,
+            })
+            .collect();
+        attempts.reverse();
+        ToolCallRecord {
+            id: self.call_id,
+            chat_id: self.chat_id,
+            tool: self.tool,
+            status: self.status,
+            attempt: self.attempt,
+            request: self.request,
+            response: self.response,
+            error: self.error,
+            dedupe_key: self.dedupe_key,
+            created_at: self.created_at,
+            updated_at: self.updated_at,
+            started_at: self.started_at,
+            finished_at: self.finished_at,
+            attempts,
+        }
+    }
+
+    fn claimed(&self, took_over: bool) -> ClaimedCall {
+        ClaimedCall {
+            id: self.call_id.clone(),
+            chat_id: self.chat_id.clone(),
+            tool: self.tool,
+            attempt: self.attempt,
+            status: self.status,
+            dedupe_key: self.dedupe_key.clone(),
+            took_over,
+        }
+    }
+}
+
+fn status_av(status: ToolCallStatus) -> AttributeValue {
+    s(status.as_str())
+}
+
+/// Caps what is stored of a response; see [`MAX_STORED_RESPONSE_BYTES`].
+fn storable_response(call_id: &str, response: &Value) -> Value {
+    let size = serde_json::to_vec(response).map(|v| v.len()).unwrap_or(0);
+    if size <= MAX_STORED_RESPONSE_BYTES {
+        return response.clone();
+    }
+    tracing::warn!(
+        call_id,
+        size,
+        "tool response too large to store; storing a marker"
+    );
+    serde_json::json!({ "truncated": true, "size_bytes": size })
+}
+
+#[async_trait]
+impl ToolCallLedger for DynamoLedger {
+    async fn record_and_claim(&self, req: ClaimRequest) -> Result<Claim> {
+        let key = DedupeKey::new(&req.chat_id, req.tool, &req.request);
+        let call_id = key.call_id();
+        let now = self.clock.now();
+        let now_ms = epoch_millis(now);
+        let (status, lease, entry) = match req.mode {
+            ClaimMode::Run { lease } => (
+                ToolCallStatus::Running,
+                Some(lease),
+                AttemptEntry {
+                    status: Some(ToolCallStatus::Running),
+                    started_at: Some(now),
+                    ..AttemptEntry::default()
+                },
+            ),
+            ClaimMode::Enqueue => (
+                ToolCallStatus::Queued,
+                None,
+                AttemptEntry {
+                    status: Some(ToolCallStatus::Queued),
+                    queued_at: Some(now),
+                    ..AttemptEntry::default()
+                },
+            ),
+        };
+        // A new attempt starts clean: the previous attempt's result lives on in `attempts`.
+        let (mut set, remove) = if lease.is_some() {
+            (
+                vec!["started_at = :now", "lease_until = :lease"],
+                "REMOVE #response, #error, finished_at",
+            )
+        } else {
+            (
+                vec![],
+                "REMOVE #response, #error, finished_at, started_at, lease_until",
+            )
+        };
+        set.extend([
+            "chat_id = :chat",
+            "owner_id = :owner",
+            "call_id = :id",
+            "tool = :tool",
+            "dedupe_key = :dk",
+            "#request = :req",
+            "#status = :status",
+            "attempt = if_not_exists(attempt, :zero) + :one",
+            "attempts = list_append(if_not_exists(attempts, :empty), :entry)",
+            "created_at = if_not_exists(created_at, :now)",
+            "updated_at = :now",
+            "recent = :recent",
+            "dedupe_until = :window",
+            "#ttl = :ttl",
+        ]);
+        let mut update = self
+            .update(&req.chat_id, &call_id)
+            .update_expression(format!("SET {} {remove}", set.join(", ")))
+            .condition_expression(
+                "attribute_not_exists(pk) OR (owner_id = :owner AND (\
+                   #status IN (:failed, :timeout, :canceled) \
+                   OR (#status = :succeeded AND dedupe_until < :now_ms) \
+                   OR (#status = :running AND lease_until < :now_ms)))",
+            )
+            .expression_attribute_names("#error", "error")
+            .expression_attribute_names("#ttl", "ttl")
+            .expression_attribute_names("#request", "request")
+            .expression_attribute_names("#response", "response")
+            .expression_attribute_values(":chat", s(&req.chat_id))
+            .expression_attribute_values(":owner", s(&req.owner_id))
+            .expression_attribute_values(":id", s(&call_id))
+            .expression_attribute_values(":tool", s(req.tool.as_str()))
+            .expression_attribute_values(":dk", s(key.as_str()))
+            .expression_attribute_values(":req", to_av(&req.request)?)
+            .expression_attribute_values(":status", status_av(status))
+            .expression_attribute_values(":zero", n(0))
+            .expression_attribute_values(":one", n(1))
+            .expression_attribute_values(":empty", AttributeValue::L(vec![]))
+            .expression_attribute_values(":entry", AttributeValue::L(vec![to_av(&entry)?]))
+            .expression_attribute_values(":now", rfc3339(now))
+            .expression_attribute_values(":now_ms", n(now_ms))
+            .expression_attribute_values(":recent", s(format!("{}#{call_id}", sortable_time(now))))
+            .expression_attribute_values(
+                ":window",
+                n(epoch_millis(now + self.config.dedupe_window)),
+            )
+            .expression_attribute_values(":ttl", self.ttl(now))
+            .expression_attribute_values(":failed", status_av(ToolCallStatus::Failed))
+            .expression_attribute_values(":timeout", status_av(ToolCallStatus::Timeout))
+            .expression_attribute_values(":canceled", status_av(ToolCallStatus::Canceled))
+            .expression_attribute_values(":succeeded", status_av(ToolCallStatus::Succeeded))
+            .expression_attribute_values(":running", status_av(ToolCallStatus::Running))
+            .return_values(ReturnValue::AllOld);
+        if let Some(lease) = lease {
+            update = update.expression_attribute_values(":lease", n(epoch_millis(now + lease)));
+        }
+        match update.send().await {
+            Ok(out) => {
+                let old = out.attributes.map(from_item::<CallItem>).transpose()?;
+                let took_over = old
+                    .as_ref()
+                    .is_some_and(|o| o.status == ToolCallStatus::Running);
+                let call = ClaimedCall {
+                    id: call_id,
+                    chat_id: req.chat_id,
+                    tool: req.tool,
+                    attempt: old.as_ref().map_or(1, |o| o.attempt + 1),
+                    status,
+                    dedupe_key: key.as_str().to_owned(),
+                    took_over,
+                };
+                if took_over {
+                    tracing::warn!(call_id = %call.id, attempt = call.attempt, "took over a tool call whose lease expired");
+                    self.close_superseded_attempt(&call, now).await;
+                }
+                Ok(Claim::Claimed(call))
+            }
+            Err(err) => match err.condition_failed_item() {
+                Some(returned) => match self.old_item(&req.chat_id, &call_id, returned).await? {
+                    Some(old) if old.owner_id == req.owner_id => {
+                        Ok(Claim::Duplicate(old.into_record()))
+                    }
+                    // Another user's chat id: answer as if it did not exist.
+                    _ => Err(Error::NotFound),
+                },
+                None => Err(sdk_error("UpdateItem", err)),
+            },
+        }
+    }
+
+    async fn finish(&self, call: &ClaimedCall, outcome: Outcome) -> Result<()> {
+        let now = self.clock.now();
+        let to = outcome.status();
+        let i = call.attempt.saturating_sub(1);
+        let mut set = vec![
+            "#status = :to".to_owned(),
+            "updated_at = :now".to_owned(),
+            "finished_at = :now".to_owned(),
+            "#ttl = :ttl".to_owned(),
+            format!("attempts[{i}].#status = :to"),
+            format!("attempts[{i}].finished_at = :now"),
+        ];
+        let mut update = self
+            .update(&call.chat_id, &call.id)
+            .condition_expression(
+                "attribute_exists(pk) AND #status = :running AND attempt = :attempt",
+            )
+            .expression_attribute_names("#ttl", "ttl")
+            .expression_attribute_values(":to", status_av(to))
+            .expression_attribute_values(":now", rfc3339(now))
+            .expression_attribute_values(":ttl", self.ttl(now))
+            .expression_attribute_values(":running", status_av(ToolCallStatus::Running))
+            .expression_attribute_values(":attempt", n(call.attempt));
+        match &outcome {
+            Outcome::Succeeded(response) => {
+                set.push("#response = :response".to_owned());
+                update = update
+                    .expression_attribute_names("#response", "response")
+                    .expression_attribute_values(
+                        ":response",
+                        to_av(&storable_response(&call.id, response))?,
+                    );
+            }
+            Outcome::Failed(error) | Outcome::Timeout(error) | Outcome::Canceled(error) => {
+                set.push("#error = :error".to_owned());
+                set.push(format!("attempts[{i}].#error = :error"));
+                update = update
+                    .expression_attribute_names("#error", "error")
+                    .expression_attribute_values(":error", s(error));
+            }
+        }
+        let result = update
+            .update_expression(format!("SET {} REMOVE lease_until", set.join(", ")))
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(()),
+            Err(err) => match err.condition_failed_item() {
+                Some(returned) => {
+                    let old = self.old_item(&call.chat_id, &call.id, returned).await?;
+                    Err(Self::rejected(&call.id, old, call.attempt, to))
+                }
+                None => Err(sdk_error("UpdateItem", err)),
+            },
+        }
+    }
+
+    async fn start_queued(
+        &self,
+        chat_id: &str,
+        call_id: &str,
+        attempt: u32,
+        lease: Duration,
+    ) -> Result<ClaimedCall> {
+        let now = self.clock.now();
+        let i = attempt.saturating_sub(1);
+        let result = self
+            .update(chat_id, call_id)
+            .update_expression(format!(
+                "SET #status = :running, started_at = :now, updated_at = :now, lease_until = :lease, \
+                 recent = :recent, attempts[{i}].#status = :running, attempts[{i}].started_at = :now"
+            ))
+            .condition_expression("attribute_exists(pk) AND #status = :queued AND attempt = :attempt")
+            .expression_attribute_values(":running", status_av(ToolCallStatus::Running))
+            .expression_attribute_values(":queued", status_av(ToolCallStatus::Queued))
+            .expression_attribute_values(":now", rfc3339(now))
+            .expression_attribute_values(":lease", n(epoch_millis(now + lease)))
+            .expression_attribute_values(":recent", s(format!("{}#{call_id}", sortable_time(now))))
+            .expression_attribute_values(":attempt", n(attempt))
+            .return_values(ReturnValue::AllNew)
+            .send()
+            .await;
+        match result {
+            Ok(out) => {
+                let item: CallItem = from_item(out.attributes.unwrap_or_default())?;
+                Ok(item.claimed(false))
+            }
+            Err(err) => match err.condition_failed_item() {
+                Some(returned) => {
+                    let old = self.old_item(chat_id, call_id, returned).await?;
+                    Err(Self::rejected(
+                        call_id,
+                        old,
+                        attempt,
+                        ToolCallStatus::Running,
+                    ))
+                }
+                None => Err(sdk_error("UpdateItem", err)),
+            },
+        }
+    }
+
+    async fn requeue(
+        &self,
+        chat_id: &str,
+        call_id: &str,
+        failed_attempt: u32,
+    ) -> Result<ClaimedCall> {
+        let now = self.clock.now();
+        let entry = AttemptEntry {
+            status: Some(ToolCallStatus::Queued),
+            queued_at: Some(now),
+            ..AttemptEntry::default()
+        };
+        let result = self
+            .update(chat_id, call_id)
+            .update_expression(
+                "SET #status = :queued, attempt = attempt + :one, attempts = list_append(attempts, :entry), \
+                 updated_at = :now, recent = :recent, #ttl = :ttl \
+                 REMOVE started_at, finished_at, lease_until, #error, #response",
+            )
+            .condition_expression("attribute_exists(pk) AND #status IN (:failed, :timeout) AND attempt = :attempt")
+            .expression_attribute_names("#error", "error")
+            .expression_attribute_names("#response", "response")
+            .expression_attribute_names("#ttl", "ttl")
+            .expression_attribute_values(":queued", status_av(ToolCallStatus::Queued))
+            .expression_attribute_values(":failed", status_av(ToolCallStatus::Failed))
+            .expression_attribute_values(":timeout", status_av(ToolCallStatus::Timeout))
+            .expression_attribute_values(":one", n(1))
+            .expression_attribute_values(":entry", AttributeValue::L(vec![to_av(&entry)?]))
+            .expression_attribute_values(":now", rfc3339(now))
+            .expression_attribute_values(":recent", s(format!("{}#{call_id}", sortable_time(now))))
+            .expression_attribute_values(":ttl", self.ttl(now))
+            .expression_attribute_values(":attempt", n(failed_attempt))
+            .return_values(ReturnValue::AllNew)
+            .send()
+            .await;
+        match result {
+            Ok(out) => {
+                let item: CallItem = from_item(out.attributes.unwrap_or_default())?;
+                Ok(item.claimed(false))
+            }
+            Err(err) => match err.condition_failed_item() {
+                Some(returned) => {
+                    let old = self.old_item(chat_id, call_id, returned).await?;
+                    Err(Self::rejected(
+                        call_id,
+                        old,
+                        failed_attempt,
+                        ToolCallStatus::Queued,
+                    ))
+                }
+                None => Err(sdk_error("UpdateItem", err)),
+            },
+        }
+    }
+
+    async fn cancel(&self, owner_id: &str, chat_id: &str, call_id: &str) -> Result<ToolCallRecord> {
+        // The attempt index is part of the update expression, so read it first; the condition
+        // re-checks status and attempt, and a lost race is retried on the fresh state.
+        for _ in 0..5 {
+            let current = match self.read(chat_id, call_id).await? {
+                Some(item) if item.owner_id == owner_id => item,
+                _ => return Err(Error::NotFound),
+            };
+            if !current.status.can_transition_to(ToolCallStatus::Canceled) {
+                return Err(Error::IllegalTransition {
+                    id: call_id.to_owned(),
+                    from: current.status,
+                    to: ToolCallStatus::Canceled,
+                });
+            }
+            let now = self.clock.now();
+            let i = current.attempt.saturating_sub(1);
+            let result = self
+                .update(chat_id, call_id)
+                .update_expression(format!(
+                    "SET #status = :canceled, finished_at = :now, updated_at = :now, \
+                     attempts[{i}].#status = :canceled, attempts[{i}].finished_at = :now \
+                     REMOVE lease_until"
+                ))
+                .condition_expression(
+                    "owner_id = :owner AND #status = :from AND attempt = :attempt",
+                )
+                .expression_attribute_values(":canceled", status_av(ToolCallStatus::Canceled))
+                .expression_attribute_values(":now", rfc3339(now))
+                .expression_attribute_values(":owner", s(owner_id))
+                .expression_attribute_values(":from", status_av(current.status))
+                .expression_attribute_values(":attempt", n(current.attempt))
+                .return_values(ReturnValue::AllNew)
+                .send()
+                .await;
+            match result {
+                Ok(out) => {
+                    return from_item::<CallItem>(out.attributes.unwrap_or_default())
+                        .map(CallItem::into_record);
+                }
+                Err(err) if err.condition_failed_item().is_some() => continue,
+                Err(err) => return Err(sdk_error("UpdateItem", err)),
+            }
+        }
+        Err(Error::Contention(format!("tool call {call_id}")))
+    }
+
+    async fn get(&self, owner_id: &str, chat_id: &str, call_id: &str) -> Result<ToolCallRecord> {
+        match self.read(chat_id, call_id).await? {
+            Some(item) if item.owner_id == owner_id => Ok(item.into_record()),
+            _ => Err(Error::NotFound),
+        }
+    }
+
+    async fn list(
+        &self,
+        owner_id: &str,
+        chat_id: &str,
+        limit: u32,
+        cursor: Option<&str>,
+    ) -> Result<Page<ToolCallRecord>> {
+        let pk = format!("CHAT#{chat_id}");
+        let mut query = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .index_name(RECENT_INDEX)
+            .key_condition_expression("pk = :pk")
+            .filter_expression("owner_id = :owner")
+            .expression_attribute_values(":pk", s(&pk))
+            .expression_attribute_values(":owner", s(owner_id))
+            .scan_index_forward(false)
+            .consistent_read(true)
+            .limit(i32::try_from(limit.clamp(1, 100)).unwrap_or(100));
+        if let Some(cursor) = cursor {
+            let start = Cursor::decode(cursor)?;
+            if start.pk != pk {
+                return Err(Error::Invalid("cursor belongs to another listing".into()));
+            }
+            query = query.set_exclusive_start_key(Some(start.into_key()));
+        }
+        let out = query.send().await.map_err(|e| sdk_error("Query", e))?;
+        let items = out
+            .items
+            .unwrap_or_default()
+            .into_iter()
+            .map(|item| from_item::<CallItem>(item).map(CallItem::into_record))
+            .collect::<Result<Vec<_>>>()?;
+        let next_cursor = out
+            .last_evaluated_key
+            .map(|k| Cursor::from_key(&k).encode())
+            .transpose()?;
+        Ok(Page { items, next_cursor })
+    }
+}
+
+/// Opaque pagination cursor: the LSI's last evaluated key, hex-encoded JSON.
+#[derive(Debug, Serialize, Deserialize)]
+struct Cursor {
+    pk: String,
+    sk: String,
+    recent: String,
+}
+
+impl Cursor {
+    fn from_key(key: &Item) -> Self {
+        let get = |name: &str| match key.get(name) {
+            Some(AttributeValue::S(v)) => v.clone(),
+            _ => String::new(),
+        };
+        Self {
+            pk: get("pk"),
+            sk: get("sk"),
+            recent: get("recent"),
+        }
+    }
+
+    fn encode(&self) -> Result<String> {
+        Ok(hex::encode(serde_json::to_vec(self)?))
+    }
+
+    fn decode(text: &str) -> Result<Self> {
+        let bytes = hex::decode(text).map_err(|_| Error::Invalid("malformed cursor".into()))?;
+        serde_json::from_slice(&bytes).map_err(|_| Error::Invalid("malformed cursor".into()))
+    }
+
+    fn into_key(self) -> Item {
+        Item::from([
+            ("pk".to_owned(), s(self.pk)),
+            ("sk".to_owned(), s(self.sk)),
+            ("recent".to_owned(), s(self.recent)),
+        ])
+    }
+}

@@ -1,0 +1,136 @@
+//! The tool-call ledger: audit log and dedupe guard of every tool call (seed 000 §3, §11).
+//!
+//! One logical tool call per (chat, tool, canonical request). Its id is derived from the
+//! dedupe key, so concurrent identical calls race on one DynamoDB item: a single conditional
+//! write records and claims it (modelled on AWS Lambda Powertools' idempotency record), and a
+//! losing writer gets the winner's item back with the failed condition, without another read.
+//! Each execution is an *attempt*; the attempt number fences finishing writes, and every
+//! attempt stays in the record for the audit log.
+
+mod dedupe;
+mod dynamo;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use time::Duration;
+
+pub use dedupe::{DedupeKey, write_canonical};
+pub use dynamo::DynamoLedger;
+
+use crate::Result;
+use crate::domain::tool_call::{ToolCallRecord, ToolCallStatus, ToolName};
+
+/// What a caller asks the ledger for before executing a tool.
+#[derive(Debug, Clone)]
+pub struct ClaimRequest {
+    pub owner_id: String,
+    pub chat_id: String,
+    pub tool: ToolName,
+    /// The tool's canonical arguments (defaults applied, normalised); hashed for dedupe.
+    pub request: Value,
+    pub mode: ClaimMode,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClaimMode {
+    /// Claim for immediate execution: status `running` with a lease; after `lease` without
+    /// a finishing write, another caller may take the call over.
+    Run { lease: Duration },
+    /// Record as `queued` for the tool worker.
+    Enqueue,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Claim {
+    /// The caller holds this attempt: execute, then [`ToolCallLedger::finish`].
+    Claimed(ClaimedCall),
+    /// An identical call is in flight or succeeded within the dedupe window. Same id; when it
+    /// succeeded, `response` holds the stored result. Nothing was executed or written.
+    Duplicate(ToolCallRecord),
+}
+
+/// A claimed attempt: the fencing token for finishing writes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClaimedCall {
+    pub id: String,
+    pub chat_id: String,
+    pub tool: ToolName,
+    pub attempt: u32,
+    pub status: ToolCallStatus,
+    pub dedupe_key: String,
+    /// True when this claim took over a `running` attempt whose lease had expired.
+    pub took_over: bool,
+}
+
+/// How an attempt ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    Succeeded(Value),
+    Failed(String),
+    Timeout(String),
+    Canceled(String),
+}
+
+impl Outcome {
+    pub fn status(&self) -> ToolCallStatus {
+        match self {
+            Self::Succeeded(_) => ToolCallStatus::Succeeded,
+            Self::Failed(_) => ToolCallStatus::Failed,
+            Self::Timeout(_) => ToolCallStatus::Timeout,
+            Self::Canceled(_) => ToolCallStatus::Canceled,
+        }
+    }
+}
+
+/// One page of a chat's tool calls, newest first.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Page<T> {
+    pub items: Vec<T>,
+    /// Pass back to get the next page; `None` on the last one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+}
+
+#[async_trait]
+pub trait ToolCallLedger: Send + Sync {
+    /// Records the call and claims its next attempt in one conditional write, or reports the
+    /// duplicate it collided with.
+    async fn record_and_claim(&self, request: ClaimRequest) -> Result<Claim>;
+
+    /// Ends the claimed attempt (running → succeeded | failed | timeout | canceled). Rejected
+    /// with `Error::Fenced` when a newer attempt holds the call.
+    async fn finish(&self, call: &ClaimedCall, outcome: Outcome) -> Result<()>;
+
+    /// queued → running for the attempt a worker was handed.
+    async fn start_queued(
+        &self,
+        chat_id: &str,
+        call_id: &str,
+        attempt: u32,
+        lease: Duration,
+    ) -> Result<ClaimedCall>;
+
+    /// failed | timeout → queued as a new attempt (a retry).
+    async fn requeue(
+        &self,
+        chat_id: &str,
+        call_id: &str,
+        failed_attempt: u32,
+    ) -> Result<ClaimedCall>;
+
+    /// queued | running → canceled, by the chat's owner.
+    async fn cancel(&self, owner_id: &str, chat_id: &str, call_id: &str) -> Result<ToolCallRecord>;
+
+    /// One call of the owner's chat; `Error::NotFound` for a missing or foreign one.
+    async fn get(&self, owner_id: &str, chat_id: &str, call_id: &str) -> Result<ToolCallRecord>;
+
+    /// The owner's chat's calls, most recently attempted first; each with every attempt.
+    async fn list(
+        &self,
+        owner_id: &str,
+        chat_id: &str,
+        limit: u32,
+        cursor: Option<&str>,
+    ) -> Result<Page<ToolCallRecord>>;
+}
