@@ -171,6 +171,13 @@ impl LedgerConfig {
     }
 }
 
+/// How long secrets stay cached in a container (`SECRETS_CACHE_TTL_SECS`, default 300).
+pub fn secrets_cache_ttl(env: &Env) -> Result<std::time::Duration> {
+    let mut r = env.reader();
+    let secs: u64 = r.parse_or("SECRETS_CACHE_TTL_SECS", 300);
+    r.finish(std::time::Duration::from_secs(secs))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -12,6 +12,7 @@ pub mod domain;
 mod dynamo;
 pub mod error;
 pub mod http;
+pub mod ids;
 pub mod ledger;
 pub mod limits;
 pub mod observability;

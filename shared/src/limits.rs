@@ -1,1 +1,133 @@
-//! (in progress)
+//! Per-user, per-tool rate limits (seed 004): fixed windows counted by one conditional atomic
+//! update per check. The counter only moves while it is below the limit, so N concurrent
+//! checks against a limit of L allow exactly min(N, L).
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::types::ReturnValue;
+use serde::{Deserialize, Serialize};
+use time::{Duration, OffsetDateTime};
+
+use crate::clock::{Clock, SystemClock};
+use crate::domain::tool_call::ToolName;
+use crate::dynamo::{ConditionFailure, n, s, sdk_error};
+use crate::{Error, Result};
+
+/// At most `max` calls per `window`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RateLimit {
+    pub max: u32,
+    pub window: Duration,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "decision", rename_all = "snake_case")]
+pub enum Decision {
+    Allowed {
+        remaining: u32,
+        #[serde(with = "time::serde::rfc3339")]
+        reset_at: OffsetDateTime,
+    },
+    Limited {
+        #[serde(with = "time::serde::rfc3339")]
+        reset_at: OffsetDateTime,
+    },
+}
+
+impl Decision {
+    pub fn is_allowed(&self) -> bool {
+        matches!(self, Self::Allowed { .. })
+    }
+}
+
+#[async_trait]
+pub trait RateLimiter: Send + Sync {
+    /// Counts one call of `tool` by `user_id` if the window has room.
+    async fn check(&self, user_id: &str, tool: ToolName, limit: RateLimit) -> Result<Decision>;
+}
+
+#[derive(Clone)]
+pub struct DynamoRateLimiter {
+    client: Client,
+    table: String,
+    clock: Arc<dyn Clock>,
+}
+
+impl DynamoRateLimiter {
+    pub fn new(client: Client, table: impl Into<String>) -> Self {
+        Self::with_clock(client, table, Arc::new(SystemClock))
+    }
+
+    pub fn with_clock(client: Client, table: impl Into<String>, clock: Arc<dyn Clock>) -> Self {
+        Self {
+            client,
+            table: table.into(),
+            clock,
+        }
+    }
+}
+
+/// Start and end of the fixed window containing `now` (windows are aligned to the epoch).
+fn window_bounds(now: OffsetDateTime, window: Duration) -> (i64, OffsetDateTime) {
+    let len = window.whole_seconds().max(1);
+    let start = now.unix_timestamp().div_euclid(len) * len;
+    let reset_at = OffsetDateTime::from_unix_timestamp(start + len).unwrap_or(now + window);
+    (start, reset_at)
+}
+
+#[async_trait]
+impl RateLimiter for DynamoRateLimiter {
+    async fn check(&self, user_id: &str, tool: ToolName, limit: RateLimit) -> Result<Decision> {
+        let (start, reset_at) = window_bounds(self.clock.now(), limit.window);
+        if limit.max == 0 {
+            return Ok(Decision::Limited { reset_at });
+        }
+        let result = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key("pk", s(format!("RL#{user_id}#{tool}#{start}")))
+            .update_expression("ADD calls :one SET #ttl = :ttl")
+            .condition_expression("attribute_not_exists(calls) OR calls < :max")
+            .expression_attribute_names("#ttl", "ttl")
+            .expression_attribute_values(":one", n(1))
+            .expression_attribute_values(":max", n(limit.max))
+            // Keep the counter a little past its window, then let TTL remove it.
+            .expression_attribute_values(":ttl", n(reset_at.unix_timestamp() + 3600))
+            .return_values(ReturnValue::UpdatedNew)
+            .send()
+            .await;
+        match result {
+            Ok(out) => {
+                let used = out
+                    .attributes
+                    .as_ref()
+                    .and_then(|a| a.get("calls"))
+                    .and_then(|v| v.as_n().ok())
+                    .and_then(|v| v.parse::<u32>().ok())
+                    .ok_or_else(|| Error::Corrupt("rate-limit counter without calls".into()))?;
+                Ok(Decision::Allowed {
+                    remaining: limit.max.saturating_sub(used),
+                    reset_at,
+                })
+            }
+            Err(err) if err.condition_failed_item().is_some() => Ok(Decision::Limited { reset_at }),
+            Err(err) => Err(sdk_error("UpdateItem", err)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn windows_are_aligned() {
+        let now = OffsetDateTime::from_unix_timestamp(3_725).unwrap_or(OffsetDateTime::UNIX_EPOCH);
+        let (start, reset) = window_bounds(now, Duration::hours(1));
+        assert_eq!(start, 3_600);
+        assert_eq!(reset.unix_timestamp(), 7_200);
+    }
+}

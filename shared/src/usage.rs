@@ -1,1 +1,238 @@
-//! (in progress)
+//! LLM usage records: one per LLM call, with tokens and a cost from a price table (the
+//! original always wrote 0).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use aws_sdk_dynamodb::Client;
+use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
+
+use crate::clock::{Clock, SystemClock};
+use crate::dynamo::{from_item, s, sdk_error, sortable_time, to_item};
+use crate::ids::new_id;
+use crate::{Error, Result};
+
+/// USD per million tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ModelPrice {
+    pub input_per_million: f64,
+    pub output_per_million: f64,
+}
+
+/// Prices by model-name prefix; the longest matching prefix wins, so
+/// `gpt-4o-mini-2024-07-18` is priced as `gpt-4o-mini`, not `gpt-4o`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PriceTable(BTreeMap<String, ModelPrice>);
+
+impl Default for PriceTable {
+    /// List prices of common OpenAI models at the time of writing; override with
+    /// `LLM_PRICES_JSON` when they change or for other providers.
+    fn default() -> Self {
+        let price = |i, o| ModelPrice {
+            input_per_million: i,
+            output_per_million: o,
+        };
+        Self(BTreeMap::from([
+            ("gpt-4o".into(), price(2.50, 10.00)),
+            ("gpt-4o-mini".into(), price(0.15, 0.60)),
+            ("gpt-4.1".into(), price(2.00, 8.00)),
+            ("gpt-4.1-mini".into(), price(0.40, 1.60)),
+            ("gpt-4.1-nano".into(), price(0.10, 0.40)),
+            ("gpt-5".into(), price(1.25, 10.00)),
+            ("gpt-5-mini".into(), price(0.25, 2.00)),
+            ("gpt-5-nano".into(), price(0.05, 0.40)),
+            ("text-embedding-3-small".into(), price(0.02, 0.0)),
+            ("text-embedding-3-large".into(), price(0.13, 0.0)),
+        ]))
+    }
+}
+
+impl PriceTable {
+    /// Parses `{"model-prefix": {"input_per_million": 0.15, "output_per_million": 0.6}, ...}`.
+    pub fn from_json(text: &str) -> Result<Self> {
+        serde_json::from_str(text)
+            .map_err(|e| Error::Config(format!("LLM_PRICES_JSON is invalid: {e}")))
+    }
+
+    pub fn price(&self, model: &str) -> Option<ModelPrice> {
+        self.0
+            .iter()
+            .filter(|(prefix, _)| model.starts_with(prefix.as_str()))
+            .max_by_key(|(prefix, _)| prefix.len())
+            .map(|(_, price)| *price)
+    }
+
+    /// Cost in USD; `None` for a model without a price (recorded as unpriced, not as free).
+    pub fn cost(&self, model: &str, prompt_tokens: u64, completion_tokens: u64) -> Option<f64> {
+        self.price(model).map(|p| {
+            let cost = prompt_tokens as f64 * p.input_per_million / 1e6
+                + completion_tokens as f64 * p.output_per_million / 1e6;
+            (cost * 1e9).round() / 1e9
+        })
+    }
+}
+
+/// Token counts as an OpenAI-compatible API reports them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TokenUsage {
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    pub total_tokens: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UsageRecord {
+    pub id: String,
+    pub user_id: String,
+    pub chat_id: Option<String>,
+    pub model: String,
+    /// What the call was for, e.g. `chat`, `ask_gpt`, `embedding`.
+    pub operation: String,
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    pub total_tokens: u64,
+    pub cost_usd: Option<f64>,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+}
+
+#[async_trait]
+pub trait UsageStore: Send + Sync {
+    /// Records one LLM call and returns the stored record (with its cost).
+    async fn record(
+        &self,
+        user_id: &str,
+        chat_id: Option<&str>,
+        model: &str,
+        operation: &str,
+        usage: TokenUsage,
+    ) -> Result<UsageRecord>;
+
+    /// A user's records since `since`, oldest first.
+    async fn list_for_user(&self, user_id: &str, since: OffsetDateTime)
+    -> Result<Vec<UsageRecord>>;
+}
+
+#[derive(Clone)]
+pub struct DynamoUsageStore {
+    client: Client,
+    table: String,
+    prices: Arc<PriceTable>,
+    clock: Arc<dyn Clock>,
+}
+
+impl DynamoUsageStore {
+    pub fn new(client: Client, table: impl Into<String>, prices: PriceTable) -> Self {
+        Self {
+            client,
+            table: table.into(),
+            prices: Arc::new(prices),
+            clock: Arc::new(SystemClock),
+        }
+    }
+}
+
+#[async_trait]
+impl UsageStore for DynamoUsageStore {
+    async fn record(
+        &self,
+        user_id: &str,
+        chat_id: Option<&str>,
+        model: &str,
+        operation: &str,
+        usage: TokenUsage,
+    ) -> Result<UsageRecord> {
+        let now = self.clock.now();
+        let cost_usd = self
+            .prices
+            .cost(model, usage.prompt_tokens, usage.completion_tokens);
+        if cost_usd.is_none() {
+            tracing::warn!(model, "no price for model; usage recorded without cost");
+        }
+        let id = new_id();
+        let record = UsageRecord {
+            id: id.clone(),
+            user_id: user_id.to_owned(),
+            chat_id: chat_id.map(str::to_owned),
+            model: model.to_owned(),
+            operation: operation.to_owned(),
+            prompt_tokens: usage.prompt_tokens,
+            completion_tokens: usage.completion_tokens,
+            total_tokens: usage
+                .total_tokens
+                .max(usage.prompt_tokens + usage.completion_tokens),
+            cost_usd,
+            created_at: now,
+        };
+        let mut item = to_item(&record)?;
+        item.insert("pk".into(), s(format!("USER#{user_id}")));
+        item.insert("sk".into(), s(format!("{}#{id}", sortable_time(now))));
+        self.client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(item))
+            .send()
+            .await
+            .map_err(|e| sdk_error("PutItem", e))?;
+        Ok(record)
+    }
+
+    async fn list_for_user(
+        &self,
+        user_id: &str,
+        since: OffsetDateTime,
+    ) -> Result<Vec<UsageRecord>> {
+        let mut records = Vec::new();
+        let mut start = None;
+        loop {
+            let out = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .key_condition_expression("pk = :pk AND sk >= :since")
+                .expression_attribute_values(":pk", s(format!("USER#{user_id}")))
+                .expression_attribute_values(":since", s(sortable_time(since)))
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .map_err(|e| sdk_error("Query", e))?;
+            for item in out.items.unwrap_or_default() {
+                records.push(from_item::<UsageRecord>(item)?);
+            }
+            start = out.last_evaluated_key;
+            if start.is_none() {
+                return Ok(records);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn longest_prefix_wins_and_unknown_models_are_unpriced() {
+        let prices = PriceTable::default();
+        assert_eq!(
+            prices.cost("gpt-4o-mini-2024-07-18", 1_000_000, 1_000_000),
+            Some(0.75)
+        );
+        assert_eq!(prices.cost("gpt-4o-2024-08-06", 1_000_000, 0), Some(2.5));
+        assert_eq!(prices.cost("llama3.1:8b", 10, 10), None);
+    }
+
+    #[test]
+    fn prices_parse_from_json() {
+        let table = PriceTable::from_json(
+            r#"{"llama": {"input_per_million": 0, "output_per_million": 0}}"#,
+        );
+        assert_eq!(
+            table.ok().and_then(|t| t.cost("llama3.1:8b", 5, 5)),
+            Some(0.0)
+        );
+        assert!(PriceTable::from_json("[]").is_err());
+    }
+}

@@ -1,1 +1,47 @@
+//! Chats, their session state and their messages, always accessed on behalf of an owner.
+//!
+//! A chat that belongs to someone else is reported as [`crate::Error::NotFound`], exactly like
+//! a missing one, so ids of other users' chats cannot be probed.
 
+mod dynamo;
+
+use async_trait::async_trait;
+
+pub use dynamo::DynamoChatStore;
+
+use crate::Result;
+use crate::domain::chat::{Chat, Message, NewMessage};
+use crate::domain::session::SessionStatePatch;
+
+#[async_trait]
+pub trait ChatStore: Send + Sync {
+    /// A new, empty chat owned by `owner_id`.
+    async fn create(&self, owner_id: &str) -> Result<Chat>;
+
+    async fn get(&self, owner_id: &str, chat_id: &str) -> Result<Chat>;
+
+    /// Merges `patch` into the session state with optimistic concurrency: concurrent
+    /// patches are applied one after another, none is lost. Returns the chat as written.
+    async fn patch_state(
+        &self,
+        owner_id: &str,
+        chat_id: &str,
+        patch: &SessionStatePatch,
+    ) -> Result<Chat>;
+
+    /// Appends messages in the given order, atomically with the owner check.
+    async fn append_messages(
+        &self,
+        owner_id: &str,
+        chat_id: &str,
+        messages: Vec<NewMessage>,
+    ) -> Result<Vec<Message>>;
+
+    /// The last `limit` messages, oldest first.
+    async fn recent_messages(
+        &self,
+        owner_id: &str,
+        chat_id: &str,
+        limit: u32,
+    ) -> Result<Vec<Message>>;
+}

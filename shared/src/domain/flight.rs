@@ -14,9 +14,9 @@ use time::Date;
 
 use crate::Error;
 
+// Serde format `iso_date` for calendar dates as `YYYY-MM-DD`, the wire form of every date
+// here (`time`'s own serde form is a tuple unless `serde-human-readable` is enabled).
 time::serde::format_description!(
-    /// Serde format for calendar dates as `YYYY-MM-DD`, the wire form of every date here
-    /// (`time`'s own serde form is a tuple unless `serde-human-readable` is enabled).
     pub iso_date,
     Date,
     "[year]-[month]-[day]"
@@ -41,7 +41,9 @@ impl JsonSchema for IsoDateSchema {
 
 /// Travel class. Accepts any case and spaced or hyphenated spellings on input because LLMs
 /// and callers are sloppy; always writes the canonical `SCREAMING_SNAKE_CASE` name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, SerializeDisplay, DeserializeFromStr)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, SerializeDisplay, DeserializeFromStr,
+)]
 pub enum Cabin {
     Economy,
     PremiumEconomy,
@@ -207,8 +209,9 @@ impl JsonSchema for IataCode {
 
 /// Arguments of the `search_flights` tool exactly as the LLM sends them (seed 000 §2.2).
 /// Unknown fields are ignored on purpose: models add extras, and refusing them would only
-/// cost a repair round.
+/// cost a repair round. Field docs are the parameter descriptions the LLM reads.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(description = "Search award (miles) and cash flights between two airports.")]
 pub struct FlightSearchInput {
     /// Departure airport as a 3-letter IATA code, e.g. FRA.
     pub origin: IataCode,
@@ -219,7 +222,11 @@ pub struct FlightSearchInput {
     #[schemars(with = "IsoDateSchema")]
     pub depart_date: Date,
     /// Return travel date, YYYY-MM-DD; null or omitted for a one-way trip.
-    #[serde(default, with = "iso_date::option", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        with = "iso_date::option",
+        skip_serializing_if = "Option::is_none"
+    )]
     #[schemars(with = "Option<IsoDateSchema>")]
     pub return_date: Option<Date>,
     /// Number of passengers, 1 to 9. Defaults to 1.
@@ -228,8 +235,8 @@ pub struct FlightSearchInput {
     pub pax: Option<u8>,
     /// Travel class.
     pub cabin: Cabin,
-    /// Search award (miles) availability only; false also searches cash fares first.
-    /// Defaults to true.
+    /// True if the user wants to pay with miles: award seats are listed first. False puts
+    /// cash fares first. Defaults to true.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(extend("default" = true))]
     pub award_only: Option<bool>,
@@ -246,8 +253,10 @@ pub struct FlightSearchInput {
     pub reuse_last_request: Option<bool>,
 }
 
-/// Extra filters of a flight search (seed 000 §2.2 `constraints`).
+/// Extra filters of a flight search (seed 000 §2.2 `constraints`). Inlined in the schema
+/// because not every OpenAI-compatible endpoint resolves `$ref`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(inline, description = "Optional extra filters.")]
 pub struct FlightConstraints {
     /// Maximum taxes and fees per passenger the user accepts, e.g. 300.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -342,6 +351,7 @@ impl FlightSearchInput {
 /// Language of formatted strings in flight results.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
+#[schemars(inline)]
 pub enum Locale {
     De,
     #[default]
@@ -367,11 +377,16 @@ pub struct FlightSearchParams {
     #[serde(with = "iso_date")]
     #[schemars(with = "IsoDateSchema")]
     pub departure_date: Date,
-    #[serde(default, with = "iso_date::option", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        with = "iso_date::option",
+        skip_serializing_if = "Option::is_none"
+    )]
     #[schemars(with = "Option<IsoDateSchema>")]
     pub return_date: Option<Date>,
     pub travel_class: Cabin,
     #[serde(default = "default_adults")]
+    #[schemars(range(min = 1, max = 9))]
     pub adults: u8,
     #[serde(default)]
     pub children: u8,
@@ -387,6 +402,7 @@ pub struct FlightSearchParams {
     #[serde(default)]
     pub include_return_awards: bool,
     #[serde(default = "default_max_results")]
+    #[schemars(range(min = 1))]
     pub max_results: u8,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub locale: Option<Locale>,
@@ -573,7 +589,8 @@ mod tests {
         serde_json::from_str(json).unwrap()
     }
 
-    const BASE: &str = r#"{"origin":"FRA","destination":"JFK","depart_date":"2025-06-01","cabin":"BUSINESS"}"#;
+    const BASE: &str =
+        r#"{"origin":"FRA","destination":"JFK","depart_date":"2025-06-01","cabin":"BUSINESS"}"#;
 
     #[test]
     fn cabin_parses_loose_spellings_and_writes_canonical() {
@@ -629,12 +646,25 @@ mod tests {
         let props = &v["properties"];
         assert_eq!(props["origin"]["pattern"], json!("^[A-Za-z]{3}$"));
         assert_eq!(props["origin"]["maxLength"], json!(3));
-        assert!(props["origin"]["description"].as_str().unwrap().contains("FRA"));
+        assert!(
+            props["origin"]["description"]
+                .as_str()
+                .unwrap()
+                .contains("FRA")
+        );
         assert_eq!(props["depart_date"]["format"], json!("date"));
         assert_eq!(props["pax"]["minimum"], json!(1));
         assert_eq!(props["pax"]["maximum"], json!(9));
         assert_eq!(props["pax"]["default"], json!(1));
         assert_eq!(props["cabin"]["enum"].as_array().unwrap().len(), 4);
+        assert_eq!(
+            props["constraints"]["properties"]["max_taxes"]["minimum"],
+            json!(0)
+        );
+        assert!(
+            v.get("$defs").is_none(),
+            "no $ref for endpoints that cannot resolve it"
+        );
     }
 
     #[test]
@@ -646,10 +676,12 @@ mod tests {
         assert_eq!(i.depart_date, date!(2025 - 06 - 01));
         assert_eq!(i.return_date, None);
         assert_eq!(i.origin.as_str(), "FRA");
-        assert!(serde_json::from_str::<FlightSearchInput>(
-            r#"{"origin":"FRA","destination":"JFK","depart_date":"01.06.2025","cabin":"FIRST"}"#
-        )
-        .is_err());
+        assert!(
+            serde_json::from_str::<FlightSearchInput>(
+                r#"{"origin":"FRA","destination":"JFK","depart_date":"01.06.2025","cabin":"FIRST"}"#
+            )
+            .is_err()
+        );
         let out = serde_json::to_value(&i).unwrap();
         assert_eq!(out["depart_date"], json!("2025-06-01"));
         assert!(out.get("return_date").is_none());
@@ -743,7 +775,7 @@ mod tests {
         assert_eq!(p.flexibility, 0);
         assert_eq!(p.travel_class, Cabin::First);
         let v = serde_json::to_value(&p).unwrap();
-        assert_eq!(v["departureDate"], json!("2025-06-10").as_str().map(|_| json!("2025-06-01")).unwrap());
+        assert_eq!(v["departureDate"], json!("2025-06-01"));
         assert_eq!(v["returnDate"], json!("2025-06-10"));
         assert_eq!(v["travelClass"], json!("FIRST"));
         assert_eq!(v["includeReturnAwards"], json!(true));

@@ -1,1 +1,432 @@
-//! (in progress)
+//! Per-chat session state (seed 000 §13) and the partial updates tools return.
+//!
+//! A [`SessionStatePatch`] is built so that patches compose: absent parts leave the state
+//! alone, preferences merge key by key and memory only appends. That is what lets two
+//! concurrent patches on one chat both survive an optimistic-concurrency retry.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use serde_with::{DefaultOnNull, serde_as};
+use time::Date;
+
+use super::flight::{Cabin, FlightConstraints, FlightSearchInput, IataCode, iso_date};
+
+/// Context the tools keep between turns. Every part is optional so old or partial stored
+/// states still load; unknown keys are ignored.
+#[serde_as]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionState {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_flight_request: Option<FlightRequestSnapshot>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pending_flight_request: Option<PendingFlightRequest>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pending_gpt_query: Option<PendingGptQuery>,
+    #[serde_as(as = "DefaultOnNull")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub selected_itineraries: Vec<Value>,
+    #[serde_as(as = "DefaultOnNull")]
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub preferences: Map<String, Value>,
+    #[serde_as(as = "DefaultOnNull")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub memory: Vec<MemoryEntry>,
+}
+
+fn default_pax() -> u8 {
+    FlightSearchInput::DEFAULT_PAX
+}
+
+/// The last flight search that ran, so `reuse_last_request` and follow-ups ("and in
+/// First?") can fill in what the user did not repeat.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FlightRequestSnapshot {
+    pub origin: IataCode,
+    pub destination: IataCode,
+    #[serde(with = "iso_date")]
+    pub depart_date: Date,
+    #[serde(
+        default,
+        with = "iso_date::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub return_date: Option<Date>,
+    pub cabin: Cabin,
+    #[serde(default = "default_pax")]
+    pub pax: u8,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub award_only: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loyalty_programs: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub constraints: Option<FlightConstraints>,
+}
+
+/// Seed 000 §5.4: what a successful search records as `last_flight_request`.
+impl From<&FlightSearchInput> for FlightRequestSnapshot {
+    fn from(input: &FlightSearchInput) -> Self {
+        Self {
+            origin: input.origin.clone(),
+            destination: input.destination.clone(),
+            depart_date: input.depart_date,
+            return_date: input.return_date,
+            cabin: input.cabin,
+            pax: input.pax.unwrap_or(FlightSearchInput::DEFAULT_PAX),
+            award_only: input.award_only,
+            loyalty_programs: input.loyalty_programs.clone(),
+            constraints: input.constraints.clone(),
+        }
+    }
+}
+
+/// The reverse, for `reuse_last_request`: a snapshot is a complete search.
+impl From<&FlightRequestSnapshot> for FlightSearchInput {
+    fn from(s: &FlightRequestSnapshot) -> Self {
+        Self {
+            origin: s.origin.clone(),
+            destination: s.destination.clone(),
+            depart_date: s.depart_date,
+            return_date: s.return_date,
+            pax: Some(s.pax),
+            cabin: s.cabin,
+            award_only: s.award_only,
+            loyalty_programs: s.loyalty_programs.clone(),
+            constraints: s.constraints.clone(),
+            reuse_last_request: None,
+        }
+    }
+}
+
+/// A flight search the user has started but not fully specified yet.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PendingFlightRequest {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin: Option<IataCode>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub destination: Option<IataCode>,
+    #[serde(
+        default,
+        with = "iso_date::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub depart_date: Option<Date>,
+    #[serde(
+        default,
+        with = "iso_date::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub return_date: Option<Date>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cabin: Option<Cabin>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pax: Option<u8>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flexibility: Option<u8>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub award_only: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loyalty_programs: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub constraints: Option<FlightConstraints>,
+}
+
+/// A question the knowledge base could not answer, kept so `ask_gpt` can pick it up.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PendingGptQuery {
+    pub query: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub asked_at: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemoryEntry {
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub content: String,
+    pub created_at: String,
+}
+
+/// A partial update, on the wire like the seed's `Partial<SessionState>`.
+///
+/// - `last_flight_request`, `pending_flight_request`, `pending_gpt_query`: absent = leave,
+///   `null` = clear, value = replace.
+/// - `selected_itineraries`: replaced when present (send `[]` to clear).
+/// - `preferences`: merged key by key; a `null` value removes the key.
+/// - `memory`: appended.
+#[serde_as]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionStatePatch {
+    #[serde(
+        default,
+        with = "::serde_with::rust::double_option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub last_flight_request: Option<Option<FlightRequestSnapshot>>,
+    #[serde(
+        default,
+        with = "::serde_with::rust::double_option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub pending_flight_request: Option<Option<PendingFlightRequest>>,
+    #[serde(
+        default,
+        with = "::serde_with::rust::double_option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub pending_gpt_query: Option<Option<PendingGptQuery>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selected_itineraries: Option<Vec<Value>>,
+    #[serde_as(as = "DefaultOnNull")]
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub preferences: Map<String, Value>,
+    #[serde_as(as = "DefaultOnNull")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub memory: Vec<MemoryEntry>,
+}
+
+impl SessionStatePatch {
+    /// True when applying the patch would change nothing, so the write can be skipped.
+    pub fn is_empty(&self) -> bool {
+        self.last_flight_request.is_none()
+            && self.pending_flight_request.is_none()
+            && self.pending_gpt_query.is_none()
+            && self.selected_itineraries.is_none()
+            && self.preferences.is_empty()
+            && self.memory.is_empty()
+    }
+
+    /// Folds a later patch into this one, so several tools' patches from one turn can be
+    /// written at once: applying the result equals applying `self`, then `later`.
+    pub fn merge(&mut self, later: SessionStatePatch) {
+        if later.last_flight_request.is_some() {
+            self.last_flight_request = later.last_flight_request;
+        }
+        if later.pending_flight_request.is_some() {
+            self.pending_flight_request = later.pending_flight_request;
+        }
+        if later.pending_gpt_query.is_some() {
+            self.pending_gpt_query = later.pending_gpt_query;
+        }
+        if later.selected_itineraries.is_some() {
+            self.selected_itineraries = later.selected_itineraries;
+        }
+        // Null markers are kept: they must still remove the key from the stored state.
+        self.preferences.extend(later.preferences);
+        self.memory.extend(later.memory);
+    }
+}
+
+impl SessionState {
+    /// Applies a patch with the semantics documented on [`SessionStatePatch`].
+    pub fn apply(&mut self, patch: &SessionStatePatch) {
+        if let Some(v) = &patch.last_flight_request {
+            self.last_flight_request.clone_from(v);
+        }
+        if let Some(v) = &patch.pending_flight_request {
+            self.pending_flight_request.clone_from(v);
+        }
+        if let Some(v) = &patch.pending_gpt_query {
+            self.pending_gpt_query.clone_from(v);
+        }
+        if let Some(v) = &patch.selected_itineraries {
+            self.selected_itineraries.clone_from(v);
+        }
+        for (key, value) in &patch.preferences {
+            if value.is_null() {
+                self.preferences.remove(key);
+            } else {
+                self.preferences.insert(key.clone(), value.clone());
+            }
+        }
+        self.memory.extend(patch.memory.iter().cloned());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use time::macros::date;
+
+    fn snapshot() -> FlightRequestSnapshot {
+        let input: FlightSearchInput = serde_json::from_value(json!({
+            "origin": "fra", "destination": "jfk", "depart_date": "2025-06-01",
+            "cabin": "BUSINESS", "loyalty_programs": ["Miles & More"],
+        }))
+        .unwrap();
+        FlightRequestSnapshot::from(&input)
+    }
+
+    fn patch(v: Value) -> SessionStatePatch {
+        serde_json::from_value(v).unwrap()
+    }
+
+    fn memory(content: &str) -> MemoryEntry {
+        MemoryEntry {
+            kind: "note".into(),
+            content: content.into(),
+            created_at: "2025-01-01T00:00:00Z".into(),
+        }
+    }
+
+    #[test]
+    fn snapshot_from_input_applies_pax_default() {
+        let s = snapshot();
+        assert_eq!(s.pax, 1);
+        assert_eq!(s.origin.as_str(), "FRA");
+        assert_eq!(s.depart_date, date!(2025 - 06 - 01));
+        let back = FlightSearchInput::from(&s);
+        assert_eq!(back.cabin, Cabin::Business);
+        assert_eq!(back.pax, Some(1));
+    }
+
+    #[test]
+    fn state_round_trips_and_skips_empty_parts() {
+        assert_eq!(
+            serde_json::to_value(SessionState::default()).unwrap(),
+            json!({})
+        );
+        let state: SessionState = serde_json::from_value(json!({
+            "last_flight_request": {
+                "origin": "FRA", "destination": "JFK", "depart_date": "2025-06-01",
+                "return_date": null, "cabin": "BUSINESS", "pax": 2
+            },
+            "pending_flight_request": null,
+            "preferences": {"seat": "aisle"},
+            "memory": null,
+            "something_new": 1
+        }))
+        .unwrap();
+        assert_eq!(state.last_flight_request.as_ref().unwrap().pax, 2);
+        assert!(state.memory.is_empty());
+        let v = serde_json::to_value(&state).unwrap();
+        assert!(v.get("pending_flight_request").is_none());
+        assert!(v.get("memory").is_none());
+        assert_eq!(serde_json::from_value::<SessionState>(v).unwrap(), state);
+    }
+
+    #[test]
+    fn leave_clear_replace() {
+        let mut state = SessionState {
+            last_flight_request: Some(snapshot()),
+            pending_gpt_query: Some(PendingGptQuery {
+                query: "q".into(),
+                asked_at: None,
+            }),
+            ..Default::default()
+        };
+        let before = state.clone();
+
+        state.apply(&patch(json!({})));
+        assert_eq!(state, before, "absent leaves");
+
+        state.apply(&patch(json!({"pending_gpt_query": null})));
+        assert_eq!(state.pending_gpt_query, None, "null clears");
+        assert_eq!(state.last_flight_request, before.last_flight_request);
+
+        state.apply(&patch(json!({
+            "pending_flight_request": {"origin": "muc", "flexibility": 3},
+            "selected_itineraries": [{"id": "a"}]
+        })));
+        let pending = state.pending_flight_request.as_ref().unwrap();
+        assert_eq!(pending.origin.as_ref().unwrap().as_str(), "MUC");
+        assert_eq!(pending.flexibility, Some(3));
+        assert_eq!(state.selected_itineraries, vec![json!({"id": "a"})]);
+
+        state.apply(&patch(json!({"selected_itineraries": []})));
+        assert!(state.selected_itineraries.is_empty());
+    }
+
+    #[test]
+    fn preferences_merge_and_null_removes() {
+        let mut state = SessionState::default();
+        state.apply(&patch(
+            json!({"preferences": {"seat": "aisle", "alliance": "star"}}),
+        ));
+        state.apply(&patch(
+            json!({"preferences": {"seat": "window", "alliance": null}}),
+        ));
+        state.apply(&patch(json!({"preferences": {"home": "FRA"}})));
+        assert_eq!(
+            Value::Object(state.preferences),
+            json!({"seat": "window", "home": "FRA"})
+        );
+    }
+
+    #[test]
+    fn memory_appends() {
+        let mut state = SessionState {
+            memory: vec![memory("one")],
+            ..Default::default()
+        };
+        let p = SessionStatePatch {
+            memory: vec![memory("two")],
+            ..Default::default()
+        };
+        state.apply(&p);
+        state.apply(&p);
+        let contents: Vec<_> = state.memory.iter().map(|m| m.content.as_str()).collect();
+        assert_eq!(contents, ["one", "two", "two"]);
+        assert_eq!(
+            serde_json::to_value(&state.memory[0]).unwrap()["type"],
+            json!("note")
+        );
+    }
+
+    #[test]
+    fn patch_json_round_trip_keeps_explicit_null() {
+        let p = SessionStatePatch {
+            last_flight_request: Some(Some(snapshot())),
+            pending_flight_request: Some(None),
+            preferences: Map::from_iter([("seat".to_string(), Value::Null)]),
+            ..Default::default()
+        };
+        let v = serde_json::to_value(&p).unwrap();
+        assert_eq!(v["pending_flight_request"], Value::Null);
+        assert!(
+            v.as_object()
+                .unwrap()
+                .contains_key("pending_flight_request")
+        );
+        assert!(v.get("pending_gpt_query").is_none());
+        assert!(v.get("memory").is_none());
+        assert_eq!(v["last_flight_request"]["depart_date"], json!("2025-06-01"));
+        let back: SessionStatePatch = serde_json::from_value(v).unwrap();
+        assert_eq!(back, p);
+        assert!(!back.is_empty());
+        assert!(SessionStatePatch::default().is_empty());
+        assert_eq!(
+            serde_json::to_value(SessionStatePatch::default()).unwrap(),
+            json!({})
+        );
+    }
+
+    #[test]
+    fn merged_patch_equals_sequential_application() {
+        let a = patch(json!({
+            "pending_gpt_query": {"query": "q"},
+            "preferences": {"seat": "aisle", "meal": "veg"},
+            "memory": [{"type": "note", "content": "a", "created_at": "t"}]
+        }));
+        let b = patch(json!({
+            "pending_gpt_query": null,
+            "preferences": {"meal": null},
+            "memory": [{"type": "note", "content": "b", "created_at": "t"}]
+        }));
+        let start = SessionState {
+            preferences: Map::from_iter([("meal".to_string(), json!("any"))]),
+            ..Default::default()
+        };
+        let mut sequential = start.clone();
+        sequential.apply(&a);
+        sequential.apply(&b);
+
+        let mut merged = a.clone();
+        merged.merge(b);
+        let mut at_once = start;
+        at_once.apply(&merged);
+        assert_eq!(at_once, sequential);
+        assert_eq!(at_once.pending_gpt_query, None);
+        assert_eq!(Value::Object(at_once.preferences), json!({"seat": "aisle"}));
+    }
+}

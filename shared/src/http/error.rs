@@ -1,1 +1,197 @@
+//! The HTTP error envelope `{"error": {"code", "message", "details"}}` and the one mapping
+//! from [`crate::Error`] to it. Internal errors are logged in full and answered with a
+//! generic message: no upstream body, secret or internal id reaches a client.
 
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::Error;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorCode {
+    BadRequest,
+    InvalidJson,
+    ValidationFailed,
+    Unauthorized,
+    NotFound,
+    MethodNotAllowed,
+    Conflict,
+    PayloadTooLarge,
+    UnsupportedMediaType,
+    RateLimited,
+    Internal,
+    UpstreamError,
+    UpstreamTimeout,
+}
+
+impl ErrorCode {
+    pub fn status(self) -> u16 {
+        match self {
+            Self::BadRequest | Self::InvalidJson | Self::ValidationFailed => 400,
+            Self::Unauthorized => 401,
+            Self::NotFound => 404,
+            Self::MethodNotAllowed => 405,
+            Self::Conflict => 409,
+            Self::PayloadTooLarge => 413,
+            Self::UnsupportedMediaType => 415,
+            Self::RateLimited => 429,
+            Self::Internal => 500,
+            Self::UpstreamError => 502,
+            Self::UpstreamTimeout => 504,
+        }
+    }
+}
+
+/// An error as a client sees it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ApiError {
+    pub code: ErrorCode,
+    pub message: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub details: Option<Value>,
+}
+
+/// The wire form: `{"error": ApiError}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ErrorEnvelope {
+    pub error: ApiError,
+}
+
+impl ApiError {
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            message: message.into(),
+            details: None,
+        }
+    }
+
+    pub fn with_details(mut self, details: Value) -> Self {
+        self.details = Some(details);
+        self
+    }
+
+    pub fn status(&self) -> u16 {
+        self.code.status()
+    }
+
+    pub fn envelope(self) -> ErrorEnvelope {
+        ErrorEnvelope { error: self }
+    }
+
+    /// The JSON body of the response.
+    pub fn body(&self) -> String {
+        let envelope = ErrorEnvelope {
+            error: self.clone(),
+        };
+        serde_json::to_string(&envelope).unwrap_or_else(|_| {
+            r#"{"error":{"code":"internal","message":"internal error"}}"#.to_owned()
+        })
+    }
+
+    pub fn payload_too_large() -> Self {
+        Self::new(
+            ErrorCode::PayloadTooLarge,
+            format!(
+                "request body is larger than {} KiB",
+                super::MAX_BODY_BYTES / 1024
+            ),
+        )
+    }
+
+    pub fn rate_limited(tool: &str, reset_at: time::OffsetDateTime) -> Self {
+        let reset = reset_at
+            .format(&time::format_description::well_known::Rfc3339)
+            .unwrap_or_default();
+        Self::new(
+            ErrorCode::RateLimited,
+            format!("rate limit reached for {tool}; try again after {reset}"),
+        )
+        .with_details(serde_json::json!({ "tool": tool, "reset_at": reset }))
+    }
+}
+
+impl From<&Error> for ApiError {
+    fn from(err: &Error) -> Self {
+        match err {
+            Error::Invalid(message) => Self::new(ErrorCode::ValidationFailed, message.clone()),
+            Error::NotFound => Self::new(ErrorCode::NotFound, "not found"),
+            Error::IllegalTransition { from, to, .. } => Self::new(
+                ErrorCode::Conflict,
+                format!("the tool call is {from} and cannot become {to}"),
+            ),
+            Error::Fenced { .. } => Self::new(
+                ErrorCode::Conflict,
+                "the tool call was taken over by a newer attempt",
+            ),
+            Error::Contention(_) => Self::new(
+                ErrorCode::Conflict,
+                "too many concurrent changes; try again",
+            ),
+            Error::Config(_)
+            | Error::Secret { .. }
+            | Error::Dynamo { .. }
+            | Error::Corrupt(_)
+            | Error::Json(_) => {
+                tracing::error!(error = %err, "internal error");
+                Self::new(ErrorCode::Internal, "internal error")
+            }
+        }
+    }
+}
+
+impl From<Error> for ApiError {
+    fn from(err: Error) -> Self {
+        Self::from(&err)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn envelope_shape() {
+        let body = ApiError::new(ErrorCode::ValidationFailed, "origin: expected 3 letters").body();
+        let value: Value = serde_json::from_str(&body).unwrap_or_default();
+        assert_eq!(
+            value,
+            json!({"error": {"code": "validation_failed", "message": "origin: expected 3 letters"}})
+        );
+    }
+
+    #[test]
+    fn internal_errors_do_not_leak() {
+        let err = Error::Secret {
+            name: "prod/openai".into(),
+            message: "AccessDenied for arn:aws:iam::123:role/x".into(),
+        };
+        let api = ApiError::from(&err);
+        assert_eq!(
+            (api.status(), api.message.as_str()),
+            (500, "internal error")
+        );
+        assert!(!api.body().contains("arn:aws"));
+    }
+
+    #[test]
+    fn statuses() {
+        assert_eq!(ApiError::from(Error::NotFound).status(), 404);
+        assert_eq!(ApiError::from(Error::Invalid("x".into())).status(), 400);
+        assert_eq!(ApiError::payload_too_large().status(), 413);
+        assert_eq!(ErrorCode::UpstreamError.status(), 502);
+        assert_eq!(ErrorCode::UpstreamTimeout.status(), 504);
+        let limited = ApiError::rate_limited("search_flights", time::OffsetDateTime::UNIX_EPOCH);
+        assert_eq!(limited.status(), 429);
+        assert_eq!(
+            limited
+                .details
+                .as_ref()
+                .and_then(|d| d.get("reset_at"))
+                .cloned(),
+            Some(json!("1970-01-01T00:00:00Z"))
+        );
+    }
+}

@@ -1,1 +1,8 @@
+//! HTTP helpers shared by the functions: the error envelope and request limits.
+
 pub mod error;
+
+pub use error::{ApiError, ErrorCode, ErrorEnvelope};
+
+/// Request bodies above this size are refused with 413 (ARCHITECTURE.md "HTTP contracts").
+pub const MAX_BODY_BYTES: usize = 256 * 1024;

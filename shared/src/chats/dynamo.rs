@@ -1,0 +1,351 @@
+//! [`ChatStore`] on DynamoDB: `pk = CHAT#<chat>`, `sk = META` for the chat (owner, session
+//! state, version) and `sk = MSG#<monotonic ulid>` for each message.
+
+use std::sync::Arc;
+use std::time::Duration as StdDuration;
+
+use async_trait::async_trait;
+use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
+use aws_sdk_dynamodb::types::{
+    ConditionCheck, Put, ReturnValue, ReturnValuesOnConditionCheckFailure, TransactWriteItem,
+};
+use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
+
+use super::ChatStore;
+use crate::clock::{Clock, SystemClock};
+use crate::domain::chat::{Chat, Message, MessageToolCall, NewMessage, Role};
+use crate::domain::session::{SessionState, SessionStatePatch};
+use crate::dynamo::{ConditionFailure, Item, from_item, n, rfc3339, s, sdk_error, to_av, to_item};
+use crate::ids::{monotonic_id, new_id};
+use crate::{Error, Result};
+
+/// Enough for dozens of writers patching one chat at once (each round one of them wins).
+const MAX_PATCH_ROUNDS: u32 = 64;
+/// DynamoDB allows 100 actions per transaction; one is the owner check.
+const MESSAGES_PER_TRANSACTION: usize = 99;
+
+#[derive(Clone)]
+pub struct DynamoChatStore {
+    client: Client,
+    table: String,
+    clock: Arc<dyn Clock>,
+}
+
+impl DynamoChatStore {
+    pub fn new(client: Client, table: impl Into<String>) -> Self {
+        Self::with_clock(client, table, Arc::new(SystemClock))
+    }
+
+    pub fn with_clock(client: Client, table: impl Into<String>, clock: Arc<dyn Clock>) -> Self {
+        Self {
+            client,
+            table: table.into(),
+            clock,
+        }
+    }
+
+    fn meta_key(chat_id: &str) -> Item {
+        Item::from([
+            ("pk".to_owned(), s(format!("CHAT#{chat_id}"))),
+            ("sk".to_owned(), s("META")),
+        ])
+    }
+
+    async fn read_meta(&self, chat_id: &str) -> Result<Option<ChatItem>> {
+        let out = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .set_key(Some(Self::meta_key(chat_id)))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(|e| sdk_error("GetItem", e))?;
+        out.item.map(from_item).transpose()
+    }
+
+    async fn owned(&self, owner_id: &str, chat_id: &str) -> Result<ChatItem> {
+        match self.read_meta(chat_id).await? {
+            Some(item) if item.owner_id == owner_id => Ok(item),
+            _ => Err(Error::NotFound),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct ChatItem {
+    pk: String,
+    sk: String,
+    chat_id: String,
+    owner_id: String,
+    #[serde(default)]
+    session_state: SessionState,
+    version: u64,
+    #[serde(with = "time::serde::rfc3339")]
+    created_at: OffsetDateTime,
+    #[serde(with = "time::serde::rfc3339")]
+    updated_at: OffsetDateTime,
+}
+
+impl From<ChatItem> for Chat {
+    fn from(item: ChatItem) -> Self {
+        Chat {
+            id: item.chat_id,
+            owner_id: item.owner_id,
+            session_state: item.session_state,
+            version: item.version,
+            created_at: item.created_at,
+            updated_at: item.updated_at,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct MessageItem {
+    pk: String,
+    sk: String,
+    chat_id: String,
+    owner_id: String,
+    message_id: String,
+    role: Role,
+    content: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    tool_calls: Vec<MessageToolCall>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    tool_call_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    ledger_call_id: Option<String>,
+    #[serde(with = "time::serde::rfc3339")]
+    created_at: OffsetDateTime,
+}
+
+impl From<MessageItem> for Message {
+    fn from(item: MessageItem) -> Self {
+        Message {
+            id: item.message_id,
+            chat_id: item.chat_id,
+            role: item.role,
+            content: item.content,
+            tool_calls: item.tool_calls,
+            tool_call_id: item.tool_call_id,
+            ledger_call_id: item.ledger_call_id,
+            created_at: item.created_at,
+        }
+    }
+}
+
+/// Random pause before retrying a lost optimistic-concurrency round, growing with the round
+/// so many writers spread out instead of colliding again in lockstep.
+async fn backoff(round: u32) {
+    let cap_ms = 2u64.saturating_pow(round.min(7)).min(100);
+    tokio::time::sleep(StdDuration::from_millis(fastrand::u64(1..=cap_ms.max(2)))).await;
+}
+
+#[async_trait]
+impl ChatStore for DynamoChatStore {
+    async fn create(&self, owner_id: &str) -> Result<Chat> {
+        let now = self.clock.now();
+        let chat_id = new_id();
+        let item = ChatItem {
+            pk: format!("CHAT#{chat_id}"),
+            sk: "META".into(),
+            chat_id,
+            owner_id: owner_id.to_owned(),
+            session_state: SessionState::default(),
+            version: 0,
+            created_at: now,
+            updated_at: now,
+        };
+        self.client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(to_item(&item)?))
+            .condition_expression("attribute_not_exists(pk)")
+            .send()
+            .await
+            .map_err(|e| sdk_error("PutItem", e))?;
+        Ok(item.into())
+    }
+
+    async fn get(&self, owner_id: &str, chat_id: &str) -> Result<Chat> {
+        self.owned(owner_id, chat_id).await.map(Chat::from)
+    }
+
+    async fn patch_state(
+        &self,
+        owner_id: &str,
+        chat_id: &str,
+        patch: &SessionStatePatch,
+    ) -> Result<Chat> {
+        let mut current = self.owned(owner_id, chat_id).await?;
+        for round in 0..MAX_PATCH_ROUNDS {
+            let mut state = current.session_state.clone();
+            state.apply(patch);
+            let result = self
+                .client
+                .update_item()
+                .table_name(&self.table)
+                .set_key(Some(Self::meta_key(chat_id)))
+                .update_expression("SET session_state = :state, version = :next, updated_at = :now")
+                .condition_expression("owner_id = :owner AND version = :version")
+                .expression_attribute_values(":state", to_av(&state)?)
+                .expression_attribute_values(":next", n(current.version + 1))
+                .expression_attribute_values(":now", rfc3339(self.clock.now()))
+                .expression_attribute_values(":owner", s(owner_id))
+                .expression_attribute_values(":version", n(current.version))
+                .return_values(ReturnValue::AllNew)
+                .return_values_on_condition_check_failure(
+                    ReturnValuesOnConditionCheckFailure::AllOld,
+                )
+                .send()
+                .await;
+            match result {
+                Ok(out) => {
+                    return from_item::<ChatItem>(out.attributes.unwrap_or_default())
+                        .map(Chat::from);
+                }
+                Err(err) => match err.condition_failed_item() {
+                    // Lost the race: the failed write handed back the winner's version.
+                    Some(returned) => {
+                        current = match returned {
+                            Some(item) => from_item(item)?,
+                            None => self.owned(owner_id, chat_id).await?,
+                        };
+                        if current.owner_id != owner_id {
+                            return Err(Error::NotFound);
+                        }
+                        backoff(round).await;
+                    }
+                    None => return Err(sdk_error("UpdateItem", err)),
+                },
+            }
+        }
+        Err(Error::Contention(format!(
+            "session state of chat {chat_id}"
+        )))
+    }
+
+    async fn append_messages(
+        &self,
+        owner_id: &str,
+        chat_id: &str,
+        messages: Vec<NewMessage>,
+    ) -> Result<Vec<Message>> {
+        let now = self.clock.now();
+        let items: Vec<MessageItem> = messages
+            .into_iter()
+            .map(|m| {
+                let message_id = monotonic_id();
+                MessageItem {
+                    pk: format!("CHAT#{chat_id}"),
+                    sk: format!("MSG#{message_id}"),
+                    chat_id: chat_id.to_owned(),
+                    owner_id: owner_id.to_owned(),
+                    message_id,
+                    role: m.role,
+                    content: m.content,
+                    tool_calls: m.tool_calls,
+                    tool_call_id: m.tool_call_id,
+                    ledger_call_id: m.ledger_call_id,
+                    created_at: now,
+                }
+            })
+            .collect();
+        for chunk in items.chunks(MESSAGES_PER_TRANSACTION) {
+            let owner_check = ConditionCheck::builder()
+                .table_name(&self.table)
+                .set_key(Some(Self::meta_key(chat_id)))
+                .condition_expression("owner_id = :owner")
+                .expression_attribute_values(":owner", s(owner_id))
+                .build()
+                .map_err(|e| Error::Dynamo {
+                    op: "TransactWriteItems",
+                    message: e.to_string(),
+                })?;
+            let mut actions = vec![
+                TransactWriteItem::builder()
+                    .condition_check(owner_check)
+                    .build(),
+            ];
+            for item in chunk {
+                let put = Put::builder()
+                    .table_name(&self.table)
+                    .set_item(Some(to_item(item)?))
+                    .build()
+                    .map_err(|e| Error::Dynamo {
+                        op: "TransactWriteItems",
+                        message: e.to_string(),
+                    })?;
+                actions.push(TransactWriteItem::builder().put(put).build());
+            }
+            let mut round = 0;
+            loop {
+                let result = self
+                    .client
+                    .transact_write_items()
+                    .set_transact_items(Some(actions.clone()))
+                    .send()
+                    .await;
+                let Err(err) = result else { break };
+                let reasons: Vec<String> = match err.as_service_error() {
+                    Some(TransactWriteItemsError::TransactionCanceledException(e)) => e
+                        .cancellation_reasons()
+                        .iter()
+                        .map(|r| r.code().unwrap_or("None").to_owned())
+                        .collect(),
+                    _ => return Err(sdk_error("TransactWriteItems", err)),
+                };
+                if reasons
+                    .first()
+                    .is_some_and(|code| code == "ConditionalCheckFailed")
+                {
+                    return Err(Error::NotFound);
+                }
+                // A concurrent write to the chat item (e.g. a state patch) conflicts with the
+                // owner check; such conflicts pass quickly, so retry a few times.
+                if reasons.iter().any(|code| code == "TransactionConflict") && round < 5 {
+                    round += 1;
+                    backoff(round).await;
+                    continue;
+                }
+                return Err(Error::Dynamo {
+                    op: "TransactWriteItems",
+                    message: format!("canceled: {}", reasons.join(", ")),
+                });
+            }
+        }
+        Ok(items.into_iter().map(Message::from).collect())
+    }
+
+    async fn recent_messages(
+        &self,
+        owner_id: &str,
+        chat_id: &str,
+        limit: u32,
+    ) -> Result<Vec<Message>> {
+        let query = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .key_condition_expression("pk = :pk AND begins_with(sk, :msg)")
+            .expression_attribute_values(":pk", s(format!("CHAT#{chat_id}")))
+            .expression_attribute_values(":msg", s("MSG#"))
+            .scan_index_forward(false)
+            .consistent_read(true)
+            .limit(i32::try_from(limit.clamp(1, 1000)).unwrap_or(1000))
+            .send();
+        let (owner, page) = tokio::join!(self.owned(owner_id, chat_id), query);
+        owner?;
+        let mut messages = page
+            .map_err(|e| sdk_error("Query", e))?
+            .items
+            .unwrap_or_default()
+            .into_iter()
+            .map(|item| from_item::<MessageItem>(item).map(Message::from))
+            .collect::<Result<Vec<_>>>()?;
+        messages.reverse();
+        Ok(messages)
+    }
+}

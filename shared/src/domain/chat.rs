@@ -1,0 +1,107 @@
+//! Chats and their messages.
+
+use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
+
+use super::session::SessionState;
+
+/// A chat: its owner, its session state (seed 000 §13) and the version that orders changes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Chat {
+    pub id: String,
+    #[serde(skip_serializing)]
+    pub owner_id: String,
+    pub session_state: SessionState,
+    pub version: u64,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+    #[serde(with = "time::serde::rfc3339")]
+    pub updated_at: OffsetDateTime,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    System,
+    User,
+    Assistant,
+    Tool,
+}
+
+/// A tool call as the LLM requested it in an assistant message.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MessageToolCall {
+    /// The LLM's id for the call (echoed by the tool message that answers it).
+    pub id: String,
+    pub name: String,
+    /// The arguments exactly as the LLM produced them (a JSON text).
+    pub arguments: String,
+}
+
+/// A message to append to a chat.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NewMessage {
+    pub role: Role,
+    pub content: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<MessageToolCall>,
+    /// For tool messages: the LLM's id of the call this answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+    /// For tool messages: the ledger's id of the tool call, linking to the audit log.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ledger_call_id: Option<String>,
+}
+
+impl NewMessage {
+    pub fn user(content: impl Into<String>) -> Self {
+        Self {
+            role: Role::User,
+            content: content.into(),
+            tool_calls: Vec::new(),
+            tool_call_id: None,
+            ledger_call_id: None,
+        }
+    }
+
+    pub fn assistant(content: impl Into<String>, tool_calls: Vec<MessageToolCall>) -> Self {
+        Self {
+            role: Role::Assistant,
+            content: content.into(),
+            tool_calls,
+            tool_call_id: None,
+            ledger_call_id: None,
+        }
+    }
+
+    pub fn tool(
+        tool_call_id: impl Into<String>,
+        ledger_call_id: Option<String>,
+        content: impl Into<String>,
+    ) -> Self {
+        Self {
+            role: Role::Tool,
+            content: content.into(),
+            tool_calls: Vec::new(),
+            tool_call_id: Some(tool_call_id.into()),
+            ledger_call_id,
+        }
+    }
+}
+
+/// A stored message. Ids are monotonic ULIDs, so id order is the chat's order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Message {
+    pub id: String,
+    pub chat_id: String,
+    pub role: Role,
+    pub content: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<MessageToolCall>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ledger_call_id: Option<String>,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+}

@@ -1,0 +1,196 @@
+//! Chat store against DynamoDB Local: concurrent session-state patches, message order and
+//! owner checks.
+
+mod common;
+
+use serde_json::json;
+use shared::Error;
+use shared::chats::{ChatStore, DynamoChatStore};
+use shared::domain::chat::{MessageToolCall, NewMessage, Role};
+use shared::domain::session::{MemoryEntry, PendingGptQuery, SessionStatePatch};
+
+async fn store() -> DynamoChatStore {
+    DynamoChatStore::new(common::dynamodb().await, common::storage().chats_table)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn twenty_concurrent_state_patches_all_survive() {
+    let store = store().await;
+    let owner = common::unique("user");
+    let chat = store.create(&owner).await.unwrap_or_else(|e| panic!("{e}"));
+
+    let patches = futures::future::join_all((0..20).map(|i| {
+        let store = store.clone();
+        let (owner, chat_id) = (owner.clone(), chat.id.clone());
+        tokio::spawn(async move {
+            let mut patch = SessionStatePatch::default();
+            patch.preferences.insert(format!("k{i}"), json!(i));
+            patch.memory.push(MemoryEntry {
+                kind: "note".into(),
+                content: format!("note {i}"),
+                created_at: "2026-11-22T00:00:00Z".into(),
+            });
+            store.patch_state(&owner, &chat_id, &patch).await
+        })
+    }))
+    .await;
+    assert!(
+        patches.iter().all(|p| matches!(p, Ok(Ok(_)))),
+        "every patch is written"
+    );
+
+    let chat = store
+        .get(&owner, &chat.id)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(chat.version, 20, "one version per patch");
+    for i in 0..20 {
+        assert_eq!(
+            chat.session_state.preferences.get(&format!("k{i}")),
+            Some(&json!(i)),
+            "patch {i}"
+        );
+    }
+    assert_eq!(chat.session_state.memory.len(), 20);
+}
+
+#[tokio::test]
+async fn patches_set_and_clear_fields() {
+    let store = store().await;
+    let owner = common::unique("user");
+    let chat = store.create(&owner).await.unwrap_or_else(|e| panic!("{e}"));
+    let set: SessionStatePatch =
+        serde_json::from_value(json!({"pending_gpt_query": {"query": "Was ist ein Stopover?"}}))
+            .unwrap_or_else(|e| panic!("{e}"));
+    let written = store
+        .patch_state(&owner, &chat.id, &set)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        written.session_state.pending_gpt_query,
+        Some(PendingGptQuery {
+            query: "Was ist ein Stopover?".into(),
+            asked_at: None
+        })
+    );
+    let clear: SessionStatePatch = serde_json::from_value(json!({"pending_gpt_query": null}))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let written = store
+        .patch_state(&owner, &chat.id, &clear)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(written.session_state.pending_gpt_query, None);
+    assert_eq!(written.version, 2);
+}
+
+#[tokio::test]
+async fn messages_keep_their_order() {
+    let store = store().await;
+    let owner = common::unique("user");
+    let chat = store.create(&owner).await.unwrap_or_else(|e| panic!("{e}"));
+    let call = MessageToolCall {
+        id: "call_1".into(),
+        name: "search_flights".into(),
+        arguments: r#"{"origin":"FRA"}"#.into(),
+    };
+    store
+        .append_messages(
+            &owner,
+            &chat.id,
+            vec![
+                NewMessage::user("Flüge FRA nach JFK?"),
+                NewMessage::assistant("", vec![call.clone()]),
+                NewMessage::tool("call_1", Some("tc_1".into()), "3 flights"),
+                NewMessage::assistant("Here are 3 flights.", vec![]),
+            ],
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    for i in 0..150 {
+        // More than one transaction's worth, to cross the 100-action limit.
+        store
+            .append_messages(&owner, &chat.id, vec![NewMessage::user(format!("m{i}"))])
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+    let many: Vec<NewMessage> = (0..120)
+        .map(|i| NewMessage::user(format!("bulk{i}")))
+        .collect();
+    store
+        .append_messages(&owner, &chat.id, many)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+
+    let last = store
+        .recent_messages(&owner, &chat.id, 3)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let texts: Vec<_> = last.iter().map(|m| m.content.as_str()).collect();
+    assert_eq!(texts, vec!["bulk117", "bulk118", "bulk119"]);
+
+    let all = store
+        .recent_messages(&owner, &chat.id, 1000)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(all.len(), 4 + 150 + 120);
+    assert_eq!(all[0].content, "Flüge FRA nach JFK?");
+    assert_eq!(all[1].tool_calls, vec![call]);
+    assert_eq!(
+        (all[2].role, all[2].tool_call_id.as_deref()),
+        (Role::Tool, Some("call_1"))
+    );
+    assert!(
+        all.windows(2).all(|w| w[0].id < w[1].id),
+        "ids follow insertion order"
+    );
+    assert_eq!(all[4].content, "m0");
+}
+
+#[tokio::test]
+async fn another_user_can_neither_read_nor_change_a_chat() {
+    let store = store().await;
+    let owner = common::unique("user");
+    let stranger = common::unique("stranger");
+    let chat = store.create(&owner).await.unwrap_or_else(|e| panic!("{e}"));
+    store
+        .append_messages(&owner, &chat.id, vec![NewMessage::user("private")])
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+
+    let mut patch = SessionStatePatch::default();
+    patch.preferences.insert("hijack".into(), json!(true));
+    assert!(matches!(
+        store.get(&stranger, &chat.id).await,
+        Err(Error::NotFound)
+    ));
+    assert!(matches!(
+        store.patch_state(&stranger, &chat.id, &patch).await,
+        Err(Error::NotFound)
+    ));
+    assert!(matches!(
+        store.recent_messages(&stranger, &chat.id, 10).await,
+        Err(Error::NotFound)
+    ));
+    assert!(matches!(
+        store
+            .append_messages(&stranger, &chat.id, vec![NewMessage::user("spam")])
+            .await,
+        Err(Error::NotFound)
+    ));
+    // A chat that does not exist looks the same.
+    assert!(matches!(
+        store.get(&owner, "no-such-chat").await,
+        Err(Error::NotFound)
+    ));
+
+    let chat = store
+        .get(&owner, &chat.id)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(chat.version, 0, "nothing changed");
+    let messages = store
+        .recent_messages(&owner, &chat.id, 10)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(messages.len(), 1);
+}
