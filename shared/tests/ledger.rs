@@ -581,3 +581,58 @@ async fn round_trips_per_tool_call() {
         "a duplicate costs its one conditional write, no read"
     );
 }
+
+#[tokio::test]
+async fn same_flight_search_in_other_key_order_or_case_is_one_call() {
+    use shared::domain::flight::FlightSearchInput;
+    use shared::ledger::DedupeKey;
+
+    let parse = |text: &str| -> FlightSearchInput {
+        serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}: {text}"))
+    };
+    let a = parse(
+        r#"{"origin":"FRA","destination":"JFK","depart_date":"2025-03-15","cabin":"BUSINESS","award_only":true}"#,
+    );
+    let b = parse(
+        r#"{"cabin":"business","depart_date":"2025-03-15","destination":"jfk","origin":"fra","pax":1,"loyalty_programs":[]}"#,
+    );
+    let other_cabin =
+        parse(r#"{"origin":"FRA","destination":"JFK","depart_date":"2025-03-15","cabin":"FIRST"}"#);
+    let other_date = parse(
+        r#"{"origin":"FRA","destination":"JFK","depart_date":"2025-03-16","cabin":"BUSINESS"}"#,
+    );
+    let other_pax = parse(
+        r#"{"origin":"FRA","destination":"JFK","depart_date":"2025-03-15","cabin":"BUSINESS","pax":2}"#,
+    );
+
+    let key = |input: &FlightSearchInput| {
+        DedupeKey::new("chat-1", ToolName::SearchFlights, &input.canonical())
+    };
+    assert_eq!(
+        key(&a),
+        key(&b),
+        "key order, IATA case and spelled-out defaults do not matter"
+    );
+    for different in [&other_cabin, &other_date, &other_pax] {
+        assert_ne!(key(&a), key(different));
+    }
+
+    // And through the ledger: the second spelling is a duplicate of the first.
+    let f = fixture().await;
+    let first = ClaimRequest {
+        tool: ToolName::SearchFlights,
+        ..f.request(a.canonical(), run())
+    };
+    let second = ClaimRequest {
+        tool: ToolName::SearchFlights,
+        ..f.request(b.canonical(), run())
+    };
+    let claimed = match f.ledger.record_and_claim(first).await {
+        Ok(Claim::Claimed(call)) => call,
+        other => panic!("{other:?}"),
+    };
+    match f.ledger.record_and_claim(second).await {
+        Ok(Claim::Duplicate(record)) => assert_eq!(record.id, claimed.id),
+        other => panic!("expected a duplicate, got {other:?}"),
+    }
+}

@@ -1,0 +1,49 @@
+//! Helpers for the bench binaries in `benches/benches/`.
+//!
+//! Each bench runs a short smoke pass under `cargo test` (so CI proves it still works) and the
+//! full measurement under `cargo bench`, which passes `--bench`.
+
+use std::time::Duration;
+
+/// True under `cargo bench`; false when `cargo test --all-targets` runs the binary.
+pub fn full_run() -> bool {
+    std::env::args().any(|a| a == "--bench")
+}
+
+/// Latency percentiles of a set of samples.
+pub struct Percentiles {
+    pub p50: Duration,
+    pub p90: Duration,
+    pub p99: Duration,
+    pub max: Duration,
+    pub n: usize,
+}
+
+impl Percentiles {
+    pub fn of(mut samples: Vec<Duration>) -> Self {
+        samples.sort_unstable();
+        let at = |q: f64| {
+            let idx = ((samples.len() as f64 - 1.0) * q).round() as usize;
+            samples.get(idx).copied().unwrap_or_default()
+        };
+        Self {
+            p50: at(0.50),
+            p90: at(0.90),
+            p99: at(0.99),
+            max: samples.last().copied().unwrap_or_default(),
+            n: samples.len(),
+        }
+    }
+
+    pub fn row(&self, name: &str) -> String {
+        let ms = |d: Duration| d.as_secs_f64() * 1e3;
+        format!(
+            "{name:<44} n={:<6} p50={:>7.3} ms  p90={:>7.3} ms  p99={:>7.3} ms  max={:>7.3} ms",
+            self.n,
+            ms(self.p50),
+            ms(self.p90),
+            ms(self.p99),
+            ms(self.max)
+        )
+    }
+}

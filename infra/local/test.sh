@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# The project's test command (`make test`): starts the local emulators if they are not
+# running, creates the template's tables/queues/secrets, runs every test of the workspace
+# against them, and stops the emulators again if this script started them.
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+cd "$REPO_ROOT"
+
+emulators="$REPO_ROOT/infra/local/emulators.sh"
+if "$emulators" status | grep -q "not running"; then
+  started_here=1
+  trap '"$emulators" stop' EXIT
+else
+  started_here=0
+fi
+"$emulators" start
+# shellcheck source=/dev/null
+source "$RUN_DIR/env"
+
+[ "$started_here" = 1 ] && log "emulators started for this run; they stop when it ends"
+cargo test --workspace --all-targets "$@"
