@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue, ReturnValuesOnConditionCheckFailure};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -65,11 +66,7 @@ impl DynamoLedger {
         ]
     }
 
-    fn update(
-        &self,
-        chat_id: &str,
-        call_id: &str,
-    ) -> aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder {
+    fn update(&self, chat_id: &str, call_id: &str) -> UpdateItemFluentBuilder {
         let [(pk, pkv), (sk, skv)] = Self::key(chat_id, call_id);
         self.client
             .update_item()
@@ -136,6 +133,28 @@ impl DynamoLedger {
             .await;
         if let Err(e) = result {
             tracing::warn!(call_id = %call.id, error = %sdk_error("UpdateItem", e), "could not close superseded attempt");
+        }
+    }
+
+    /// Sends a guarded transition of one attempt; a failed condition becomes `Fenced`,
+    /// `IllegalTransition` or `NotFound`, explained by the item that made it fail.
+    async fn transition(
+        &self,
+        update: UpdateItemFluentBuilder,
+        chat_id: &str,
+        call_id: &str,
+        attempt: u32,
+        to: ToolCallStatus,
+    ) -> Result<Option<Item>> {
+        match update.send().await {
+            Ok(out) => Ok(out.attributes),
+            Err(err) => match err.condition_failed_item() {
+                Some(returned) => {
+                    let old = self.old_item(chat_id, call_id, returned).await?;
+                    Err(Self::rejected(call_id, old, attempt, to))
+                }
+                None => Err(sdk_error("UpdateItem", err)),
+            },
         }
     }
 
@@ -447,20 +466,10 @@ impl ToolCallLedger for DynamoLedger {
                     .expression_attribute_values(":error", s(error));
             }
         }
-        let result = update
-            .update_expression(format!("SET {} REMOVE lease_until", set.join(", ")))
-            .send()
-            .await;
-        match result {
-            Ok(_) => Ok(()),
-            Err(err) => match err.condition_failed_item() {
-                Some(returned) => {
-                    let old = self.old_item(&call.chat_id, &call.id, returned).await?;
-                    Err(Self::rejected(&call.id, old, call.attempt, to))
-                }
-                None => Err(sdk_error("UpdateItem", err)),
-            },
-        }
+        let update = update.update_expression(format!("SET {} REMOVE lease_until", set.join(", ")));
+        self.transition(update, &call.chat_id, &call.id, call.attempt, to)
+            .await
+            .map(drop)
     }
 
     async fn start_queued(
@@ -472,7 +481,9 @@ impl ToolCallLedger for DynamoLedger {
     ) -> Result<ClaimedCall> {
         let now = self.clock.now();
         let i = attempt.saturating_sub(1);
-        let result = self
+        let attributes = self
+            .transition(
+                self
             .update(chat_id, call_id)
             .update_expression(format!(
                 "SET #status = :running, started_at = :now, updated_at = :now, lease_until = :lease, \
@@ -485,27 +496,14 @@ impl ToolCallLedger for DynamoLedger {
             .expression_attribute_values(":lease", n(epoch_millis(now + lease)))
             .expression_attribute_values(":recent", s(format!("{}#{call_id}", sortable_time(now))))
             .expression_attribute_values(":attempt", n(attempt))
-            .return_values(ReturnValue::AllNew)
-            .send()
-            .await;
-        match result {
-            Ok(out) => {
-                let item: CallItem = from_item(out.attributes.unwrap_or_default())?;
-                Ok(item.claimed(false))
-            }
-            Err(err) => match err.condition_failed_item() {
-                Some(returned) => {
-                    let old = self.old_item(chat_id, call_id, returned).await?;
-                    Err(Self::rejected(
-                        call_id,
-                        old,
-                        attempt,
-                        ToolCallStatus::Running,
-                    ))
-                }
-                None => Err(sdk_error("UpdateItem", err)),
-            },
-        }
+            .return_values(ReturnValue::AllNew),
+                chat_id,
+                call_id,
+                attempt,
+                ToolCallStatus::Running,
+            )
+            .await?;
+        from_item::<CallItem>(attributes.unwrap_or_default()).map(|item| item.claimed(false))
     }
 
     async fn requeue(
@@ -520,7 +518,9 @@ impl ToolCallLedger for DynamoLedger {
             queued_at: Some(now),
             ..AttemptEntry::default()
         };
-        let result = self
+        let attributes = self
+            .transition(
+                self
             .update(chat_id, call_id)
             .update_expression(
                 "SET #status = :queued, attempt = attempt + :one, attempts = list_append(attempts, :entry), \
@@ -540,27 +540,14 @@ impl ToolCallLedger for DynamoLedger {
             .expression_attribute_values(":recent", s(format!("{}#{call_id}", sortable_time(now))))
             .expression_attribute_values(":ttl", self.ttl(now))
             .expression_attribute_values(":attempt", n(failed_attempt))
-            .return_values(ReturnValue::AllNew)
-            .send()
-            .await;
-        match result {
-            Ok(out) => {
-                let item: CallItem = from_item(out.attributes.unwrap_or_default())?;
-                Ok(item.claimed(false))
-            }
-            Err(err) => match err.condition_failed_item() {
-                Some(returned) => {
-                    let old = self.old_item(chat_id, call_id, returned).await?;
-                    Err(Self::rejected(
-                        call_id,
-                        old,
-                        failed_attempt,
-                        ToolCallStatus::Queued,
-                    ))
-                }
-                None => Err(sdk_error("UpdateItem", err)),
-            },
-        }
+            .return_values(ReturnValue::AllNew),
+                chat_id,
+                call_id,
+                failed_attempt,
+                ToolCallStatus::Queued,
+            )
+            .await?;
+        from_item::<CallItem>(attributes.unwrap_or_default()).map(|item| item.claimed(false))
     }
 
     async fn cancel(&self, owner_id: &str, chat_id: &str, call_id: &str) -> Result<ToolCallRecord> {
