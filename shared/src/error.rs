@@ -50,6 +50,27 @@ pub enum Error {
     #[error("malformed stored item: {0}")]
     Corrupt(String),
 
+    /// An upstream API (Seats.aero, Amadeus, the LLM, another function) stayed unavailable,
+    /// answered garbage, or failed in a way that is not the caller's fault (502).
+    #[error("upstream {service}: {message}")]
+    Upstream {
+        service: &'static str,
+        message: String,
+    },
+
+    /// An upstream API did not answer within the time we had (504).
+    #[error("upstream {service} timed out")]
+    UpstreamTimeout { service: &'static str },
+
+    /// An upstream API rejected the request as the caller's fault (4xx). `message` is a
+    /// short, safe summary (e.g. Amadeus' error title), never the upstream body.
+    #[error("upstream {service} rejected the request ({status}): {message}")]
+    UpstreamRejected {
+        service: &'static str,
+        status: u16,
+        message: String,
+    },
+
     #[error("JSON: {0}")]
     Json(#[from] serde_json::Error),
 }

@@ -17,6 +17,7 @@ pub mod ledger;
 pub mod limits;
 pub mod observability;
 pub mod secrets;
+pub mod upstream;
 pub mod usage;
 
 pub use error::{Error, Result};

@@ -129,6 +129,32 @@ impl From<&Error> for ApiError {
                 ErrorCode::Conflict,
                 "too many concurrent changes; try again",
             ),
+            Error::UpstreamTimeout { service } => {
+                tracing::warn!(service, "upstream timed out");
+                Self::new(
+                    ErrorCode::UpstreamTimeout,
+                    format!("{service} did not answer in time"),
+                )
+            }
+            Error::Upstream { service, message } => {
+                tracing::warn!(service, message, "upstream failed");
+                Self::new(
+                    ErrorCode::UpstreamError,
+                    format!("{service} is unavailable; try again later"),
+                )
+            }
+            Error::UpstreamRejected {
+                service,
+                status,
+                message,
+            } => {
+                let code = if *status == 404 {
+                    ErrorCode::NotFound
+                } else {
+                    ErrorCode::ValidationFailed
+                };
+                Self::new(code, format!("{service} rejected the search: {message}"))
+            }
             Error::Config(_)
             | Error::Secret { .. }
             | Error::Dynamo { .. }

@@ -1,6 +1,7 @@
 //! HTTP helpers shared by the functions: the error envelope and request limits.
 
 pub mod error;
+pub mod lambda;
 
 pub use error::{ApiError, ErrorCode, ErrorEnvelope};
 

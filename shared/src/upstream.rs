@@ -1,0 +1,210 @@
+//! Calls to upstream HTTP APIs with retries inside the invocation's time budget.
+//!
+//! 429, 5xx, connection errors and timeouts are retried with full-jitter exponential backoff
+//! (honouring `Retry-After`) for as long as the deadline allows. What finally fails becomes
+//! one of the crate's upstream errors: `UpstreamTimeout` (504), `Upstream` (502) or, for a
+//! request the upstream rejected as invalid, `UpstreamRejected` (4xx) with a short message.
+//! Upstream bodies are never passed on verbatim.
+
+use std::time::{Duration, Instant};
+
+use reqwest::{RequestBuilder, Response, StatusCode};
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::{Error, Result};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetryPolicy {
+    /// Attempts in all, the first included.
+    pub max_attempts: u32,
+    pub base_delay: Duration,
+    pub max_delay: Duration,
+    /// Longest wait for one attempt (the deadline may cut it shorter).
+    pub attempt_timeout: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        Self {
+            max_attempts: 4,
+            base_delay: Duration::from_millis(200),
+            max_delay: Duration::from_secs(2),
+            attempt_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+/// Below this, another attempt could not get an answer back in time.
+const MIN_ATTEMPT: Duration = Duration::from_millis(50);
+
+/// One reqwest client per container: connection pools and TLS set-up are reused.
+pub fn http_client() -> Result<reqwest::Client> {
+    reqwest::Client::builder()
+        .user_agent(concat!("tool-calling-lambda/", env!("CARGO_PKG_VERSION")))
+        .connect_timeout(Duration::from_secs(3))
+        .pool_idle_timeout(Duration::from_secs(60))
+        .build()
+        .map_err(|e| Error::Config(format!("HTTP client: {e}")))
+}
+
+enum Failure {
+    Timeout,
+    Retryable(String),
+}
+
+fn is_retryable(status: StatusCode) -> bool {
+    status == StatusCode::TOO_MANY_REQUESTS
+        || status == StatusCode::REQUEST_TIMEOUT
+        || status.is_server_error()
+}
+
+fn retry_after(response: &Response) -> Option<Duration> {
+    let value = response
+        .headers()
+        .get(reqwest::header::RETRY_AFTER)?
+        .to_str()
+        .ok()?;
+    value.trim().parse::<u64>().ok().map(Duration::from_secs)
+}
+
+fn backoff(policy: &RetryPolicy, attempt: u32) -> Duration {
+    let exp = policy
+        .base_delay
+        .saturating_mul(2u32.saturating_pow(attempt.saturating_sub(1)));
+    let cap = exp.min(policy.max_delay);
+    // Full jitter: a random point in [0, cap], so concurrent clients spread out.
+    cap.mul_f64(fastrand::f64())
+}
+
+/// Sends the request built by `build` (called once per attempt) and returns the first
+/// response that is not retryable: a success or a client error for [`read_json`] to judge.
+pub async fn send(
+    service: &'static str,
+    deadline: Instant,
+    policy: &RetryPolicy,
+    build: impl Fn() -> RequestBuilder,
+) -> Result<Response> {
+    let mut last = Failure::Timeout;
+    for attempt in 1..=policy.max_attempts.max(1) {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left < MIN_ATTEMPT {
+            break;
+        }
+        let mut pause = None;
+        match build()
+            .timeout(left.min(policy.attempt_timeout))
+            .send()
+            .await
+        {
+            Ok(response) if is_retryable(response.status()) => {
+                tracing::warn!(
+                    service,
+                    attempt,
+                    status = response.status().as_u16(),
+                    "upstream answered with a retryable status"
+                );
+                pause = retry_after(&response);
+                last = Failure::Retryable(format!("HTTP {}", response.status().as_u16()));
+            }
+            Ok(response) => return Ok(response),
+            Err(e) if e.is_timeout() => {
+                tracing::warn!(service, attempt, "upstream attempt timed out");
+                last = Failure::Timeout;
+            }
+            Err(e) => {
+                tracing::warn!(service, attempt, error = %e, "upstream request failed");
+                last = Failure::Retryable(if e.is_connect() {
+                    "connection failed".into()
+                } else {
+                    e.to_string()
+                });
+            }
+        }
+        if attempt == policy.max_attempts {
+            break;
+        }
+        let pause = pause.unwrap_or_else(|| backoff(policy, attempt));
+        if Instant::now() + pause + MIN_ATTEMPT >= deadline {
+            break;
+        }
+        tokio::time::sleep(pause).await;
+    }
+    Err(match last {
+        Failure::Timeout => Error::UpstreamTimeout { service },
+        Failure::Retryable(message) => Error::Upstream { service, message },
+    })
+}
+
+/// Reads a response from [`send`]: a 2xx body parsed as `T`; 401/403 (our credentials) as
+/// `Upstream`; other 4xx as `UpstreamRejected` with a short message taken from the usual
+/// error fields of the body.
+pub async fn read_json<T: DeserializeOwned>(
+    service: &'static str,
+    response: Response,
+) -> Result<T> {
+    let status = response.status();
+    let bytes = response.bytes().await.map_err(|e| Error::Upstream {
+        service,
+        message: format!("reading the body failed: {e}"),
+    })?;
+    if status.is_success() {
+        return serde_json::from_slice(&bytes).map_err(|e| Error::Upstream {
+            service,
+            message: format!("unexpected response body: {e}"),
+        });
+    }
+    if status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN {
+        return Err(Error::Upstream {
+            service,
+            message: format!("credentials rejected (HTTP {})", status.as_u16()),
+        });
+    }
+    Err(Error::UpstreamRejected {
+        service,
+        status: status.as_u16(),
+        message: error_summary(&bytes).unwrap_or_else(|| format!("HTTP {}", status.as_u16())),
+    })
+}
+
+/// A short, printable summary from common error shapes: Amadeus' `errors[0].detail/title`,
+/// or a top-level `message` / `error` / `error_description`.
+fn error_summary(body: &[u8]) -> Option<String> {
+    let value: Value = serde_json::from_slice(body).ok()?;
+    let first_error = value.get("errors").and_then(|e| e.get(0));
+    let text = first_error
+        .and_then(|e| e.get("detail").or_else(|| e.get("title")))
+        .or_else(|| value.get("error_description"))
+        .or_else(|| value.get("message"))
+        .or_else(|| value.get("error").filter(|e| e.is_string()))
+        .and_then(Value::as_str)?;
+    let clean: String = text.chars().filter(|c| !c.is_control()).take(200).collect();
+    (!clean.trim().is_empty()).then_some(clean)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn summaries() {
+        let amadeus = br#"{"errors":[{"status":400,"code":477,"title":"INVALID FORMAT","detail":"departureDate must be in the future"}]}"#;
+        assert_eq!(
+            error_summary(amadeus).as_deref(),
+            Some("departureDate must be in the future")
+        );
+        assert_eq!(
+            error_summary(br#"{"message":"bad cabin"}"#).as_deref(),
+            Some("bad cabin")
+        );
+        assert_eq!(error_summary(b"<html>oops</html>"), None);
+    }
+
+    #[test]
+    fn backoff_stays_under_the_cap() {
+        let policy = RetryPolicy::default();
+        for attempt in 1..10 {
+            assert!(backoff(&policy, attempt) <= policy.max_delay);
+        }
+    }
+}
