@@ -411,6 +411,19 @@ pub struct FlightSearchParams {
 impl FlightSearchParams {
     /// Seated passengers an upstream booking accepts at most.
     pub const MAX_SEATED: u8 = 9;
+    /// The widest date window either side of the departure date.
+    pub const MAX_FLEXIBILITY_DAYS: u8 = 3;
+    /// Results per search at most.
+    pub const MAX_RESULTS: u8 = 20;
+
+    /// Validates, then clamps the soft limits (flexibility to 0..=3 days, maxResults to
+    /// 1..=20): what both flight functions do with a request body.
+    pub fn validated(mut self) -> Result<Self, Error> {
+        self.validate()?;
+        self.flexibility = self.flexibility.min(Self::MAX_FLEXIBILITY_DAYS);
+        self.max_results = self.max_results.clamp(1, Self::MAX_RESULTS);
+        Ok(self)
+    }
 
     /// Checks a body received over HTTP; messages name the (camelCase) field.
     pub fn validate(&self) -> Result<(), Error> {
@@ -435,9 +448,6 @@ impl FlightSearchParams {
                 "infants ({}) must not exceed adults ({})",
                 self.infants, self.adults
             )));
-        }
-        if self.max_results == 0 {
-            return Err(Error::Invalid("maxResults must be at least 1".into()));
         }
         if let Some(ret) = self.return_date
             && ret < self.departure_date

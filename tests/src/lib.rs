@@ -1,0 +1,161 @@
+//! Test harness shared by every crate's tests: clients for the local emulators, configured
+//! from the environment that `infra/local/emulators.sh start` writes to `.local/run/env` (the
+//! README's test command sources it), a request counter, fixtures and unique ids.
+//!
+//! Without a reachable emulator a test fails and says how to start one; it never skips.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+pub const HOW_TO_START: &str = "start the local emulators and load their settings:\n    \
+     infra/local/emulators.sh start && source .local/run/env\n\
+     or run the whole suite with `make test`";
+
+/// The value of a variable the emulator scripts set; panics with the how-to when unset.
+pub fn require_env(name: &str) -> String {
+    match std::env::var(name) {
+        Ok(v) if !v.is_empty() => v,
+        _ => panic!("{name} is not set, so there is no emulator to test against; {HOW_TO_START}"),
+    }
+}
+
+pub async fn sdk_config() -> aws_config::SdkConfig {
+    require_env("AWS_ENDPOINT_URL_DYNAMODB");
+    aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .load()
+        .await
+}
+
+/// A DynamoDB client that has been seen to answer.
+pub async fn dynamodb() -> aws_sdk_dynamodb::Client {
+    let endpoint = require_env("AWS_ENDPOINT_URL_DYNAMODB");
+    let client = aws_sdk_dynamodb::Client::new(&sdk_config().await);
+    let probe = tokio::time::timeout(
+        Duration::from_secs(10),
+        client.list_tables().limit(1).send(),
+    )
+    .await;
+    match probe {
+        Ok(Ok(_)) => client,
+        Ok(Err(e)) => panic!(
+            "DynamoDB Local at {endpoint} did not answer: {}; {HOW_TO_START}",
+            aws_sdk_dynamodb::error::DisplayErrorContext(e)
+        ),
+        Err(_) => panic!("DynamoDB Local at {endpoint} did not answer within 10 s; {HOW_TO_START}"),
+    }
+}
+
+/// A Secrets Manager client (moto) that has been seen to answer.
+pub async fn secrets_manager() -> aws_sdk_secretsmanager::Client {
+    let endpoint = require_env("AWS_ENDPOINT_URL_SECRETS_MANAGER");
+    let client = aws_sdk_secretsmanager::Client::new(&sdk_config().await);
+    let probe = tokio::time::timeout(
+        Duration::from_secs(10),
+        client.list_secrets().max_results(1).send(),
+    )
+    .await;
+    match probe {
+        Ok(Ok(_)) => client,
+        _ => panic!("Secrets Manager emulator (moto) at {endpoint} did not answer; {HOW_TO_START}"),
+    }
+}
+
+/// An SQS client (moto) that has been seen to answer.
+pub async fn sqs() -> aws_sdk_sqs::Client {
+    let endpoint = require_env("AWS_ENDPOINT_URL_SQS");
+    let client = aws_sdk_sqs::Client::new(&sdk_config().await);
+    let probe = tokio::time::timeout(Duration::from_secs(10), client.list_queues().send()).await;
+    match probe {
+        Ok(Ok(_)) => client,
+        _ => panic!("SQS emulator (moto) at {endpoint} did not answer; {HOW_TO_START}"),
+    }
+}
+
+/// Creates a secret with a unique name in the emulator and returns its name.
+pub async fn create_secret(prefix: &str, value: &str) -> String {
+    let name = unique(prefix);
+    let created = secrets_manager()
+        .await
+        .create_secret()
+        .name(&name)
+        .secret_string(value)
+        .send()
+        .await;
+    if let Err(e) = created {
+        panic!(
+            "creating secret {name}: {}",
+            aws_sdk_secretsmanager::error::DisplayErrorContext(e)
+        );
+    }
+    name
+}
+
+/// A fresh id, so tests sharing the emulator's tables never see each other's items.
+pub fn unique(prefix: &str) -> String {
+    format!("{prefix}-{}", ulid::Ulid::generate())
+}
+
+/// Counts the HTTP requests a DynamoDB client sends (retries included): round trips.
+#[derive(Debug, Default, Clone)]
+pub struct RequestCounter(Arc<AtomicUsize>);
+
+impl RequestCounter {
+    /// The count since the last call, resetting it.
+    pub fn take(&self) -> usize {
+        self.0.swap(0, Ordering::SeqCst)
+    }
+}
+
+impl aws_sdk_dynamodb::config::Intercept for RequestCounter {
+    fn name(&self) -> &'static str {
+        "RequestCounter"
+    }
+
+    fn read_before_transmit(
+        &self,
+        _context: &aws_sdk_dynamodb::config::interceptors::BeforeTransmitInterceptorContextRef<'_>,
+        _runtime_components: &aws_sdk_dynamodb::config::RuntimeComponents,
+        _cfg: &mut aws_sdk_dynamodb::config::ConfigBag,
+    ) -> Result<(), aws_sdk_dynamodb::error::BoxError> {
+        self.0.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    }
+}
+
+/// A DynamoDB client whose requests are counted.
+pub async fn counted_dynamodb() -> (aws_sdk_dynamodb::Client, RequestCounter) {
+    dynamodb().await; // fail early, with the how-to, when the emulator is down
+    let counter = RequestCounter::default();
+    let config = aws_sdk_dynamodb::config::Builder::from(&sdk_config().await)
+        .interceptor(counter.clone())
+        .build();
+    (aws_sdk_dynamodb::Client::from_conf(config), counter)
+}
+
+/// Path of a file under `tests/fixtures/` (upstream payloads; see its README).
+pub fn fixture_path(relative: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures")
+        .join(relative)
+}
+
+/// A fixture's text.
+pub fn fixture(relative: &str) -> String {
+    let path = fixture_path(relative);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("fixture {}: {e}", path.display()))
+}
+
+/// A fixture parsed as JSON.
+pub fn fixture_json(relative: &str) -> serde_json::Value {
+    serde_json::from_str(&fixture(relative)).unwrap_or_else(|e| panic!("fixture {relative}: {e}"))
+}
+
+/// Path of a file under the repository's `events/` (sample Lambda events).
+pub fn event_path(relative: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join("events")
+        .join(relative)
+}
