@@ -47,3 +47,12 @@ impl Percentiles {
         )
     }
 }
+
+/// Peak resident set size of this process so far (Linux `VmHWM`), in KiB.
+pub fn peak_rss_kib() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmHWM:"))
+        .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
+}
