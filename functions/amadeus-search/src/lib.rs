@@ -1,1 +1,20 @@
-//! (in progress)
+//! `amadeus-search`: cash fares from Amadeus flight offers (`POST /flights/cash`), normalised
+//! to the shared `FlightResult`. The OAuth token is cached in memory and in a Secrets
+//! Manager secret shared by all instances (see [`token`]).
+
+pub mod config;
+pub mod deps;
+pub mod format;
+pub mod handler;
+mod lenient;
+pub mod normalise;
+pub mod offers;
+pub mod search;
+pub mod token;
+
+pub use config::Config;
+pub use deps::Deps;
+pub use handler::handle;
+
+/// Upstream name in errors and logs ("Amadeus is unavailable; try again later").
+pub const SERVICE: &str = "Amadeus";

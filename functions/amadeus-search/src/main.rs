@@ -1,1 +1,28 @@
-fn main() {}
+//! Lambda entry point: builds clients and configuration once per container, then serves.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use amadeus_search::{Config, Deps, handle};
+use lambda_http::{Request, service_fn};
+use shared::config::{Env, secrets_cache_ttl};
+use shared::secrets::{AwsSecretSource, SecretsCache};
+
+#[tokio::main]
+async fn main() -> Result<(), lambda_http::Error> {
+    shared::observability::init_tracing();
+    let env = Env::from_process();
+    let config = Config::from_env(&env)?;
+    let http = shared::upstream::http_client()?;
+    let aws = shared::aws::sdk_config().await;
+    let secrets = SecretsCache::new(
+        Arc::new(AwsSecretSource::new(shared::aws::secrets_manager(&aws))),
+        secrets_cache_ttl(&env)?,
+    );
+    let deps = Deps::new(http, secrets, config);
+    lambda_http::run(service_fn(|req: Request| {
+        let deps = deps.clone();
+        async move { Ok::<_, Infallible>(handle(&deps, req).await) }
+    }))
+    .await
+}

@@ -1,1 +1,27 @@
-fn main() {}
+//! Lambda entry point: builds the clients once per container, then serves requests.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use lambda_http::{Request, service_fn};
+use seatsaero_search::{Config, Deps, handle};
+use shared::config::Env;
+use shared::secrets::{AwsSecretSource, SecretsCache};
+
+#[tokio::main]
+async fn main() -> Result<(), lambda_http::Error> {
+    shared::observability::init_tracing();
+    let env = Env::from_process();
+    let config = Config::from_env(&env)?;
+    let sdk = shared::aws::sdk_config().await;
+    let secrets = SecretsCache::new(
+        Arc::new(AwsSecretSource::new(shared::aws::secrets_manager(&sdk))),
+        shared::config::secrets_cache_ttl(&env)?,
+    );
+    let deps = Deps::new(shared::upstream::http_client()?, secrets, config);
+    lambda_http::run(service_fn(|req: Request| {
+        let deps = deps.clone();
+        async move { Ok::<_, Infallible>(handle(&deps, req).await) }
+    }))
+    .await
+}

@@ -366,6 +366,13 @@ fn default_max_results() -> u8 {
     5
 }
 
+/// Reads any integer and saturates it into `u8`, for fields that are clamped rather than
+/// rejected: `maxResults: 1000` means "as many as allowed", `flexibility: -2` means none.
+fn saturating_u8<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<u8, D::Error> {
+    let value = i64::deserialize(deserializer)?;
+    Ok(u8::try_from(value.clamp(0, i64::from(u8::MAX))).unwrap_or(u8::MAX))
+}
+
 /// Request body of `POST /flights/award` and `POST /flights/cash` (seed 000 §5.1
 /// `callSeatsAero`). Everything but route, date and class has a default, so a minimal
 /// body works.
@@ -394,14 +401,15 @@ pub struct FlightSearchParams {
     pub infants: u8,
     #[serde(default)]
     pub non_stop: bool,
-    /// Days searched either side of `departureDate`.
-    #[serde(default)]
+    /// Days searched either side of `departureDate` (clamped to 0..=3).
+    #[serde(default, deserialize_with = "saturating_u8")]
     pub flexibility: u8,
     #[serde(default)]
     pub use_miles: bool,
     #[serde(default)]
     pub include_return_awards: bool,
-    #[serde(default = "default_max_results")]
+    /// Results wanted (clamped to 1..=20).
+    #[serde(default = "default_max_results", deserialize_with = "saturating_u8")]
     #[schemars(range(min = 1))]
     pub max_results: u8,
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -12,7 +12,7 @@ use super::{ApiError, ErrorCode, MAX_BODY_BYTES};
 
 /// Parses the request body as `T`. Refuses bodies over [`MAX_BODY_BYTES`] (413), empty or
 /// malformed JSON (400 `invalid_json`) and JSON of the wrong shape (400 `validation_failed`,
-/// with serde's message, which names the field).
+/// the message prefixed with the path of the offending field, e.g. `origin: ...`).
 pub fn json_body<T: DeserializeOwned>(req: &Request) -> Result<T, ApiError> {
     let bytes: &[u8] = match req.body() {
         Body::Empty => &[],
@@ -29,16 +29,35 @@ pub fn json_body<T: DeserializeOwned>(req: &Request) -> Result<T, ApiError> {
             "request body is empty; expected a JSON object",
         ));
     }
-    serde_json::from_slice(bytes).map_err(|e| {
+    let mut json = serde_json::Deserializer::from_slice(bytes);
+    let value: T = serde_path_to_error::deserialize(&mut json).map_err(|e| {
         use serde_json::error::Category;
-        match e.classify() {
-            Category::Data => ApiError::new(ErrorCode::ValidationFailed, strip_position(&e)),
-            Category::Syntax | Category::Eof | Category::Io => ApiError::new(
-                ErrorCode::InvalidJson,
-                format!("request body is not valid JSON: {e}"),
-            ),
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        match inner.classify() {
+            Category::Data => {
+                let message = strip_position(&inner);
+                let message = message.strip_prefix("invalid input: ").unwrap_or(&message);
+                // serde names missing fields itself; for bad values the path says where.
+                let message = if path == "." || message.contains(&format!("`{path}`")) {
+                    message.to_owned()
+                } else {
+                    format!("{path}: {message}")
+                };
+                ApiError::new(ErrorCode::ValidationFailed, message)
+            }
+            Category::Syntax | Category::Eof | Category::Io => invalid_json(&inner),
         }
-    })
+    })?;
+    json.end().map_err(|e| invalid_json(&e))?;
+    Ok(value)
+}
+
+fn invalid_json(e: &serde_json::Error) -> ApiError {
+    ApiError::new(
+        ErrorCode::InvalidJson,
+        format!("request body is not valid JSON: {e}"),
+    )
 }
 
 /// serde's data errors end in " at line 1 column 57", which helps nobody reading a 400.
@@ -126,6 +145,17 @@ mod tests {
         let big = format!("{{\"origin\":\"{}\"}}", "x".repeat(MAX_BODY_BYTES));
         assert_eq!(err(&big).map(|e| e.0), Some(ErrorCode::PayloadTooLarge));
         assert!(json_body::<Input>(&request(r#"{"origin":"FRA"}"#)).is_ok());
+        assert_eq!(
+            err(r#"{"origin": 42}"#),
+            Some((
+                ErrorCode::ValidationFailed,
+                "origin: invalid type: integer `42`, expected a string".to_owned()
+            ))
+        );
+        assert_eq!(
+            err(r#"{"origin":"FRA"} trailing"#).map(|e| e.0),
+            Some(ErrorCode::InvalidJson)
+        );
     }
 
     #[test]

@@ -1,0 +1,98 @@
+//! Handler time per cash search against a local fake Amadeus (wiremock, fixture payloads)
+//! with the token warm in memory: request parsing, the flight-offers round trip over
+//! loopback, normalisation and the response.
+//!
+//!     make emulators-up && source .local/run/env
+//!     cargo bench -p amadeus-search --bench handler
+//!
+//! The first request (token fetch and Secrets Manager write against moto) is timed apart.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use amadeus_search::{Config, Deps, handle};
+use benchmarks::{Percentiles, full_run};
+use lambda_http::http::Method;
+use lambda_http::{Body, Request};
+use shared::config::Env;
+use shared::secrets::{AwsSecretSource, SecretsCache};
+use wiremock::matchers::{method, path};
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+fn request() -> Request {
+    let mut req = Request::new(Body::Text(
+        r#"{"origin":"gig","destination":"mad","departureDate":"2027-08-01","returnDate":"2027-08-05","travelClass":"BUSINESS","adults":1,"children":1}"#
+            .to_owned(),
+    ));
+    *req.method_mut() = Method::POST;
+    req
+}
+
+#[tokio::main]
+async fn main() {
+    let iterations = if full_run() { 500 } else { 5 };
+
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/security/oauth2/token"))
+        .respond_with(ResponseTemplate::new(200).set_body_raw(
+            test_support::fixture("amadeus/oauth2_token_response.amadeus-java.json"),
+            "application/json",
+        ))
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path("/v2/shopping/flight-offers"))
+        .respond_with(ResponseTemplate::new(200).set_body_raw(
+            test_support::fixture("amadeus/flight_offers_search_response.amadeus-java.json"),
+            "application/vnd.amadeus+json",
+        ))
+        .mount(&server)
+        .await;
+
+    let credentials = test_support::create_secret(
+        "amadeus-bench-credentials",
+        r#"{"client_id":"bench-id","client_secret":"bench-secret"}"#,
+    )
+    .await;
+    let token_secret = test_support::create_secret("amadeus-bench-token", "{}").await;
+    let env = Env::from_pairs([
+        ("AMADEUS_CREDENTIALS_SECRET", credentials.as_str()),
+        ("AMADEUS_TOKEN_SECRET", token_secret.as_str()),
+        ("AMADEUS_BASE_URL", server.uri().as_str()),
+    ]);
+    let config = Config::from_env(&env).unwrap_or_else(|e| panic!("config: {e}"));
+    let http = shared::upstream::http_client().unwrap_or_else(|e| panic!("http client: {e}"));
+    let secrets = SecretsCache::new(
+        Arc::new(AwsSecretSource::new(test_support::secrets_manager().await)),
+        Duration::from_secs(300),
+    );
+    let deps = Deps::new(http, secrets, config);
+
+    let started = Instant::now();
+    let first = handle(&deps, request()).await;
+    let cold = started.elapsed();
+    assert_eq!(
+        first.status(),
+        200,
+        "first search failed: {:?}",
+        first.body()
+    );
+
+    let mut samples = Vec::with_capacity(iterations);
+    for _ in 0..iterations {
+        let started = Instant::now();
+        let response = handle(&deps, request()).await;
+        samples.push(started.elapsed());
+        assert_eq!(response.status(), 200);
+    }
+    println!(
+        "{:<44} {:>9.3} ms",
+        "first search (token fetch + shared write)",
+        cold.as_secs_f64() * 1e3
+    );
+    println!(
+        "{}",
+        Percentiles::of(samples).row("cash search, warm token (handler time)")
+    );
+}

@@ -1,0 +1,210 @@
+//! Configuration of the function, read once at cold start.
+
+use std::fmt;
+use std::str::FromStr;
+use std::time::Duration;
+
+use shared::config::Env;
+use shared::upstream::RetryPolicy;
+
+/// Amadeus Self-Service environment (`AMADEUS_ENV`): the test one has cached, partial data
+/// and its own credentials.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum AmadeusEnv {
+    #[default]
+    Test,
+    Prod,
+}
+
+impl AmadeusEnv {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Test => "test",
+            Self::Prod => "prod",
+        }
+    }
+
+    pub fn default_base_url(self) -> &'static str {
+        match self {
+            Self::Test => "https://test.api.amadeus.com",
+            Self::Prod => "https://api.amadeus.com",
+        }
+    }
+}
+
+impl fmt::Display for AmadeusEnv {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for AmadeusEnv {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "test" => Ok(Self::Test),
+            "prod" | "production" => Ok(Self::Prod),
+            _ => Err("expected `test` or `prod`".into()),
+        }
+    }
+}
+
+/// An http(s) base URL without a trailing slash.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BaseUrl(String);
+
+impl BaseUrl {
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl FromStr for BaseUrl {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let url = reqwest::Url::parse(s.trim()).map_err(|e| e.to_string())?;
+        if !matches!(url.scheme(), "http" | "https") {
+            return Err("expected an http(s) URL".into());
+        }
+        Ok(Self(url.as_str().trim_end_matches('/').to_owned()))
+    }
+}
+
+/// An ISO 4217 code, upper case.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CurrencyCode(String);
+
+impl CurrencyCode {
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl FromStr for CurrencyCode {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let s = s.trim();
+        if s.len() == 3 && s.bytes().all(|b| b.is_ascii_alphabetic()) {
+            Ok(Self(s.to_ascii_uppercase()))
+        } else {
+            Err("expected a 3-letter ISO 4217 code such as EUR".into())
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    pub environment: AmadeusEnv,
+    /// `AMADEUS_BASE_URL`, or the environment's public API.
+    pub base_url: String,
+    /// Secret with `{"client_id", "client_secret"}`.
+    pub credentials_secret: String,
+    /// Secret holding the access token that all instances share.
+    pub token_secret: String,
+    pub currency: String,
+    /// A token is renewed this long before it expires, so it never dies mid-request.
+    pub token_refresh_margin: Duration,
+    pub retry: RetryPolicy,
+    /// Time budget of a search when there is no Lambda deadline (tests, local runs).
+    pub fallback_budget: Duration,
+}
+
+impl Config {
+    pub fn from_env(env: &Env) -> shared::Result<Self> {
+        const HINT: &str = "set by template.yaml; locally `source .local/run/env`";
+        let mut r = env.reader();
+        let environment = r.parse_or("AMADEUS_ENV", AmadeusEnv::Test);
+        let base_url = r
+            .parse_or(
+                "AMADEUS_BASE_URL",
+                BaseUrl(environment.default_base_url().to_owned()),
+            )
+            .0;
+        let config = Self {
+            environment,
+            base_url,
+            credentials_secret: r.required(
+                "AMADEUS_CREDENTIALS_SECRET",
+                &format!("Amadeus client id and secret, {HINT}"),
+            ),
+            token_secret: r.required(
+                "AMADEUS_TOKEN_SECRET",
+                &format!("shared Amadeus access token, {HINT}"),
+            ),
+            currency: r.parse_or("AMADEUS_CURRENCY", CurrencyCode("EUR".into())).0,
+            token_refresh_margin: Duration::from_secs(
+                r.parse_or("AMADEUS_TOKEN_REFRESH_MARGIN_SECS", 60),
+            ),
+            retry: RetryPolicy::default(),
+            fallback_budget: Duration::from_secs(25),
+        };
+        r.finish(config)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn base() -> Vec<(&'static str, &'static str)> {
+        vec![
+            ("AMADEUS_CREDENTIALS_SECRET", "creds"),
+            ("AMADEUS_TOKEN_SECRET", "token"),
+        ]
+    }
+
+    #[test]
+    fn defaults() {
+        let config =
+            Config::from_env(&Env::from_pairs(base())).unwrap_or_else(|e| panic!("config: {e}"));
+        assert_eq!(config.environment, AmadeusEnv::Test);
+        assert_eq!(config.base_url, "https://test.api.amadeus.com");
+        assert_eq!(config.currency, "EUR");
+        assert_eq!(config.token_refresh_margin, Duration::from_secs(60));
+    }
+
+    #[test]
+    fn overrides() {
+        let mut pairs = base();
+        pairs.extend([
+            ("AMADEUS_ENV", "PROD"),
+            ("AMADEUS_CURRENCY", "usd"),
+            ("AMADEUS_TOKEN_REFRESH_MARGIN_SECS", "30"),
+        ]);
+        let config = Config::from_env(&Env::from_pairs(pairs.clone()))
+            .unwrap_or_else(|e| panic!("config: {e}"));
+        assert_eq!(config.base_url, "https://api.amadeus.com");
+        assert_eq!(config.currency, "USD");
+        assert_eq!(config.token_refresh_margin, Duration::from_secs(30));
+
+        pairs.push(("AMADEUS_BASE_URL", "http://127.0.0.1:9999/"));
+        let config =
+            Config::from_env(&Env::from_pairs(pairs)).unwrap_or_else(|e| panic!("config: {e}"));
+        assert_eq!(config.base_url, "http://127.0.0.1:9999");
+    }
+
+    #[test]
+    fn every_problem_is_named() {
+        let env = Env::from_pairs([
+            ("AMADEUS_ENV", "staging"),
+            ("AMADEUS_CURRENCY", "euro"),
+            ("AMADEUS_BASE_URL", "ftp://x"),
+        ]);
+        let err = Config::from_env(&env)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        for name in [
+            "AMADEUS_ENV",
+            "AMADEUS_CURRENCY",
+            "AMADEUS_BASE_URL",
+            "AMADEUS_CREDENTIALS_SECRET",
+            "AMADEUS_TOKEN_SECRET",
+        ] {
+            assert!(err.contains(name), "{err}");
+        }
+    }
+}

@@ -1,0 +1,38 @@
+//! What a handler needs, built once per container and shared by its invocations.
+
+use std::sync::Arc;
+
+use shared::clock::{Clock, SystemClock};
+use shared::secrets::SecretsCache;
+
+use crate::config::Config;
+use crate::token::TokenProvider;
+
+#[derive(Clone)]
+pub struct Deps {
+    pub http: reqwest::Client,
+    pub config: Arc<Config>,
+    /// Lives as long as the container, so a warm container reuses its token.
+    pub token: Arc<TokenProvider>,
+}
+
+impl Deps {
+    pub fn new(http: reqwest::Client, secrets: SecretsCache, config: Config) -> Self {
+        Self::with_clock(http, secrets, config, Arc::new(SystemClock))
+    }
+
+    /// With a chosen clock for token expiry (tests move time instead of waiting).
+    pub fn with_clock(
+        http: reqwest::Client,
+        secrets: SecretsCache,
+        config: Config,
+        clock: Arc<dyn Clock>,
+    ) -> Self {
+        let token = TokenProvider::new(http.clone(), secrets, &config, clock);
+        Self {
+            http,
+            config: Arc::new(config),
+            token: Arc::new(token),
+        }
+    }
+}

@@ -1,0 +1,44 @@
+//! `POST /flights/cash`: a `FlightSearchParams` body in, `{success, results}` out.
+
+use lambda_http::http::{Method, header};
+use lambda_http::{Body, Request, Response};
+use shared::domain::flight::{FlightSearchParams, FlightSearchResult};
+use shared::http::lambda::{deadline, error_response, json_body, json_response};
+use shared::http::{ApiError, ErrorCode};
+
+use crate::deps::Deps;
+use crate::search::search;
+
+pub async fn handle(deps: &Deps, req: Request) -> Response<Body> {
+    if req.method() != Method::POST {
+        let mut response = error_response(&ApiError::new(
+            ErrorCode::MethodNotAllowed,
+            "use POST with a JSON flight search",
+        ));
+        response
+            .headers_mut()
+            .insert(header::ALLOW, header::HeaderValue::from_static("POST"));
+        return response;
+    }
+    let deadline = deadline(&req, deps.config.fallback_budget);
+    let params = match json_body::<FlightSearchParams>(&req) {
+        Ok(params) => params,
+        Err(e) => return error_response(&e),
+    };
+    let params = match params.validated() {
+        Ok(params) => params,
+        Err(e) => return error_response(&ApiError::from(&e)),
+    };
+    match search(deps, &params, deadline).await {
+        Ok(flights) => {
+            tracing::info!(
+                origin = %params.origin,
+                destination = %params.destination,
+                count = flights.len(),
+                "cash search done"
+            );
+            json_response(200, &FlightSearchResult::new(flights, None))
+        }
+        Err(e) => error_response(&ApiError::from(&e)),
+    }
+}

@@ -1,0 +1,319 @@
+//! One `FlightResult` (seed 000 §5.2) from an availability and its `/trips/{id}` reply.
+//!
+//! Of the availability's trips, those in the requested cabin (and non-stop ones when
+//! `nonStop` was asked for) qualify; the cheapest wins, then the fewest stops, then the
+//! shortest. Its miles, taxes and seats are more precise than the availability's summary,
+//! which fills in what the trip leaves out. `miles`, `taxes` and `pricePerPerson` are per
+//! passenger; `price` is the total for the seated travellers (adults + children; lap
+//! infants are left out because their award fees differ by programme).
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+use shared::domain::flight::{
+    Cabin, FlightEndpoint, FlightLeg, FlightResult, Locale, Provider, Taxes,
+};
+
+use crate::format;
+use crate::payload::{Availability, BookingLink, CabinOffer, Segment, Trip, TripsReply};
+
+/// Seats.aero left `TaxesCurrency` empty before it reported other currencies; its taxes
+/// were US dollars then.
+const DEFAULT_TAXES_CURRENCY: &str = "USD";
+
+/// An availability that passed the filter, with its cabin's fields.
+#[derive(Debug, Clone)]
+pub(crate) struct Candidate {
+    pub availability: Availability,
+    pub offer: CabinOffer,
+    /// The cabin's mileage cost: known and above zero.
+    pub miles: u64,
+}
+
+/// What shapes every flight of one search.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Shape {
+    pub cabin: Cabin,
+    pub locale: Locale,
+    /// Adults + children.
+    pub seated: u64,
+    pub non_stop: bool,
+    /// Flights of the reverse search are tagged "return".
+    pub return_leg: bool,
+}
+
+/// The flight, or why the entry is dropped.
+pub(crate) fn build(
+    shape: &Shape,
+    candidate: &Candidate,
+    reply: TripsReply,
+) -> Result<FlightResult, String> {
+    let trip = best_trip(shape, reply.data)
+        .ok_or_else(|| format!("no usable {} trip", shape.cabin.seatsaero_api_value()))?;
+    let availability = &candidate.availability;
+    let offer = &candidate.offer;
+
+    let mut segments = trip.segments.clone();
+    segments.sort_by_key(|s| s.order);
+    let first = segments.first();
+    let last = segments.last();
+    let departure_airport = first
+        .and_then(|s| s.origin.clone())
+        .or_else(|| trip.origin.clone())
+        .or_else(|| availability.route.origin.clone())
+        .ok_or("no departure airport")?;
+    let arrival_airport = last
+        .and_then(|s| s.destination.clone())
+        .or_else(|| trip.destination.clone())
+        .or_else(|| availability.route.destination.clone())
+        .ok_or("no arrival airport")?;
+    let departure_time = first
+        .and_then(|s| s.departs_at.clone())
+        .or_else(|| trip.departs_at.clone())
+        .ok_or("no departure time")?;
+    let arrival_time = last
+        .and_then(|s| s.arrives_at.clone())
+        .or_else(|| trip.arrives_at.clone())
+        .unwrap_or_default();
+
+    let miles = trip
+        .mileage_cost
+        .filter(|m| *m > 0)
+        .unwrap_or(candidate.miles);
+    let taxes_minor = trip.total_taxes.or(offer.taxes_minor);
+    let currency = taxes_minor.map(|_| {
+        trip.taxes_currency
+            .clone()
+            .or_else(|| availability.taxes_currency.clone())
+            .map(|c| c.to_ascii_uppercase())
+            .unwrap_or_else(|| DEFAULT_TAXES_CURRENCY.to_owned())
+    });
+    let taxes_text = |per: u64| {
+        taxes_minor
+            .zip(currency.as_deref())
+            .map(|(t, c)| (t * per, c))
+    };
+    let price_per_person = format::price(shape.locale, miles, taxes_text(1));
+    let price = format::price(
+        shape.locale,
+        miles.saturating_mul(shape.seated),
+        taxes_text(shape.seated),
+    );
+
+    let total_stops = trip.stop_count();
+    let via: Vec<String> = segments
+        .iter()
+        .skip(1)
+        .filter_map(|s| s.origin.clone())
+        .collect();
+    let flight_numbers = trip.flight_numbers.clone().unwrap_or_else(|| {
+        let numbers: Vec<&str> = segments
+            .iter()
+            .filter_map(|s| s.flight_number.as_deref())
+            .collect();
+        numbers.join(", ")
+    });
+    let source = trip.source.clone().or_else(|| availability.source.clone());
+
+    let mut tags = Vec::new();
+    if shape.return_leg {
+        tags.push("return".to_owned());
+    }
+    if total_stops == 0 {
+        tags.push("direct".to_owned());
+    }
+    tags.extend(source);
+
+    Ok(FlightResult {
+        id: availability.id.clone(),
+        provider: Provider::Seatsaero,
+        price,
+        price_per_person,
+        airline: airline(&trip, &segments, offer),
+        cabin: shape.cabin.display_name().to_owned(),
+        tags,
+        total_stops: u32::try_from(total_stops).unwrap_or(u32::MAX),
+        miles: Some(miles),
+        taxes: Taxes {
+            amount: taxes_minor.map(|t| t as f64 / 100.0),
+            currency,
+        },
+        seats_left: trip
+            .remaining_seats
+            .filter(|s| *s > 0)
+            .or(offer.seats.filter(|s| *s > 0))
+            .map(|s| u32::try_from(s).unwrap_or(u32::MAX)),
+        booking_links: booking_links(reply.booking_links),
+        outbound: FlightLeg {
+            departure: FlightEndpoint {
+                airport: departure_airport,
+                time: format::local_time(&departure_time),
+            },
+            arrival: FlightEndpoint {
+                airport: arrival_airport,
+                time: format::local_time(&arrival_time),
+            },
+            duration: trip
+                .total_duration
+                .filter(|m| *m > 0)
+                .map(format::duration)
+                .unwrap_or_default(),
+            stops: format::stops(shape.locale, total_stops, &via),
+            flight_numbers,
+        },
+        inbound: None,
+    })
+}
+
+fn best_trip(shape: &Shape, data: Vec<Value>) -> Option<Trip> {
+    let wanted = shape.cabin.seatsaero_api_value();
+    data.into_iter()
+        .filter_map(|value| match serde_json::from_value::<Trip>(value) {
+            Ok(trip) => Some(trip),
+            Err(e) => {
+                tracing::warn!(error = %e, "malformed trip dropped");
+                None
+            }
+        })
+        .filter(|t| {
+            t.cabin
+                .as_deref()
+                .is_none_or(|c| c.eq_ignore_ascii_case(wanted))
+        })
+        .filter(|t| !shape.non_stop || t.stop_count() == 0)
+        .min_by_key(|t| {
+            (
+                t.mileage_cost.filter(|m| *m > 0).unwrap_or(u64::MAX),
+                t.stop_count(),
+                t.total_duration.unwrap_or(u64::MAX),
+            )
+        })
+}
+
+/// The trip's carriers, else the segments' airline codes, else the availability's.
+fn airline(trip: &Trip, segments: &[Segment], offer: &CabinOffer) -> String {
+    if let Some(carriers) = &trip.carriers {
+        return carriers.clone();
+    }
+    let mut codes: Vec<&str> = Vec::new();
+    for number in segments.iter().filter_map(|s| s.flight_number.as_deref()) {
+        if let Some(code) = number.get(..2)
+            && !codes.contains(&code)
+        {
+            codes.push(code);
+        }
+    }
+    if codes.is_empty() {
+        offer.airlines.clone().unwrap_or_default()
+    } else {
+        codes.join(", ")
+    }
+}
+
+/// `booking_links` as label → link; the first link of a label wins.
+fn booking_links(links: Vec<Value>) -> Option<BTreeMap<String, String>> {
+    let mut map = BTreeMap::new();
+    for value in links {
+        let Ok(BookingLink {
+            label: Some(label),
+            link: Some(link),
+        }) = serde_json::from_value::<BookingLink>(value)
+        else {
+            continue;
+        };
+        map.entry(label).or_insert(link);
+    }
+    (!map.is_empty()).then_some(map)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn shape() -> Shape {
+        Shape {
+            cabin: Cabin::Business,
+            locale: Locale::En,
+            seated: 2,
+            non_stop: false,
+            return_leg: false,
+        }
+    }
+
+    fn candidate() -> Candidate {
+        let availability: Availability = serde_json::from_value(json!({
+            "ID": "av1", "Source": "aeroplan", "JAirlines": "AC, LH",
+            "Route": {"OriginAirport": "FRA", "DestinationAirport": "YUL"}
+        }))
+        .unwrap_or_else(|e| panic!("{e}"));
+        let offer = availability.cabin(Cabin::Business);
+        Candidate {
+            availability,
+            offer,
+            miles: 60_000,
+        }
+    }
+
+    fn reply(trips: Value) -> TripsReply {
+        serde_json::from_value(json!({"data": trips})).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn sparse_trip_falls_back_to_the_availability() {
+        let flight = build(
+            &shape(),
+            &candidate(),
+            reply(json!([{"DepartsAt": "2025-06-01T10:00:00Z", "Cabin": "business"}])),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(flight.miles, Some(60_000));
+        assert_eq!(flight.price, "120,000 miles");
+        assert_eq!(flight.airline, "AC, LH");
+        assert_eq!(flight.outbound.departure.airport, "FRA");
+        assert_eq!(flight.outbound.arrival.airport, "YUL");
+        assert_eq!(flight.outbound.departure.time, "2025-06-01T10:00");
+        assert_eq!(flight.taxes, Taxes::default());
+        assert_eq!(flight.tags, vec!["direct", "aeroplan"]);
+        assert_eq!(flight.booking_links, None);
+    }
+
+    #[test]
+    fn other_cabins_and_timeless_trips_do_not_qualify() {
+        let err = build(
+            &shape(),
+            &candidate(),
+            reply(json!([{"DepartsAt": "2025-06-01T10:00:00Z", "Cabin": "economy"}])),
+        );
+        assert!(err.is_err());
+        let err = build(
+            &shape(),
+            &candidate(),
+            reply(json!([{"Cabin": "business"}])),
+        );
+        assert_eq!(err.err().as_deref(), Some("no departure time"));
+    }
+
+    #[test]
+    fn cheapest_then_fewest_stops_and_total_price() {
+        let trips = json!([
+            {"MileageCost": 70000, "Stops": 1, "DepartsAt": "a", "TotalTaxes": 100},
+            {"MileageCost": 65000, "Stops": 2, "DepartsAt": "b", "TotalTaxes": 2550,
+             "TaxesCurrency": "cad",
+             "AvailabilitySegments": [
+                {"FlightNumber": "LH2", "OriginAirport": "MUC", "Order": 1},
+                {"FlightNumber": "AC1", "OriginAirport": "FRA", "Order": 0},
+                {"FlightNumber": "LH3", "OriginAirport": "YYZ", "DestinationAirport": "YUL", "Order": 2}
+             ]},
+            {"MileageCost": 65000, "Stops": 3, "DepartsAt": "c"}
+        ]);
+        let flight = build(&shape(), &candidate(), reply(trips)).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(flight.miles, Some(65_000));
+        assert_eq!(flight.price_per_person, "65,000 miles + CAD 25.50");
+        assert_eq!(flight.price, "130,000 miles + CAD 51");
+        assert_eq!(flight.outbound.flight_numbers, "AC1, LH2, LH3");
+        assert_eq!(flight.airline, "AC, LH");
+        assert_eq!(flight.outbound.stops, "2 stops (MUC, YYZ)");
+        assert_eq!(flight.outbound.departure.airport, "FRA");
+    }
+}
