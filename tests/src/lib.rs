@@ -159,3 +159,46 @@ pub fn event_path(relative: &str) -> PathBuf {
         .join("events")
         .join(relative)
 }
+
+/// A sample Lambda event from `events/<function>/`, whose file name ends in the HTTP status
+/// the handler must answer with (`search-200.json`).
+pub struct SampleEvent {
+    pub name: String,
+    pub expected_status: u16,
+    /// The event JSON, for `lambda_http::request::from_str` or `cargo lambda invoke`.
+    pub text: String,
+}
+
+/// Every sample event of `function`, sorted by name; panics if there are none or a file
+/// name does not end in `-<status>.json`.
+pub fn sample_events(function: &str) -> Vec<SampleEvent> {
+    let dir = event_path(function);
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|ext| ext == "json"))
+        .collect();
+    files.sort();
+    assert!(!files.is_empty(), "no sample events in {}", dir.display());
+    files
+        .into_iter()
+        .map(|file| {
+            let name = file
+                .file_stem()
+                .and_then(|s| s.to_str())
+                .unwrap_or_default()
+                .to_owned();
+            let expected_status = name
+                .rsplit('-')
+                .next()
+                .and_then(|s| s.parse().ok())
+                .unwrap_or_else(|| panic!("{name}: the file name must end in -<status>.json"));
+            let text = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{name}: {e}"));
+            SampleEvent {
+                name,
+                expected_status,
+                text,
+            }
+        })
+        .collect()
+}

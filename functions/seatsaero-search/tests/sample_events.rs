@@ -8,31 +8,15 @@ use common::{Fake, reply};
 #[tokio::test]
 async fn sample_events_get_their_status() {
     let fake = Fake::start().await.with_fixtures().await;
-    let dir = test_support::event_path("seatsaero-search");
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .filter_map(|entry| entry.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|ext| ext == "json"))
-        .collect();
-    files.sort();
+    let events = test_support::sample_events("seatsaero-search");
     assert!(
-        files.len() >= 4,
-        "sample events missing in {}",
-        dir.display()
+        events.len() >= 3,
+        "sample events missing for seatsaero-search"
     );
-
-    for file in files {
-        let name = file
-            .file_stem()
-            .and_then(|s| s.to_str())
-            .unwrap_or_default()
-            .to_owned();
-        let expected: u16 = name
-            .rsplit('-')
-            .next()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or_else(|| panic!("{name}: the file name must end in -<status>.json"));
-        let text = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{name}: {e}"));
+    for event in events {
+        let name = event.name;
+        let expected = event.expected_status;
+        let text = event.text;
         let req = lambda_http::request::from_str(&text)
             .unwrap_or_else(|e| panic!("{name} is not an API Gateway event: {e}"));
         let (status, body) = reply(seatsaero_search::handle(&fake.deps, req).await);
