@@ -95,4 +95,11 @@ async fn main() {
         "{}",
         Percentiles::of(samples).row("cash search, warm token (handler time)")
     );
+    // The whole bench process: handler, wiremock fake and AWS clients together.
+    if let Some(kib) = benchmarks::peak_rss_kib() {
+        println!(
+            "peak RSS of the bench process: {:.1} MiB",
+            kib as f64 / 1024.0
+        );
+    }
 }
