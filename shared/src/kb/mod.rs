@@ -1,0 +1,1 @@
+//! Knowledge base: chunks, their DynamoDB store and the version marker. (in progress)
