@@ -1,1 +1,282 @@
-//! OpenAI-compatible embeddings client. (in progress)
+//! OpenAI-compatible embeddings client (`POST {base}/v1/embeddings`): OpenAI, vLLM, Ollama,
+//! or the local all-MiniLM-L6-v2 server in `infra/local/embeddings_server.py`.
+//!
+//! Calls go through [`crate::upstream::send`] (retries of 429/5xx/timeouts inside the
+//! deadline) and [`crate::upstream::read_json`] (502/504 mapping). Batching is the caller's
+//! job: one call embeds the inputs it is given in one request.
+
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+
+use crate::config::Env;
+use crate::secrets::SecretString;
+use crate::upstream::{self, RetryPolicy};
+use crate::{Error, Result};
+
+/// Used when `EMBEDDINGS_MODEL` is unset.
+pub const DEFAULT_EMBEDDINGS_MODEL: &str = "text-embedding-3-small";
+const SERVICE: &str = "embeddings";
+
+/// Where embeddings come from, read from the environment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EmbeddingsConfig {
+    /// Server root, e.g. `https://api.openai.com` or `http://127.0.0.1:8088` (a trailing
+    /// `/v1` is accepted too).
+    pub base_url: String,
+    pub model: String,
+    /// Requested vector length (`dimensions` request field); `None` = the model's own.
+    pub dimensions: Option<u32>,
+    /// Secrets Manager name of the API key; `None` for servers without authentication.
+    pub api_key_secret: Option<String>,
+}
+
+impl EmbeddingsConfig {
+    /// `EMBEDDINGS_BASE_URL` (else `OPENAI_BASE_URL`; neither set → `Ok(None)`: BM25 mode),
+    /// `EMBEDDINGS_MODEL` (default [`DEFAULT_EMBEDDINGS_MODEL`]), `EMBEDDINGS_DIMENSIONS`
+    /// (optional, positive), `EMBEDDINGS_API_KEY_SECRET` (else `OPENAI_API_KEY_SECRET`;
+    /// optional).
+    pub fn from_env(env: &Env) -> Result<Option<Self>> {
+        let mut r = env.reader();
+        let base_url = r
+            .optional("EMBEDDINGS_BASE_URL")
+            .or_else(|| r.optional("OPENAI_BASE_URL"));
+        let model = r.or("EMBEDDINGS_MODEL", DEFAULT_EMBEDDINGS_MODEL);
+        // 0 or unset: the model's own length.
+        let dimensions = Some(r.parse_or("EMBEDDINGS_DIMENSIONS", 0u32)).filter(|&d| d > 0);
+        let api_key_secret = r
+            .optional("EMBEDDINGS_API_KEY_SECRET")
+            .or_else(|| r.optional("OPENAI_API_KEY_SECRET"));
+        let config = base_url.map(|base_url| Self {
+            base_url: base_url.trim().to_owned(),
+            model,
+            dimensions,
+            api_key_secret,
+        });
+        r.finish(config)
+    }
+}
+
+#[derive(Clone)]
+pub struct EmbeddingsClient {
+    http: reqwest::Client,
+    url: String,
+    model: String,
+    dimensions: Option<u32>,
+    api_key: Option<SecretString>,
+    policy: RetryPolicy,
+}
+
+impl std::fmt::Debug for EmbeddingsClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EmbeddingsClient")
+            .field("url", &self.url)
+            .field("model", &self.model)
+            .field("dimensions", &self.dimensions)
+            .field("api_key", &self.api_key)
+            .finish_non_exhaustive()
+    }
+}
+
+#[derive(Serialize)]
+struct EmbeddingsRequest<'a> {
+    model: &'a str,
+    input: &'a [String],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    dimensions: Option<u32>,
+}
+
+#[derive(Deserialize)]
+struct EmbeddingsResponse {
+    #[serde(default)]
+    data: Vec<EmbeddingEntry>,
+}
+
+#[derive(Deserialize)]
+struct EmbeddingEntry {
+    #[serde(default)]
+    index: Option<usize>,
+    #[serde(default)]
+    embedding: Vec<f32>,
+}
+
+impl EmbeddingsClient {
+    pub fn new(
+        http: reqwest::Client,
+        base_url: &str,
+        model: &str,
+        dimensions: Option<u32>,
+        api_key: Option<SecretString>,
+    ) -> Self {
+        Self {
+            http,
+            url: endpoint(base_url),
+            model: model.to_owned(),
+            dimensions,
+            api_key,
+            policy: RetryPolicy::default(),
+        }
+    }
+
+    /// Replaces the default [`RetryPolicy`] (tests use short delays; batch jobs longer
+    /// per-attempt timeouts).
+    pub fn with_retry_policy(mut self, policy: RetryPolicy) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    pub fn model(&self) -> &str {
+        &self.model
+    }
+
+    /// The requested vector length, if any.
+    pub fn dimensions(&self) -> Option<u32> {
+        self.dimensions
+    }
+
+    /// The full endpoint URL requests go to.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// One embedding per input, in input order. An empty `inputs` makes no request.
+    pub async fn embed(&self, inputs: &[String], deadline: Instant) -> Result<Vec<Vec<f32>>> {
+        if inputs.is_empty() {
+            return Ok(Vec::new());
+        }
+        let body = EmbeddingsRequest {
+            model: &self.model,
+            input: inputs,
+            dimensions: self.dimensions,
+        };
+        let response = upstream::send(SERVICE, deadline, &self.policy, || {
+            let request = self.http.post(&self.url).json(&body);
+            match &self.api_key {
+                Some(key) => request.bearer_auth(key.expose()),
+                None => request,
+            }
+        })
+        .await?;
+        let parsed: EmbeddingsResponse = upstream::read_json(SERVICE, response).await?;
+        self.in_input_order(parsed.data, inputs.len())
+    }
+
+    /// Places each returned vector at its `index` (servers may answer out of order) and
+    /// checks that every input got exactly one vector of one common, non-zero length.
+    fn in_input_order(&self, data: Vec<EmbeddingEntry>, expected: usize) -> Result<Vec<Vec<f32>>> {
+        let bad = |message: String| Error::Upstream {
+            service: SERVICE,
+            message,
+        };
+        if data.len() != expected {
+            return Err(bad(format!(
+                "{} embeddings for {expected} inputs",
+                data.len()
+            )));
+        }
+        let mut slots: Vec<Option<Vec<f32>>> = vec![None; expected];
+        for (position, entry) in data.into_iter().enumerate() {
+            let index = entry.index.unwrap_or(position);
+            match slots.get_mut(index) {
+                Some(slot @ None) => *slot = Some(entry.embedding),
+                Some(Some(_)) => return Err(bad(format!("index {index} answered twice"))),
+                None => return Err(bad(format!("index {index} out of range"))),
+            }
+        }
+        let vectors: Vec<Vec<f32>> = slots.into_iter().flatten().collect();
+        let len = vectors.first().map_or(0, Vec::len);
+        if len == 0 || vectors.iter().any(|v| v.len() != len) {
+            return Err(bad("embeddings of zero or differing lengths".into()));
+        }
+        if let Some(d) = self
+            .dimensions
+            .filter(|&d| usize::try_from(d).ok() != Some(len))
+        {
+            return Err(bad(format!("asked for {d} dimensions, got {len}")));
+        }
+        if vectors.iter().flatten().any(|x| !x.is_finite()) {
+            return Err(bad("embedding with a non-finite value".into()));
+        }
+        Ok(vectors)
+    }
+}
+
+/// `{base}/v1/embeddings`, without doubling a `/v1` the base already ends with.
+fn endpoint(base_url: &str) -> String {
+    let base = base_url.trim().trim_end_matches('/');
+    if base.ends_with("/v1") {
+        format!("{base}/embeddings")
+    } else {
+        format!("{base}/v1/embeddings")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn endpoint_appends_v1_once() {
+        assert_eq!(
+            endpoint("https://api.openai.com"),
+            "https://api.openai.com/v1/embeddings"
+        );
+        assert_eq!(
+            endpoint("https://api.openai.com/v1/"),
+            "https://api.openai.com/v1/embeddings"
+        );
+        assert_eq!(
+            endpoint("http://127.0.0.1:8088/"),
+            "http://127.0.0.1:8088/v1/embeddings"
+        );
+    }
+
+    #[test]
+    fn config_from_env() {
+        assert_eq!(EmbeddingsConfig::from_env(&Env::default()).ok(), Some(None));
+
+        let env = Env::from_pairs([
+            ("OPENAI_BASE_URL", "https://api.openai.com/v1"),
+            ("OPENAI_API_KEY_SECRET", "openai-key"),
+        ]);
+        let config = EmbeddingsConfig::from_env(&env).ok().flatten();
+        assert_eq!(
+            config,
+            Some(EmbeddingsConfig {
+                base_url: "https://api.openai.com/v1".into(),
+                model: DEFAULT_EMBEDDINGS_MODEL.into(),
+                dimensions: None,
+                api_key_secret: Some("openai-key".into()),
+            })
+        );
+
+        let env = Env::from_pairs([
+            ("OPENAI_BASE_URL", "https://api.openai.com"),
+            ("EMBEDDINGS_BASE_URL", "http://127.0.0.1:8088"),
+            ("EMBEDDINGS_MODEL", "all-minilm-l6-v2"),
+            ("EMBEDDINGS_DIMENSIONS", "384"),
+            ("EMBEDDINGS_API_KEY_SECRET", "emb-key"),
+            ("OPENAI_API_KEY_SECRET", "openai-key"),
+        ]);
+        let config = EmbeddingsConfig::from_env(&env).ok().flatten();
+        assert_eq!(
+            config,
+            Some(EmbeddingsConfig {
+                base_url: "http://127.0.0.1:8088".into(),
+                model: "all-minilm-l6-v2".into(),
+                dimensions: Some(384),
+                api_key_secret: Some("emb-key".into()),
+            })
+        );
+
+        let env = Env::from_pairs([
+            ("EMBEDDINGS_BASE_URL", "http://x"),
+            ("EMBEDDINGS_DIMENSIONS", "many"),
+        ]);
+        let err = EmbeddingsConfig::from_env(&env)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(err.contains("EMBEDDINGS_DIMENSIONS"), "{err}");
+    }
+}
