@@ -6,7 +6,10 @@ source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 cd "$REPO_ROOT"
 
 emulators="$REPO_ROOT/infra/local/emulators.sh"
-if "$emulators" status | grep -q "not running"; then
+# Capture first: `status | grep -q` would let grep close the pipe early, and with pipefail
+# the resulting SIGPIPE would read as "all running" and leave our emulators behind.
+status="$("$emulators" status)"
+if grep -q "not running" <<<"$status"; then
   started_here=1
   trap '"$emulators" stop' EXIT
 else
