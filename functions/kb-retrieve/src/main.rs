@@ -1,1 +1,37 @@
-fn main() {}
+//! Lambda entry point: builds the clients and loads the knowledge base once per container,
+//! then serves requests.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use kb_retrieve::{Config, Deps, handle};
+use lambda_http::{Request, service_fn};
+use shared::config::Env;
+use shared::kb::DynamoKbStore;
+use shared::secrets::{AwsSecretSource, SecretsCache};
+
+#[tokio::main]
+async fn main() -> Result<(), lambda_http::Error> {
+    shared::observability::init_tracing();
+    let env = Env::from_process();
+    let config = Config::from_env(&env)?;
+    let sdk = shared::aws::sdk_config().await;
+    let secrets = SecretsCache::new(
+        Arc::new(AwsSecretSource::new(shared::aws::secrets_manager(&sdk))),
+        shared::config::secrets_cache_ttl(&env)?,
+    );
+    let store = Arc::new(DynamoKbStore::new(
+        shared::aws::dynamodb(&sdk),
+        config.kb_table.clone(),
+    ));
+    let deps = Deps::new(shared::upstream::http_client()?, secrets, store, config);
+    // Load the knowledge base during the init phase; if that fails, the first request retries.
+    if let Err(e) = deps.kb.get().await {
+        tracing::error!(error = %e, "knowledge base not loaded at cold start");
+    }
+    lambda_http::run(service_fn(|req: Request| {
+        let deps = deps.clone();
+        async move { Ok::<_, Infallible>(handle(&deps, req).await) }
+    }))
+    .await
+}

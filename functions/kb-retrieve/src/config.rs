@@ -1,0 +1,173 @@
+//! Configuration of the function, read once at cold start.
+//!
+//! | variable | default | meaning |
+//! | --- | --- | --- |
+//! | `KB_TABLE` | required | DynamoDB table of the knowledge base |
+//! | `KB_VERSION_CHECK_SECS` | `5` | least time between two reads of the version marker (0: every query) |
+//! | `KB_EMBEDDING_TIMEOUT_MS` | `1500` | time budget of a query embedding; then BM25 alone |
+//! | `KB_QUERY_CACHE_SIZE` | `1024` | query embeddings kept in memory (LRU; 0: none) |
+//! | `EMBEDDINGS_BASE_URL` | `OPENAI_BASE_URL` | embeddings server root; neither set: BM25 only |
+//! | `EMBEDDINGS_MODEL` | `text-embedding-3-small` | must be the model the KB was ingested with |
+//! | `EMBEDDINGS_DIMENSIONS` | the model's | requested vector length |
+//! | `EMBEDDINGS_API_KEY_SECRET` | `OPENAI_API_KEY_SECRET` | secret holding the API key (optional) |
+
+use std::time::Duration;
+
+use shared::config::Env;
+use shared::embeddings::EmbeddingsConfig;
+use shared::upstream::RetryPolicy;
+use shared::{Error, Result};
+
+use crate::index::EmbeddingSpec;
+
+pub const DEFAULT_VERSION_CHECK: Duration = Duration::from_secs(5);
+pub const DEFAULT_EMBEDDING_TIMEOUT: Duration = Duration::from_millis(1500);
+pub const DEFAULT_QUERY_CACHE_SIZE: usize = 1024;
+/// Time budget of a request without a Lambda context (local runs, tests).
+pub const DEFAULT_DEADLINE_FALLBACK: Duration = Duration::from_secs(25);
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub kb_table: String,
+    pub version_check: Duration,
+    pub embedding_timeout: Duration,
+    pub query_cache_size: usize,
+    /// `None`: no embeddings endpoint, BM25 only.
+    pub embeddings: Option<EmbeddingsConfig>,
+    /// Retries of the query embedding, inside `embedding_timeout`.
+    pub embedding_retry: RetryPolicy,
+    pub deadline_fallback: Duration,
+}
+
+impl Config {
+    pub fn from_env(env: &Env) -> Result<Self> {
+        let mut r = env.reader();
+        let kb_table = r.required(
+            "KB_TABLE",
+            "knowledge-base table; set by template.yaml, locally `source .local/run/env`",
+        );
+        let check_secs: u64 = r.parse_or("KB_VERSION_CHECK_SECS", DEFAULT_VERSION_CHECK.as_secs());
+        let timeout_ms: u64 = r.parse_or(
+            "KB_EMBEDDING_TIMEOUT_MS",
+            DEFAULT_EMBEDDING_TIMEOUT.as_millis() as u64,
+        );
+        let query_cache_size = r.parse_or("KB_QUERY_CACHE_SIZE", DEFAULT_QUERY_CACHE_SIZE);
+        r.finish(())?;
+        let embeddings = EmbeddingsConfig::from_env(env)?;
+        if timeout_ms == 0 {
+            return Err(Error::Config(
+                "KB_EMBEDDING_TIMEOUT_MS=0 is invalid: use a positive number of milliseconds"
+                    .into(),
+            ));
+        }
+        let mut config = Self::new(kb_table, embeddings);
+        config.version_check = Duration::from_secs(check_secs);
+        config.set_embedding_timeout(Duration::from_millis(timeout_ms));
+        config.query_cache_size = query_cache_size;
+        Ok(config)
+    }
+
+    /// Defaults for everything but the table and the embeddings endpoint (tests, benches).
+    pub fn new(kb_table: impl Into<String>, embeddings: Option<EmbeddingsConfig>) -> Self {
+        let mut config = Self {
+            kb_table: kb_table.into(),
+            version_check: DEFAULT_VERSION_CHECK,
+            embedding_timeout: DEFAULT_EMBEDDING_TIMEOUT,
+            query_cache_size: DEFAULT_QUERY_CACHE_SIZE,
+            embeddings,
+            embedding_retry: RetryPolicy::default(),
+            deadline_fallback: DEFAULT_DEADLINE_FALLBACK,
+        };
+        config.set_embedding_timeout(DEFAULT_EMBEDDING_TIMEOUT);
+        config
+    }
+
+    /// Sets the query-embedding budget and a retry policy that fits inside it: a second
+    /// attempt only after a quick failure (a 5xx or a refused connection).
+    pub fn set_embedding_timeout(&mut self, timeout: Duration) {
+        self.embedding_timeout = timeout;
+        self.embedding_retry = RetryPolicy {
+            max_attempts: 2,
+            base_delay: Duration::from_millis(50),
+            max_delay: Duration::from_millis(200),
+            attempt_timeout: timeout,
+        };
+    }
+
+    /// What stored embeddings must match to be used.
+    pub fn embedding_spec(&self) -> Option<EmbeddingSpec> {
+        self.embeddings.as_ref().map(|e| EmbeddingSpec {
+            model: e.model.clone(),
+            dimensions: e.dimensions,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn err(pairs: &[(&str, &str)]) -> String {
+        Config::from_env(&Env::from_pairs(pairs.iter().copied()))
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn defaults() {
+        let config = Config::from_env(&Env::from_pairs([("KB_TABLE", "kb")]))
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(config.kb_table, "kb");
+        assert_eq!(config.version_check, Duration::from_secs(5));
+        assert_eq!(config.embedding_timeout, Duration::from_millis(1500));
+        assert_eq!(config.query_cache_size, 1024);
+        assert!(config.embeddings.is_none());
+        assert!(config.embedding_spec().is_none());
+    }
+
+    #[test]
+    fn embeddings_and_overrides() {
+        let config = Config::from_env(&Env::from_pairs([
+            ("KB_TABLE", "kb"),
+            ("KB_VERSION_CHECK_SECS", "0"),
+            ("KB_EMBEDDING_TIMEOUT_MS", "300"),
+            ("KB_QUERY_CACHE_SIZE", "0"),
+            ("OPENAI_BASE_URL", "https://api.openai.com"),
+            ("EMBEDDINGS_DIMENSIONS", "256"),
+        ]))
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(config.version_check, Duration::ZERO);
+        assert_eq!(
+            config.embedding_retry.attempt_timeout,
+            Duration::from_millis(300)
+        );
+        assert_eq!(config.query_cache_size, 0);
+        assert_eq!(
+            config.embedding_spec(),
+            Some(EmbeddingSpec {
+                model: "text-embedding-3-small".into(),
+                dimensions: Some(256)
+            })
+        );
+    }
+
+    #[test]
+    fn problems_name_the_variable() {
+        assert!(err(&[]).contains("KB_TABLE"));
+        let table = ("KB_TABLE", "kb");
+        assert!(err(&[table, ("KB_VERSION_CHECK_SECS", "soon")]).contains("KB_VERSION_CHECK_SECS"));
+        assert!(
+            err(&[table, ("KB_EMBEDDING_TIMEOUT_MS", "0")]).contains("KB_EMBEDDING_TIMEOUT_MS")
+        );
+        assert!(err(&[table, ("KB_QUERY_CACHE_SIZE", "-1")]).contains("KB_QUERY_CACHE_SIZE"));
+        assert!(
+            err(&[
+                table,
+                ("EMBEDDINGS_BASE_URL", "http://x"),
+                ("EMBEDDINGS_DIMENSIONS", "x")
+            ])
+            .contains("EMBEDDINGS_DIMENSIONS")
+        );
+    }
+}

@@ -1,0 +1,161 @@
+//! `POST /kb/search`: `{query, top_k?}` → `{results, mode, kb_version}`. Every failure is
+//! mapped once, by `shared::http::ApiError`, to the error envelope.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use lambda_http::http::{HeaderValue, Method, header};
+use lambda_http::{Body, Request, Response};
+use serde::{Deserialize, Serialize};
+use shared::Error;
+use shared::http::lambda::{deadline, error_response, json_body, json_response};
+use shared::http::{ApiError, ErrorCode};
+use shared::kb::KbStore;
+use shared::secrets::SecretsCache;
+
+use crate::config::Config;
+use crate::embed::QueryEmbedder;
+use crate::index::{Hit, Mode};
+use crate::live::LiveIndex;
+use crate::tokenize::normalize_query;
+
+pub const MAX_QUERY_CHARS: usize = 2000;
+pub const DEFAULT_TOP_K: usize = 6;
+pub const MAX_TOP_K: usize = 20;
+
+/// Clients, configuration and the loaded index, built once per container; clones share them.
+#[derive(Clone)]
+pub struct Deps {
+    pub config: Arc<Config>,
+    pub kb: Arc<LiveIndex>,
+    pub embedder: Arc<QueryEmbedder>,
+}
+
+impl Deps {
+    pub fn new(
+        http: reqwest::Client,
+        secrets: SecretsCache,
+        store: Arc<dyn KbStore>,
+        config: Config,
+    ) -> Self {
+        let kb = LiveIndex::new(store, config.embedding_spec(), config.version_check);
+        let embedder = QueryEmbedder::new(
+            http,
+            secrets,
+            config.embeddings.clone(),
+            config.embedding_retry,
+            config.embedding_timeout,
+            config.query_cache_size,
+        );
+        Self {
+            config: Arc::new(config),
+            kb: Arc::new(kb),
+            embedder: Arc::new(embedder),
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+struct SearchRequest {
+    query: String,
+    #[serde(default)]
+    top_k: Option<i64>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct SearchResponse {
+    pub results: Vec<Hit>,
+    pub mode: Mode,
+    /// The knowledge-base version searched; `null` before the first ingest.
+    pub kb_version: Option<u64>,
+}
+
+pub async fn handle(deps: &Deps, req: Request) -> Response<Body> {
+    let deadline = deadline(&req, deps.config.deadline_fallback);
+    if req.method() != Method::POST {
+        let mut response = error_response(&ApiError::new(
+            ErrorCode::MethodNotAllowed,
+            format!("{} is not allowed here; use POST", req.method()),
+        ));
+        response
+            .headers_mut()
+            .insert(header::ALLOW, HeaderValue::from_static("POST"));
+        return response;
+    }
+    let (query, top_k) = match parse(&req) {
+        Ok(parsed) => parsed,
+        Err(error) => return error_response(&error),
+    };
+    match search(deps, &query, top_k, deadline).await {
+        Ok(response) => json_response(200, &response),
+        Err(err) => error_response(&ApiError::from(&err)),
+    }
+}
+
+/// The normalised query and the clamped `top_k`.
+fn parse(req: &Request) -> Result<(String, usize), ApiError> {
+    let body: SearchRequest = json_body(req)?;
+    // serde also reads a struct from an array (`["text", 6]`); the contract is an object.
+    if !body_is_object(req) {
+        return Err(invalid("request body must be a JSON object"));
+    }
+    let query = normalize_query(&body.query);
+    if query.is_empty() {
+        return Err(invalid("query: must not be empty"));
+    }
+    if body.query.chars().count() > MAX_QUERY_CHARS {
+        return Err(invalid(&format!(
+            "query: at most {MAX_QUERY_CHARS} characters are allowed"
+        )));
+    }
+    let top_k = body.top_k.map_or(DEFAULT_TOP_K, |k| {
+        usize::try_from(k.clamp(1, MAX_TOP_K as i64)).unwrap_or(DEFAULT_TOP_K)
+    });
+    Ok((query, top_k))
+}
+
+fn body_is_object(req: &Request) -> bool {
+    let bytes: &[u8] = match req.body() {
+        Body::Text(text) => text.as_bytes(),
+        Body::Binary(bytes) => bytes,
+        _ => &[],
+    };
+    bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{')
+}
+
+fn invalid(message: &str) -> ApiError {
+    ApiError::from(&Error::Invalid(message.to_owned()))
+}
+
+pub async fn search(
+    deps: &Deps,
+    query: &str,
+    top_k: usize,
+    deadline: Instant,
+) -> shared::Result<SearchResponse> {
+    let started = Instant::now();
+    let index = deps.kb.get().await?;
+    // No point embedding the query when there are no vectors to compare it with.
+    let embedding = if index.vector_dims().is_some() {
+        deps.embedder.embed(query, deadline).await
+    } else {
+        None
+    };
+    let ranked_at = Instant::now();
+    let (results, mode) = index.search(query, embedding.as_deref(), top_k);
+    tracing::info!(
+        mode = ?mode,
+        top_k,
+        results = results.len(),
+        query_chars = query.chars().count(),
+        kb_version = index.version(),
+        rank_us = ranked_at.elapsed().as_micros() as u64,
+        total_ms = started.elapsed().as_millis() as u64,
+        "kb search"
+    );
+    Ok(SearchResponse {
+        results,
+        mode,
+        kb_version: index.version(),
+    })
+}
