@@ -15,6 +15,11 @@ pub enum Error {
     #[error("invalid input: {0}")]
     Invalid(String),
 
+    /// Missing, malformed, expired or foreign bearer token. The message is safe to show
+    /// (e.g. "token expired"); it never echoes the token.
+    #[error("unauthorized: {0}")]
+    Unauthorized(String),
+
     /// Missing, or owned by someone else: the two are deliberately indistinguishable.
     #[error("not found")]
     NotFound,

@@ -17,8 +17,10 @@ pub mod ids;
 pub mod kb;
 pub mod ledger;
 pub mod limits;
+pub mod llm;
 pub mod observability;
 pub mod secrets;
+pub mod tools;
 pub mod upstream;
 pub mod usage;
 

@@ -79,11 +79,39 @@ fn backoff(policy: &RetryPolicy, attempt: u32) -> Duration {
 
 /// Sends the request built by `build` (called once per attempt) and returns the first
 /// response that is not retryable: a success or a client error for [`read_json`] to judge.
+/// `attempt_timeout` bounds each whole attempt, body included.
 pub async fn send(
     service: &'static str,
     deadline: Instant,
     policy: &RetryPolicy,
     build: impl Fn() -> RequestBuilder,
+) -> Result<Response> {
+    attempts(service, deadline, policy, build, Budget::WholeAttempt).await
+}
+
+/// Like [`send`], for streamed answers: `attempt_timeout` bounds only the wait for the
+/// response headers; reading the body may take until `deadline` (the caller bounds it).
+pub async fn send_streaming(
+    service: &'static str,
+    deadline: Instant,
+    policy: &RetryPolicy,
+    build: impl Fn() -> RequestBuilder,
+) -> Result<Response> {
+    attempts(service, deadline, policy, build, Budget::UntilHeaders).await
+}
+
+#[derive(Clone, Copy)]
+enum Budget {
+    WholeAttempt,
+    UntilHeaders,
+}
+
+async fn attempts(
+    service: &'static str,
+    deadline: Instant,
+    policy: &RetryPolicy,
+    build: impl Fn() -> RequestBuilder,
+    budget: Budget,
 ) -> Result<Response> {
     let mut last = Failure::Timeout;
     for attempt in 1..=policy.max_attempts.max(1) {
@@ -92,12 +120,16 @@ pub async fn send(
             break;
         }
         let mut pause = None;
-        match build()
-            .timeout(left.min(policy.attempt_timeout))
-            .send()
-            .await
-        {
-            Ok(response) if is_retryable(response.status()) => {
+        let limit = left.min(policy.attempt_timeout);
+        // `None`: our own wait for the headers ran out.
+        let outcome = match budget {
+            Budget::WholeAttempt => Some(build().timeout(limit).send().await),
+            Budget::UntilHeaders => tokio::time::timeout(limit, build().timeout(left).send())
+                .await
+                .ok(),
+        };
+        match outcome {
+            Some(Ok(response)) if is_retryable(response.status()) => {
                 tracing::warn!(
                     service,
                     attempt,
@@ -107,12 +139,16 @@ pub async fn send(
                 pause = retry_after(&response);
                 last = Failure::Retryable(format!("HTTP {}", response.status().as_u16()));
             }
-            Ok(response) => return Ok(response),
-            Err(e) if e.is_timeout() => {
+            Some(Ok(response)) => return Ok(response),
+            None => {
                 tracing::warn!(service, attempt, "upstream attempt timed out");
                 last = Failure::Timeout;
             }
-            Err(e) => {
+            Some(Err(e)) if e.is_timeout() => {
+                tracing::warn!(service, attempt, "upstream attempt timed out");
+                last = Failure::Timeout;
+            }
+            Some(Err(e)) => {
                 tracing::warn!(service, attempt, error = %e, "upstream request failed");
                 last = Failure::Retryable(if e.is_connect() {
                     "connection failed".into()
@@ -168,12 +204,18 @@ pub async fn read_json<T: DeserializeOwned>(
 }
 
 /// A short, printable summary from common error shapes: Amadeus' `errors[0].detail/title`,
-/// or a top-level `message` / `error` / `error_description`.
+/// OpenAI's `error.message` (Gemini's compatibility layer wraps it in an array), or a
+/// top-level `message` / `error` / `error_description`.
 fn error_summary(body: &[u8]) -> Option<String> {
-    let value: Value = serde_json::from_slice(body).ok()?;
+    let parsed: Value = serde_json::from_slice(body).ok()?;
+    let value = match &parsed {
+        Value::Array(items) => items.first()?,
+        other => other,
+    };
     let first_error = value.get("errors").and_then(|e| e.get(0));
     let text = first_error
         .and_then(|e| e.get("detail").or_else(|| e.get("title")))
+        .or_else(|| value.get("error").and_then(|e| e.get("message")))
         .or_else(|| value.get("error_description"))
         .or_else(|| value.get("message"))
         .or_else(|| value.get("error").filter(|e| e.is_string()))
@@ -198,6 +240,17 @@ mod tests {
             Some("bad cabin")
         );
         assert_eq!(error_summary(b"<html>oops</html>"), None);
+        let openai = br#"{"error":{"message":"Invalid value for 'tool_choice'.","type":"invalid_request_error","param":"tool_choice","code":null}}"#;
+        assert_eq!(
+            error_summary(openai).as_deref(),
+            Some("Invalid value for 'tool_choice'.")
+        );
+        let gemini = br#"[{"error":{"code":400,"message":"API key not valid.","status":"INVALID_ARGUMENT"}}]"#;
+        assert_eq!(error_summary(gemini).as_deref(), Some("API key not valid."));
+        assert_eq!(
+            error_summary(br#"{"error":"model not found"}"#).as_deref(),
+            Some("model not found")
+        );
     }
 
     #[test]

@@ -9,6 +9,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+pub mod fake_llm;
+pub mod serve;
+
 pub const HOW_TO_START: &str = "start the local emulators and load their settings:\n    \
      infra/local/emulators.sh start && source .local/run/env\n\
      or run the whole suite with `make test`";

@@ -358,6 +358,27 @@ pub enum Locale {
     En,
 }
 
+impl Locale {
+    /// A cheap guess at the language of a user's message, for texts the tools format
+    /// themselves: German when it has umlauts or common German words, else English.
+    pub fn guess(text: &str) -> Self {
+        const GERMAN: [&str; 24] = [
+            "ich", "und", "nach", "von", "der", "die", "das", "mit", "bitte", "suche", "flug",
+            "flüge", "meilen", "wie", "was", "ist", "für", "nicht", "ein", "eine", "mir", "gibt",
+            "welche", "kann",
+        ];
+        let lower = text.to_lowercase();
+        if lower.contains(['ä', 'ö', 'ü', 'ß']) {
+            return Self::De;
+        }
+        let hits = lower
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|w| GERMAN.contains(w))
+            .count();
+        if hits >= 2 { Self::De } else { Self::En }
+    }
+}
+
 fn default_adults() -> u8 {
     1
 }
@@ -609,6 +630,16 @@ mod tests {
 
     const BASE: &str =
         r#"{"origin":"FRA","destination":"JFK","depart_date":"2025-06-01","cabin":"BUSINESS"}"#;
+
+    #[test]
+    fn locale_guess() {
+        assert_eq!(Locale::guess("Suche Flüge von FRA nach JFK"), Locale::De);
+        assert_eq!(Locale::guess("Ich will nach New York"), Locale::De);
+        assert_eq!(
+            Locale::guess("Find business flights FRA to JFK"),
+            Locale::En
+        );
+    }
 
     #[test]
     fn cabin_parses_loose_spellings_and_writes_canonical() {

@@ -3,5 +3,6 @@
 pub mod chat;
 pub mod flight;
 pub mod session;
+pub mod tool_args;
 pub mod tool_call;
 pub mod tool_result;

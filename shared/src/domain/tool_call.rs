@@ -60,7 +60,7 @@ impl ToolCallStatus {
 
 /// The tools the registry knows. Adding a tool means adding a variant here, so every place
 /// that matches on tools is found by the compiler.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ToolName {
     SearchFlights,

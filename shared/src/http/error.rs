@@ -117,6 +117,9 @@ impl From<&Error> for ApiError {
         match err {
             Error::Invalid(message) => Self::new(ErrorCode::ValidationFailed, message.clone()),
             Error::NotFound => Self::new(ErrorCode::NotFound, "not found"),
+            Error::Unauthorized(reason) => {
+                Self::new(ErrorCode::Unauthorized, format!("unauthorized: {reason}"))
+            }
             Error::IllegalTransition { from, to, .. } => Self::new(
                 ErrorCode::Conflict,
                 format!("the tool call is {from} and cannot become {to}"),

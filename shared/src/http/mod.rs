@@ -1,5 +1,6 @@
 //! HTTP helpers shared by the functions: the error envelope and request limits.
 
+pub mod auth;
 pub mod error;
 pub mod lambda;
 

@@ -1,0 +1,260 @@
+//! Routes, authentication and the response stream.
+//!
+//! Everything that can be refused is refused before the stream starts, as a JSON error with
+//! a proper status: bad token (401), bad body (400/413), unknown agent (400), foreign or
+//! missing chat (404). Once `200 text/event-stream` is sent, problems arrive as `error`
+//! events followed by `done`.
+
+use bytes::Bytes;
+use lambda_http::http::{HeaderValue, Method, Response, StatusCode, header};
+use lambda_http::lambda_runtime::streaming::{Body, channel};
+use lambda_http::{Request, RequestExt};
+use serde::Deserialize;
+use serde_json::json;
+use shared::http::lambda::{deadline, json_body};
+use shared::http::{ApiError, ErrorCode};
+
+use crate::Deps;
+use crate::events::{ChatEvent, Emitter};
+use crate::turn::{self, TurnInput};
+
+/// Longest user message accepted, in characters.
+const MAX_MESSAGE_CHARS: usize = 16_000;
+/// Most tool calls returned by one audit page.
+const MAX_PAGE: u32 = 100;
+
+/// Body of `POST /chat`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChatRequest {
+    #[serde(default)]
+    pub chat_id: Option<String>,
+    pub message: String,
+    #[serde(default)]
+    pub agent: Option<String>,
+    #[serde(default)]
+    pub debug: bool,
+}
+
+enum Route<'a> {
+    Chat,
+    ToolCalls { chat_id: &'a str },
+    ToolCall { chat_id: &'a str, call_id: &'a str },
+}
+
+/// Matches on the path's trailing segments, so the router works under any prefix (a
+/// Function URL, `cargo lambda watch`'s `/lambda-url/chat-router/…`, a custom domain).
+fn route(path: &str) -> Option<Route<'_>> {
+    let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+    match segments.as_slice() {
+        [.., "chats", chat_id, "tool-calls"] => Some(Route::ToolCalls { chat_id }),
+        [.., "chats", chat_id, "tool-calls", call_id] => Some(Route::ToolCall { chat_id, call_id }),
+        [.., "chat"] => Some(Route::Chat),
+        _ => None,
+    }
+}
+
+pub async fn handle(deps: &Deps, req: Request) -> Response<Body> {
+    let path = req.raw_http_path().to_owned();
+    let path = if path.is_empty() {
+        req.uri().path().to_owned()
+    } else {
+        path
+    };
+    let Some(route) = route(&path) else {
+        return error(&ApiError::new(
+            ErrorCode::NotFound,
+            format!("no route for {path}"),
+        ));
+    };
+    let (allowed, method_ok) = match route {
+        Route::Chat => ("POST", req.method() == Method::POST),
+        _ => ("GET", req.method() == Method::GET),
+    };
+    if !method_ok {
+        let mut response = error(&ApiError::new(
+            ErrorCode::MethodNotAllowed,
+            format!("{} is not allowed here; use {allowed}", req.method()),
+        ));
+        response
+            .headers_mut()
+            .insert(header::ALLOW, HeaderValue::from_static(allowed));
+        return response;
+    }
+    let authorization = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok());
+    let user = match deps.auth.authenticate(authorization).await {
+        Ok(user) => user,
+        Err(e) => return error(&ApiError::from(&e)),
+    };
+    match route {
+        Route::Chat => chat(deps, &req, user.user_id, format!("Bearer {}", user.token)).await,
+        Route::ToolCalls { chat_id } => {
+            // A chat without tool calls has no item to carry its owner: check the chat.
+            if let Err(e) = deps.chats.get(&user.user_id, chat_id).await {
+                return error(&ApiError::from(&e));
+            }
+            let limit = req
+                .query_string_parameters_ref()
+                .and_then(|q| q.first("limit"))
+                .and_then(|l| l.parse::<u32>().ok())
+                .unwrap_or(20)
+                .clamp(1, MAX_PAGE);
+            let cursor = req
+                .query_string_parameters_ref()
+                .and_then(|q| q.first("cursor"))
+                .map(str::to_owned);
+            match deps
+                .ledger
+                .list(&user.user_id, chat_id, limit, cursor.as_deref())
+                .await
+            {
+                Ok(page) => json(200, &page),
+                Err(e) => error(&ApiError::from(&e)),
+            }
+        }
+        Route::ToolCall { chat_id, call_id } => {
+            match deps.ledger.get(&user.user_id, chat_id, call_id).await {
+                Ok(record) => json(200, &record),
+                Err(e) => error(&ApiError::from(&e)),
+            }
+        }
+    }
+}
+
+async fn chat(
+    deps: &Deps,
+    req: &Request,
+    user_id: String,
+    authorization: String,
+) -> Response<Body> {
+    let body: ChatRequest = match json_body(req) {
+        Ok(body) => body,
+        Err(e) => return error(&e),
+    };
+    let message = body.message.trim().to_owned();
+    if message.is_empty() {
+        return error(&ApiError::new(
+            ErrorCode::ValidationFailed,
+            "message: must not be empty",
+        ));
+    }
+    if message.chars().count() > MAX_MESSAGE_CHARS {
+        return error(&ApiError::new(
+            ErrorCode::ValidationFailed,
+            format!("message: at most {MAX_MESSAGE_CHARS} characters are allowed"),
+        ));
+    }
+    let Some(profile) = deps.agents.profile(body.agent.as_deref()).cloned() else {
+        let known: Vec<&str> = deps.agents.names().collect();
+        return error(
+            &ApiError::new(
+                ErrorCode::ValidationFailed,
+                format!("agent: unknown agent; known agents: {}", known.join(", ")),
+            )
+            .with_details(json!({ "agents": known })),
+        );
+    };
+    let (chat, created) = match body.chat_id.as_deref() {
+        Some(id) => match deps.chats.get(&user_id, id).await {
+            Ok(chat) => (chat, false),
+            Err(e) => return error(&ApiError::from(&e)),
+        },
+        None => match deps.chats.create(&user_id).await {
+            Ok(chat) => (chat, true),
+            Err(e) => return error(&ApiError::from(&e)),
+        },
+    };
+    tracing::info!(chat_id = %chat.id, agent = %profile.name, created, "chat turn");
+    let input = TurnInput {
+        user_id,
+        authorization,
+        chat,
+        created,
+        profile,
+        message,
+        deadline: deadline(req, deps.config.turn_timeout),
+    };
+    stream(deps.clone(), input, body.debug)
+}
+
+/// Starts the turn on its own task and returns the stream its events are written to.
+fn stream(deps: Deps, input: TurnInput, debug: bool) -> Response<Body> {
+    let (emitter, mut events) = Emitter::new(debug);
+    let (mut sender, body) = channel();
+    tokio::spawn(turn::run(deps, input, emitter));
+    tokio::spawn(async move {
+        let mut connected = true;
+        // Drain until the turn drops its emitter. A gone client only stops the writing:
+        // holding the body open until the turn ends keeps the invocation (and so the
+        // turn's writes) alive on Lambda.
+        while let Some(event) = events.recv().await {
+            if connected && sender.send_data(Bytes::from(event.to_sse())).await.is_err() {
+                tracing::warn!("client disconnected; finishing the turn without it");
+                connected = false;
+            }
+            if matches!(event, ChatEvent::Done) {
+                break;
+            }
+        }
+    });
+    let mut response = Response::new(body);
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream; charset=utf-8"),
+    );
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    response
+}
+
+fn json<T: serde::Serialize>(status: u16, value: &T) -> Response<Body> {
+    let text = serde_json::to_string(value)
+        .unwrap_or_else(|_| r#"{"error":{"code":"internal","message":"internal error"}}"#.into());
+    let mut response = Response::new(Body::from(text));
+    *response.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+fn error(api: &ApiError) -> Response<Body> {
+    let mut response = json(api.status(), &api.clone().envelope());
+    if api.code == ErrorCode::Unauthorized {
+        response
+            .headers_mut()
+            .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+    }
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn routes_match_under_any_prefix() {
+        assert!(matches!(route("/chat"), Some(Route::Chat)));
+        assert!(matches!(
+            route("/lambda-url/chat-router/chat"),
+            Some(Route::Chat)
+        ));
+        assert!(matches!(
+            route("/chats/c1/tool-calls"),
+            Some(Route::ToolCalls { chat_id: "c1" })
+        ));
+        assert!(matches!(
+            route("/chats/c1/tool-calls/t9"),
+            Some(Route::ToolCall {
+                chat_id: "c1",
+                call_id: "t9"
+            })
+        ));
+        assert!(route("/nope").is_none());
+    }
+}

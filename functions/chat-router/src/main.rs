@@ -1,0 +1,39 @@
+//! Lambda entry point: builds the clients once per container, then streams each request's
+//! response through `run_with_streaming_response` (Function URL, `RESPONSE_STREAM`).
+
+use std::sync::Arc;
+
+use chat_router::handler::handle;
+use chat_router::{Config, Deps};
+use lambda_http::{Request, run_with_streaming_response, service_fn};
+use shared::config::Env;
+use shared::http::auth::AuthConfig;
+use shared::secrets::{AwsSecretSource, SecretsCache};
+use shared::tools::agents::AgentCatalog;
+
+#[tokio::main]
+async fn main() -> Result<(), lambda_http::Error> {
+    shared::observability::init_tracing();
+    let env = Env::from_process();
+    let config = Config::from_env(&env)?;
+    let agents = AgentCatalog::from_env(&env)?;
+    let auth = AuthConfig::from_env(&env)?;
+    let sdk = shared::aws::sdk_config().await;
+    let secrets = Arc::new(SecretsCache::new(
+        Arc::new(AwsSecretSource::new(shared::aws::secrets_manager(&sdk))),
+        shared::config::secrets_cache_ttl(&env)?,
+    ));
+    let deps = Deps::new(
+        config,
+        agents,
+        auth,
+        shared::aws::dynamodb(&sdk),
+        secrets,
+        shared::upstream::http_client()?,
+    )?;
+    run_with_streaming_response(service_fn(|req: Request| {
+        let deps = deps.clone();
+        async move { Ok::<_, std::convert::Infallible>(handle(&deps, req).await) }
+    }))
+    .await
+}

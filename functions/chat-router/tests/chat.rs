@@ -1,0 +1,606 @@
+//! End-to-end chat turns: the router's handler against DynamoDB Local and moto, a scripted
+//! fake LLM, and the real flight and kb functions served locally over fake upstreams.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{Rig, eventually, flight_args};
+use serde_json::{Value, json};
+use test_support::fake_llm::Reply;
+
+fn has_no_tools(request: &Value) -> bool {
+    request.get("tools").is_none()
+}
+
+fn asks(query: &'static str) -> impl Fn(&Value) -> bool + Send + Sync + 'static {
+    move |request: &Value| {
+        has_no_tools(request)
+            && request["messages"]
+                .as_array()
+                .is_some_and(|m| m.iter().any(|m| m["content"] == json!(query)))
+    }
+}
+
+#[tokio::test]
+async fn flight_search_streams_the_contract_events_with_one_llm_call() {
+    let rig = Rig::start().await;
+    rig.llm
+        .push(Reply::tool_calls(vec![("search_flights", flight_args())]));
+    let token = rig.token(&test_support::unique("alice"));
+    let turn = rig
+        .chat(
+            Some(&token),
+            json!({"message": "Business flights FRA to JFK on 2027-03-15"}),
+        )
+        .await;
+    assert_eq!(turn.status, 200, "{:?}", turn.json);
+    assert_eq!(
+        turn.shape(),
+        [
+            "init",
+            "tool_started",
+            "tool_result",
+            "assistant_token",
+            "final",
+            "done"
+        ]
+    );
+    assert_eq!(turn.first("init")["created"], json!(true));
+    let started = turn.first("tool_started");
+    assert_eq!(started["tool"], json!("search_flights"));
+    assert_eq!(started["deduped"], json!(false));
+    let result = turn.first("tool_result");
+    assert_eq!(result["status"], json!("succeeded"));
+    assert_eq!(result["job_id"], started["job_id"]);
+    assert!(
+        result["metadata"]["award_count"].as_u64().unwrap_or(0) > 0,
+        "{result}"
+    );
+    assert!(
+        result["metadata"]["cash_count"].as_u64().unwrap_or(0) > 0,
+        "{result}"
+    );
+    // The tool formatted the answer itself: one LLM call in the whole turn.
+    assert_eq!(rig.llm.request_count(), 1);
+    let final_event = turn.first("final");
+    assert_eq!(final_event["message"]["role"], json!("assistant"));
+    let content = final_event["message"]["content"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(content.contains("Award flights"), "{content}");
+    assert_eq!(content, turn.text());
+    assert_eq!(
+        final_event["session_state"]["last_flight_request"]["origin"],
+        json!("FRA")
+    );
+    assert!(final_event["tool_result"]["seatsResult"]["results"]["count"].as_u64() > Some(0));
+    // The LLM was offered exactly the default profile's tools with the caller's forwarding.
+    let requests = rig.llm.requests();
+    let offered: Vec<&str> = requests[0]["tools"]
+        .as_array()
+        .map(|t| {
+            t.iter()
+                .filter_map(|t| t["function"]["name"].as_str())
+                .collect()
+        })
+        .unwrap_or_default();
+    assert_eq!(
+        offered,
+        ["search_flights", "search_knowledge_base", "ask_gpt"]
+    );
+
+    // The audit log has the call, succeeded, with the stored request.
+    let chat_id = turn.chat_id();
+    let (status, page) = rig
+        .get(&token, &format!("/chats/{chat_id}/tool-calls"))
+        .await;
+    assert_eq!(status, 200, "{page}");
+    assert_eq!(page["items"][0]["status"], json!("succeeded"));
+    assert_eq!(page["items"][0]["request"]["origin"], json!("FRA"));
+    let job = started["job_id"].as_str().unwrap_or_default();
+    let (status, one) = rig
+        .get(&token, &format!("/chats/{chat_id}/tool-calls/{job}"))
+        .await;
+    assert_eq!((status, one["id"].as_str()), (200, Some(job)));
+}
+
+#[tokio::test]
+async fn knowledge_base_miss_leaves_a_pending_gpt_query() {
+    let rig = Rig::start().await;
+    rig.llm.push(Reply::tool_calls(vec![(
+        "search_knowledge_base",
+        json!({"query": "lounge access rules"}),
+    )]));
+    rig.llm.push(Reply::text(
+        "Nothing in the knowledge base; shall I ask the model?",
+    ));
+    let turn = rig
+        .chat(
+            Some(&rig.token(&test_support::unique("bob"))),
+            json!({"message": "What are the lounge access rules?"}),
+        )
+        .await;
+    assert_eq!(
+        turn.shape(),
+        [
+            "init",
+            "tool_started",
+            "tool_result",
+            "assistant_token",
+            "final",
+            "done"
+        ]
+    );
+    let result = turn.first("tool_result");
+    assert_eq!(result["metadata"]["mode"], json!("rag_no_results"));
+    assert_eq!(result["metadata"]["suggested_tool"], json!("ask_gpt"));
+    let state = &turn.first("final")["session_state"];
+    assert_eq!(
+        state["pending_gpt_query"]["query"],
+        json!("lounge access rules")
+    );
+    // The second LLM call saw the tool's result.
+    let second = &rig.llm.requests()[1];
+    let tool_message = second["messages"]
+        .as_array()
+        .and_then(|m| m.iter().find(|m| m["role"] == json!("tool")))
+        .cloned()
+        .unwrap_or_default();
+    assert!(
+        tool_message["content"]
+            .as_str()
+            .is_some_and(|c| c.contains("nothing relevant")),
+        "{tool_message}"
+    );
+}
+
+#[tokio::test]
+async fn ask_gpt_makes_a_completion_without_tools() {
+    let rig = Rig::start().await;
+    rig.llm.push(Reply::tool_calls(vec![(
+        "ask_gpt",
+        json!({"query": "Why is the sky blue?", "temperature": 5}),
+    )]));
+    rig.llm.when(
+        asks("Why is the sky blue?"),
+        Reply::text("Rayleigh scattering."),
+    );
+    rig.llm.push(Reply::text("Because of Rayleigh scattering."));
+    let turn = rig
+        .chat(
+            Some(&rig.token(&test_support::unique("carol"))),
+            json!({"message": "Why is the sky blue?"}),
+        )
+        .await;
+    assert_eq!(turn.first("tool_result")["status"], json!("succeeded"));
+    assert_eq!(turn.text(), "Because of Rayleigh scattering.");
+    let requests = rig.llm.requests();
+    let inner = requests
+        .iter()
+        .find(|r| has_no_tools(r))
+        .cloned()
+        .unwrap_or_default();
+    assert!(inner.get("tool_choice").is_none(), "{inner}");
+    // Clamped to 1 (the model accepts a temperature).
+    assert_eq!(inner["temperature"], json!(1.0));
+    assert_eq!(requests.len(), 3);
+}
+
+#[tokio::test]
+async fn two_tools_in_one_step_run_concurrently() {
+    let rig = Rig::start().await;
+    rig.llm.push(Reply::tool_calls(vec![
+        ("ask_gpt", json!({"query": "first question"})),
+        ("ask_gpt", json!({"query": "second question"})),
+    ]));
+    let slow = Duration::from_millis(700);
+    rig.llm.when(
+        asks("first question"),
+        Reply::text("one").with_first_byte_delay(slow),
+    );
+    rig.llm.when(
+        asks("second question"),
+        Reply::text("two").with_first_byte_delay(slow),
+    );
+    rig.llm.push(Reply::text("Both answered."));
+    let turn = rig
+        .chat(
+            Some(&rig.token(&test_support::unique("dave"))),
+            json!({"message": "two questions"}),
+        )
+        .await;
+    let started: Vec<Duration> = turn
+        .events
+        .iter()
+        .filter(|e| e.name == "tool_started")
+        .map(|e| e.at)
+        .collect();
+    let finished: Vec<Duration> = turn
+        .events
+        .iter()
+        .filter(|e| e.name == "tool_result")
+        .map(|e| e.at)
+        .collect();
+    assert_eq!(
+        (started.len(), finished.len()),
+        (2, 2),
+        "{:?}",
+        turn.names()
+    );
+    // Both started before either finished, and both took ~700 ms in ~700 ms, not 1400.
+    assert!(started.iter().max() < finished.iter().min());
+    let span = *finished.iter().max().unwrap() - *started.iter().min().unwrap();
+    assert!(
+        span < Duration::from_millis(1250),
+        "tools took {span:?}: not concurrent"
+    );
+    assert!(
+        turn.all("tool_result")
+            .iter()
+            .all(|r| r["status"] == json!("succeeded"))
+    );
+}
+
+const TIGHT_AGENTS: &str = r#"
+default_agent = "all"
+[tools.ask_gpt]
+timeout_secs = 0.4
+[tools.search_knowledge_base]
+timeout_secs = 5
+rate_limit = { max = 1, window_secs = 3600 }
+[agents.all]
+system_prompt = "test"
+tools = ["search_flights", "search_knowledge_base", "ask_gpt"]
+[agents.kb]
+system_prompt = "kb only"
+tools = ["search_knowledge_base"]
+"#;
+
+#[tokio::test]
+async fn a_slow_tool_times_out_while_the_other_succeeds() {
+    let rig = Rig::with(|_| {}, Some(TIGHT_AGENTS)).await;
+    rig.llm.push(Reply::tool_calls(vec![
+        ("ask_gpt", json!({"query": "slow one"})),
+        ("search_knowledge_base", json!({"query": "fast one"})),
+    ]));
+    rig.llm.when(
+        asks("slow one"),
+        Reply::text("too late").with_first_byte_delay(Duration::from_secs(3)),
+    );
+    rig.llm.push(Reply::text("One of them timed out."));
+    let token = rig.token(&test_support::unique("erin"));
+    let turn = rig.chat(Some(&token), json!({"message": "go"})).await;
+    let results = turn.all("tool_result");
+    let status_of = |tool: &str| {
+        results
+            .iter()
+            .find(|r| r["tool"] == json!(tool))
+            .map(|r| r["status"].clone())
+    };
+    assert_eq!(status_of("ask_gpt"), Some(json!("timeout")));
+    assert_eq!(status_of("search_knowledge_base"), Some(json!("succeeded")));
+    assert_eq!(turn.names().last(), Some(&"done"));
+    assert!(turn.all("error").is_empty());
+    let (_, page) = rig
+        .get(&token, &format!("/chats/{}/tool-calls", turn.chat_id()))
+        .await;
+    let statuses: Vec<&Value> = page["items"]
+        .as_array()
+        .map(|i| i.iter().map(|c| &c["status"]).collect())
+        .unwrap_or_default();
+    assert!(statuses.contains(&&json!("timeout")), "{page}");
+    assert!(statuses.contains(&&json!("succeeded")), "{page}");
+}
+
+#[tokio::test]
+async fn invalid_arguments_are_repaired_on_the_second_try() {
+    let rig = Rig::start().await;
+    rig.llm.push(Reply::raw_tool_call(
+        "search_flights",
+        "{\"origin\": \"FRA\", ",
+    ));
+    rig.llm
+        .push(Reply::tool_calls(vec![("search_flights", flight_args())]));
+    let turn = rig
+        .chat(
+            Some(&rig.token(&test_support::unique("frank"))),
+            json!({"message": "FRA-JFK business 2027-03-15"}),
+        )
+        .await;
+    assert_eq!(
+        turn.shape(),
+        [
+            "init",
+            "tool_started",
+            "tool_result",
+            "assistant_token",
+            "final",
+            "done"
+        ]
+    );
+    assert_eq!(turn.first("tool_result")["status"], json!("succeeded"));
+    // The second LLM call was told what was wrong.
+    let second = &rig.llm.requests()[1];
+    let told = second["messages"]
+        .as_array()
+        .and_then(|m| m.iter().find(|m| m["role"] == json!("tool")))
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or_default()
+        .to_owned();
+    assert!(told.contains("not valid JSON"), "{told}");
+}
+
+#[tokio::test]
+async fn an_unknown_tool_is_reported_to_the_llm_then_a_second_is_an_error() {
+    let rig = Rig::start().await;
+    rig.llm.push(Reply::tool_calls(vec![(
+        "book_hotel",
+        json!({"city": "Paris"}),
+    )]));
+    rig.llm.push(Reply::tool_calls(vec![(
+        "book_hotel",
+        json!({"city": "Paris"}),
+    )]));
+    let turn = rig
+        .chat(
+            Some(&rig.token(&test_support::unique("gina"))),
+            json!({"message": "book me a hotel"}),
+        )
+        .await;
+    assert_eq!(turn.shape(), ["init", "error", "done"]);
+    assert_eq!(turn.first("error")["code"], json!("invalid_tool_call"));
+    let told = rig.llm.requests()[1]["messages"].to_string();
+    assert!(told.contains("Unknown tool"), "{told}");
+}
+
+#[tokio::test]
+async fn a_tool_outside_the_agent_profile_is_neither_offered_nor_run() {
+    let rig = Rig::with(|_| {}, Some(TIGHT_AGENTS)).await;
+    rig.llm
+        .push(Reply::tool_calls(vec![("search_flights", flight_args())]));
+    rig.llm
+        .push(Reply::text("I can only search the knowledge base."));
+    let turn = rig
+        .chat(
+            Some(&rig.token(&test_support::unique("hank"))),
+            json!({"message": "flights FRA JFK", "agent": "kb"}),
+        )
+        .await;
+    assert_eq!(turn.shape(), ["init", "assistant_token", "final", "done"]);
+    assert_eq!(rig.functions.seats_searches().await, 0);
+    let offered = rig.llm.requests()[0]["tools"].to_string();
+    assert!(!offered.contains("search_flights"), "{offered}");
+    assert!(
+        rig.llm.requests()[1]["messages"]
+            .to_string()
+            .contains("not available")
+    );
+}
+
+#[tokio::test]
+async fn the_same_message_twice_reuses_the_first_result() {
+    let rig = Rig::start().await;
+    let token = rig.token(&test_support::unique("ivan"));
+    rig.llm
+        .push(Reply::tool_calls(vec![("search_flights", flight_args())]));
+    let first = rig.chat(Some(&token), json!({"message": "FRA JFK"})).await;
+    let chat_id = first.chat_id();
+    // Same search, keys in another order and lower-case airports: same dedupe key.
+    rig.llm.push(Reply::tool_calls(vec![(
+        "search_flights",
+        json!({"cabin": "BUSINESS", "depart_date": "2027-03-15", "destination": "jfk", "origin": "fra"}),
+    )]));
+    let second = rig
+        .chat(
+            Some(&token),
+            json!({"chat_id": chat_id, "message": "FRA JFK"}),
+        )
+        .await;
+    assert_eq!(second.first("init")["created"], json!(false));
+    let started = second.first("tool_started");
+    assert_eq!(started["deduped"], json!(true));
+    assert_eq!(started["job_id"], first.first("tool_started")["job_id"]);
+    assert_eq!(second.first("tool_result")["status"], json!("succeeded"));
+    assert_eq!(
+        rig.functions.seats_searches().await,
+        1,
+        "no second upstream search"
+    );
+    assert_eq!(second.text(), first.text());
+}
+
+#[tokio::test]
+async fn a_rate_limited_tool_tells_the_llm_and_the_client_when_to_retry() {
+    let rig = Rig::with(|_| {}, Some(TIGHT_AGENTS)).await;
+    let token = rig.token(&test_support::unique("limited"));
+    for query in ["first", "second"] {
+        rig.llm.push(Reply::tool_calls(vec![(
+            "search_knowledge_base",
+            json!({"query": query}),
+        )]));
+        rig.llm.push(Reply::text("ok"));
+    }
+    let first = rig.chat(Some(&token), json!({"message": "first"})).await;
+    assert_eq!(first.first("tool_result")["status"], json!("succeeded"));
+    let second = rig.chat(Some(&token), json!({"message": "second"})).await;
+    let limited = second.first("tool_result");
+    assert_eq!(limited["status"], json!("rate_limited"));
+    assert!(limited["job_id"].is_null());
+    assert!(limited["metadata"]["reset_at"].is_string(), "{limited}");
+    let told = rig.llm.requests()[3]["messages"].to_string();
+    assert!(told.contains("Rate limit reached"), "{told}");
+}
+
+#[tokio::test]
+async fn an_llm_failure_ends_the_stream_with_error_then_done() {
+    let rig = Rig::start().await;
+    for _ in 0..5 {
+        rig.llm.push(Reply::status(500));
+    }
+    let turn = rig
+        .chat(
+            Some(&rig.token(&test_support::unique("judy"))),
+            json!({"message": "hello"}),
+        )
+        .await;
+    assert_eq!(turn.status, 200);
+    assert_eq!(turn.shape(), ["init", "error", "done"]);
+    assert_eq!(turn.first("error")["code"], json!("llm_error"));
+    let message = turn.first("error")["message"].as_str().unwrap_or_default();
+    assert!(!message.contains("500"), "no upstream detail: {message}");
+}
+
+#[tokio::test]
+async fn bad_tokens_get_401_before_any_stream() {
+    let rig = Rig::start().await;
+    let expired = rig.token_with(
+        &test_support::unique("kim"),
+        common::ISSUER,
+        common::AUDIENCE,
+        -3600,
+    );
+    let wrong_audience = rig.token_with(
+        &test_support::unique("kim"),
+        common::ISSUER,
+        "someone-else",
+        3600,
+    );
+    for token in [
+        None,
+        Some(expired.as_str()),
+        Some(wrong_audience.as_str()),
+        Some("garbage"),
+    ] {
+        let turn = rig.chat(token, json!({"message": "hi"})).await;
+        assert_eq!(turn.status, 401, "{token:?}");
+        assert_eq!(turn.json["error"]["code"], json!("unauthorized"));
+        assert!(turn.events.is_empty());
+    }
+    assert_eq!(rig.llm.request_count(), 0);
+}
+
+#[tokio::test]
+async fn another_users_chat_is_not_found() {
+    let rig = Rig::start().await;
+    rig.llm.push(Reply::text("hello"));
+    let owner = rig.token(&test_support::unique("leo"));
+    let turn = rig.chat(Some(&owner), json!({"message": "hi"})).await;
+    let chat_id = turn.chat_id();
+    let intruder = rig.token(&test_support::unique("mallory"));
+    let stolen = rig
+        .chat(
+            Some(&intruder),
+            json!({"chat_id": chat_id, "message": "hi"}),
+        )
+        .await;
+    let missing = rig
+        .chat(
+            Some(&intruder),
+            json!({"chat_id": "no-such-chat", "message": "hi"}),
+        )
+        .await;
+    assert_eq!((stolen.status, missing.status), (404, 404));
+    assert_eq!(
+        stolen.json, missing.json,
+        "indistinguishable from a missing chat"
+    );
+    let (status, _) = rig
+        .get(&intruder, &format!("/chats/{chat_id}/tool-calls"))
+        .await;
+    assert_eq!(status, 404);
+}
+
+#[tokio::test]
+async fn a_client_disconnect_leaves_ledger_and_chat_consistent() {
+    use http_body_util::BodyExt;
+    let rig = Rig::start().await;
+    rig.llm
+        .push(Reply::tool_calls(vec![("search_flights", flight_args())]));
+    let user = test_support::unique("nina");
+    let token = rig.token(&user);
+    let response = chat_router::handler::handle(
+        &rig.deps,
+        common::post_chat(Some(&token), &json!({"message": "flights"})),
+    )
+    .await;
+    let mut body = response.into_body();
+    let mut seen = String::new();
+    while !seen.contains("event: tool_started") {
+        match body.frame().await {
+            Some(Ok(frame)) => {
+                if let Ok(data) = frame.into_data() {
+                    seen.push_str(&String::from_utf8_lossy(&data));
+                }
+            }
+            _ => panic!("stream ended early: {seen}"),
+        }
+    }
+    let chat_id = seen
+        .split("\"chat_id\":\"")
+        .nth(1)
+        .and_then(|s| s.split('"').next())
+        .unwrap_or_default()
+        .to_owned();
+    drop(body); // the client goes away mid-turn
+
+    let ledger = rig.deps.ledger.clone();
+    let chats = rig.deps.chats.clone();
+    let done = eventually(Duration::from_secs(10), || {
+        let (ledger, chats, chat_id, user) =
+            (ledger.clone(), chats.clone(), chat_id.clone(), user.clone());
+        async move {
+            let calls = ledger.list(&user, &chat_id, 10, None).await;
+            let messages = chats.recent_messages(&user, &chat_id, 10).await;
+            matches!((calls, messages), (Ok(page), Ok(messages))
+                if page.items.len() == 1
+                    && page.items[0].status == shared::domain::tool_call::ToolCallStatus::Succeeded
+                    && messages.len() == 4)
+        }
+    })
+    .await;
+    assert!(done, "the turn did not finish after the disconnect");
+    let messages = chats
+        .recent_messages(&user, &chat_id, 10)
+        .await
+        .unwrap_or_default();
+    let roles: Vec<_> = messages.iter().map(|m| m.role).collect();
+    use shared::domain::chat::Role;
+    assert_eq!(
+        roles,
+        [Role::User, Role::Assistant, Role::Tool, Role::Assistant]
+    );
+    assert!(messages[3].content.contains("Award flights"));
+}
+
+#[tokio::test]
+async fn tokens_arrive_as_the_llm_streams_them() {
+    let rig = Rig::start().await;
+    rig.llm.push(
+        Reply::text("one two three four five six seven eight")
+            .with_chunk_delay(Duration::from_millis(100)),
+    );
+    let turn = rig
+        .chat(
+            Some(&rig.token(&test_support::unique("otto"))),
+            json!({"message": "count"}),
+        )
+        .await;
+    let tokens: Vec<Duration> = turn
+        .events
+        .iter()
+        .filter(|e| e.name == "assistant_token")
+        .map(|e| e.at)
+        .collect();
+    assert!(tokens.len() >= 4, "{:?}", turn.names());
+    let spread = *tokens.last().unwrap() - tokens[0];
+    assert!(
+        spread >= Duration::from_millis(400),
+        "all tokens came at once ({spread:?})"
+    );
+    assert_eq!(turn.text(), "one two three four five six seven eight");
+    assert_eq!(
+        turn.first("final")["message"]["content"],
+        json!("one two three four five six seven eight")
+    );
+}

@@ -1,0 +1,452 @@
+//! The router's end-to-end rig: DynamoDB Local and moto (tables, secrets), a scripted fake
+//! LLM, and the real seatsaero-search, amadeus-search and kb-retrieve handlers served over
+//! HTTP on local ports, fed by wiremock fakes of their upstreams.
+#![allow(dead_code)] // each test binary uses a different part
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use chat_router::{Config, Deps};
+use http_body_util::BodyExt;
+use lambda_http::Request;
+use lambda_http::http::Method;
+use serde_json::{Value, json};
+use shared::config::Env;
+use shared::http::auth::{AuthConfig, DevClaims, mint_hs256};
+use shared::secrets::{AwsSecretSource, SecretsCache};
+use shared::tools::agents::AgentCatalog;
+use test_support::fake_llm::FakeLlm;
+use test_support::serve::{LocalServer, serve_lambda};
+use wiremock::matchers::{method, path, path_regex};
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+pub const ISSUER: &str = "https://auth.test.local/";
+pub const AUDIENCE: &str = "chat-router-tests";
+
+/// A flight-search call the fake LLM makes; the fixtures answer any route.
+pub fn flight_args() -> Value {
+    json!({"origin": "FRA", "destination": "JFK", "depart_date": "2027-03-15", "cabin": "BUSINESS"})
+}
+
+async fn secrets() -> Arc<SecretsCache> {
+    Arc::new(SecretsCache::new(
+        Arc::new(AwsSecretSource::new(test_support::secrets_manager().await)),
+        Duration::from_secs(300),
+    ))
+}
+
+fn http() -> reqwest::Client {
+    shared::upstream::http_client().unwrap_or_else(|e| panic!("http client: {e}"))
+}
+
+/// Upstream fakes and the three tool functions served locally.
+pub struct Functions {
+    pub seats_upstream: MockServer,
+    pub amadeus_upstream: MockServer,
+    pub award: LocalServer,
+    pub cash: LocalServer,
+    pub kb: LocalServer,
+    pub kb_table: String,
+}
+
+impl Functions {
+    pub async fn start() -> Self {
+        // Seats.aero: cached search + trip details from the fixtures.
+        let seats_upstream = MockServer::start().await;
+        Mock::given(method("GET"))
+            .and(path("/search"))
+            .respond_with(
+                ResponseTemplate::new(200).set_body_json(test_support::fixture_json(
+                    "seatsaero/cached_search_response.docs-example.json",
+                )),
+            )
+            .mount(&seats_upstream)
+            .await;
+        Mock::given(method("GET"))
+            .and(path_regex(r"^/trips/[^/]+$"))
+            .respond_with(
+                ResponseTemplate::new(200).set_body_json(test_support::fixture_json(
+                    "seatsaero/get_trips_response.docs-example.json",
+                )),
+            )
+            .mount(&seats_upstream)
+            .await;
+        let seats_key = test_support::create_secret("router-test/seatsaero", "sk-test").await;
+        let seats_config = seatsaero_search::Config::new(&seats_upstream.uri(), seats_key)
+            .unwrap_or_else(|e| panic!("seatsaero config: {e}"));
+        let seats_deps =
+            seatsaero_search::Deps::new(http(), (*secrets().await).clone(), seats_config);
+        let award = serve_lambda(move |req: Request| {
+            let deps = seats_deps.clone();
+            async move { seatsaero_search::handle(&deps, req).await }
+        })
+        .await;
+
+        // Amadeus: token endpoint + flight offers from the fixtures.
+        let amadeus_upstream = MockServer::start().await;
+        Mock::given(method("POST"))
+            .and(path("/v1/security/oauth2/token"))
+            .respond_with(ResponseTemplate::new(200).set_body_raw(
+                test_support::fixture("amadeus/oauth2_token_response.amadeus-java.json"),
+                "application/json",
+            ))
+            .mount(&amadeus_upstream)
+            .await;
+        Mock::given(method("GET"))
+            .and(path("/v2/shopping/flight-offers"))
+            .respond_with(ResponseTemplate::new(200).set_body_raw(
+                test_support::fixture("amadeus/flight_offers_search_response.amadeus-java.json"),
+                "application/vnd.amadeus+json",
+            ))
+            .mount(&amadeus_upstream)
+            .await;
+        let credentials = json!({"client_id": "id", "client_secret": "secret"}).to_string();
+        let amadeus_env = Env::from_pairs([
+            (
+                "AMADEUS_CREDENTIALS_SECRET".to_owned(),
+                test_support::create_secret("router-test/amadeus", &credentials).await,
+            ),
+            (
+                "AMADEUS_TOKEN_SECRET".to_owned(),
+                test_support::create_secret("router-test/amadeus-token", "{}").await,
+            ),
+            ("AMADEUS_BASE_URL".to_owned(), amadeus_upstream.uri()),
+        ]);
+        let amadeus_config = amadeus_search::Config::from_env(&amadeus_env)
+            .unwrap_or_else(|e| panic!("amadeus config: {e}"));
+        let amadeus_deps =
+            amadeus_search::Deps::new(http(), (*secrets().await).clone(), amadeus_config);
+        let cash = serve_lambda(move |req: Request| {
+            let deps = amadeus_deps.clone();
+            async move { amadeus_search::handle(&deps, req).await }
+        })
+        .await;
+
+        // kb-retrieve over an empty knowledge base of its own: every query misses.
+        let kb_table = empty_kb_table().await;
+        let kb_config = kb_retrieve::Config::new(kb_table.clone(), None);
+        let kb_deps = kb_retrieve::Deps::new(
+            http(),
+            (*secrets().await).clone(),
+            Arc::new(shared::kb::DynamoKbStore::new(
+                test_support::dynamodb().await,
+                kb_table.clone(),
+            )),
+            kb_config,
+        );
+        let kb = serve_lambda(move |req: Request| {
+            let deps = kb_deps.clone();
+            async move { kb_retrieve::handle(&deps, req).await }
+        })
+        .await;
+        Self {
+            seats_upstream,
+            amadeus_upstream,
+            award,
+            cash,
+            kb,
+            kb_table,
+        }
+    }
+
+    /// Requests the Seats.aero fake received for `/search`.
+    pub async fn seats_searches(&self) -> usize {
+        self.seats_upstream
+            .received_requests()
+            .await
+            .unwrap_or_default()
+            .iter()
+            .filter(|r| r.url.path() == "/search")
+            .count()
+    }
+}
+
+async fn empty_kb_table() -> String {
+    use aws_sdk_dynamodb::types::{
+        AttributeDefinition, BillingMode, KeySchemaElement, KeyType, ScalarAttributeType,
+    };
+    let client = test_support::dynamodb().await;
+    let name = test_support::unique("router-kb");
+    let key = |n: &str, t| {
+        KeySchemaElement::builder()
+            .attribute_name(n)
+            .key_type(t)
+            .build()
+            .unwrap_or_else(|e| panic!("{e}"))
+    };
+    let attr = |n: &str| {
+        AttributeDefinition::builder()
+            .attribute_name(n)
+            .attribute_type(ScalarAttributeType::S)
+            .build()
+            .unwrap_or_else(|e| panic!("{e}"))
+    };
+    client
+        .create_table()
+        .table_name(&name)
+        .billing_mode(BillingMode::PayPerRequest)
+        .key_schema(key("pk", KeyType::Hash))
+        .key_schema(key("sk", KeyType::Range))
+        .attribute_definitions(attr("pk"))
+        .attribute_definitions(attr("sk"))
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("creating {name}: {e:?}"));
+    name
+}
+
+/// Everything one test needs: the fakes, the served functions and the router's deps.
+pub struct Rig {
+    pub llm: FakeLlm,
+    pub functions: Functions,
+    pub deps: Deps,
+    jwt_secret: String,
+}
+
+impl Rig {
+    pub async fn start() -> Self {
+        Self::with(|_| {}, None).await
+    }
+
+    /// `vars` may override router settings; `agents` replaces the built-in catalog.
+    pub async fn with(vars: impl FnOnce(&mut Vec<(String, String)>), agents: Option<&str>) -> Self {
+        let llm = FakeLlm::start().await;
+        let functions = Functions::start().await;
+        let jwt_secret = test_support::unique("jwt-secret");
+        let jwt_secret_name = test_support::create_secret("router-test/jwt", &jwt_secret).await;
+        let mut pairs: Vec<(String, String)> = std::env::vars().collect();
+        pairs.extend(
+            [
+                ("OPENAI_BASE_URL", llm.base_url()),
+                ("OPENAI_MODEL", "gpt-4o-mini".to_owned()),
+                ("AWARD_SEARCH_URL", functions.award.url("/flights/award")),
+                ("CASH_SEARCH_URL", functions.cash.url("/flights/cash")),
+                ("KB_SEARCH_URL", functions.kb.url("/kb/search")),
+                ("JWT_SECRET_NAME", jwt_secret_name),
+                ("JWT_ISSUER", ISSUER.to_owned()),
+                ("JWT_AUDIENCE", AUDIENCE.to_owned()),
+                ("TURN_TIMEOUT_SECS", "30".to_owned()),
+            ]
+            .map(|(k, v)| (k.to_owned(), v)),
+        );
+        pairs.retain(|(k, _)| k != "OPENAI_API_KEY_SECRET" && k != "JWT_JWKS_URL");
+        vars(&mut pairs);
+        let env = Env::from_pairs(pairs);
+        let config = Config::from_env(&env).unwrap_or_else(|e| panic!("router config: {e}"));
+        let agents = match agents {
+            Some(text) => AgentCatalog::from_toml(text, "test agents"),
+            None => AgentCatalog::built_in(),
+        }
+        .unwrap_or_else(|e| panic!("agents: {e}"));
+        let auth = AuthConfig::from_env(&env).unwrap_or_else(|e| panic!("auth config: {e}"));
+        let deps = Deps::new(
+            config,
+            agents,
+            auth,
+            test_support::dynamodb().await,
+            secrets().await,
+            http(),
+        )
+        .unwrap_or_else(|e| panic!("deps: {e}"));
+        Self {
+            llm,
+            functions,
+            deps,
+            jwt_secret,
+        }
+    }
+
+    /// A valid token for `user` (one hour).
+    pub fn token(&self, user: &str) -> String {
+        self.token_with(user, ISSUER, AUDIENCE, 3600)
+    }
+
+    pub fn token_with(&self, user: &str, issuer: &str, audience: &str, expires_in: i64) -> String {
+        let now = time::OffsetDateTime::now_utc().unix_timestamp();
+        mint_hs256(
+            &self.jwt_secret,
+            &DevClaims {
+                sub: user.to_owned(),
+                iss: issuer.to_owned(),
+                aud: audience.to_owned(),
+                exp: now + expires_in,
+                iat: now,
+            },
+        )
+        .unwrap_or_else(|e| panic!("mint: {e}"))
+    }
+
+    /// `POST /chat` through the handler; reads the whole stream.
+    pub async fn chat(&self, token: Option<&str>, body: Value) -> Turn {
+        let started = Instant::now();
+        let response = chat_router::handler::handle(&self.deps, post_chat(token, &body)).await;
+        Turn::read(response, started).await
+    }
+
+    pub async fn get(&self, token: &str, path: &str) -> (u16, Value) {
+        let req = lambda_http::http::Request::builder()
+            .method(Method::GET)
+            .uri(path)
+            .header("authorization", format!("Bearer {token}"))
+            .body(lambda_http::Body::Empty)
+            .unwrap_or_else(|e| panic!("request: {e}"));
+        let response = chat_router::handler::handle(&self.deps, req).await;
+        let status = response.status().as_u16();
+        let bytes = response
+            .into_body()
+            .collect()
+            .await
+            .map(|b| b.to_bytes())
+            .unwrap_or_default();
+        (
+            status,
+            serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+        )
+    }
+}
+
+pub fn post_chat(token: Option<&str>, body: &Value) -> Request {
+    let mut builder = lambda_http::http::Request::builder()
+        .method(Method::POST)
+        .uri("/chat")
+        .header("content-type", "application/json");
+    if let Some(token) = token {
+        builder = builder.header("authorization", format!("Bearer {token}"));
+    }
+    builder
+        .body(lambda_http::Body::Text(body.to_string()))
+        .unwrap_or_else(|e| panic!("request: {e}"))
+}
+
+/// One SSE event as received, with its arrival time since the request.
+#[derive(Debug, Clone)]
+pub struct Event {
+    pub name: String,
+    pub data: Value,
+    pub at: Duration,
+}
+
+/// A finished `POST /chat`: the status, and either the events or the JSON error body.
+#[derive(Debug)]
+pub struct Turn {
+    pub status: u16,
+    pub events: Vec<Event>,
+    pub json: Value,
+}
+
+impl Turn {
+    pub async fn read(
+        response: lambda_http::http::Response<lambda_http::lambda_runtime::streaming::Body>,
+        started: Instant,
+    ) -> Self {
+        let status = response.status().as_u16();
+        let is_stream = response
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("text/event-stream"));
+        let mut body = response.into_body();
+        let mut buffer = String::new();
+        let mut events = Vec::new();
+        while let Some(frame) = body.frame().await {
+            let Ok(frame) = frame else { break };
+            if let Ok(data) = frame.into_data() {
+                buffer.push_str(&String::from_utf8_lossy(&data));
+            }
+            if is_stream {
+                while let Some(end) = buffer.find("\n\n") {
+                    let block: String = buffer.drain(..end + 2).collect();
+                    events.push(parse_event(&block, started.elapsed()));
+                }
+            }
+        }
+        let json = if is_stream {
+            Value::Null
+        } else {
+            serde_json::from_str(&buffer).unwrap_or(Value::Null)
+        };
+        Self {
+            status,
+            events,
+            json,
+        }
+    }
+
+    pub fn names(&self) -> Vec<&str> {
+        self.events.iter().map(|e| e.name.as_str()).collect()
+    }
+
+    /// Event names with consecutive `assistant_token`s collapsed into one.
+    pub fn shape(&self) -> Vec<&str> {
+        let mut out: Vec<&str> = Vec::new();
+        for name in self.names() {
+            if !(name == "assistant_token" && out.last() == Some(&"assistant_token")) {
+                out.push(name);
+            }
+        }
+        out
+    }
+
+    pub fn first(&self, name: &str) -> &Value {
+        self.events
+            .iter()
+            .find(|e| e.name == name)
+            .map(|e| &e.data)
+            .unwrap_or_else(|| panic!("no {name} event in {:?}", self.names()))
+    }
+
+    pub fn all(&self, name: &str) -> Vec<&Value> {
+        self.events
+            .iter()
+            .filter(|e| e.name == name)
+            .map(|e| &e.data)
+            .collect()
+    }
+
+    pub fn chat_id(&self) -> String {
+        self.first("init")["chat_id"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    }
+
+    pub fn text(&self) -> String {
+        self.all("assistant_token")
+            .iter()
+            .filter_map(|d| d["content"].as_str())
+            .collect()
+    }
+}
+
+fn parse_event(block: &str, at: Duration) -> Event {
+    let mut name = String::new();
+    let mut data = String::new();
+    for line in block.lines() {
+        if let Some(n) = line.strip_prefix("event: ") {
+            name = n.to_owned();
+        } else if let Some(d) = line.strip_prefix("data: ") {
+            data.push_str(d);
+        }
+    }
+    Event {
+        name,
+        data: serde_json::from_str(&data).unwrap_or(Value::Null),
+        at,
+    }
+}
+
+/// Waits until `check` holds, up to `limit`.
+pub async fn eventually<F, Fut>(limit: Duration, mut check: F) -> bool
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let until = Instant::now() + limit;
+    while Instant::now() < until {
+        if check().await {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    false
+}

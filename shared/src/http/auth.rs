@@ -1,0 +1,885 @@
+//! Bearer-token authentication (ARCHITECTURE.md "HTTP contracts", "Secrets and config").
+//!
+//! A caller sends `Authorization: Bearer <JWT>`. The token is verified either with an HS256
+//! shared secret read from Secrets Manager (`JWT_SECRET_NAME`) or with the RS256/ES256 public
+//! keys an identity provider publishes as a JWKS (`JWT_JWKS_URL`: Cognito, Supabase, Auth0).
+//! Issuer and audience must match, `exp` is required and checked with a small leeway, `nbf`
+//! is honoured when present, and the user id is the non-empty `sub` claim.
+//!
+//! A bad token is [`Error::Unauthorized`] with a short reason that is safe to show ("token
+//! expired", "wrong audience", ...); it never quotes the token. Failing to reach Secrets
+//! Manager or the JWKS endpoint is our fault, not the caller's, and stays a 5xx-class error.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, PoisonError, RwLock};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use jsonwebtoken::errors::ErrorKind;
+use jsonwebtoken::jwk::{AlgorithmParameters, EllipticCurve, Jwk, KeyAlgorithm, PublicKeyUse};
+use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
+use serde::{Deserialize, Serialize};
+
+use crate::config::Env;
+use crate::secrets::SecretsCache;
+use crate::upstream::{self, RetryPolicy};
+use crate::{Error, Result};
+
+/// Default clock-skew allowance for `exp` and `nbf` (`JWT_LEEWAY_SECS`).
+pub const DEFAULT_LEEWAY_SECS: u64 = 30;
+/// Largest accepted `JWT_LEEWAY_SECS`: more would let expired tokens through for long.
+pub const MAX_LEEWAY_SECS: u64 = 300;
+/// Default lifetime of fetched JWKS keys (`JWT_JWKS_CACHE_SECS`).
+pub const DEFAULT_JWKS_CACHE_SECS: u64 = 3600;
+/// Largest accepted `JWT_JWKS_CACHE_SECS`: keys removed by the IdP must stop working in time.
+pub const MAX_JWKS_CACHE_SECS: u64 = 86_400;
+/// A token with an unknown `kid` triggers a JWKS refetch at most this often, so tokens with
+/// random key ids cannot turn us into a load generator against the identity provider.
+pub const UNKNOWN_KID_REFETCH_INTERVAL: Duration = Duration::from_secs(60);
+/// RFC 7518 §3.2: an HS256 key must be at least as long as the hash output (256 bits).
+pub const MIN_HS256_SECRET_BYTES: usize = 32;
+
+/// Everything a JWKS fetch may take, retries included; a user is waiting.
+const JWKS_DEADLINE: Duration = Duration::from_secs(3);
+const JWKS_RETRY: RetryPolicy = RetryPolicy {
+    max_attempts: 2,
+    base_delay: Duration::from_millis(100),
+    max_delay: Duration::from_millis(500),
+    attempt_timeout: Duration::from_secs(2),
+};
+/// After a failed refresh, expired keys keep working this long before the next try.
+const STALE_RETRY_AFTER: Duration = Duration::from_secs(60);
+/// How long past their TTL keys stay in use while the JWKS endpoint is unreachable.
+const STALE_GRACE: Duration = Duration::from_secs(3600);
+const JWKS_SERVICE: &str = "jwks";
+/// Real tokens are a few KiB at most; anything larger is not worth decoding.
+const MAX_TOKEN_BYTES: usize = 16 * 1024;
+
+/// Where the keys that verify user tokens come from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KeySource {
+    /// HS256 with a shared secret: the raw text of the Secrets Manager secret named
+    /// `secret_name` is the key (not JSON, not base64-decoded), at least
+    /// [`MIN_HS256_SECRET_BYTES`] long.
+    SharedSecret { secret_name: String },
+    /// RS256 or ES256 with the keys of an identity provider's JWKS, kept for `cache_ttl`.
+    Jwks { url: String, cache_ttl: Duration },
+}
+
+/// How user tokens are verified.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuthConfig {
+    pub verifier: KeySource,
+    /// The exact `iss` every token must carry (`JWT_ISSUER`).
+    pub issuer: String,
+    /// A value the token's `aud` must contain (`JWT_AUDIENCE`).
+    pub audience: String,
+    /// Clock-skew allowance for `exp` and `nbf` (`JWT_LEEWAY_SECS`, default 30).
+    pub leeway: Duration,
+}
+
+impl AuthConfig {
+    /// Reads `JWT_SECRET_NAME` or `JWT_JWKS_URL` (exactly one), `JWT_ISSUER`, `JWT_AUDIENCE`
+    /// and the optional `JWT_LEEWAY_SECS` and `JWT_JWKS_CACHE_SECS`; every problem is
+    /// reported in one `Error::Config`.
+    pub fn from_env(env: &Env) -> Result<Self> {
+        let mut r = env.reader();
+        // Empty counts as unset: the SAM template sets the one not in use to "".
+        let secret_name = r
+            .optional("JWT_SECRET_NAME")
+            .filter(|v| !v.trim().is_empty());
+        let jwks_url = r.optional("JWT_JWKS_URL").filter(|v| !v.trim().is_empty());
+        let issuer = r.required(
+            "JWT_ISSUER",
+            "the `iss` of user tokens, e.g. the Cognito user pool or Auth0 tenant URL",
+        );
+        let audience = r.required(
+            "JWT_AUDIENCE",
+            "the `aud` of user tokens, e.g. the app client id",
+        );
+        let leeway_secs: u64 = r.parse_or("JWT_LEEWAY_SECS", DEFAULT_LEEWAY_SECS);
+        let cache_secs: u64 = r.parse_or("JWT_JWKS_CACHE_SECS", DEFAULT_JWKS_CACHE_SECS);
+
+        // The reader cannot take problems of our own, so ours are merged into its error.
+        let mut problems = Vec::new();
+        if leeway_secs > MAX_LEEWAY_SECS {
+            problems.push(format!(
+                "JWT_LEEWAY_SECS={leeway_secs} is too large (at most {MAX_LEEWAY_SECS})"
+            ));
+        }
+        if cache_secs == 0 || cache_secs > MAX_JWKS_CACHE_SECS {
+            problems.push(format!(
+                "JWT_JWKS_CACHE_SECS={cache_secs} is out of range (1..={MAX_JWKS_CACHE_SECS})"
+            ));
+        }
+        let verifier = match (secret_name, jwks_url) {
+            (Some(secret_name), None) => Some(KeySource::SharedSecret { secret_name }),
+            (None, Some(url)) => match reqwest::Url::parse(&url) {
+                Ok(parsed) if matches!(parsed.scheme(), "https" | "http") => {
+                    Some(KeySource::Jwks {
+                        url,
+                        cache_ttl: Duration::from_secs(cache_secs),
+                    })
+                }
+                _ => {
+                    problems.push(format!(
+                        "JWT_JWKS_URL={url:?} is not an http(s) URL (the identity provider's \
+                         JWKS, e.g. https://<issuer>/.well-known/jwks.json)"
+                    ));
+                    None
+                }
+            },
+            (Some(_), Some(_)) => {
+                problems.push(
+                    "JWT_SECRET_NAME and JWT_JWKS_URL are both set; set exactly one \
+                     (an HS256 secret in Secrets Manager, or an identity provider's JWKS URL)"
+                        .to_owned(),
+                );
+                None
+            }
+            (None, None) => {
+                problems.push(
+                    "neither JWT_SECRET_NAME nor JWT_JWKS_URL is set; set exactly one \
+                     (an HS256 secret in Secrets Manager, or an identity provider's JWKS URL)"
+                        .to_owned(),
+                );
+                None
+            }
+        };
+
+        match r.finish(()) {
+            Err(Error::Config(reader_problems)) => problems.insert(0, reader_problems),
+            Err(other) => return Err(other),
+            Ok(()) => {}
+        }
+        match verifier {
+            Some(verifier) if problems.is_empty() => Ok(Self {
+                verifier,
+                issuer,
+                audience,
+                leeway: Duration::from_secs(leeway_secs),
+            }),
+            _ => Err(Error::Config(problems.join("; "))),
+        }
+    }
+}
+
+/// The caller behind a verified token.
+#[derive(Clone, PartialEq, Eq)]
+pub struct AuthenticatedUser {
+    /// The token's `sub` claim.
+    pub user_id: String,
+    /// The raw bearer token, to forward to the tool functions. `Debug` does not print it.
+    pub token: String,
+}
+
+impl AuthenticatedUser {
+    /// The `Authorization` header value that forwards the caller's token.
+    pub fn authorization_header(&self) -> String {
+        format!("Bearer {}", self.token)
+    }
+}
+
+impl fmt::Debug for AuthenticatedUser {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AuthenticatedUser")
+            .field("user_id", &self.user_id)
+            .field("token", &"***")
+            .finish()
+    }
+}
+
+/// Verifies bearer tokens. Build one per container and share it: the JWKS cache lives in it.
+pub struct Authenticator {
+    issuer: String,
+    audience: String,
+    leeway: Duration,
+    keys: Keys,
+}
+
+enum Keys {
+    SharedSecret {
+        secret_name: String,
+        secrets: Arc<SecretsCache>,
+    },
+    Jwks(JwksCache),
+}
+
+impl Authenticator {
+    /// `secrets` is used only with [`KeySource::SharedSecret`], `http` only with
+    /// [`KeySource::Jwks`].
+    pub fn new(config: AuthConfig, secrets: Arc<SecretsCache>, http: reqwest::Client) -> Self {
+        let keys = match config.verifier {
+            KeySource::SharedSecret { secret_name } => Keys::SharedSecret {
+                secret_name,
+                secrets,
+            },
+            KeySource::Jwks { url, cache_ttl } => Keys::Jwks(JwksCache::new(url, http, cache_ttl)),
+        };
+        Self {
+            issuer: config.issuer,
+            audience: config.audience,
+            // Also bounds hand-built configs: jsonwebtoken subtracts the leeway from "now".
+            leeway: config.leeway.min(Duration::from_secs(MAX_LEEWAY_SECS)),
+            keys,
+        }
+    }
+
+    /// Verifies the `Authorization` header's bearer token. A bad or missing token is
+    /// `Error::Unauthorized` (401); an unreachable key source is an upstream or secrets error.
+    pub async fn authenticate(&self, authorization: Option<&str>) -> Result<AuthenticatedUser> {
+        let result = self.verify(authorization).await;
+        if let Err(Error::Unauthorized(reason)) = &result {
+            tracing::info!(reason, "bearer token rejected");
+        }
+        result
+    }
+
+    async fn verify(&self, authorization: Option<&str>) -> Result<AuthenticatedUser> {
+        let token = bearer_token(authorization)?;
+        let header = token_header(token)?;
+        let (algorithm, key) = match &self.keys {
+            Keys::SharedSecret {
+                secret_name,
+                secrets,
+            } => {
+                // Only HS256: anything else under a shared secret is a confused or forged token.
+                if header.alg != "HS256" {
+                    return Err(unauthorized("unsupported algorithm"));
+                }
+                let secret = secrets.get(secret_name).await?;
+                check_secret_length(secret.expose()).map_err(|message| Error::Secret {
+                    name: secret_name.clone(),
+                    message,
+                })?;
+                let key = DecodingKey::from_secret(secret.expose().as_bytes());
+                (Algorithm::HS256, Arc::new(key))
+            }
+            Keys::Jwks(cache) => {
+                // No HS* here: an HMAC token "signed" with a public key is algorithm confusion.
+                let algorithm = match header.alg.as_str() {
+                    "RS256" => Algorithm::RS256,
+                    "ES256" => Algorithm::ES256,
+                    _ => return Err(unauthorized("unsupported algorithm")),
+                };
+                let kid = header
+                    .kid
+                    .as_deref()
+                    .filter(|kid| !kid.is_empty())
+                    .ok_or_else(|| unauthorized("unknown signing key"))?;
+                let key = cache
+                    .key(kid)
+                    .await?
+                    .ok_or_else(|| unauthorized("unknown signing key"))?;
+                if key.algorithm != algorithm {
+                    return Err(unauthorized("invalid signature"));
+                }
+                (algorithm, Arc::clone(&key.key))
+            }
+        };
+
+        let mut validation = Validation::new(algorithm);
+        validation.set_issuer(&[&self.issuer]);
+        validation.set_audience(&[&self.audience]);
+        validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
+        validation.leeway = self.leeway.as_secs();
+        validation.validate_exp = true;
+        validation.validate_nbf = true;
+
+        let data = jsonwebtoken::decode::<Claims>(token, &key, &validation)
+            .map_err(|e| unauthorized(rejection(e.kind())))?;
+        let user_id = data
+            .claims
+            .sub
+            .filter(|sub| !sub.trim().is_empty())
+            .ok_or_else(|| unauthorized("missing subject"))?;
+        Ok(AuthenticatedUser {
+            user_id,
+            token: token.to_owned(),
+        })
+    }
+}
+
+/// Claims for local development and tests, signed by [`mint_hs256`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DevClaims {
+    pub sub: String,
+    pub iss: String,
+    pub aud: String,
+    /// Expiry, seconds since the Unix epoch.
+    pub exp: i64,
+    /// Issue time, seconds since the Unix epoch.
+    pub iat: i64,
+}
+
+impl DevClaims {
+    /// Claims issued now and valid for `lifetime`.
+    pub fn new(
+        sub: impl Into<String>,
+        iss: impl Into<String>,
+        aud: impl Into<String>,
+        lifetime: Duration,
+    ) -> Self {
+        let now = unix_now();
+        let lifetime = i64::try_from(lifetime.as_secs()).unwrap_or(i64::MAX);
+        Self {
+            sub: sub.into(),
+            iss: iss.into(),
+            aud: aud.into(),
+            exp: now.saturating_add(lifetime),
+            iat: now,
+        }
+    }
+}
+
+/// Signs `claims` as an HS256 token with `secret` (its raw bytes, as [`Authenticator`] reads
+/// the secret). For the local stack's chat client and tests; production tokens come from the
+/// identity provider.
+pub fn mint_hs256(secret: &str, claims: &DevClaims) -> Result<String> {
+    check_secret_length(secret).map_err(Error::Invalid)?;
+    jsonwebtoken::encode(
+        &Header::new(Algorithm::HS256),
+        claims,
+        &EncodingKey::from_secret(secret.as_bytes()),
+    )
+    .map_err(|e| Error::Invalid(format!("signing the token failed: {e}")))
+}
+
+fn unix_now() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
+
+fn check_secret_length(secret: &str) -> std::result::Result<(), String> {
+    if secret.len() < MIN_HS256_SECRET_BYTES {
+        return Err(format!(
+            "the HS256 secret is shorter than {MIN_HS256_SECRET_BYTES} bytes (RFC 7518 §3.2)"
+        ));
+    }
+    Ok(())
+}
+
+fn unauthorized(reason: &str) -> Error {
+    Error::Unauthorized(reason.to_owned())
+}
+
+/// The token of an `Authorization: Bearer <token>` header (scheme case-insensitive).
+fn bearer_token(authorization: Option<&str>) -> Result<&str> {
+    let value = authorization.unwrap_or_default().trim();
+    let (scheme, token) = value
+        .split_once(|c: char| c.is_ascii_whitespace())
+        .unwrap_or((value, ""));
+    let token = token.trim();
+    if !scheme.eq_ignore_ascii_case("bearer") || token.is_empty() {
+        return Err(unauthorized("missing bearer token"));
+    }
+    Ok(token)
+}
+
+/// The JOSE header fields we choose by. Read by hand because jsonwebtoken's `Header` cannot
+/// represent `alg: none` or algorithms it lacks, which must read "unsupported algorithm".
+#[derive(Debug, Deserialize)]
+struct RawHeader {
+    alg: String,
+    #[serde(default)]
+    kid: Option<String>,
+}
+
+fn token_header(token: &str) -> Result<RawHeader> {
+    let malformed = || unauthorized("malformed token");
+    if token.len() > MAX_TOKEN_BYTES {
+        return Err(malformed());
+    }
+    let mut parts = token.split('.');
+    let (Some(header), Some(_), Some(_), None) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        return Err(malformed());
+    };
+    let bytes = URL_SAFE_NO_PAD.decode(header).map_err(|_| malformed())?;
+    serde_json::from_slice(&bytes).map_err(|_| malformed())
+}
+
+#[derive(Deserialize)]
+struct Claims {
+    #[serde(default)]
+    sub: Option<String>,
+}
+
+/// The reason shown for a failed verification.
+fn rejection(kind: &ErrorKind) -> &'static str {
+    match kind {
+        ErrorKind::ExpiredSignature => "token expired",
+        ErrorKind::ImmatureSignature => "token not yet valid",
+        ErrorKind::InvalidIssuer => "wrong issuer",
+        ErrorKind::InvalidAudience => "wrong audience",
+        ErrorKind::MissingRequiredClaim(claim) => match claim.as_str() {
+            "iss" => "wrong issuer",
+            "aud" => "wrong audience",
+            "sub" => "missing subject",
+            _ => "malformed token",
+        },
+        ErrorKind::InvalidAlgorithm | ErrorKind::MissingAlgorithm => "unsupported algorithm",
+        // A published key that cannot verify this token (wrong curve, broken modulus)
+        // means the signature cannot be valid.
+        ErrorKind::InvalidSignature
+        | ErrorKind::InvalidKeyFormat
+        | ErrorKind::InvalidEcdsaKey
+        | ErrorKind::InvalidRsaKey(_) => "invalid signature",
+        _ => "malformed token",
+    }
+}
+
+/// A usable key from the JWKS and the one algorithm it verifies.
+struct JwksKey {
+    algorithm: Algorithm,
+    key: Arc<DecodingKey>,
+}
+
+struct KeySet {
+    keys: Arc<HashMap<String, Arc<JwksKey>>>,
+    /// When the fetch that produced these keys finished: a request that arrived before then
+    /// (while it waited for that fetch) gains nothing from fetching again.
+    fetched_at: Instant,
+    fresh_until: Instant,
+    /// The end of the grace during which these keys serve if refreshing them fails.
+    usable_until: Instant,
+}
+
+impl KeySet {
+    fn get(&self, kid: &str) -> Option<Arc<JwksKey>> {
+        self.keys.get(kid).cloned()
+    }
+}
+
+/// JWKS keys by `kid`, refreshed after a TTL and (throttled) on an unknown `kid`.
+struct JwksCache {
+    url: String,
+    http: reqwest::Client,
+    ttl: Duration,
+    current: RwLock<Option<Arc<KeySet>>>,
+    /// Held across a fetch, so concurrent cold requests wait for one fetch instead of each
+    /// making their own.
+    refresh: tokio::sync::Mutex<RefreshState>,
+}
+
+#[derive(Default)]
+struct RefreshState {
+    last_unknown_kid_refetch: Option<Instant>,
+    /// The last failed fetch: requests that waited for it share its error instead of each
+    /// trying again (one after the other, up to [`JWKS_DEADLINE`] each).
+    last_failure: Option<(Instant, Error)>,
+}
+
+/// A copy of a fetch error for the requests that waited for that fetch.
+fn fetch_error_copy(err: &Error) -> Error {
+    match err {
+        Error::UpstreamTimeout { service } => Error::UpstreamTimeout { service },
+        Error::Upstream { service, message } => Error::Upstream {
+            service,
+            message: message.clone(),
+        },
+        other => Error::Upstream {
+            service: JWKS_SERVICE,
+            message: other.to_string(),
+        },
+    }
+}
+
+impl JwksCache {
+    fn new(url: String, http: reqwest::Client, ttl: Duration) -> Self {
+        Self {
+            url,
+            http,
+            ttl: ttl.clamp(
+                Duration::from_secs(1),
+                Duration::from_secs(MAX_JWKS_CACHE_SECS),
+            ),
+            current: RwLock::new(None),
+            refresh: tokio::sync::Mutex::new(RefreshState::default()),
+        }
+    }
+
+    fn snapshot(&self) -> Option<Arc<KeySet>> {
+        self.current
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    fn store(&self, set: KeySet) {
+        *self.current.write().unwrap_or_else(PoisonError::into_inner) = Some(Arc::new(set));
+    }
+
+    /// The key for `kid`; `None` when the identity provider does not publish it.
+    async fn key(&self, kid: &str) -> Result<Option<Arc<JwksKey>>> {
+        let arrived = Instant::now();
+        if let Some(set) = self.snapshot().filter(|set| arrived < set.fresh_until) {
+            if let Some(key) = set.get(kid) {
+                return Ok(Some(key));
+            }
+        }
+
+        let mut state = self.refresh.lock().await;
+        let now = Instant::now();
+        let current = self.snapshot();
+        if let Some(set) = current.as_ref().filter(|set| now < set.fresh_until) {
+            if let Some(key) = set.get(kid) {
+                return Ok(Some(key));
+            }
+            // This request waited for a fetch that ended after it arrived: those keys are as
+            // new as a refetch would get.
+            if set.fetched_at >= arrived {
+                return Ok(None);
+            }
+            if state
+                .last_unknown_kid_refetch
+                .is_some_and(|at| now.duration_since(at) < UNKNOWN_KID_REFETCH_INTERVAL)
+            {
+                return Ok(None);
+            }
+            // The IdP may have rotated its keys since our last fetch.
+            state.last_unknown_kid_refetch = Some(now);
+            let fresh = self.fetch().await?;
+            let key = fresh.get(kid);
+            self.store(fresh);
+            return Ok(key);
+        }
+
+        // Cold, or the TTL ran out.
+        if let Some((_, err)) = state.last_failure.as_ref().filter(|(at, _)| *at >= arrived) {
+            return Err(fetch_error_copy(err));
+        }
+        match self.fetch().await {
+            Ok(fresh) => {
+                let key = fresh.get(kid);
+                self.store(fresh);
+                Ok(key)
+            }
+            Err(err) => {
+                state.last_failure = Some((Instant::now(), fetch_error_copy(&err)));
+                // An IdP outage should not lock every user out: keys stay in use up to
+                // STALE_GRACE past their TTL, retried every STALE_RETRY_AFTER, before the
+                // error reaches callers.
+                match current {
+                    Some(stale) if now < stale.usable_until => {
+                        tracing::warn!(error = %err, "JWKS refresh failed; using the previous keys");
+                        let key = stale.get(kid);
+                        self.store(KeySet {
+                            keys: Arc::clone(&stale.keys),
+                            fetched_at: stale.fetched_at,
+                            fresh_until: (now + STALE_RETRY_AFTER).min(stale.usable_until),
+                            usable_until: stale.usable_until,
+                        });
+                        Ok(key)
+                    }
+                    _ => Err(err),
+                }
+            }
+        }
+    }
+
+    async fn fetch(&self) -> Result<KeySet> {
+        let started = Instant::now();
+        let response = upstream::send(JWKS_SERVICE, started + JWKS_DEADLINE, &JWKS_RETRY, || {
+            self.http
+                .get(&self.url)
+                .header(reqwest::header::ACCEPT, "application/json")
+        })
+        .await?;
+        let raw: RawJwks =
+            upstream::read_json(JWKS_SERVICE, response)
+                .await
+                .map_err(|e| match e {
+                    // A 4xx from the JWKS endpoint is our misconfiguration, not the caller's.
+                    Error::UpstreamRejected { status, .. } => Error::Upstream {
+                        service: JWKS_SERVICE,
+                        message: format!("HTTP {status}"),
+                    },
+                    other => other,
+                })?;
+        let keys = usable_keys(raw);
+        tracing::info!(keys = keys.len(), "fetched the JWKS");
+        let fetched_at = Instant::now();
+        let fresh_until = fetched_at + self.ttl;
+        Ok(KeySet {
+            keys: Arc::new(keys),
+            fetched_at,
+            fresh_until,
+            usable_until: fresh_until + STALE_GRACE,
+        })
+    }
+}
+
+/// Keys are parsed one by one so that one exotic key does not make the whole set unusable.
+#[derive(Deserialize)]
+struct RawJwks {
+    keys: Vec<serde_json::Value>,
+}
+
+/// The signing keys we can use, by `kid`: RSA for RS256 and P-256 for ES256. Encryption
+/// keys, keys without a `kid` and keys declared for another algorithm are skipped.
+fn usable_keys(raw: RawJwks) -> HashMap<String, Arc<JwksKey>> {
+    raw.keys
+        .into_iter()
+        .filter_map(|value| {
+            let jwk: Jwk = serde_json::from_value(value).ok()?;
+            let kid = jwk.common.key_id.clone().filter(|kid| !kid.is_empty())?;
+            if jwk
+                .common
+                .public_key_use
+                .as_ref()
+                .is_some_and(|usage| *usage != PublicKeyUse::Signature)
+            {
+                return None;
+            }
+            let algorithm = match &jwk.algorithm {
+                AlgorithmParameters::RSA(_) => Algorithm::RS256,
+                AlgorithmParameters::EllipticCurve(ec) if ec.curve == EllipticCurve::P256 => {
+                    Algorithm::ES256
+                }
+                _ => return None,
+            };
+            let declared_ok = match jwk.common.key_algorithm {
+                None => true,
+                Some(KeyAlgorithm::RS256) => algorithm == Algorithm::RS256,
+                Some(KeyAlgorithm::ES256) => algorithm == Algorithm::ES256,
+                Some(_) => false,
+            };
+            if !declared_ok {
+                return None;
+            }
+            let key = DecodingKey::from_jwk(&jwk).ok()?;
+            Some((
+                kid,
+                Arc::new(JwksKey {
+                    algorithm,
+                    key: Arc::new(key),
+                }),
+            ))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn reason(result: Result<impl fmt::Debug>) -> String {
+        match result {
+            Err(Error::Unauthorized(reason)) => reason,
+            other => format!("not unauthorized: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn bearer_scheme_is_case_insensitive_and_trimmed() {
+        assert_eq!(bearer_token(Some("Bearer abc")).ok(), Some("abc"));
+        assert_eq!(bearer_token(Some("  bearer \t abc  ")).ok(), Some("abc"));
+        assert_eq!(bearer_token(Some("BEARER abc")).ok(), Some("abc"));
+        for header in [
+            None,
+            Some(""),
+            Some("Bearer"),
+            Some("Bearer   "),
+            Some("Basic abc"),
+        ] {
+            assert_eq!(
+                reason(bearer_token(header)),
+                "missing bearer token",
+                "{header:?}"
+            );
+        }
+    }
+
+    fn encode_header(header: serde_json::Value) -> String {
+        format!("{}.e30.c2ln", URL_SAFE_NO_PAD.encode(header.to_string()))
+    }
+
+    #[test]
+    fn headers() {
+        let header = token_header(&encode_header(json!({"alg": "none"})));
+        assert_eq!(header.map(|h| h.alg).ok().as_deref(), Some("none"));
+        let header = token_header(&encode_header(json!({"alg": "RS256", "kid": "k1"})));
+        assert_eq!(header.ok().and_then(|h| h.kid).as_deref(), Some("k1"));
+        for garbage in ["", "abc", "a.b", "a.b.c.d", "!!!.e30.c2ln", "e30.e30.c2ln"] {
+            assert_eq!(
+                reason(token_header(garbage)),
+                "malformed token",
+                "{garbage}"
+            );
+        }
+        assert_eq!(
+            reason(token_header(&"a".repeat(MAX_TOKEN_BYTES + 1))),
+            "malformed token"
+        );
+    }
+
+    fn jwt_env(extra: &[(&str, &str)]) -> Env {
+        let mut pairs = vec![
+            ("JWT_ISSUER", "https://issuer.example"),
+            ("JWT_AUDIENCE", "chat"),
+        ];
+        pairs.extend_from_slice(extra);
+        Env::from_pairs(pairs)
+    }
+
+    fn config_error(env: &Env) -> String {
+        match AuthConfig::from_env(env) {
+            Err(Error::Config(message)) => message,
+            other => format!("not a config error: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn config_from_env() {
+        let config = AuthConfig::from_env(&jwt_env(&[("JWT_SECRET_NAME", "stack/jwt")])).ok();
+        assert_eq!(
+            config,
+            Some(AuthConfig {
+                verifier: KeySource::SharedSecret {
+                    secret_name: "stack/jwt".into()
+                },
+                issuer: "https://issuer.example".into(),
+                audience: "chat".into(),
+                leeway: Duration::from_secs(DEFAULT_LEEWAY_SECS),
+            })
+        );
+
+        let env = jwt_env(&[
+            (
+                "JWT_JWKS_URL",
+                "https://issuer.example/.well-known/jwks.json",
+            ),
+            ("JWT_LEEWAY_SECS", "5"),
+            ("JWT_JWKS_CACHE_SECS", "600"),
+        ]);
+        let config = AuthConfig::from_env(&env).ok();
+        assert_eq!(
+            config.as_ref().map(|c| &c.verifier),
+            Some(&KeySource::Jwks {
+                url: "https://issuer.example/.well-known/jwks.json".into(),
+                cache_ttl: Duration::from_secs(600),
+            })
+        );
+        assert_eq!(config.map(|c| c.leeway), Some(Duration::from_secs(5)));
+    }
+
+    #[test]
+    fn config_problems_are_reported_together() {
+        let err = config_error(&Env::default());
+        for expected in [
+            "JWT_ISSUER",
+            "JWT_AUDIENCE",
+            "neither JWT_SECRET_NAME nor JWT_JWKS_URL",
+        ] {
+            assert!(err.contains(expected), "{err}");
+        }
+
+        let err = config_error(&jwt_env(&[
+            ("JWT_SECRET_NAME", "s"),
+            ("JWT_JWKS_URL", "https://x/jwks"),
+        ]));
+        assert!(err.contains("both set; set exactly one"), "{err}");
+
+        let err = config_error(&jwt_env(&[
+            ("JWT_JWKS_URL", "not a url"),
+            ("JWT_LEEWAY_SECS", "3600"),
+            ("JWT_JWKS_CACHE_SECS", "0"),
+        ]));
+        for expected in [
+            "JWT_JWKS_URL=",
+            "JWT_LEEWAY_SECS=3600",
+            "JWT_JWKS_CACHE_SECS=0",
+        ] {
+            assert!(err.contains(expected), "{err}");
+        }
+
+        let err = config_error(&jwt_env(&[
+            ("JWT_SECRET_NAME", "s"),
+            ("JWT_LEEWAY_SECS", "x"),
+        ]));
+        assert!(err.contains("JWT_LEEWAY_SECS=\"x\" is invalid"), "{err}");
+    }
+
+    #[test]
+    fn debug_does_not_print_the_token() {
+        let user = AuthenticatedUser {
+            user_id: "u-1".into(),
+            token: "eyJ.secret.sig".into(),
+        };
+        let printed = format!("{user:?}");
+        assert!(
+            printed.contains("u-1") && !printed.contains("secret"),
+            "{printed}"
+        );
+        assert_eq!(user.authorization_header(), "Bearer eyJ.secret.sig");
+    }
+
+    #[test]
+    fn only_usable_signing_keys_are_kept() {
+        let rsa = |kid: &str| json!({"kty": "RSA", "kid": kid, "n": "AQAB", "e": "AQAB"});
+        let raw = RawJwks {
+            keys: vec![
+                rsa("plain"),
+                json!({"kty": "RSA", "kid": "declared", "alg": "RS256", "use": "sig", "n": "AQAB", "e": "AQAB"}),
+                json!({"kty": "RSA", "kid": "enc", "use": "enc", "n": "AQAB", "e": "AQAB"}),
+                json!({"kty": "RSA", "kid": "rs512", "alg": "RS512", "n": "AQAB", "e": "AQAB"}),
+                json!({"kty": "RSA", "n": "AQAB", "e": "AQAB"}),
+                json!({"kty": "EC", "kid": "p256", "crv": "P-256", "x": "AQAB", "y": "AQAB"}),
+                json!({"kty": "EC", "kid": "p384", "crv": "P-384", "x": "AQAB", "y": "AQAB"}),
+                json!({"kty": "oct", "kid": "hmac", "k": "c2VjcmV0"}),
+                json!({"kty": "weird", "kid": "weird"}),
+            ],
+        };
+        let keys = usable_keys(raw);
+        let mut kids: Vec<_> = keys
+            .iter()
+            .map(|(kid, key)| (kid.as_str(), key.algorithm))
+            .collect();
+        kids.sort_by_key(|(kid, _)| *kid);
+        assert_eq!(
+            kids,
+            [
+                ("declared", Algorithm::RS256),
+                ("p256", Algorithm::ES256),
+                ("plain", Algorithm::RS256)
+            ]
+        );
+    }
+
+    #[test]
+    fn rejection_reasons() {
+        assert_eq!(rejection(&ErrorKind::ExpiredSignature), "token expired");
+        assert_eq!(
+            rejection(&ErrorKind::MissingRequiredClaim("sub".into())),
+            "missing subject"
+        );
+        assert_eq!(
+            rejection(&ErrorKind::MissingRequiredClaim("exp".into())),
+            "malformed token"
+        );
+        assert_eq!(
+            rejection(&ErrorKind::InvalidAlgorithm),
+            "unsupported algorithm"
+        );
+        assert_eq!(rejection(&ErrorKind::InvalidEcdsaKey), "invalid signature");
+    }
+
+    #[test]
+    fn minting_needs_a_long_enough_secret() {
+        let claims = DevClaims::new("u", "iss", "aud", Duration::from_secs(60));
+        assert_eq!(claims.exp - claims.iat, 60);
+        assert!(matches!(
+            mint_hs256("short", &claims),
+            Err(Error::Invalid(_))
+        ));
+        let token = mint_hs256(&"k".repeat(MIN_HS256_SECRET_BYTES), &claims);
+        assert_eq!(token.map(|t| t.split('.').count()).ok(), Some(3));
+    }
+}

@@ -1,0 +1,284 @@
+//! Agent profiles (seed 002) and per-tool settings, read from `config/agents.toml`: which
+//! tools a conversation may use, how hard the model is pushed to use them, with which
+//! system prompt and model, and each tool's timeout and rate limit.
+//!
+//! The file in the repository is compiled into the binary as the default; `AGENTS_FILE`
+//! points at another one at run time.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use super::ToolSettings;
+use crate::domain::tool_call::ToolName;
+use crate::limits::RateLimit;
+use crate::llm::ToolChoice;
+use crate::{Error, Result};
+
+/// The profiles shipped with the repository.
+pub const BUILT_IN: &str = include_str!("../../../config/agents.toml");
+
+/// How the model may use the profile's tools. Forcing (`required` or a named tool) applies
+/// to the first step of a turn only; later steps are `auto`, so the model can answer in
+/// text once it has results (seed 002's follow-up without `mode: ANY`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ToolChoiceMode {
+    Auto,
+    Required,
+    None,
+    Tool(ToolName),
+}
+
+impl<'de> Deserialize<'de> for ToolChoiceMode {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        Ok(match text.as_str() {
+            "auto" => Self::Auto,
+            "required" => Self::Required,
+            "none" => Self::None,
+            other => Self::Tool(other.parse().map_err(|_| {
+                serde::de::Error::custom(format!(
+                    "tool_choice must be auto, required, none or a tool name, got `{other}`"
+                ))
+            })?),
+        })
+    }
+}
+
+impl ToolChoiceMode {
+    /// The wire choice for step `step` (0-based) of a turn.
+    pub fn for_step(&self, step: usize) -> ToolChoice {
+        match (self, step) {
+            (Self::None, _) => ToolChoice::None,
+            (Self::Required, 0) => ToolChoice::Required,
+            (Self::Tool(name), 0) => ToolChoice::Tool(name.as_str().to_owned()),
+            _ => ToolChoice::Auto,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct AgentProfile {
+    pub name: String,
+    pub description: String,
+    pub system_prompt: String,
+    /// `None`: the deployment's `OPENAI_MODEL`.
+    pub model: Option<String>,
+    pub tools: Vec<ToolName>,
+    pub tool_choice: ToolChoiceMode,
+    pub temperature: Option<f32>,
+}
+
+impl AgentProfile {
+    pub fn allows(&self, tool: ToolName) -> bool {
+        self.tools.contains(&tool)
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AgentEntry {
+    #[serde(default)]
+    description: String,
+    system_prompt: String,
+    #[serde(default)]
+    model: Option<String>,
+    #[serde(default)]
+    tools: Vec<ToolName>,
+    #[serde(default = "auto")]
+    tool_choice: ToolChoiceMode,
+    #[serde(default)]
+    temperature: Option<f32>,
+}
+
+fn auto() -> ToolChoiceMode {
+    ToolChoiceMode::Auto
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RateLimitEntry {
+    max: u32,
+    window_secs: u32,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ToolEntry {
+    timeout_secs: Option<f64>,
+    rate_limit: Option<RateLimitEntry>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AgentsFile {
+    default_agent: String,
+    #[serde(default)]
+    tools: BTreeMap<ToolName, ToolEntry>,
+    agents: BTreeMap<String, AgentEntry>,
+}
+
+/// All profiles plus the tool settings, validated.
+#[derive(Debug, Clone)]
+pub struct AgentCatalog {
+    default_agent: String,
+    agents: BTreeMap<String, AgentProfile>,
+    tools: BTreeMap<ToolName, ToolSettings>,
+}
+
+impl AgentCatalog {
+    /// Parses and checks a catalog: the default exists, a forced tool is in the profile's
+    /// list, timeouts and limits are positive. `source` names the file in errors.
+    pub fn from_toml(text: &str, source: &str) -> Result<Self> {
+        let file: AgentsFile =
+            toml::from_str(text).map_err(|e| Error::Config(format!("{source}: {e}")))?;
+        let mut tools = BTreeMap::new();
+        for (name, entry) in file.tools {
+            let mut settings = ToolSettings::default();
+            if let Some(secs) = entry.timeout_secs {
+                if !(secs.is_finite() && secs > 0.0 && secs <= 900.0) {
+                    return Err(Error::Config(format!(
+                        "{source}: tools.{name}.timeout_secs must be in (0, 900], got {secs}"
+                    )));
+                }
+                settings.timeout = Duration::from_secs_f64(secs);
+            }
+            if let Some(limit) = entry.rate_limit {
+                if limit.max == 0 || limit.window_secs == 0 {
+                    return Err(Error::Config(format!(
+                        "{source}: tools.{name}.rate_limit needs max and window_secs above 0"
+                    )));
+                }
+                settings.rate_limit = Some(RateLimit {
+                    max: limit.max,
+                    window: time::Duration::seconds(i64::from(limit.window_secs)),
+                });
+            }
+            tools.insert(name, settings);
+        }
+        let mut agents = BTreeMap::new();
+        for (name, entry) in file.agents {
+            if let ToolChoiceMode::Tool(forced) = entry.tool_choice
+                && !entry.tools.contains(&forced)
+            {
+                return Err(Error::Config(format!(
+                    "{source}: agent `{name}` forces {forced}, which is not in its tools"
+                )));
+            }
+            if entry.tool_choice == ToolChoiceMode::Required && entry.tools.is_empty() {
+                return Err(Error::Config(format!(
+                    "{source}: agent `{name}` requires a tool call but has no tools"
+                )));
+            }
+            agents.insert(
+                name.clone(),
+                AgentProfile {
+                    name,
+                    description: entry.description,
+                    system_prompt: entry.system_prompt.trim().to_owned(),
+                    model: entry.model,
+                    tools: entry.tools,
+                    tool_choice: entry.tool_choice,
+                    temperature: entry.temperature,
+                },
+            );
+        }
+        if !agents.contains_key(&file.default_agent) {
+            return Err(Error::Config(format!(
+                "{source}: default_agent `{}` is not defined",
+                file.default_agent
+            )));
+        }
+        Ok(Self {
+            default_agent: file.default_agent,
+            agents,
+            tools,
+        })
+    }
+
+    /// The catalog compiled into the binary.
+    pub fn built_in() -> Result<Self> {
+        Self::from_toml(BUILT_IN, "config/agents.toml")
+    }
+
+    /// `AGENTS_FILE` if set, else the built-in catalog.
+    pub fn from_env(env: &crate::config::Env) -> Result<Self> {
+        match env.get("AGENTS_FILE") {
+            Some(path) => {
+                let text = std::fs::read_to_string(path)
+                    .map_err(|e| Error::Config(format!("AGENTS_FILE {path}: {e}")))?;
+                Self::from_toml(&text, path)
+            }
+            None => Self::built_in(),
+        }
+    }
+
+    /// The named profile, or the default one when `name` is `None`.
+    pub fn profile(&self, name: Option<&str>) -> Option<&AgentProfile> {
+        self.agents.get(name.unwrap_or(&self.default_agent))
+    }
+
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.agents.keys().map(String::as_str)
+    }
+
+    /// Settings of `tool`; the defaults when the file does not mention it.
+    pub fn tool_settings(&self, tool: ToolName) -> ToolSettings {
+        self.tools.get(&tool).copied().unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn built_in_catalog_loads() {
+        let catalog = AgentCatalog::built_in().unwrap();
+        let default = catalog.profile(None).unwrap();
+        assert!(default.allows(ToolName::SearchFlights));
+        assert!(
+            catalog.tool_settings(ToolName::SearchFlights).timeout
+                > catalog.tool_settings(ToolName::SearchKnowledgeBase).timeout
+        );
+    }
+
+    #[test]
+    fn forcing_applies_to_the_first_step_only() {
+        assert_eq!(ToolChoiceMode::Required.for_step(0), ToolChoice::Required);
+        assert_eq!(ToolChoiceMode::Required.for_step(1), ToolChoice::Auto);
+        assert_eq!(ToolChoiceMode::None.for_step(3), ToolChoice::None);
+        assert_eq!(
+            ToolChoiceMode::Tool(ToolName::AskGpt).for_step(0),
+            ToolChoice::Tool("ask_gpt".into())
+        );
+    }
+
+    #[test]
+    fn bad_catalogs_are_refused_with_the_reason() {
+        let missing_default = r#"
+            default_agent = "x"
+            [agents.y]
+            system_prompt = "hi"
+        "#;
+        let err = AgentCatalog::from_toml(missing_default, "t").unwrap_err();
+        assert!(err.to_string().contains("default_agent"), "{err}");
+        let forced_outside = r#"
+            default_agent = "y"
+            [agents.y]
+            system_prompt = "hi"
+            tools = ["search_knowledge_base"]
+            tool_choice = "search_flights"
+        "#;
+        let err = AgentCatalog::from_toml(forced_outside, "t").unwrap_err();
+        assert!(err.to_string().contains("forces"), "{err}");
+        let unknown_tool = r#"
+            default_agent = "y"
+            [agents.y]
+            system_prompt = "hi"
+            tools = ["book_hotel"]
+        "#;
+        assert!(AgentCatalog::from_toml(unknown_tool, "t").is_err());
+    }
+}

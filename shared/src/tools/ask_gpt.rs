@@ -1,0 +1,157 @@
+//! `ask_gpt` (seed 000 §8): a plain completion without tools, for general questions the
+//! knowledge base cannot answer. Its usage is recorded like every other LLM call.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde_json::{Value, json};
+
+use super::{Tool, ToolContext, ToolSchema};
+use crate::domain::session::SessionState;
+use crate::domain::tool_args::AskGptArgs;
+use crate::domain::tool_call::ToolName;
+use crate::domain::tool_result::ToolExecutionResult;
+use crate::llm::{CompletionRequest, LlmProvider, NoTokens, PromptMessage, ToolChoice};
+use crate::usage::UsageStore;
+use crate::{Error, Result};
+
+#[derive(Debug, Clone)]
+pub struct AskGptConfig {
+    pub model: String,
+    /// Prepended to the question; says how to answer.
+    pub system_prompt: String,
+    /// Model-name prefixes that reject a custom temperature (e.g. `gpt-5`, `o1`): for them
+    /// the parameter is left out (seed 000 §8.5).
+    pub fixed_temperature_models: Vec<String>,
+}
+
+impl AskGptConfig {
+    fn accepts_temperature(&self) -> bool {
+        let model = self.model.to_ascii_lowercase();
+        !self
+            .fixed_temperature_models
+            .iter()
+            .any(|prefix| model.starts_with(&prefix.to_ascii_lowercase()))
+    }
+}
+
+pub struct AskGptTool {
+    llm: Arc<dyn LlmProvider>,
+    usage: Arc<dyn UsageStore>,
+    config: AskGptConfig,
+    schema: ToolSchema,
+}
+
+impl AskGptTool {
+    pub fn new(
+        llm: Arc<dyn LlmProvider>,
+        usage: Arc<dyn UsageStore>,
+        config: AskGptConfig,
+    ) -> Result<Self> {
+        Ok(Self {
+            llm,
+            usage,
+            config,
+            schema: ToolSchema::of::<AskGptArgs>(ToolName::AskGpt)?,
+        })
+    }
+}
+
+#[async_trait]
+impl Tool for AskGptTool {
+    fn name(&self) -> ToolName {
+        ToolName::AskGpt
+    }
+
+    fn schema(&self) -> &ToolSchema {
+        &self.schema
+    }
+
+    fn prepare(&self, mut args: Value, _: &SessionState) -> Result<Value> {
+        // Seed 000 §8.5 clamps an out-of-range temperature rather than refusing the call.
+        if let Some(t) = args.get_mut("temperature")
+            && let Some(n) = t.as_f64()
+        {
+            *t = json!(n.clamp(0.0, 1.0));
+        }
+        let args: AskGptArgs = self.schema.parse(&args)?;
+        args.validate()?;
+        Ok(args.canonical())
+    }
+
+    async fn execute(&self, ctx: &ToolContext, request: &Value) -> Result<ToolExecutionResult> {
+        let args: AskGptArgs = serde_json::from_value(request.clone())
+            .map_err(|e| Error::Invalid(format!("stored ask_gpt request: {e}")))?;
+        let mut messages = vec![PromptMessage::system(self.config.system_prompt.clone())];
+        if let Some(context) = args.context.as_deref().filter(|c| !c.trim().is_empty()) {
+            messages.push(PromptMessage::user(format!("Context:\n{context}")));
+        }
+        messages.push(PromptMessage::user(args.query.clone()));
+        let request = CompletionRequest {
+            model: self.config.model.clone(),
+            messages,
+            tools: Vec::new(),
+            tool_choice: ToolChoice::None,
+            temperature: self
+                .config
+                .accepts_temperature()
+                .then(|| args.temperature() as f32),
+            max_tokens: None,
+        };
+        let completion = self
+            .llm
+            .complete(&request, ctx.deadline, &mut NoTokens)
+            .await?;
+        if let Some(usage) = completion.usage
+            && let Err(e) = self
+                .usage
+                .record(
+                    &ctx.user_id,
+                    Some(&ctx.chat_id),
+                    &completion.model,
+                    "ask_gpt",
+                    usage,
+                )
+                .await
+        {
+            // Losing a usage record must not lose the user's answer.
+            tracing::error!(error = %e, "recording ask_gpt usage failed");
+        }
+        let content = completion.content.trim().to_owned();
+        if content.is_empty() {
+            return Err(Error::Upstream {
+                service: "llm",
+                message: "empty answer".into(),
+            });
+        }
+        let web_search = args.web_search.unwrap_or(false);
+        Ok(ToolExecutionResult::succeeded(content.clone())
+            .with_raw(json!({
+                "message": content,
+                "metadata": {
+                    "model": completion.model,
+                    "finish_reason": completion.finish_reason,
+                    "web_search": web_search,
+                }
+            }))
+            .with_metadata("mode", "gpt")
+            .with_metadata("web_search", web_search))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn temperature_is_left_out_for_fixed_models() {
+        let mut config = AskGptConfig {
+            model: "GPT-5-mini".into(),
+            system_prompt: String::new(),
+            fixed_temperature_models: vec!["gpt-5".into(), "o1".into()],
+        };
+        assert!(!config.accepts_temperature());
+        config.model = "gpt-4o-mini".into();
+        assert!(config.accepts_temperature());
+    }
+}

@@ -1,0 +1,331 @@
+//! `search_flights` (seed 000 §5): both flight functions in parallel, each allowed to fail
+//! alone, results filtered by the constraints and formatted for the chat by the tool itself,
+//! so the turn needs no second LLM call.
+
+use std::fmt::Write as _;
+
+use async_trait::async_trait;
+use serde_json::{Value, json};
+
+use super::{Tool, ToolContext, ToolSchema};
+use crate::domain::flight::{
+    Cabin, FlightResult, FlightSearchInput, FlightSearchParams, FlightSearchResult, Locale,
+};
+use crate::domain::session::{FlightRequestSnapshot, SessionState, SessionStatePatch};
+use crate::domain::tool_call::ToolName;
+use crate::domain::tool_result::ToolExecutionResult;
+use crate::upstream::{self, RetryPolicy};
+use crate::{Error, Result};
+
+/// Offers listed per provider in the chat message; the full lists stay in `raw`.
+const LISTED_PER_PROVIDER: usize = 5;
+
+#[derive(Debug, Clone)]
+pub struct FlightSearchConfig {
+    /// `POST` endpoint of seatsaero-search, e.g. `https://…/flights/award`.
+    pub award_url: String,
+    /// `POST` endpoint of amadeus-search, e.g. `https://…/flights/cash`.
+    pub cash_url: String,
+    pub retry: RetryPolicy,
+}
+
+pub struct SearchFlightsTool {
+    http: reqwest::Client,
+    config: FlightSearchConfig,
+    schema: ToolSchema,
+}
+
+impl SearchFlightsTool {
+    pub fn new(http: reqwest::Client, config: FlightSearchConfig) -> Result<Self> {
+        Ok(Self {
+            http,
+            config,
+            schema: ToolSchema::of::<FlightSearchInput>(ToolName::SearchFlights)?,
+        })
+    }
+
+    async fn search(
+        &self,
+        service: &'static str,
+        url: &str,
+        params: &FlightSearchParams,
+        ctx: &ToolContext,
+    ) -> Result<FlightSearchResult> {
+        let response = upstream::send(service, ctx.deadline, &self.config.retry, || {
+            let request = self.http.post(url).json(params);
+            match &ctx.authorization {
+                Some(auth) => request.header(reqwest::header::AUTHORIZATION, auth),
+                None => request,
+            }
+        })
+        .await?;
+        upstream::read_json(service, response).await
+    }
+}
+
+/// Fills what the LLM left out from the last search when it asks to reuse it; explicit
+/// arguments win.
+fn fill_from_last(args: &mut Value, state: &SessionState) {
+    let reuse = args
+        .get("reuse_last_request")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    let (Some(object), Some(last)) = (args.as_object_mut(), &state.last_flight_request) else {
+        return;
+    };
+    if !reuse {
+        return;
+    }
+    if let Ok(Value::Object(previous)) = serde_json::to_value(last) {
+        for (key, value) in previous {
+            let missing = object.get(&key).is_none_or(Value::is_null);
+            if missing {
+                object.insert(key, value);
+            }
+        }
+    }
+}
+
+/// Models often write `"business"` or `"Premium Economy"`; the schema's enum is strict, so
+/// normalise before validating instead of spending a repair round on it.
+fn normalise_cabin(args: &mut Value) {
+    if let Some(cabin) = args.get_mut("cabin")
+        && let Some(parsed) = cabin.as_str().and_then(|c| c.parse::<Cabin>().ok())
+    {
+        *cabin = Value::String(parsed.as_str().to_owned());
+    }
+}
+
+#[async_trait]
+impl Tool for SearchFlightsTool {
+    fn name(&self) -> ToolName {
+        ToolName::SearchFlights
+    }
+
+    fn schema(&self) -> &ToolSchema {
+        &self.schema
+    }
+
+    fn prepare(&self, mut args: Value, state: &SessionState) -> Result<Value> {
+        fill_from_last(&mut args, state);
+        normalise_cabin(&mut args);
+        let input: FlightSearchInput = self.schema.parse(&args)?;
+        input.validate()?;
+        Ok(input.canonical())
+    }
+
+    async fn execute(&self, ctx: &ToolContext, request: &Value) -> Result<ToolExecutionResult> {
+        let input: FlightSearchInput = serde_json::from_value(request.clone())
+            .map_err(|e| Error::Invalid(format!("stored flight request: {e}")))?;
+        let mut params = FlightSearchParams::from(&input);
+        params.locale = Some(ctx.locale);
+        let (award, cash) = tokio::join!(
+            self.search("seatsaero-search", &self.config.award_url, &params, ctx),
+            self.search("amadeus-search", &self.config.cash_url, &params, ctx),
+        );
+        let mut failed = Vec::new();
+        let award = award
+            .inspect_err(|e| {
+                tracing::warn!(error = %e, "award search failed");
+                failed.push("seatsaero");
+            })
+            .ok();
+        let cash = cash
+            .inspect_err(|e| {
+                tracing::warn!(error = %e, "cash search failed");
+                failed.push("amadeus");
+            })
+            .ok();
+        if award.is_none() && cash.is_none() {
+            // Both down: nothing to show. An error lets the pipeline record `failed`.
+            return Err(Error::Upstream {
+                service: "flight search",
+                message: "both flight searches failed".into(),
+            });
+        }
+        let award = award.map(|r| filtered(r, &input));
+        let cash = cash.map(|r| filtered(r, &input));
+        let message = format_message(&input, award.as_ref(), cash.as_ref(), ctx.locale);
+        let award_count = award.as_ref().map_or(0, |r| r.results.count);
+        let cash_count = cash.as_ref().map_or(0, |r| r.results.count);
+        let patch = SessionStatePatch {
+            last_flight_request: Some(Some(FlightRequestSnapshot::from(&input))),
+            pending_flight_request: Some(None),
+            ..Default::default()
+        };
+        Ok(ToolExecutionResult::succeeded(message)
+            .with_raw(json!({ "seatsResult": award, "amadeusResult": cash }))
+            .with_state_patch(patch)
+            .with_metadata("mode", "flights")
+            .with_metadata("award_count", award_count)
+            .with_metadata("cash_count", cash_count)
+            .with_metadata("failed_providers", json!(failed)))
+    }
+
+    fn answers_directly(&self) -> bool {
+        true
+    }
+}
+
+/// Applies the constraints the flight functions do not (taxes ceiling, non-stop).
+/// Loyalty programmes and alliances are not in the normalised offers, so they only shape
+/// the request and the dedupe key.
+fn filtered(mut result: FlightSearchResult, input: &FlightSearchInput) -> FlightSearchResult {
+    let constraints = input.constraints.clone().unwrap_or_default();
+    let keep = |f: &FlightResult| {
+        let taxes_ok = match (constraints.max_taxes, f.taxes.amount) {
+            (Some(max), Some(amount)) => amount <= max,
+            _ => true,
+        };
+        let stops_ok = !constraints.nonstop_only.unwrap_or(false) || f.total_stops == 0;
+        taxes_ok && stops_ok
+    };
+    result.results.flights.retain(keep);
+    result.results.count = result.results.flights.len();
+    result
+}
+
+fn format_message(
+    input: &FlightSearchInput,
+    award: Option<&FlightSearchResult>,
+    cash: Option<&FlightSearchResult>,
+    locale: Locale,
+) -> String {
+    let de = locale == Locale::De;
+    let route = format!(
+        "{} → {}, {}, {}",
+        input.origin,
+        input.destination,
+        input.depart_date,
+        input.cabin.display_name()
+    );
+    let has = |r: Option<&FlightSearchResult>| r.is_some_and(|r| r.results.count > 0);
+    if !has(award) && !has(cash) {
+        return if de {
+            format!(
+                "Ich habe für {route} leider keine passenden Flüge gefunden. Soll ich andere Daten oder eine andere Klasse prüfen?"
+            )
+        } else {
+            format!(
+                "I found no matching flights for {route}. Shall I try other dates or another cabin?"
+            )
+        };
+    }
+    let award_section = award.filter(|r| r.results.count > 0).map(|r| {
+        section(
+            if de {
+                "Award-Flüge (Meilen)"
+            } else {
+                "Award flights (miles)"
+            },
+            r,
+            de,
+        )
+    });
+    let cash_section = cash
+        .filter(|r| r.results.count > 0)
+        .map(|r| section(if de { "Cash-Tarife" } else { "Cash fares" }, r, de));
+    let sections: Vec<String> = if input.award_only.unwrap_or(true) {
+        [award_section, cash_section]
+    } else {
+        [cash_section, award_section]
+    }
+    .into_iter()
+    .flatten()
+    .collect();
+    let mut out = if de {
+        format!("Ich habe folgende Flüge für {route} gefunden:\n\n")
+    } else {
+        format!("Here are the flights I found for {route}:\n\n")
+    };
+    out.push_str(&sections.join("\n\n"));
+    if award.is_none() || cash.is_none() {
+        out.push_str(if de {
+            "\n\n(Eine der beiden Suchen war gerade nicht erreichbar; die Liste ist daher unvollständig.)"
+        } else {
+            "\n\n(One of the two searches was unavailable just now, so this list may be incomplete.)"
+        });
+    }
+    out
+}
+
+fn section(title: &str, result: &FlightSearchResult, de: bool) -> String {
+    let mut out = format!("**{title}**");
+    for (i, f) in result
+        .results
+        .flights
+        .iter()
+        .take(LISTED_PER_PROVIDER)
+        .enumerate()
+    {
+        let leg = &f.outbound;
+        let _ = write!(
+            out,
+            "\n{}. {}: {} — {} {} → {} {} ({}, {})",
+            i + 1,
+            f.airline,
+            f.price,
+            leg.departure.airport,
+            leg.departure.time,
+            leg.arrival.airport,
+            leg.arrival.time,
+            leg.duration,
+            leg.stops
+        );
+        if let Some(seats) = f.seats_left {
+            let _ = if de {
+                write!(out, ", {seats} Plätze")
+            } else {
+                write!(out, ", {seats} seats")
+            };
+        }
+    }
+    let more = result.results.count.saturating_sub(LISTED_PER_PROVIDER);
+    if more > 0 {
+        let _ = write!(
+            out,
+            "{}",
+            if de {
+                format!("\n… und {more} weitere")
+            } else {
+                format!("\n… and {more} more")
+            }
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn state_with_last() -> SessionState {
+        SessionState {
+            last_flight_request: serde_json::from_value(json!({
+                "origin": "FRA", "destination": "JFK", "depart_date": "2026-03-15",
+                "cabin": "BUSINESS", "pax": 2
+            }))
+            .ok(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn reuse_fills_missing_fields_only() {
+        let mut args = json!({"reuse_last_request": true, "cabin": "FIRST"});
+        fill_from_last(&mut args, &state_with_last());
+        assert_eq!(args["origin"], json!("FRA"));
+        assert_eq!(args["cabin"], json!("FIRST"));
+        assert_eq!(args["pax"], json!(2));
+        let mut args = json!({"cabin": "FIRST"});
+        fill_from_last(&mut args, &state_with_last());
+        assert!(args.get("origin").is_none());
+    }
+
+    #[test]
+    fn cabin_spelling_is_normalised() {
+        let mut args = json!({"cabin": "premium economy"});
+        normalise_cabin(&mut args);
+        assert_eq!(args["cabin"], json!("PREMIUM_ECONOMY"));
+    }
+}

@@ -1,0 +1,166 @@
+//! `search_knowledge_base` (seed 000 §7): asks kb-retrieve, lists the passages found, and
+//! when nothing matches leaves `pending_gpt_query` in the session so the next turn can offer
+//! `ask_gpt`.
+
+use async_trait::async_trait;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::{Tool, ToolContext, ToolSchema};
+use crate::domain::flight::Locale;
+use crate::domain::session::{PendingGptQuery, SessionState, SessionStatePatch};
+use crate::domain::tool_args::KnowledgeBaseArgs;
+use crate::domain::tool_call::ToolName;
+use crate::domain::tool_result::ToolExecutionResult;
+use crate::upstream::{self, RetryPolicy};
+use crate::{Error, Result};
+
+/// Characters of each passage shown in the chat message (seed 000 §7.6).
+const SNIPPET_CHARS: usize = 240;
+
+#[derive(Debug, Clone)]
+pub struct KnowledgeBaseConfig {
+    /// `POST` endpoint of kb-retrieve, e.g. `https://…/kb/search`.
+    pub search_url: String,
+    pub retry: RetryPolicy,
+}
+
+pub struct SearchKnowledgeBaseTool {
+    http: reqwest::Client,
+    config: KnowledgeBaseConfig,
+    schema: ToolSchema,
+}
+
+impl SearchKnowledgeBaseTool {
+    pub fn new(http: reqwest::Client, config: KnowledgeBaseConfig) -> Result<Self> {
+        Ok(Self {
+            http,
+            config,
+            schema: ToolSchema::of::<KnowledgeBaseArgs>(ToolName::SearchKnowledgeBase)?,
+        })
+    }
+}
+
+#[derive(Debug, Deserialize)]
+struct KbHit {
+    id: String,
+    document_id: String,
+    content: String,
+    #[serde(default)]
+    score: Option<f64>,
+}
+
+#[derive(Debug, Deserialize)]
+struct KbResponse {
+    results: Vec<KbHit>,
+    #[serde(default)]
+    mode: Option<String>,
+}
+
+fn snippet(text: &str) -> String {
+    let mut out: String = text.chars().take(SNIPPET_CHARS).collect();
+    if text.chars().count() > SNIPPET_CHARS {
+        out.push('…');
+    }
+    out
+}
+
+#[async_trait]
+impl Tool for SearchKnowledgeBaseTool {
+    fn name(&self) -> ToolName {
+        ToolName::SearchKnowledgeBase
+    }
+
+    fn schema(&self) -> &ToolSchema {
+        &self.schema
+    }
+
+    fn prepare(&self, args: Value, _: &SessionState) -> Result<Value> {
+        let args: KnowledgeBaseArgs = self.schema.parse(&args)?;
+        args.validate()?;
+        Ok(args.canonical())
+    }
+
+    async fn execute(&self, ctx: &ToolContext, request: &Value) -> Result<ToolExecutionResult> {
+        let args: KnowledgeBaseArgs = serde_json::from_value(request.clone())
+            .map_err(|e| Error::Invalid(format!("stored kb request: {e}")))?;
+        let top_k = args.top_k();
+        let body = json!({ "query": args.query, "top_k": top_k });
+        let response = upstream::send("kb-retrieve", ctx.deadline, &self.config.retry, || {
+            let request = self.http.post(&self.config.search_url).json(&body);
+            match &ctx.authorization {
+                Some(auth) => request.header(reqwest::header::AUTHORIZATION, auth),
+                None => request,
+            }
+        })
+        .await?;
+        let found: KbResponse = upstream::read_json("kb-retrieve", response).await?;
+        let de = ctx.locale == Locale::De;
+        if found.results.is_empty() {
+            let patch = SessionStatePatch {
+                pending_gpt_query: Some(Some(PendingGptQuery {
+                    query: args.query.clone(),
+                    asked_at: time::OffsetDateTime::now_utc()
+                        .format(&time::format_description::well_known::Rfc3339)
+                        .ok(),
+                })),
+                ..Default::default()
+            };
+            let message = if de {
+                "Ich habe in unserer Wissensbasis nichts Passendes gefunden. Soll ich die Frage stattdessen allgemein beantworten (ask_gpt)?"
+            } else {
+                "I found nothing relevant in our knowledge base. Shall I answer from general knowledge instead (ask_gpt)?"
+            };
+            return Ok(ToolExecutionResult::succeeded(message)
+                .with_raw(json!({ "results": [] }))
+                .with_state_patch(patch)
+                .with_metadata("mode", "rag_no_results")
+                .with_metadata("suggested_tool", ToolName::AskGpt.as_str())
+                .with_metadata("query", args.query));
+        }
+        let bullets: Vec<String> = found
+            .results
+            .iter()
+            .enumerate()
+            .map(|(i, hit)| {
+                format!(
+                    "**{}.** [{}] {}",
+                    i + 1,
+                    hit.document_id,
+                    snippet(&hit.content)
+                )
+            })
+            .collect();
+        let heading = if de {
+            "Ich habe folgende relevante Punkte gefunden:"
+        } else {
+            "Here is what the knowledge base says:"
+        };
+        let sources: Vec<Value> = found
+            .results
+            .iter()
+            .map(|hit| {
+                json!({
+                    "id": hit.id,
+                    "document_id": hit.document_id,
+                    "snippet": snippet(&hit.content),
+                    "score": hit.score,
+                })
+            })
+            .collect();
+        let raw = json!({
+            "results": found.results.iter().map(|h| json!({
+                "id": h.id, "document_id": h.document_id, "content": h.content, "score": h.score,
+            })).collect::<Vec<_>>(),
+            "mode": found.mode,
+        });
+        Ok(
+            ToolExecutionResult::succeeded(format!("{heading}\n\n{}", bullets.join("\n\n")))
+                .with_raw(raw)
+                .with_metadata("mode", "rag_docs")
+                .with_metadata("query", args.query)
+                .with_metadata("top_k", top_k)
+                .with_metadata("sources", Value::Array(sources)),
+        )
+    }
+}

@@ -1,0 +1,127 @@
+//! Tools the LLM can call: one file per tool, a registry that names them, agent profiles
+//! that decide which ones a conversation may use, and the pipeline that runs a step's tool
+//! calls through validation, rate limits, the ledger and timeouts.
+//!
+//! Adding a tool: a variant in [`ToolName`], an argument type in `domain` (its JSON Schema is
+//! derived from it), a file here implementing [`Tool`], a line in [`ToolRegistry`]'s
+//! construction, and its settings in `config/agents.toml`.
+
+pub mod agents;
+pub mod ask_gpt;
+pub mod flights;
+pub mod knowledge_base;
+pub mod pipeline;
+mod schema;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use serde_json::Value;
+
+pub use schema::ToolSchema;
+
+use crate::Result;
+use crate::domain::flight::Locale;
+use crate::domain::session::SessionState;
+use crate::domain::tool_call::ToolName;
+use crate::domain::tool_result::ToolExecutionResult;
+use crate::limits::RateLimit;
+use crate::llm::ToolSpec;
+
+/// Who a tool runs for, and until when.
+#[derive(Debug, Clone)]
+pub struct ToolContext {
+    pub user_id: String,
+    pub chat_id: String,
+    /// The caller's `Authorization` header, forwarded to the other functions (they sit
+    /// behind the same JWT authorizer). `None` where there is no caller (e.g. a worker).
+    pub authorization: Option<String>,
+    pub session_state: SessionState,
+    pub locale: Locale,
+    /// The tool must answer before this instant; the pipeline also enforces it.
+    pub deadline: Instant,
+}
+
+#[async_trait]
+pub trait Tool: Send + Sync {
+    fn name(&self) -> ToolName;
+
+    /// Schema and description offered to the LLM, and the validator of its arguments.
+    fn schema(&self) -> &ToolSchema;
+
+    /// Checks the LLM's arguments and returns the canonical request: defaults applied and
+    /// spelling normalised, so it is both the dedupe input and what [`Tool::execute`] runs.
+    /// An `Error::Invalid` goes back to the LLM, which may correct its call.
+    fn prepare(&self, args: Value, state: &SessionState) -> Result<Value>;
+
+    /// Runs the canonical request. `Err` means the tool could not do its job (upstream
+    /// down, ...); the message for the LLM is derived from it by the pipeline.
+    async fn execute(&self, ctx: &ToolContext, request: &Value) -> Result<ToolExecutionResult>;
+
+    /// True when the tool's message is the answer itself, so no final completion is made
+    /// (seed 000 §12.1: `skipFinalCompletion` for `search_flights`).
+    fn answers_directly(&self) -> bool {
+        false
+    }
+}
+
+/// Operating limits of one tool, from `config/agents.toml`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ToolSettings {
+    pub timeout: Duration,
+    pub rate_limit: Option<RateLimit>,
+}
+
+impl Default for ToolSettings {
+    /// Seed 001's recommendation: 5 s per tool.
+    fn default() -> Self {
+        Self {
+            timeout: Duration::from_secs(5),
+            rate_limit: None,
+        }
+    }
+}
+
+/// A registered tool with its settings.
+#[derive(Clone)]
+pub struct RegisteredTool {
+    pub tool: Arc<dyn Tool>,
+    pub settings: ToolSettings,
+}
+
+/// The tools this deployment can run, by name.
+#[derive(Clone, Default)]
+pub struct ToolRegistry {
+    tools: BTreeMap<ToolName, RegisteredTool>,
+}
+
+impl ToolRegistry {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn register(&mut self, tool: Arc<dyn Tool>, settings: ToolSettings) -> &mut Self {
+        self.tools
+            .insert(tool.name(), RegisteredTool { tool, settings });
+        self
+    }
+
+    pub fn get(&self, name: ToolName) -> Option<&RegisteredTool> {
+        self.tools.get(&name)
+    }
+
+    /// The specs of `allowed` tools that are registered, in registry order.
+    pub fn specs(&self, allowed: &[ToolName]) -> Vec<ToolSpec> {
+        self.tools
+            .iter()
+            .filter(|(name, _)| allowed.contains(name))
+            .map(|(_, t)| t.tool.schema().spec.clone())
+            .collect()
+    }
+
+    pub fn names(&self) -> impl Iterator<Item = ToolName> + '_ {
+        self.tools.keys().copied()
+    }
+}

@@ -1,0 +1,569 @@
+//! Runs the tool calls of one LLM step (seed 000 §4.1, seed 001): each call is checked
+//! (known, allowed, valid arguments), rate-limited, recorded and claimed in the ledger,
+//! executed under its own timeout, and finished; calls of one step run concurrently, at
+//! most `max_parallel`, and one failing never sinks the others.
+//!
+//! Every call ends as a [`CallOutcome`] whose result message is what the LLM reads next, so
+//! nothing here aborts a turn: the caller decides what a rejected call means.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::future::join_all;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+
+use super::{RegisteredTool, ToolContext, ToolRegistry};
+use crate::Error;
+use crate::domain::session::SessionStatePatch;
+use crate::domain::tool_call::{ToolCallRecord, ToolCallStatus, ToolName};
+use crate::domain::tool_result::ToolExecutionResult;
+use crate::http::ApiError;
+use crate::ledger::{Claim, ClaimMode, ClaimRequest, ClaimedCall, Outcome, ToolCallLedger};
+use crate::limits::{Decision, RateLimiter};
+use crate::llm::ToolCallRequest;
+
+/// Seed 001: at most 5 tools per message.
+pub const DEFAULT_MAX_PARALLEL: usize = 5;
+/// Added to a tool's timeout for its ledger lease, so a live executor is never taken over.
+const LEASE_MARGIN: Duration = Duration::from_secs(30);
+/// How often a duplicate of an in-flight call looks for the original's result.
+const DUPLICATE_POLL: Duration = Duration::from_millis(100);
+/// Less time than this left in the budget: the call is not started at all.
+const MIN_TOOL_TIME: Duration = Duration::from_millis(50);
+
+/// How a call ended, as the client and the LLM see it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CallStatus {
+    Succeeded,
+    Failed,
+    Timeout,
+    /// The user's per-tool limit is used up; metadata carries `reset_at`.
+    RateLimited,
+    /// Unknown tool, tool outside the profile, or invalid arguments: the LLM may fix it.
+    Rejected,
+    /// Not run: too many calls in the step, or the turn's tool budget is spent.
+    Skipped,
+}
+
+/// Something worth telling the client while a step runs.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PipelineEvent {
+    Started {
+        tool: ToolName,
+        job_id: String,
+        deduped: bool,
+    },
+    Finished {
+        tool: ToolName,
+        job_id: Option<String>,
+        status: CallStatus,
+        metadata: Map<String, Value>,
+    },
+    /// Seed 000 §15 debug entries; the caller forwards them only when debugging.
+    Debug { kind: &'static str, payload: Value },
+}
+
+/// Where a step's events go (an SSE stream, a log, nowhere).
+pub trait EventSink: Send + Sync {
+    fn event(&self, event: PipelineEvent);
+}
+
+/// Drops every event: for callers without a client (e.g. a queue worker).
+pub struct NoEvents;
+
+impl EventSink for NoEvents {
+    fn event(&self, _: PipelineEvent) {}
+}
+
+/// One call of a step, finished.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallOutcome {
+    /// The call as the LLM made it.
+    pub call: ToolCallRequest,
+    pub tool: Option<ToolName>,
+    /// The ledger's id; `None` when the call was never recorded (rejected, limited, skipped).
+    pub job_id: Option<String>,
+    pub status: CallStatus,
+    pub deduped: bool,
+    /// Worth retrying later (upstream unavailable or slow), for the tool worker.
+    pub retryable: bool,
+    /// What the LLM reads as the tool message; `raw` for the client.
+    pub result: ToolExecutionResult,
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct StepOutcome {
+    /// In the order the LLM made the calls.
+    pub calls: Vec<CallOutcome>,
+    /// The succeeded calls' patches, merged in call order.
+    pub state_patch: SessionStatePatch,
+}
+
+impl StepOutcome {
+    /// True when a call was rejected as the LLM's mistake (a repair round is due).
+    pub fn needs_repair(&self) -> bool {
+        self.calls.iter().any(|c| c.status == CallStatus::Rejected)
+    }
+}
+
+pub struct Pipeline {
+    pub registry: Arc<ToolRegistry>,
+    pub ledger: Arc<dyn ToolCallLedger>,
+    pub limiter: Arc<dyn RateLimiter>,
+    pub max_parallel: usize,
+}
+
+/// A call that passed the checks and may run.
+struct Accepted<'a> {
+    index: usize,
+    tool: &'a RegisteredTool,
+    request: Value,
+}
+
+impl Pipeline {
+    /// Runs one step's calls. `allowed` is the agent profile's tool list; `budget` is when
+    /// the turn's tool time runs out.
+    pub async fn run_step(
+        &self,
+        ctx: &ToolContext,
+        allowed: &[ToolName],
+        calls: &[ToolCallRequest],
+        budget: Instant,
+        events: &dyn EventSink,
+    ) -> StepOutcome {
+        let mut outcomes: Vec<Option<CallOutcome>> = vec![None; calls.len()];
+        let mut accepted = Vec::new();
+        for (index, call) in calls.iter().enumerate() {
+            match self.check(ctx, allowed, call, index) {
+                Ok((tool, request)) => {
+                    events.event(PipelineEvent::Debug {
+                        kind: "tool_pipeline_start",
+                        payload: json!({ "tool": tool.tool.name(), "request": request }),
+                    });
+                    accepted.push(Accepted {
+                        index,
+                        tool,
+                        request,
+                    });
+                }
+                Err(outcome) => {
+                    events.event(PipelineEvent::Debug {
+                        kind: "tool_call_rejected",
+                        payload: json!({
+                            "tool": call.name,
+                            "status": outcome.status,
+                            "message": outcome.result.message,
+                        }),
+                    });
+                    outcomes[index] = Some(*outcome);
+                }
+            }
+        }
+        let runs = accepted.into_iter().map(|a| async move {
+            let outcome = self.run_one(ctx, &calls[a.index], a.tool, a.request, budget, events);
+            (a.index, outcome.await)
+        });
+        for (index, outcome) in join_all(runs).await {
+            outcomes[index] = Some(outcome);
+        }
+        let calls: Vec<CallOutcome> = outcomes.into_iter().flatten().collect();
+        let mut state_patch = SessionStatePatch::default();
+        for call in &calls {
+            if let Some(patch) = &call.result.state_patch {
+                state_patch.merge(patch.clone());
+            }
+        }
+        if !state_patch.is_empty() {
+            events.event(PipelineEvent::Debug {
+                kind: "tool_pipeline_state_patch",
+                payload: serde_json::to_value(&state_patch).unwrap_or_default(),
+            });
+        }
+        StepOutcome { calls, state_patch }
+    }
+
+    /// The synchronous checks: position, name, profile, JSON, schema and domain rules.
+    #[allow(clippy::result_large_err)]
+    fn check<'a>(
+        &'a self,
+        ctx: &ToolContext,
+        allowed: &[ToolName],
+        call: &ToolCallRequest,
+        index: usize,
+    ) -> Result<(&'a RegisteredTool, Value), Box<CallOutcome>> {
+        let refuse = |tool: Option<ToolName>, status: CallStatus, message: String| {
+            Box::new(CallOutcome {
+                call: call.clone(),
+                tool,
+                job_id: None,
+                status,
+                deduped: false,
+                retryable: false,
+                result: ToolExecutionResult::failed(message),
+            })
+        };
+        if index >= self.max_parallel {
+            return Err(refuse(
+                call.name.parse().ok(),
+                CallStatus::Skipped,
+                format!(
+                    "Not run: at most {} tool calls run per step. Call it again in the next step if it is still needed.",
+                    self.max_parallel
+                ),
+            ));
+        }
+        let offered = || {
+            allowed
+                .iter()
+                .filter(|t| self.registry.get(**t).is_some())
+                .map(|t| t.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let Some(name) = call.name.parse::<ToolName>().ok() else {
+            return Err(refuse(
+                None,
+                CallStatus::Rejected,
+                format!(
+                    "Unknown tool `{}`. Available tools: {}.",
+                    call.name,
+                    offered()
+                ),
+            ));
+        };
+        let tool = match self.registry.get(name) {
+            Some(tool) if allowed.contains(&name) => tool,
+            _ => {
+                return Err(refuse(
+                    Some(name),
+                    CallStatus::Rejected,
+                    format!(
+                        "Tool `{name}` is not available here. Available tools: {}.",
+                        offered()
+                    ),
+                ));
+            }
+        };
+        let text = if call.arguments.trim().is_empty() {
+            "{}"
+        } else {
+            call.arguments.as_str()
+        };
+        let args: Value = serde_json::from_str(text).map_err(|e| {
+            refuse(
+                Some(name),
+                CallStatus::Rejected,
+                format!("The arguments are not valid JSON ({e}). Send a JSON object."),
+            )
+        })?;
+        match tool.tool.prepare(args, &ctx.session_state) {
+            Ok(request) => Ok((tool, request)),
+            Err(Error::Invalid(problem)) => Err(refuse(
+                Some(name),
+                CallStatus::Rejected,
+                format!("Invalid arguments for {name}: {problem}. Correct them and call again."),
+            )),
+            Err(other) => {
+                tracing::error!(tool = %name, error = %other, "preparing a tool call failed");
+                Err(refuse(
+                    Some(name),
+                    CallStatus::Failed,
+                    format!("{name} could not be prepared."),
+                ))
+            }
+        }
+    }
+
+    /// Rate limit, claim, execute (or reuse), finish.
+    async fn run_one(
+        &self,
+        ctx: &ToolContext,
+        call: &ToolCallRequest,
+        registered: &RegisteredTool,
+        request: Value,
+        budget: Instant,
+        events: &dyn EventSink,
+    ) -> CallOutcome {
+        let name = registered.tool.name();
+        let settings = registered.settings;
+        let outcome =
+            |status: CallStatus, job_id: Option<String>, result: ToolExecutionResult| CallOutcome {
+                call: call.clone(),
+                tool: Some(name),
+                job_id,
+                status,
+                deduped: false,
+                retryable: false,
+                result,
+            };
+        let now = Instant::now();
+        let deadline = (now + settings.timeout).min(budget);
+        if deadline.saturating_duration_since(now) < MIN_TOOL_TIME {
+            let result =
+                ToolExecutionResult::failed("Not run: this turn's time for tools is used up.");
+            return outcome(CallStatus::Skipped, None, result);
+        }
+
+        if let Some(limit) = settings.rate_limit {
+            match self.limiter.check(&ctx.user_id, name, limit).await {
+                Ok(Decision::Allowed { .. }) => {}
+                Ok(Decision::Limited { reset_at }) => {
+                    let reset = reset_at
+                        .format(&time::format_description::well_known::Rfc3339)
+                        .unwrap_or_default();
+                    let result = ToolExecutionResult::failed(format!(
+                        "Rate limit reached for {name}: at most {} calls per {} s. It can be used again after {reset}. Tell the user.",
+                        limit.max,
+                        limit.window.whole_seconds()
+                    ))
+                    .with_metadata("reset_at", reset)
+                    .with_metadata("limit", limit.max);
+                    events.event(PipelineEvent::Finished {
+                        tool: name,
+                        job_id: None,
+                        status: CallStatus::RateLimited,
+                        metadata: result.metadata.clone(),
+                    });
+                    return outcome(CallStatus::RateLimited, None, result);
+                }
+                Err(e) => {
+                    tracing::error!(tool = %name, error = %e, "rate-limit check failed");
+                    let result =
+                        ToolExecutionResult::failed(format!("{name} is unavailable right now."));
+                    let mut failed = outcome(CallStatus::Failed, None, result);
+                    failed.retryable = true;
+                    return failed;
+                }
+            }
+        }
+
+        let lease = settings.timeout + LEASE_MARGIN;
+        let claim = self
+            .ledger
+            .record_and_claim(ClaimRequest {
+                owner_id: ctx.user_id.clone(),
+                chat_id: ctx.chat_id.clone(),
+                tool: name,
+                request: request.clone(),
+                mode: ClaimMode::Run {
+                    lease: time::Duration::try_from(lease).unwrap_or(time::Duration::MINUTE),
+                },
+            })
+            .await;
+        let claimed = match claim {
+            Ok(Claim::Claimed(claimed)) => claimed,
+            Ok(Claim::Duplicate(record)) => {
+                events.event(PipelineEvent::Started {
+                    tool: name,
+                    job_id: record.id.clone(),
+                    deduped: true,
+                });
+                let mut reused = self.reuse(ctx, record, deadline).await;
+                reused.call = call.clone();
+                events.event(PipelineEvent::Finished {
+                    tool: name,
+                    job_id: reused.job_id.clone(),
+                    status: reused.status,
+                    metadata: reused.result.metadata.clone(),
+                });
+                return reused;
+            }
+            Err(e) => {
+                tracing::error!(tool = %name, error = %e, "recording the tool call failed");
+                let result =
+                    ToolExecutionResult::failed(format!("{name} is unavailable right now."));
+                let mut failed = outcome(CallStatus::Failed, None, result);
+                failed.retryable = true;
+                return failed;
+            }
+        };
+        events.event(PipelineEvent::Started {
+            tool: name,
+            job_id: claimed.id.clone(),
+            deduped: false,
+        });
+        let tool_ctx = ToolContext {
+            deadline,
+            ..ctx.clone()
+        };
+        let started = Instant::now();
+        let executed = tokio::time::timeout(
+            deadline.saturating_duration_since(started),
+            registered.tool.execute(&tool_ctx, &request),
+        )
+        .await;
+        let (status, result, retryable, ledger_outcome) = settle(name, executed, deadline, started);
+        events.event(PipelineEvent::Debug {
+            kind: "tool_pipeline_execution",
+            payload: json!({
+                "tool": name,
+                "job_id": claimed.id,
+                "status": status,
+                "duration_ms": started.elapsed().as_millis() as u64,
+            }),
+        });
+        self.finish(&claimed, ledger_outcome).await;
+        events.event(PipelineEvent::Finished {
+            tool: name,
+            job_id: Some(claimed.id.clone()),
+            status,
+            metadata: result.metadata.clone(),
+        });
+        CallOutcome {
+            retryable,
+            ..outcome(status, Some(claimed.id), result)
+        }
+    }
+
+    /// Writes the attempt's end. A failure here is logged, not returned: the result is
+    /// already computed, and the lease lets a later call take over the record.
+    async fn finish(&self, claimed: &ClaimedCall, outcome: Outcome) {
+        if let Err(e) = self.ledger.finish(claimed, outcome).await {
+            tracing::error!(call_id = %claimed.id, attempt = claimed.attempt, error = %e, "finishing the tool call failed");
+        }
+    }
+
+    /// A duplicate: the stored response when it succeeded, else wait for the in-flight
+    /// original until `deadline`.
+    async fn reuse(
+        &self,
+        ctx: &ToolContext,
+        mut record: ToolCallRecord,
+        deadline: Instant,
+    ) -> CallOutcome {
+        loop {
+            match record.status {
+                ToolCallStatus::Succeeded => return reused(record),
+                ToolCallStatus::Running | ToolCallStatus::Queued
+                    if Instant::now() + DUPLICATE_POLL < deadline =>
+                {
+                    tokio::time::sleep(DUPLICATE_POLL).await;
+                    match self
+                        .ledger
+                        .get(&ctx.user_id, &ctx.chat_id, &record.id)
+                        .await
+                    {
+                        Ok(latest) => record = latest,
+                        Err(e) => {
+                            tracing::error!(error = %e, "reading a duplicate's original failed");
+                            break;
+                        }
+                    }
+                }
+                _ => break,
+            }
+        }
+        let (status, message) = match record.status {
+            ToolCallStatus::Running | ToolCallStatus::Queued => (
+                CallStatus::Timeout,
+                "An identical call is still running; its result is not ready yet.".to_owned(),
+            ),
+            other => (
+                CallStatus::Failed,
+                format!("An identical call ended as {other}."),
+            ),
+        };
+        CallOutcome {
+            call: ToolCallRequest {
+                id: String::new(),
+                name: record.tool.as_str().to_owned(),
+                arguments: String::new(),
+            },
+            tool: Some(record.tool),
+            job_id: Some(record.id),
+            status,
+            deduped: true,
+            retryable: true,
+            result: ToolExecutionResult::failed(message),
+        }
+    }
+}
+
+/// A succeeded duplicate's stored result, as if it had just run.
+fn reused(record: ToolCallRecord) -> CallOutcome {
+    let result = record
+        .response
+        .clone()
+        .and_then(|r| serde_json::from_value::<ToolExecutionResult>(r).ok())
+        .unwrap_or_else(|| {
+            ToolExecutionResult::failed("The stored result of an identical call is unavailable.")
+        });
+    let status = if result.is_success() {
+        CallStatus::Succeeded
+    } else {
+        CallStatus::Failed
+    };
+    CallOutcome {
+        call: ToolCallRequest {
+            id: String::new(),
+            name: record.tool.as_str().to_owned(),
+            arguments: String::new(),
+        },
+        tool: Some(record.tool),
+        job_id: Some(record.id),
+        status,
+        deduped: true,
+        retryable: false,
+        result,
+    }
+}
+
+type Settled = (CallStatus, ToolExecutionResult, bool, Outcome);
+
+/// Maps an execution (or its timeout) to the client status, the LLM's result, whether a
+/// retry could help, and the ledger outcome. Error texts shown are the client-safe ones.
+fn settle(
+    name: ToolName,
+    executed: Result<crate::Result<ToolExecutionResult>, tokio::time::error::Elapsed>,
+    deadline: Instant,
+    started: Instant,
+) -> Settled {
+    match executed {
+        Ok(Ok(result)) if result.is_success() => {
+            let stored = serde_json::to_value(&result).unwrap_or(Value::Null);
+            (
+                CallStatus::Succeeded,
+                result,
+                false,
+                Outcome::Succeeded(stored),
+            )
+        }
+        Ok(Ok(result)) => {
+            let message = result.message.clone();
+            (CallStatus::Failed, result, false, Outcome::Failed(message))
+        }
+        Ok(Err(e)) => {
+            let retryable = matches!(e, Error::Upstream { .. } | Error::UpstreamTimeout { .. });
+            let safe = ApiError::from(&e).message;
+            tracing::warn!(tool = %name, error = %e, "tool failed");
+            let (status, outcome) = match e {
+                Error::UpstreamTimeout { .. } => {
+                    (CallStatus::Timeout, Outcome::Timeout(safe.clone()))
+                }
+                _ => (CallStatus::Failed, Outcome::Failed(safe.clone())),
+            };
+            let result = ToolExecutionResult::failed(format!("{name} failed: {safe}"))
+                .with_metadata("error", safe);
+            (status, result, retryable, outcome)
+        }
+        Err(_) => {
+            let secs = deadline.saturating_duration_since(started).as_secs_f32();
+            let message = format!("{name} did not answer within {secs:.1} s.");
+            tracing::warn!(tool = %name, "tool timed out");
+            let result = ToolExecutionResult::failed(message.clone())
+                .with_metadata("error", message.clone());
+            (CallStatus::Timeout, result, true, Outcome::Timeout(message))
+        }
+    }
+}
+
+/// The `raw` results of a step's calls by job id, for the `final` event.
+pub fn raw_results(calls: &[CallOutcome]) -> BTreeMap<String, Value> {
+    calls
+        .iter()
+        .filter_map(|c| Some((c.job_id.clone()?, c.result.raw.clone()?)))
+        .collect()
+}

@@ -1,0 +1,125 @@
+//! A tool's JSON Schema, derived from its Rust argument type, and the validator the
+//! pipeline checks LLM arguments with.
+
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::domain::tool_call::ToolName;
+use crate::llm::ToolSpec;
+use crate::{Error, Result};
+
+/// Most validation errors reported back to the LLM at once; more only add noise.
+const MAX_REPORTED_ERRORS: usize = 5;
+
+pub struct ToolSchema {
+    pub spec: ToolSpec,
+    validator: jsonschema::Validator,
+}
+
+impl ToolSchema {
+    /// The schema of `T` in OpenAI function form: no `$schema`/`title` noise, the type's
+    /// description as the tool's description.
+    pub fn of<T: JsonSchema>(name: ToolName) -> Result<Self> {
+        let mut parameters = serde_json::to_value(schemars::schema_for!(T))?;
+        let description = match parameters.as_object_mut() {
+            Some(object) => {
+                object.remove("$schema");
+                object.remove("title");
+                object
+                    .remove("description")
+                    .and_then(|d| d.as_str().map(str::to_owned))
+                    .unwrap_or_default()
+            }
+            None => String::new(),
+        };
+        let validator = jsonschema::validator_for(&parameters)
+            .map_err(|e| Error::Config(format!("schema of {name}: {e}")))?;
+        Ok(Self {
+            spec: ToolSpec {
+                name: name.as_str().to_owned(),
+                description,
+                parameters,
+            },
+            validator,
+        })
+    }
+
+    /// Validates `args` against the schema, then deserialises them. Errors name the
+    /// offending fields so the LLM can fix its call.
+    pub fn parse<T: DeserializeOwned>(&self, args: &Value) -> Result<T> {
+        let problems: Vec<String> = self
+            .validator
+            .iter_errors(args)
+            .take(MAX_REPORTED_ERRORS)
+            .map(|e| {
+                let path = e.instance_path().to_string();
+                if path.is_empty() {
+                    e.to_string()
+                } else {
+                    format!("{}: {e}", path.trim_start_matches('/').replace('/', "."))
+                }
+            })
+            .collect();
+        if !problems.is_empty() {
+            return Err(Error::Invalid(problems.join("; ")));
+        }
+        serde_json::from_value(args.clone()).map_err(|e| Error::Invalid(e.to_string()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::flight::FlightSearchInput;
+    use serde_json::json;
+
+    #[test]
+    fn flight_schema_has_the_seed_parameters() {
+        let schema = ToolSchema::of::<FlightSearchInput>(ToolName::SearchFlights).unwrap();
+        let params = &schema.spec.parameters;
+        let mut required: Vec<&str> = params["required"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        required.sort_unstable();
+        assert_eq!(required, ["cabin", "depart_date", "destination", "origin"]);
+        let mut props: Vec<&String> = params["properties"].as_object().unwrap().keys().collect();
+        props.sort_unstable();
+        assert_eq!(
+            props,
+            [
+                "award_only",
+                "cabin",
+                "constraints",
+                "depart_date",
+                "destination",
+                "loyalty_programs",
+                "origin",
+                "pax",
+                "return_date",
+                "reuse_last_request"
+            ]
+        );
+        assert!(!schema.spec.description.is_empty());
+        assert!(params.get("$schema").is_none());
+    }
+
+    #[test]
+    fn invalid_arguments_name_the_field() {
+        let schema = ToolSchema::of::<FlightSearchInput>(ToolName::SearchFlights).unwrap();
+        let err = schema
+            .parse::<FlightSearchInput>(&json!({
+                "origin": "FRANKFURT", "destination": "JFK",
+                "depart_date": "2025-06-01", "cabin": "BUSINESS"
+            }))
+            .unwrap_err();
+        assert!(err.to_string().contains("origin"), "{err}");
+        let err = schema
+            .parse::<FlightSearchInput>(&json!({"origin": "FRA"}))
+            .unwrap_err();
+        assert!(err.to_string().contains("destination"), "{err}");
+    }
+}

@@ -1,0 +1,699 @@
+//! A scripted, OpenAI-compatible LLM server for tests: `POST /v1/chat/completions` on
+//! `127.0.0.1:<random port>`, answering with replies the test queued.
+//!
+//! ```no_run
+//! # async fn demo() {
+//! use serde_json::json;
+//! use test_support::fake_llm::{FakeLlm, Reply, matchers};
+//!
+//! let fake = FakeLlm::start().await;
+//! fake.push(Reply::tool_calls(vec![("search_flights", json!({"origin": "ZRH"}))]))
+//!     .push(Reply::text("Here are your flights."));
+//! // Used by the first request without tools, whenever it comes (e.g. an inner call).
+//! fake.when(matchers::no_tools(), Reply::text("plain answer"));
+//! // point the client at fake.base_url() ...
+//! assert_eq!(fake.request_count(), 0);
+//! # }
+//! ```
+//!
+//! Streamed replies look like OpenAI's: a role chunk, text in word-sized chunks, tool calls
+//! with their `arguments` in 2+ pieces, a finish chunk, a usage chunk (`choices: []`) and
+//! `data: [DONE]`; `model` echoes the requested model.
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use serde_json::{Value, json};
+
+use crate::serve::{BoxError, LocalServer, ResponseBody, spawn_server, text_response};
+
+/// Prompt tokens reported when a reply does not set its own usage.
+pub const DEFAULT_PROMPT_TOKENS: u64 = 10;
+
+/// A request predicate for [`FakeLlm::when`]; see [`matchers`] for ready-made ones.
+type Matcher = Box<dyn Fn(&Value) -> bool + Send + Sync>;
+
+/// The fake server. Dropping it stops the server.
+pub struct FakeLlm {
+    server: LocalServer,
+    script: Arc<Mutex<Script>>,
+}
+
+#[derive(Default)]
+struct Script {
+    matched: Vec<(Matcher, Reply)>,
+    queue: VecDeque<Reply>,
+    requests: Vec<Value>,
+}
+
+impl fmt::Debug for FakeLlm {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let script = self.script();
+        f.debug_struct("FakeLlm")
+            .field("addr", &self.server.addr())
+            .field("queued", &script.queue.len())
+            .field("matched", &script.matched.len())
+            .field("requests", &script.requests.len())
+            .finish()
+    }
+}
+
+impl FakeLlm {
+    /// Starts the server on its own task. Panics when no local port can be bound.
+    pub async fn start() -> Self {
+        let script = Arc::new(Mutex::new(Script::default()));
+        let shared = Arc::clone(&script);
+        let server = spawn_server(Arc::new(move |request| {
+            let script = Arc::clone(&shared);
+            Box::pin(async move { handle(script, request).await })
+        }))
+        .await;
+        Self { server, script }
+    }
+
+    /// `http://127.0.0.1:PORT/v1`: what an OpenAI client takes as its base URL.
+    pub fn base_url(&self) -> String {
+        format!("{}/v1", self.server.base_url())
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.server.addr()
+    }
+
+    /// Queues a reply for the next request that no [`when`](Self::when) reply matches
+    /// (first in, first out). Returns `self` for chaining.
+    pub fn push(&self, reply: Reply) -> &Self {
+        self.script().queue.push_back(reply);
+        self
+    }
+
+    /// Adds a reply for the first request whose JSON body satisfies `matcher`. These are
+    /// checked before the FIFO queue, in the order they were added, so concurrent requests
+    /// of different kinds get the right answers. Each reply is used once. The matcher runs
+    /// under the script's lock: it must not call back into this `FakeLlm`.
+    pub fn when(
+        &self,
+        matcher: impl Fn(&Value) -> bool + Send + Sync + 'static,
+        reply: Reply,
+    ) -> &Self {
+        self.script().matched.push((Box::new(matcher), reply));
+        self
+    }
+
+    /// Every request body received, in arrival order (also unscripted ones). A body that
+    /// is not JSON is recorded as a JSON string.
+    pub fn requests(&self) -> Vec<Value> {
+        self.script().requests.clone()
+    }
+
+    pub fn request_count(&self) -> usize {
+        self.script().requests.len()
+    }
+
+    /// The most recent request body.
+    pub fn last_request(&self) -> Option<Value> {
+        self.script().requests.last().cloned()
+    }
+
+    /// Scripted replies not used yet (queued and `when`), e.g. to assert a test used all.
+    pub fn pending(&self) -> usize {
+        let script = self.script();
+        script.queue.len() + script.matched.len()
+    }
+
+    fn script(&self) -> MutexGuard<'_, Script> {
+        lock(&self.script)
+    }
+}
+
+fn lock(script: &Mutex<Script>) -> MutexGuard<'_, Script> {
+    // A panicking matcher must not make every later request panic too.
+    script.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// One scripted answer. Build with a constructor, refine with the `with_*` methods.
+#[derive(Debug, Clone)]
+pub struct Reply {
+    kind: Kind,
+    text: String,
+    calls: Vec<(String, String)>,
+    chunk_delay: Duration,
+    first_byte_delay: Duration,
+    usage: Option<(u64, u64)>,
+    finish_reason: Option<String>,
+    headers: Vec<(String, String)>,
+    streamed: bool,
+    cut_off_after: Option<usize>,
+    stream_error: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+enum Kind {
+    Answer,
+    Status { status: u16, message: String },
+}
+
+impl Reply {
+    fn answer() -> Self {
+        Self {
+            kind: Kind::Answer,
+            text: String::new(),
+            calls: Vec::new(),
+            chunk_delay: Duration::ZERO,
+            first_byte_delay: Duration::ZERO,
+            usage: None,
+            finish_reason: None,
+            headers: Vec::new(),
+            streamed: true,
+            cut_off_after: None,
+            stream_error: None,
+        }
+    }
+
+    /// A text answer, streamed word by word (`finish_reason: "stop"`).
+    pub fn text(text: impl Into<String>) -> Self {
+        Self::answer().with_text(text)
+    }
+
+    /// Parallel tool calls (`finish_reason: "tool_calls"`), each `arguments` JSON text
+    /// streamed in two or more pieces. Call ids are `call_<request>_<n>`.
+    pub fn tool_calls<N: Into<String>>(calls: impl IntoIterator<Item = (N, Value)>) -> Self {
+        calls
+            .into_iter()
+            .fold(Self::answer(), |reply, (name, args)| {
+                reply.with_tool_call(name, args)
+            })
+    }
+
+    /// One tool call.
+    pub fn tool_call(name: impl Into<String>, arguments: Value) -> Self {
+        Self::answer().with_tool_call(name, arguments)
+    }
+
+    /// One tool call whose `arguments` text is sent as given, e.g. `"{not json"`.
+    pub fn raw_tool_call(name: impl Into<String>, arguments: impl Into<String>) -> Self {
+        Self::answer().with_raw_tool_call(name, arguments)
+    }
+
+    /// An HTTP error with an OpenAI-style body
+    /// `{"error":{"message":"fake LLM: scripted HTTP <status>",...}}`.
+    pub fn status(status: u16) -> Self {
+        Self::error(status, format!("fake LLM: scripted HTTP {status}"))
+    }
+
+    /// An HTTP error with an OpenAI-style body carrying `message`.
+    pub fn error(status: u16, message: impl Into<String>) -> Self {
+        Self {
+            kind: Kind::Status {
+                status,
+                message: message.into(),
+            },
+            ..Self::answer()
+        }
+    }
+
+    /// Text streamed before the tool calls (or replacing the text of [`Reply::text`]).
+    pub fn with_text(mut self, text: impl Into<String>) -> Self {
+        self.text = text.into();
+        self
+    }
+
+    /// Adds a tool call after those already in the reply.
+    pub fn with_tool_call(mut self, name: impl Into<String>, arguments: Value) -> Self {
+        self.calls.push((name.into(), arguments.to_string()));
+        self
+    }
+
+    /// Adds a tool call with verbatim `arguments` text.
+    pub fn with_raw_tool_call(
+        mut self,
+        name: impl Into<String>,
+        arguments: impl Into<String>,
+    ) -> Self {
+        self.calls.push((name.into(), arguments.into()));
+        self
+    }
+
+    /// Pause between two SSE events of the stream.
+    pub fn with_chunk_delay(mut self, delay: Duration) -> Self {
+        self.chunk_delay = delay;
+        self
+    }
+
+    /// Pause before the response headers (time to first byte); also for error statuses.
+    pub fn with_first_byte_delay(mut self, delay: Duration) -> Self {
+        self.first_byte_delay = delay;
+        self
+    }
+
+    /// Reported usage. Default: [`DEFAULT_PROMPT_TOKENS`] prompt tokens and one completion
+    /// token per streamed text or arguments piece.
+    pub fn with_usage(mut self, prompt_tokens: u64, completion_tokens: u64) -> Self {
+        self.usage = Some((prompt_tokens, completion_tokens));
+        self
+    }
+
+    /// Overrides `finish_reason` (default `"tool_calls"` with calls, else `"stop"`).
+    pub fn with_finish_reason(mut self, reason: impl Into<String>) -> Self {
+        self.finish_reason = Some(reason.into());
+        self
+    }
+
+    /// An extra response header, e.g. `Retry-After` on a 429.
+    pub fn with_header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.headers.push((name.into(), value.into()));
+        self
+    }
+
+    /// Answers with one `application/json` completion object, as proxies that ignore
+    /// `stream: true` do.
+    pub fn non_streaming(mut self) -> Self {
+        self.streamed = false;
+        self
+    }
+
+    /// Breaks the connection after `events` SSE events (the role chunk counts as one):
+    /// no finish chunk, no `[DONE]`.
+    pub fn cut_off_after(mut self, events: usize) -> Self {
+        self.cut_off_after = Some(events);
+        self
+    }
+
+    /// Ends the stream with an `{"error":{"message":...}}` event instead of the finish
+    /// chunk, usage and `[DONE]` (what OpenAI sends when it fails mid-answer).
+    pub fn then_stream_error(mut self, message: impl Into<String>) -> Self {
+        self.stream_error = Some(message.into());
+        self
+    }
+}
+
+/// Ready-made predicates for [`FakeLlm::when`].
+pub mod matchers {
+    use serde_json::Value;
+
+    fn tools(body: &Value) -> &[Value] {
+        body.get("tools")
+            .and_then(Value::as_array)
+            .map_or(&[], Vec::as_slice)
+    }
+
+    fn messages(body: &Value) -> &[Value] {
+        body.get("messages")
+            .and_then(Value::as_array)
+            .map_or(&[], Vec::as_slice)
+    }
+
+    fn content(message: &Value) -> &str {
+        message
+            .get("content")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+    }
+
+    /// The request offers no tools (e.g. a plain inner completion).
+    pub fn no_tools() -> impl Fn(&Value) -> bool + Send + Sync + 'static {
+        |body| tools(body).is_empty()
+    }
+
+    /// The request offers at least one tool.
+    pub fn has_tools() -> impl Fn(&Value) -> bool + Send + Sync + 'static {
+        |body| !tools(body).is_empty()
+    }
+
+    /// The request offers a tool named `name`.
+    pub fn offers_tool(name: impl Into<String>) -> impl Fn(&Value) -> bool + Send + Sync {
+        let name = name.into();
+        move |body| {
+            tools(body)
+                .iter()
+                .any(|t| t.pointer("/function/name").and_then(Value::as_str) == Some(&name))
+        }
+    }
+
+    /// The last message has this role, e.g. `"tool"` for the round after tool results.
+    pub fn last_role(role: impl Into<String>) -> impl Fn(&Value) -> bool + Send + Sync {
+        let role = role.into();
+        move |body| {
+            messages(body)
+                .last()
+                .and_then(|m| m.get("role"))
+                .and_then(Value::as_str)
+                == Some(&role)
+        }
+    }
+
+    /// The last user message contains `text`.
+    pub fn last_user_contains(text: impl Into<String>) -> impl Fn(&Value) -> bool + Send + Sync {
+        let text = text.into();
+        move |body| {
+            messages(body)
+                .iter()
+                .rev()
+                .find(|m| m.get("role").and_then(Value::as_str) == Some("user"))
+                .is_some_and(|m| content(m).contains(&text))
+        }
+    }
+
+    /// Some message (any role) contains `text`.
+    pub fn any_message_contains(text: impl Into<String>) -> impl Fn(&Value) -> bool + Send + Sync {
+        let text = text.into();
+        move |body| messages(body).iter().any(|m| content(m).contains(&text))
+    }
+
+    /// The request asks for this model.
+    pub fn model(name: impl Into<String>) -> impl Fn(&Value) -> bool + Send + Sync {
+        let name = name.into();
+        move |body| body.get("model").and_then(Value::as_str) == Some(&name)
+    }
+}
+
+async fn handle(
+    script: Arc<Mutex<Script>>,
+    request: http::Request<Incoming>,
+) -> http::Response<ResponseBody> {
+    if request.method() != http::Method::POST || request.uri().path() != "/v1/chat/completions" {
+        return openai_error(
+            404,
+            &format!(
+                "fake LLM serves only POST /v1/chat/completions, not {} {}",
+                request.method(),
+                request.uri().path()
+            ),
+            &[],
+        );
+    }
+    let bytes = match request.into_body().collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(e) => return text_response(400, format!("reading the request body: {e}")),
+    };
+    let body: Value = serde_json::from_slice(&bytes)
+        .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned()));
+
+    let (number, reply) = {
+        let mut script = lock(&script);
+        script.requests.push(body.clone());
+        let number = script.requests.len();
+        let reply = match script.matched.iter().position(|(m, _)| m(&body)) {
+            Some(i) => Some(script.matched.remove(i).1),
+            None => script.queue.pop_front(),
+        };
+        (number, reply)
+    };
+    let Some(reply) = reply else {
+        let model = body.get("model").and_then(Value::as_str).unwrap_or("?");
+        return openai_error(
+            500,
+            &format!(
+                "fake LLM: no scripted reply for request #{number} (model {model}); \
+                 push() or when() one more reply"
+            ),
+            &[],
+        );
+    };
+
+    if !reply.first_byte_delay.is_zero() {
+        tokio::time::sleep(reply.first_byte_delay).await;
+    }
+    let model = body
+        .get("model")
+        .and_then(Value::as_str)
+        .unwrap_or("fake-model")
+        .to_owned();
+    match &reply.kind {
+        Kind::Status { status, message } => openai_error(*status, message, &reply.headers),
+        Kind::Answer if reply.streamed => stream(reply, model, number),
+        Kind::Answer => whole(&reply, &model, number),
+    }
+}
+
+fn openai_error(
+    status: u16,
+    message: &str,
+    headers: &[(String, String)],
+) -> http::Response<ResponseBody> {
+    let body = json!({
+        "error": {"message": message, "type": "fake_llm_error", "param": null, "code": null}
+    });
+    respond(
+        status,
+        "application/json",
+        Bytes::from(body.to_string()),
+        headers,
+    )
+}
+
+fn respond(
+    status: u16,
+    content_type: &'static str,
+    body: Bytes,
+    headers: &[(String, String)],
+) -> http::Response<ResponseBody> {
+    let body = Full::new(body)
+        .map_err(|never| match never {})
+        .boxed_unsync();
+    with_head(http::Response::new(body), status, content_type, headers)
+}
+
+fn with_head(
+    mut response: http::Response<ResponseBody>,
+    status: u16,
+    content_type: &'static str,
+    headers: &[(String, String)],
+) -> http::Response<ResponseBody> {
+    *response.status_mut() =
+        http::StatusCode::from_u16(status).unwrap_or(http::StatusCode::INTERNAL_SERVER_ERROR);
+    let map = response.headers_mut();
+    map.insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static(content_type),
+    );
+    for (name, value) in headers {
+        match (
+            http::HeaderName::try_from(name.as_str()),
+            http::HeaderValue::try_from(value.as_str()),
+        ) {
+            (Ok(name), Ok(value)) => {
+                map.append(name, value);
+            }
+            _ => panic!("fake LLM: invalid scripted header {name}: {value}"),
+        }
+    }
+    response
+}
+
+fn created() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or_default()
+}
+
+fn call_id(request: usize, n: usize) -> String {
+    format!("call_{request}_{n}")
+}
+
+/// Text in word-sized pieces, each word with the whitespace before it.
+fn words(text: &str) -> Vec<String> {
+    let mut pieces: Vec<String> = Vec::new();
+    let mut current = String::new();
+    for c in text.chars() {
+        if c.is_whitespace() && current.chars().any(|c| !c.is_whitespace()) {
+            pieces.push(std::mem::take(&mut current));
+        }
+        current.push(c);
+    }
+    if !current.is_empty() {
+        pieces.push(current);
+    }
+    pieces
+}
+
+/// `text` in up to three pieces (two or more when it has two or more characters), cut at
+/// character boundaries.
+fn pieces(text: &str) -> Vec<String> {
+    let chars: Vec<char> = text.chars().collect();
+    if chars.len() < 2 {
+        return vec![text.to_owned()];
+    }
+    let n = chars.len().min(3);
+    (0..n)
+        .map(|i| {
+            chars[i * chars.len() / n..(i + 1) * chars.len() / n]
+                .iter()
+                .collect()
+        })
+        .collect()
+}
+
+/// The SSE events of a streamed reply, without the final `[DONE]`; and the number of
+/// completion pieces (for the default usage).
+fn events(reply: &Reply, model: &str, number: usize) -> (Vec<Value>, u64) {
+    let id = format!("chatcmpl-fake-{number}");
+    let created = created();
+    let chunk = |delta: Value, finish: Option<&str>| {
+        json!({
+            "id": id, "object": "chat.completion.chunk", "created": created, "model": model,
+            "choices": [{"index": 0, "delta": delta, "logprobs": null, "finish_reason": finish}]
+        })
+    };
+    let mut out = vec![chunk(json!({"role": "assistant", "content": ""}), None)];
+    let mut produced = 0u64;
+    for word in words(&reply.text) {
+        out.push(chunk(json!({ "content": word }), None));
+        produced += 1;
+    }
+    for (n, (name, arguments)) in reply.calls.iter().enumerate() {
+        out.push(chunk(
+            json!({"tool_calls": [{"index": n, "id": call_id(number, n), "type": "function",
+                                   "function": {"name": name, "arguments": ""}}]}),
+            None,
+        ));
+        for piece in pieces(arguments) {
+            out.push(chunk(
+                json!({"tool_calls": [{"index": n, "function": {"arguments": piece}}]}),
+                None,
+            ));
+            produced += 1;
+        }
+    }
+    (out, produced)
+}
+
+fn finish_reason(reply: &Reply) -> String {
+    reply.finish_reason.clone().unwrap_or_else(|| {
+        if reply.calls.is_empty() {
+            "stop".into()
+        } else {
+            "tool_calls".into()
+        }
+    })
+}
+
+fn usage(reply: &Reply, produced: u64) -> Value {
+    let (prompt, completion) = reply.usage.unwrap_or((DEFAULT_PROMPT_TOKENS, produced));
+    json!({"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion})
+}
+
+fn stream(reply: Reply, model: String, number: usize) -> http::Response<ResponseBody> {
+    let (mut events, produced) = events(&reply, &model, number);
+    if let Some(message) = &reply.stream_error {
+        events.push(json!({"error": {"message": message, "type": "server_error", "code": null}}));
+    } else {
+        events.push(json!({
+            "id": format!("chatcmpl-fake-{number}"), "object": "chat.completion.chunk",
+            "created": created(), "model": model,
+            "choices": [{"index": 0, "delta": {}, "logprobs": null,
+                         "finish_reason": finish_reason(&reply)}]
+        }));
+        events.push(json!({
+            "id": format!("chatcmpl-fake-{number}"), "object": "chat.completion.chunk",
+            "created": created(), "model": model, "choices": [], "usage": usage(&reply, produced)
+        }));
+    }
+    let mut lines: Vec<String> = events.iter().map(|e| format!("data: {e}\n\n")).collect();
+    if reply.stream_error.is_none() {
+        lines.push("data: [DONE]\n\n".into());
+    }
+    let cut = match reply.cut_off_after {
+        Some(n) if n < lines.len() => {
+            lines.truncate(n);
+            true
+        }
+        _ => false,
+    };
+
+    let (mut sender, body) = http_body_util::channel::Channel::<Bytes, BoxError>::new(4);
+    let delay = reply.chunk_delay;
+    tokio::spawn(async move {
+        for (i, line) in lines.into_iter().enumerate() {
+            if i > 0 && !delay.is_zero() {
+                tokio::time::sleep(delay).await;
+            }
+            if sender.send_data(Bytes::from(line)).await.is_err() {
+                return; // the client went away
+            }
+        }
+        if cut {
+            sender.abort("fake LLM: scripted cut-off".into());
+        }
+    });
+    let mut response = with_head(
+        http::Response::new(body.boxed_unsync()),
+        200,
+        "text/event-stream",
+        &reply.headers,
+    );
+    response.headers_mut().insert(
+        http::header::CACHE_CONTROL,
+        http::HeaderValue::from_static("no-cache"),
+    );
+    response
+}
+
+fn whole(reply: &Reply, model: &str, number: usize) -> http::Response<ResponseBody> {
+    let produced = (words(&reply.text).len()
+        + reply
+            .calls
+            .iter()
+            .map(|(_, a)| pieces(a).len())
+            .sum::<usize>()) as u64;
+    let mut message = json!({
+        "role": "assistant",
+        "content": if reply.text.is_empty() && !reply.calls.is_empty() {
+            Value::Null
+        } else {
+            Value::String(reply.text.clone())
+        },
+    });
+    if !reply.calls.is_empty() {
+        message["tool_calls"] = reply
+            .calls
+            .iter()
+            .enumerate()
+            .map(|(n, (name, arguments))| {
+                json!({"id": call_id(number, n), "type": "function",
+                       "function": {"name": name, "arguments": arguments}})
+            })
+            .collect();
+    }
+    let body = json!({
+        "id": format!("chatcmpl-fake-{number}"), "object": "chat.completion",
+        "created": created(), "model": model,
+        "choices": [{"index": 0, "message": message, "logprobs": null,
+                     "finish_reason": finish_reason(reply)}],
+        "usage": usage(reply, produced),
+    });
+    respond(
+        200,
+        "application/json",
+        Bytes::from(body.to_string()),
+        &reply.headers,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn words_keep_their_leading_whitespace() {
+        assert_eq!(words("Hello there,  you"), ["Hello", " there,", "  you"]);
+        assert_eq!(words(" lead"), [" lead"]);
+        assert!(words("").is_empty());
+    }
+
+    #[test]
+    fn arguments_come_in_two_or_more_pieces() {
+        assert_eq!(pieces("{}"), ["{", "}"]);
+        assert_eq!(pieces("{\"a\":1}").concat(), "{\"a\":1}");
+        assert_eq!(pieces("{\"a\":1}").len(), 3);
+        assert_eq!(pieces("äöü€").concat(), "äöü€");
+        assert_eq!(pieces(""), [""]);
+    }
+}
