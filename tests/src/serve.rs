@@ -112,7 +112,12 @@ pub(crate) async fn spawn_server(handler: Handler) -> LocalServer {
         let mut connections = JoinSet::new();
         loop {
             let stream = match listener.accept().await {
-                Ok((stream, _)) => stream,
+                Ok((stream, _)) => {
+                    // Small streamed writes must not wait for delayed ACKs (Nagle): that
+                    // would add ~40 ms stalls to every measured turn.
+                    let _ = stream.set_nodelay(true);
+                    stream
+                }
                 Err(_) => {
                     // E.g. out of file descriptors: wait instead of spinning.
                     tokio::time::sleep(std::time::Duration::from_millis(10)).await;

@@ -210,6 +210,15 @@ impl Rig {
 
     /// `vars` may override router settings; `agents` replaces the built-in catalog.
     pub async fn with(vars: impl FnOnce(&mut Vec<(String, String)>), agents: Option<&str>) -> Self {
+        Self::with_dynamodb(vars, agents, test_support::dynamodb().await).await
+    }
+
+    /// As [`Rig::with`], with the router's DynamoDB client given (e.g. one that counts).
+    pub async fn with_dynamodb(
+        vars: impl FnOnce(&mut Vec<(String, String)>),
+        agents: Option<&str>,
+        dynamodb: aws_sdk_dynamodb::Client,
+    ) -> Self {
         let llm = FakeLlm::start().await;
         let functions = Functions::start().await;
         let jwt_secret = test_support::unique("jwt-secret");
@@ -239,15 +248,8 @@ impl Rig {
         }
         .unwrap_or_else(|e| panic!("agents: {e}"));
         let auth = AuthConfig::from_env(&env).unwrap_or_else(|e| panic!("auth config: {e}"));
-        let deps = Deps::new(
-            config,
-            agents,
-            auth,
-            test_support::dynamodb().await,
-            secrets().await,
-            http(),
-        )
-        .unwrap_or_else(|e| panic!("deps: {e}"));
+        let deps = Deps::new(config, agents, auth, dynamodb, secrets().await, http())
+            .unwrap_or_else(|e| panic!("deps: {e}"));
         Self {
             llm,
             functions,
