@@ -96,6 +96,47 @@ pub async fn create_secret(prefix: &str, value: &str) -> String {
 }
 
 /// A fresh id, so tests sharing the emulator's tables never see each other's items.
+/// Creates a table with a string `pk` hash key and a string `sk` range key (the layout of
+/// the knowledge-base table) under a unique name starting with `prefix`, for tests that
+/// need a table of their own. Returns the name; deleting it is the caller's business.
+pub async fn create_pk_sk_table(client: &aws_sdk_dynamodb::Client, prefix: &str) -> String {
+    use aws_sdk_dynamodb::types::{
+        AttributeDefinition, BillingMode, KeySchemaElement, KeyType, ScalarAttributeType,
+    };
+    let name = unique(prefix);
+    let key = |attribute: &str, key_type| {
+        KeySchemaElement::builder()
+            .attribute_name(attribute)
+            .key_type(key_type)
+            .build()
+            .unwrap_or_else(|e| panic!("key schema: {e}"))
+    };
+    let attribute = |attribute: &str| {
+        AttributeDefinition::builder()
+            .attribute_name(attribute)
+            .attribute_type(ScalarAttributeType::S)
+            .build()
+            .unwrap_or_else(|e| panic!("attribute: {e}"))
+    };
+    client
+        .create_table()
+        .table_name(&name)
+        .billing_mode(BillingMode::PayPerRequest)
+        .key_schema(key("pk", KeyType::Hash))
+        .key_schema(key("sk", KeyType::Range))
+        .attribute_definitions(attribute("pk"))
+        .attribute_definitions(attribute("sk"))
+        .send()
+        .await
+        .unwrap_or_else(|e| {
+            panic!(
+                "creating table {name}: {}\n{HOW_TO_START}",
+                aws_sdk_dynamodb::error::DisplayErrorContext(e)
+            )
+        });
+    name
+}
+
 pub fn unique(prefix: &str) -> String {
     format!("{prefix}-{}", ulid::Ulid::generate())
 }

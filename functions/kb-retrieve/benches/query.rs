@@ -426,39 +426,5 @@ fn cold_load_child(table: &str) {
 }
 
 async fn create_table(client: &aws_sdk_dynamodb::Client) -> String {
-    use aws_sdk_dynamodb::types::{
-        AttributeDefinition, BillingMode, KeySchemaElement, KeyType, ScalarAttributeType,
-    };
-    let name = test_support::unique("kb-retrieve-bench");
-    let key = |name: &str, key_type| {
-        KeySchemaElement::builder()
-            .attribute_name(name)
-            .key_type(key_type)
-            .build()
-            .unwrap_or_else(|e| panic!("key schema: {e}"))
-    };
-    let attribute = |name: &str| {
-        AttributeDefinition::builder()
-            .attribute_name(name)
-            .attribute_type(ScalarAttributeType::S)
-            .build()
-            .unwrap_or_else(|e| panic!("attribute: {e}"))
-    };
-    client
-        .create_table()
-        .table_name(&name)
-        .billing_mode(BillingMode::PayPerRequest)
-        .key_schema(key("pk", KeyType::Hash))
-        .key_schema(key("sk", KeyType::Range))
-        .attribute_definitions(attribute("pk"))
-        .attribute_definitions(attribute("sk"))
-        .send()
-        .await
-        .unwrap_or_else(|e| {
-            panic!(
-                "creating {name}: {}",
-                aws_sdk_dynamodb::error::DisplayErrorContext(e)
-            )
-        });
-    name
+    test_support::create_pk_sk_table(client, "kb-retrieve-bench").await
 }

@@ -361,8 +361,7 @@ impl Pipeline {
                     job_id: record.id.clone(),
                     deduped: true,
                 });
-                let mut reused = self.reuse(ctx, record, deadline).await;
-                reused.call = call.clone();
+                let reused = self.reuse(ctx, call, record, deadline).await;
                 events.event(PipelineEvent::Finished {
                     tool: name,
                     job_id: reused.job_id.clone(),
@@ -431,12 +430,13 @@ impl Pipeline {
     async fn reuse(
         &self,
         ctx: &ToolContext,
+        call: &ToolCallRequest,
         mut record: ToolCallRecord,
         deadline: Instant,
     ) -> CallOutcome {
         loop {
             match record.status {
-                ToolCallStatus::Succeeded => return reused(record),
+                ToolCallStatus::Succeeded => return reused(call, record),
                 ToolCallStatus::Running | ToolCallStatus::Queued
                     if Instant::now() + DUPLICATE_POLL < deadline =>
                 {
@@ -466,24 +466,18 @@ impl Pipeline {
                 format!("An identical call ended as {other}."),
             ),
         };
-        CallOutcome {
-            call: ToolCallRequest {
-                id: String::new(),
-                name: record.tool.as_str().to_owned(),
-                arguments: String::new(),
-            },
-            tool: Some(record.tool),
-            job_id: Some(record.id),
+        deduped(
+            call,
+            record,
             status,
-            deduped: true,
-            retryable: true,
-            result: ToolExecutionResult::failed(message),
-        }
+            true,
+            ToolExecutionResult::failed(message),
+        )
     }
 }
 
 /// A succeeded duplicate's stored result, as if it had just run.
-fn reused(record: ToolCallRecord) -> CallOutcome {
+fn reused(call: &ToolCallRequest, record: ToolCallRecord) -> CallOutcome {
     let result = record
         .response
         .clone()
@@ -496,17 +490,23 @@ fn reused(record: ToolCallRecord) -> CallOutcome {
     } else {
         CallStatus::Failed
     };
+    deduped(call, record, status, false, result)
+}
+
+fn deduped(
+    call: &ToolCallRequest,
+    record: ToolCallRecord,
+    status: CallStatus,
+    retryable: bool,
+    result: ToolExecutionResult,
+) -> CallOutcome {
     CallOutcome {
-        call: ToolCallRequest {
-            id: String::new(),
-            name: record.tool.as_str().to_owned(),
-            arguments: String::new(),
-        },
+        call: call.clone(),
         tool: Some(record.tool),
         job_id: Some(record.id),
         status,
         deduped: true,
-        retryable: false,
+        retryable,
         result,
     }
 }

@@ -162,37 +162,7 @@ impl Functions {
 }
 
 async fn empty_kb_table() -> String {
-    use aws_sdk_dynamodb::types::{
-        AttributeDefinition, BillingMode, KeySchemaElement, KeyType, ScalarAttributeType,
-    };
-    let client = test_support::dynamodb().await;
-    let name = test_support::unique("router-kb");
-    let key = |n: &str, t| {
-        KeySchemaElement::builder()
-            .attribute_name(n)
-            .key_type(t)
-            .build()
-            .unwrap_or_else(|e| panic!("{e}"))
-    };
-    let attr = |n: &str| {
-        AttributeDefinition::builder()
-            .attribute_name(n)
-            .attribute_type(ScalarAttributeType::S)
-            .build()
-            .unwrap_or_else(|e| panic!("{e}"))
-    };
-    client
-        .create_table()
-        .table_name(&name)
-        .billing_mode(BillingMode::PayPerRequest)
-        .key_schema(key("pk", KeyType::Hash))
-        .key_schema(key("sk", KeyType::Range))
-        .attribute_definitions(attr("pk"))
-        .attribute_definitions(attr("sk"))
-        .send()
-        .await
-        .unwrap_or_else(|e| panic!("creating {name}: {e:?}"));
-    name
+    test_support::create_pk_sk_table(&test_support::dynamodb().await, "router-kb").await
 }
 
 /// Everything one test needs: the fakes, the served functions and the router's deps.

@@ -12,9 +12,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use aws_sdk_dynamodb::types::{
-    AttributeDefinition, BillingMode, KeySchemaElement, KeyType, ScalarAttributeType,
-};
 use kb_retrieve::{Config, Deps};
 use lambda_http::http::Method;
 use lambda_http::{Body, Request, Response};
@@ -88,37 +85,7 @@ impl KbTable {
 
     /// With a given client (e.g. one that counts requests).
     pub async fn with_client(client: aws_sdk_dynamodb::Client) -> Self {
-        let name = test_support::unique("kb-retrieve-test");
-        let key = |name: &str, key_type| {
-            KeySchemaElement::builder()
-                .attribute_name(name)
-                .key_type(key_type)
-                .build()
-                .unwrap_or_else(|e| panic!("key schema: {e}"))
-        };
-        let attribute = |name: &str| {
-            AttributeDefinition::builder()
-                .attribute_name(name)
-                .attribute_type(ScalarAttributeType::S)
-                .build()
-                .unwrap_or_else(|e| panic!("attribute: {e}"))
-        };
-        client
-            .create_table()
-            .table_name(&name)
-            .billing_mode(BillingMode::PayPerRequest)
-            .key_schema(key("pk", KeyType::Hash))
-            .key_schema(key("sk", KeyType::Range))
-            .attribute_definitions(attribute("pk"))
-            .attribute_definitions(attribute("sk"))
-            .send()
-            .await
-            .unwrap_or_else(|e| {
-                panic!(
-                    "creating table {name}: {}",
-                    aws_sdk_dynamodb::error::DisplayErrorContext(e)
-                )
-            });
+        let name = test_support::create_pk_sk_table(&client, "kb-retrieve-test").await;
         let store = Arc::new(DynamoKbStore::new(client.clone(), name.clone()));
         Self {
             client,
