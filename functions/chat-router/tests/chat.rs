@@ -27,7 +27,8 @@ async fn flight_search_streams_the_contract_events_with_one_llm_call() {
     let rig = Rig::start().await;
     rig.llm
         .push(Reply::tool_calls(vec![("search_flights", flight_args())]));
-    let token = rig.token(&test_support::unique("alice"));
+    let alice = test_support::unique("alice");
+    let token = rig.token(&alice);
     let turn = rig
         .chat(
             Some(&token),
@@ -89,6 +90,13 @@ async fn flight_search_streams_the_contract_events_with_one_llm_call() {
         offered,
         ["search_flights", "search_knowledge_base", "ask_gpt"]
     );
+
+    // The one LLM call's usage is recorded with its cost.
+    let since = time::OffsetDateTime::now_utc() - time::Duration::hours(1);
+    let usage = rig.deps.usage.list_for_user(&alice, since).await.unwrap();
+    assert_eq!(usage.len(), 1, "{usage:?}");
+    assert_eq!(usage[0].operation, "chat");
+    assert!(usage[0].total_tokens > 0 && usage[0].cost_usd > Some(0.0), "{usage:?}");
 
     // The audit log has the call, succeeded, with the stored request.
     let chat_id = turn.chat_id();
