@@ -40,6 +40,7 @@ enum Route<'a> {
     Chat,
     ToolCalls { chat_id: &'a str },
     ToolCall { chat_id: &'a str, call_id: &'a str },
+    Cancel { chat_id: &'a str, call_id: &'a str },
 }
 
 /// Matches on the path's trailing segments, so the router works under any prefix (a
@@ -49,6 +50,9 @@ fn route(path: &str) -> Option<Route<'_>> {
     match segments.as_slice() {
         [.., "chats", chat_id, "tool-calls"] => Some(Route::ToolCalls { chat_id }),
         [.., "chats", chat_id, "tool-calls", call_id] => Some(Route::ToolCall { chat_id, call_id }),
+        [.., "chats", chat_id, "tool-calls", call_id, "cancel"] => {
+            Some(Route::Cancel { chat_id, call_id })
+        }
         [.., "chat"] => Some(Route::Chat),
         _ => None,
     }
@@ -68,7 +72,7 @@ pub async fn handle(deps: &Deps, req: Request) -> Response<Body> {
         ));
     };
     let (allowed, method_ok) = match route {
-        Route::Chat => ("POST", req.method() == Method::POST),
+        Route::Chat | Route::Cancel { .. } => ("POST", req.method() == Method::POST),
         _ => ("GET", req.method() == Method::GET),
     };
     if !method_ok {
@@ -112,6 +116,14 @@ pub async fn handle(deps: &Deps, req: Request) -> Response<Body> {
                 .await
             {
                 Ok(page) => json(200, &page),
+                Err(e) => error(&ApiError::from(&e)),
+            }
+        }
+        // queued | running → canceled: a worker skips a canceled call; a running one's
+        // late finish is refused by the fence.
+        Route::Cancel { chat_id, call_id } => {
+            match deps.ledger.cancel(&user.user_id, chat_id, call_id).await {
+                Ok(record) => json(200, &record),
                 Err(e) => error(&ApiError::from(&e)),
             }
         }
@@ -251,6 +263,13 @@ mod tests {
         assert!(matches!(
             route("/chats/c1/tool-calls/t9"),
             Some(Route::ToolCall {
+                chat_id: "c1",
+                call_id: "t9"
+            })
+        ));
+        assert!(matches!(
+            route("/chats/c1/tool-calls/t9/cancel"),
+            Some(Route::Cancel {
                 chat_id: "c1",
                 call_id: "t9"
             })

@@ -96,7 +96,10 @@ async fn flight_search_streams_the_contract_events_with_one_llm_call() {
     let usage = rig.deps.usage.list_for_user(&alice, since).await.unwrap();
     assert_eq!(usage.len(), 1, "{usage:?}");
     assert_eq!(usage[0].operation, "chat");
-    assert!(usage[0].total_tokens > 0 && usage[0].cost_usd > Some(0.0), "{usage:?}");
+    assert!(
+        usage[0].total_tokens > 0 && usage[0].cost_usd > Some(0.0),
+        "{usage:?}"
+    );
 
     // The audit log has the call, succeeded, with the stored request.
     let chat_id = turn.chat_id();
@@ -611,4 +614,59 @@ async fn tokens_arrive_as_the_llm_streams_them() {
         turn.first("final")["message"]["content"],
         json!("one two three four five six seven eight")
     );
+}
+
+#[tokio::test]
+async fn a_queued_call_can_be_canceled_by_its_owner_only_once() {
+    use shared::domain::tool_call::ToolName;
+    use shared::ledger::{Claim, ClaimMode, ClaimRequest};
+    let rig = Rig::start().await;
+    rig.llm.push(Reply::text("hi"));
+    let user = test_support::unique("quinn");
+    let token = rig.token(&user);
+    let chat_id = rig
+        .chat(Some(&token), json!({"message": "hi"}))
+        .await
+        .chat_id();
+    let claim = rig
+        .deps
+        .ledger
+        .record_and_claim(ClaimRequest {
+            owner_id: user.clone(),
+            chat_id: chat_id.clone(),
+            tool: ToolName::SearchKnowledgeBase,
+            request: json!({"query": "queued", "top_k": 6}),
+            mode: ClaimMode::Enqueue,
+        })
+        .await
+        .unwrap();
+    let Claim::Claimed(queued) = claim else {
+        panic!("not claimed: {claim:?}")
+    };
+    let cancel = |who: String| {
+        let path = format!("/chats/{chat_id}/tool-calls/{}/cancel", queued.id);
+        let req = lambda_http::http::Request::builder()
+            .method("POST")
+            .uri(path)
+            .header("authorization", format!("Bearer {who}"))
+            .body(lambda_http::Body::Empty)
+            .unwrap();
+        let deps = rig.deps.clone();
+        async move {
+            let response = chat_router::handler::handle(&deps, req).await;
+            let status = response.status().as_u16();
+            let turn = common::Turn::read(response, std::time::Instant::now()).await;
+            (status, turn.json)
+        }
+    };
+    let (status, _) = cancel(rig.token(&test_support::unique("mallory"))).await;
+    assert_eq!(status, 404, "a stranger cannot cancel");
+    let (status, record) = cancel(token.clone()).await;
+    assert_eq!(
+        (status, &record["status"]),
+        (200, &json!("canceled")),
+        "{record}"
+    );
+    let (status, body) = cancel(token).await;
+    assert_eq!(status, 409, "already canceled: {body}");
 }
