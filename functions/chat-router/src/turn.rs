@@ -268,7 +268,17 @@ async fn run_steps(deps: &Deps, input: &TurnInput, emitter: &Emitter) -> Result<
         }
     }
 
-    let content = answer.unwrap_or_default();
+    // A model that still wants tools when none are offered may answer with nothing.
+    let content = match answer {
+        Some(text) if !text.trim().is_empty() => text,
+        _ => {
+            let text = "Sorry, I could not finish this request. Please try again or rephrase it.";
+            emitter.emit(ChatEvent::AssistantToken {
+                content: text.to_owned(),
+            });
+            text.to_owned()
+        }
+    };
     deps.chats
         .append_messages(
             owner,

@@ -670,3 +670,32 @@ async fn a_queued_call_can_be_canceled_by_its_owner_only_once() {
     let (status, body) = cancel(token).await;
     assert_eq!(status, 409, "already canceled: {body}");
 }
+
+#[tokio::test]
+async fn after_the_step_limit_the_model_must_answer_without_tools() {
+    let rig = Rig::with(
+        |vars| vars.push(("MAX_TOOL_STEPS".into(), "1".into())),
+        None,
+    )
+    .await;
+    rig.llm.push(Reply::tool_calls(vec![(
+        "search_knowledge_base",
+        json!({"query": "baggage"}),
+    )]));
+    rig.llm.push(Reply::text(""));
+    let turn = rig
+        .chat(
+            Some(&rig.token(&test_support::unique("rita"))),
+            json!({"message": "baggage rules?"}),
+        )
+        .await;
+    let requests = rig.llm.requests();
+    assert_eq!(requests.len(), 2);
+    assert!(requests[1].get("tools").is_none(), "{}", requests[1]);
+    let content = turn.first("final")["message"]["content"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(content.contains("could not finish"), "{content}");
+    assert_eq!(turn.text(), content);
+}
