@@ -6,7 +6,6 @@
 //! Every call ends as a [`CallOutcome`] whose result message is what the LLM reads next, so
 //! nothing here aborts a turn: the caller decides what a rejected call means.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -558,12 +557,4 @@ fn settle(
             (CallStatus::Timeout, result, true, Outcome::Timeout(message))
         }
     }
-}
-
-/// The `raw` results of a step's calls by job id, for the `final` event.
-pub fn raw_results(calls: &[CallOutcome]) -> BTreeMap<String, Value> {
-    calls
-        .iter()
-        .filter_map(|c| Some((c.job_id.clone()?, c.result.raw.clone()?)))
-        .collect()
 }
