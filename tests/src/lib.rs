@@ -11,6 +11,7 @@ use std::time::Duration;
 
 pub mod fake_llm;
 pub mod serve;
+pub mod upstreams;
 
 pub const HOW_TO_START: &str = "start the local emulators and load their settings:\n    \
      infra/local/emulators.sh start && source .local/run/env\n\

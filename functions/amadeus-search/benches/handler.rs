@@ -16,8 +16,7 @@ use lambda_http::http::Method;
 use lambda_http::{Body, Request};
 use shared::config::Env;
 use shared::secrets::{AwsSecretSource, SecretsCache};
-use wiremock::matchers::{method, path};
-use wiremock::{Mock, MockServer, ResponseTemplate};
+use wiremock::MockServer;
 
 fn request() -> Request {
     let mut req = Request::new(Body::Text(
@@ -33,22 +32,7 @@ async fn main() {
     let iterations = if full_run() { 500 } else { 5 };
 
     let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .and(path("/v1/security/oauth2/token"))
-        .respond_with(ResponseTemplate::new(200).set_body_raw(
-            test_support::fixture("amadeus/oauth2_token_response.amadeus-java.json"),
-            "application/json",
-        ))
-        .mount(&server)
-        .await;
-    Mock::given(method("GET"))
-        .and(path("/v2/shopping/flight-offers"))
-        .respond_with(ResponseTemplate::new(200).set_body_raw(
-            test_support::fixture("amadeus/flight_offers_search_response.amadeus-java.json"),
-            "application/vnd.amadeus+json",
-        ))
-        .mount(&server)
-        .await;
+    test_support::upstreams::mount_amadeus(&server).await;
 
     let credentials = test_support::create_secret(
         "amadeus-bench-credentials",

@@ -6,12 +6,12 @@
 //! events followed by `done`.
 
 use bytes::Bytes;
-use lambda_http::http::{HeaderValue, Method, Response, StatusCode, header};
+use lambda_http::http::{HeaderValue, Method, Response, header};
 use lambda_http::lambda_runtime::streaming::{Body, channel};
 use lambda_http::{Request, RequestExt};
 use serde::Deserialize;
 use serde_json::json;
-use shared::http::lambda::{deadline, json_body};
+use shared::http::lambda::{deadline, error_response, json_body, json_response};
 use shared::http::{ApiError, ErrorCode};
 
 use crate::Deps;
@@ -94,7 +94,10 @@ pub async fn handle(deps: &Deps, req: Request) -> Response<Body> {
         Err(e) => return error(&ApiError::from(&e)),
     };
     match route {
-        Route::Chat => chat(deps, &req, user.user_id, format!("Bearer {}", user.token)).await,
+        Route::Chat => {
+            let authorization = user.authorization_header();
+            chat(deps, &req, user.user_id, authorization).await
+        }
         Route::ToolCalls { chat_id } => {
             // A chat without tool calls has no item to carry its owner: check the chat.
             if let Err(e) = deps.chats.get(&user.user_id, chat_id).await {
@@ -115,7 +118,7 @@ pub async fn handle(deps: &Deps, req: Request) -> Response<Body> {
                 .list(&user.user_id, chat_id, limit, cursor.as_deref())
                 .await
             {
-                Ok(page) => json(200, &page),
+                Ok(page) => json_response(200, &page),
                 Err(e) => error(&ApiError::from(&e)),
             }
         }
@@ -123,13 +126,13 @@ pub async fn handle(deps: &Deps, req: Request) -> Response<Body> {
         // late finish is refused by the fence.
         Route::Cancel { chat_id, call_id } => {
             match deps.ledger.cancel(&user.user_id, chat_id, call_id).await {
-                Ok(record) => json(200, &record),
+                Ok(record) => json_response(200, &record),
                 Err(e) => error(&ApiError::from(&e)),
             }
         }
         Route::ToolCall { chat_id, call_id } => {
             match deps.ledger.get(&user.user_id, chat_id, call_id).await {
-                Ok(record) => json(200, &record),
+                Ok(record) => json_response(200, &record),
                 Err(e) => error(&ApiError::from(&e)),
             }
         }
@@ -223,20 +226,8 @@ fn stream(deps: Deps, input: TurnInput, debug: bool) -> Response<Body> {
     response
 }
 
-fn json<T: serde::Serialize>(status: u16, value: &T) -> Response<Body> {
-    let text = serde_json::to_string(value)
-        .unwrap_or_else(|_| r#"{"error":{"code":"internal","message":"internal error"}}"#.into());
-    let mut response = Response::new(Body::from(text));
-    *response.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
-    response.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    response
-}
-
 fn error(api: &ApiError) -> Response<Body> {
-    let mut response = json(api.status(), &api.clone().envelope());
+    let mut response: Response<Body> = error_response(api);
     if api.code == ErrorCode::Unauthorized {
         response
             .headers_mut()

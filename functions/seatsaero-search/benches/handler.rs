@@ -16,8 +16,7 @@ use lambda_http::{Body, Request};
 use seatsaero_search::{Config, Deps, handle};
 use serde_json::json;
 use shared::secrets::{AwsSecretSource, SecretsCache};
-use wiremock::matchers::{method, path, path_regex};
-use wiremock::{Mock, MockServer, ResponseTemplate};
+use wiremock::MockServer;
 
 fn request(body: &str) -> Request {
     let mut req = Request::new(Body::Text(body.to_owned()));
@@ -30,24 +29,7 @@ async fn main() {
     let requests = if full_run() { 500 } else { 5 };
 
     let server = MockServer::start().await;
-    Mock::given(method("GET"))
-        .and(path("/search"))
-        .respond_with(
-            ResponseTemplate::new(200).set_body_json(test_support::fixture_json(
-                "seatsaero/cached_search_response.docs-example.json",
-            )),
-        )
-        .mount(&server)
-        .await;
-    Mock::given(method("GET"))
-        .and(path_regex(r"^/trips/[^/]+$"))
-        .respond_with(
-            ResponseTemplate::new(200).set_body_json(test_support::fixture_json(
-                "seatsaero/get_trips_response.docs-example.json",
-            )),
-        )
-        .mount(&server)
-        .await;
+    test_support::upstreams::mount_seatsaero(&server).await;
 
     let secret = test_support::create_secret("bench/seatsaero-key", "sk-bench").await;
     let config = match Config::new(&server.uri(), secret) {

@@ -69,7 +69,9 @@ fn strip_position(e: &serde_json::Error) -> String {
     }
 }
 
-pub fn json_response<T: Serialize>(status: u16, value: &T) -> Response<Body> {
+/// A JSON response; `B` is any body built from text (the buffered `lambda_http::Body` or a
+/// streaming function's body).
+pub fn json_response<T: Serialize, B: From<String>>(status: u16, value: &T) -> Response<B> {
     match serde_json::to_string(value) {
         Ok(body) => build(status, body),
         Err(e) => {
@@ -79,12 +81,12 @@ pub fn json_response<T: Serialize>(status: u16, value: &T) -> Response<Body> {
     }
 }
 
-pub fn error_response(error: &ApiError) -> Response<Body> {
+pub fn error_response<B: From<String>>(error: &ApiError) -> Response<B> {
     build(error.status(), error.body())
 }
 
-fn build(status: u16, body: String) -> Response<Body> {
-    let mut response = Response::new(Body::Text(body));
+fn build<B: From<String>>(status: u16, body: String) -> Response<B> {
+    let mut response = Response::new(B::from(body));
     *response.status_mut() =
         StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     response.headers_mut().insert(
@@ -160,7 +162,8 @@ mod tests {
 
     #[test]
     fn responses_are_json() {
-        let response = error_response(&ApiError::new(ErrorCode::NotFound, "not found"));
+        let response: Response<Body> =
+            error_response(&ApiError::new(ErrorCode::NotFound, "not found"));
         assert_eq!(response.status(), 404);
         assert_eq!(
             response

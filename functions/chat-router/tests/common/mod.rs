@@ -17,8 +17,7 @@ use shared::secrets::{AwsSecretSource, SecretsCache};
 use shared::tools::agents::AgentCatalog;
 use test_support::fake_llm::FakeLlm;
 use test_support::serve::{LocalServer, serve_lambda};
-use wiremock::matchers::{method, path, path_regex};
-use wiremock::{Mock, MockServer, ResponseTemplate};
+use wiremock::MockServer;
 
 pub const ISSUER: &str = "https://auth.test.local/";
 pub const AUDIENCE: &str = "chat-router-tests";
@@ -51,26 +50,8 @@ pub struct Functions {
 
 impl Functions {
     pub async fn start() -> Self {
-        // Seats.aero: cached search + trip details from the fixtures.
         let seats_upstream = MockServer::start().await;
-        Mock::given(method("GET"))
-            .and(path("/search"))
-            .respond_with(
-                ResponseTemplate::new(200).set_body_json(test_support::fixture_json(
-                    "seatsaero/cached_search_response.docs-example.json",
-                )),
-            )
-            .mount(&seats_upstream)
-            .await;
-        Mock::given(method("GET"))
-            .and(path_regex(r"^/trips/[^/]+$"))
-            .respond_with(
-                ResponseTemplate::new(200).set_body_json(test_support::fixture_json(
-                    "seatsaero/get_trips_response.docs-example.json",
-                )),
-            )
-            .mount(&seats_upstream)
-            .await;
+        test_support::upstreams::mount_seatsaero(&seats_upstream).await;
         let seats_key = test_support::create_secret("router-test/seatsaero", "sk-test").await;
         let seats_config = seatsaero_search::Config::new(&seats_upstream.uri(), seats_key)
             .unwrap_or_else(|e| panic!("seatsaero config: {e}"));
@@ -82,24 +63,8 @@ impl Functions {
         })
         .await;
 
-        // Amadeus: token endpoint + flight offers from the fixtures.
         let amadeus_upstream = MockServer::start().await;
-        Mock::given(method("POST"))
-            .and(path("/v1/security/oauth2/token"))
-            .respond_with(ResponseTemplate::new(200).set_body_raw(
-                test_support::fixture("amadeus/oauth2_token_response.amadeus-java.json"),
-                "application/json",
-            ))
-            .mount(&amadeus_upstream)
-            .await;
-        Mock::given(method("GET"))
-            .and(path("/v2/shopping/flight-offers"))
-            .respond_with(ResponseTemplate::new(200).set_body_raw(
-                test_support::fixture("amadeus/flight_offers_search_response.amadeus-java.json"),
-                "application/vnd.amadeus+json",
-            ))
-            .mount(&amadeus_upstream)
-            .await;
+        test_support::upstreams::mount_amadeus(&amadeus_upstream).await;
         let credentials = json!({"client_id": "id", "client_secret": "secret"}).to_string();
         let amadeus_env = Env::from_pairs([
             (
