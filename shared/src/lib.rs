@@ -14,6 +14,7 @@ pub mod embeddings;
 pub mod error;
 pub mod http;
 pub mod ids;
+pub mod jobs;
 pub mod kb;
 pub mod ledger;
 pub mod limits;

@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 pub mod fake_llm;
+pub mod queues;
 pub mod serve;
 pub mod upstreams;
 

@@ -21,6 +21,8 @@ pub enum ChatEvent {
         tool: ToolName,
         job_id: String,
         deduped: bool,
+        /// True when the call went to the tool queue (`status: "queued"`).
+        queued: bool,
     },
     ToolResult {
         tool: ToolName,
@@ -75,7 +77,13 @@ impl ChatEvent {
                 tool,
                 job_id,
                 deduped,
-            } => json!({ "tool": tool, "job_id": job_id, "deduped": deduped }),
+                queued,
+            } => json!({
+                "tool": tool,
+                "job_id": job_id,
+                "deduped": deduped,
+                "status": if *queued { "queued" } else { "running" },
+            }),
             Self::ToolResult {
                 tool,
                 job_id,
@@ -154,10 +162,12 @@ impl EventSink for Emitter {
                 tool,
                 job_id,
                 deduped,
+                queued,
             } => self.emit(ChatEvent::ToolStarted {
                 tool,
                 job_id,
                 deduped,
+                queued,
             }),
             PipelineEvent::Finished {
                 tool,

@@ -2,7 +2,11 @@
 //! exchanges (an assistant's tool calls always travel with their results, which OpenAI
 //! requires), with tool results truncated so one huge result cannot crowd out the rest.
 
+use futures::future::join_all;
 use shared::domain::chat::{Message, Role};
+use shared::domain::tool_call::{ToolCallRecord, ToolCallStatus};
+use shared::domain::tool_result::ToolExecutionResult;
+use shared::ledger::ToolCallLedger;
 use shared::llm::{PromptMessage, ToolCallRequest};
 
 /// A rough, provider-independent token estimate: ~4 characters per token plus overhead.
@@ -45,6 +49,64 @@ fn to_prompt(message: &Message, tool_result_max_chars: usize) -> Option<PromptMe
         // System prompts come from the agent profile, never from storage.
         Role::System => return None,
     })
+}
+
+/// Background tool messages hold what was known when their turn ended (queued, or failed
+/// with a retry scheduled); the ledger has the final word. Rewrites each with its call's
+/// current state, so results the tool worker produced since reach the model. A record that
+/// cannot be read leaves its message as it was.
+pub async fn refresh_background(
+    ledger: &dyn ToolCallLedger,
+    owner_id: &str,
+    chat_id: &str,
+    messages: &mut [Message],
+) {
+    let pending: Vec<(usize, String)> = messages
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| m.background)
+        .filter_map(|(i, m)| m.ledger_call_id.clone().map(|id| (i, id)))
+        .collect();
+    let records = join_all(
+        pending
+            .iter()
+            .map(|(_, id)| ledger.get(owner_id, chat_id, id)),
+    )
+    .await;
+    for ((i, id), record) in pending.iter().zip(records) {
+        match record {
+            Ok(record) => messages[*i].content = background_update(&record, &messages[*i].content),
+            Err(e) => tracing::warn!(call_id = %id, error = %e, "reading a background call failed"),
+        }
+    }
+}
+
+/// The tool message for a background call in its current state.
+fn background_update(record: &ToolCallRecord, stored: &str) -> String {
+    let attempts = record.attempt;
+    match record.status {
+        ToolCallStatus::Succeeded => {
+            let message = record
+                .response
+                .clone()
+                .and_then(|r| serde_json::from_value::<ToolExecutionResult>(r).ok())
+                .map(|r| r.message)
+                .unwrap_or_else(|| "(result unavailable)".to_owned());
+            format!("[completed in the background after this turn, attempt {attempts}] {message}")
+        }
+        ToolCallStatus::Failed | ToolCallStatus::Timeout => format!(
+            "[{} in the background after {attempts} attempts] {}",
+            record.status,
+            record.error.as_deref().unwrap_or("no details")
+        ),
+        ToolCallStatus::Canceled => {
+            "[canceled] The call was canceled before it finished.".to_owned()
+        }
+        ToolCallStatus::Queued | ToolCallStatus::Running => format!(
+            "{stored}\n[still {} in the background, attempt {attempts}]",
+            record.status
+        ),
+    }
 }
 
 /// The newest whole exchanges of `messages` (oldest first) within `token_budget`.
@@ -123,8 +185,47 @@ mod tests {
             tool_calls: Vec::new(),
             tool_call_id: None,
             ledger_call_id: None,
+            background: false,
             created_at: time::OffsetDateTime::UNIX_EPOCH,
         }
+    }
+
+    fn record(status: ToolCallStatus, response: Option<serde_json::Value>) -> ToolCallRecord {
+        let now = time::OffsetDateTime::UNIX_EPOCH;
+        ToolCallRecord {
+            id: "job".into(),
+            chat_id: "chat".into(),
+            tool: shared::domain::tool_call::ToolName::SearchKnowledgeBase,
+            status,
+            attempt: 2,
+            request: serde_json::Value::Null,
+            response,
+            error: Some("kb-retrieve failed: upstream unavailable".into()),
+            dedupe_key: String::new(),
+            created_at: now,
+            updated_at: now,
+            started_at: None,
+            finished_at: None,
+            attempts: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn background_messages_show_the_calls_current_state() {
+        let done = ToolExecutionResult::succeeded("Found: miles expire after 36 months.");
+        let succeeded = record(ToolCallStatus::Succeeded, serde_json::to_value(&done).ok());
+        let text = background_update(&succeeded, "[queued] runs in the background");
+        assert!(text.contains("completed in the background"), "{text}");
+        assert!(text.contains("miles expire after 36 months"), "{text}");
+        let failed = background_update(&record(ToolCallStatus::Failed, None), "x");
+        assert!(
+            failed.contains("failed in the background after 2 attempts"),
+            "{failed}"
+        );
+        assert!(failed.contains("upstream unavailable"), "{failed}");
+        let waiting = background_update(&record(ToolCallStatus::Queued, None), "[queued] job");
+        assert!(waiting.starts_with("[queued] job"), "{waiting}");
+        assert!(waiting.contains("still queued"), "{waiting}");
     }
 
     fn exchange() -> Vec<Message> {

@@ -10,6 +10,7 @@ use shared::config::Env;
 use shared::http::auth::AuthConfig;
 use shared::secrets::{AwsSecretSource, SecretsCache};
 use shared::tools::agents::AgentCatalog;
+use shared::tools::setup::ToolClients;
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {
@@ -23,14 +24,15 @@ async fn main() -> Result<(), lambda_http::Error> {
         Arc::new(AwsSecretSource::new(shared::aws::secrets_manager(&sdk))),
         shared::config::secrets_cache_ttl(&env)?,
     ));
-    let deps = Deps::new(
-        config,
-        agents,
-        auth,
-        shared::aws::dynamodb(&sdk),
+    let clients = ToolClients {
+        dynamodb: shared::aws::dynamodb(&sdk),
+        sqs: shared::aws::sqs(&sdk),
         secrets,
-        shared::upstream::http_client()?,
-    )?;
+        http: shared::upstream::http_client()?,
+        // Chat turns forward the user's token; only the tool worker signs.
+        signer: None,
+    };
+    let deps = Deps::new(config, agents, auth, clients)?;
     run_with_streaming_response(service_fn(|req: Request| {
         let deps = deps.clone();
         async move { Ok::<_, std::convert::Infallible>(handle(&deps, req).await) }

@@ -13,9 +13,9 @@ use shared::domain::flight::Locale;
 use shared::domain::session::SessionState;
 use shared::http::ApiError;
 use shared::llm::{CompletionRequest, PromptMessage, ToolChoice, ToolSpec};
-use shared::tools::ToolContext;
 use shared::tools::agents::AgentProfile;
 use shared::tools::pipeline::{CallOutcome, CallStatus};
+use shared::tools::{Caller, ToolContext};
 use shared::{Error, Result};
 
 use crate::Deps;
@@ -74,10 +74,11 @@ async fn run_steps(deps: &Deps, input: &TurnInput, emitter: &Emitter) -> Result<
     let config = &deps.config;
     let owner = &input.user_id;
     let chat_id = &input.chat.id;
-    let history = deps
+    let mut history = deps
         .chats
         .recent_messages(owner, chat_id, config.history_max_messages)
         .await?;
+    history::refresh_background(deps.ledger.as_ref(), owner, chat_id, &mut history).await;
     deps.chats
         .append_messages(
             owner,
@@ -92,7 +93,7 @@ async fn run_steps(deps: &Deps, input: &TurnInput, emitter: &Emitter) -> Result<
         .profile
         .model
         .clone()
-        .unwrap_or_else(|| config.openai_model.clone());
+        .unwrap_or_else(|| config.tools.llm.model.clone());
     let mut prompt = vec![PromptMessage::system(system_prompt(&input.profile, &state))];
     prompt.extend(history::select(
         &history,
@@ -174,7 +175,9 @@ async fn run_steps(deps: &Deps, input: &TurnInput, emitter: &Emitter) -> Result<
         let ctx = ToolContext {
             user_id: owner.clone(),
             chat_id: chat_id.clone(),
-            authorization: Some(input.authorization.clone()),
+            caller: Caller::User {
+                authorization: input.authorization.clone(),
+            },
             session_state: state.clone(),
             locale,
             deadline: tool_budget,
@@ -183,7 +186,7 @@ async fn run_steps(deps: &Deps, input: &TurnInput, emitter: &Emitter) -> Result<
             .pipeline
             .run_step(
                 &ctx,
-                &input.profile.tools,
+                input.profile.tool_policy(),
                 &completion.tool_calls,
                 tool_budget,
                 emitter,
@@ -203,12 +206,10 @@ async fn run_steps(deps: &Deps, input: &TurnInput, emitter: &Emitter) -> Result<
                 })
                 .collect(),
         )];
-        step_messages.extend(
-            outcome
-                .calls
-                .iter()
-                .map(|c| NewMessage::tool(c.call.id.clone(), c.job_id.clone(), tool_message(c))),
-        );
+        step_messages.extend(outcome.calls.iter().map(|c| {
+            NewMessage::tool(c.call.id.clone(), c.job_id.clone(), tool_message(c))
+                .in_background(c.background)
+        }));
         deps.chats
             .append_messages(owner, chat_id, step_messages)
             .await?;

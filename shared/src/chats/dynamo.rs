@@ -117,6 +117,8 @@ struct MessageItem {
     tool_call_id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     ledger_call_id: Option<String>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    background: bool,
     #[serde(with = "time::serde::rfc3339")]
     created_at: OffsetDateTime,
 }
@@ -131,6 +133,7 @@ impl From<MessageItem> for Message {
             tool_calls: item.tool_calls,
             tool_call_id: item.tool_call_id,
             ledger_call_id: item.ledger_call_id,
+            background: item.background,
             created_at: item.created_at,
         }
     }
@@ -249,6 +252,7 @@ impl ChatStore for DynamoChatStore {
                     tool_calls: m.tool_calls,
                     tool_call_id: m.tool_call_id,
                     ledger_call_id: m.ledger_call_id,
+                    background: m.background,
                     created_at: now,
                 }
             })

@@ -51,6 +51,10 @@ pub struct NewMessage {
     /// For tool messages: the ledger's id of the tool call, linking to the audit log.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ledger_call_id: Option<String>,
+    /// For tool messages: the call finishes in the background (queued, or a retry is
+    /// scheduled), so readers look up its final result in the ledger.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub background: bool,
 }
 
 impl NewMessage {
@@ -61,6 +65,7 @@ impl NewMessage {
             tool_calls: Vec::new(),
             tool_call_id: None,
             ledger_call_id: None,
+            background: false,
         }
     }
 
@@ -71,6 +76,7 @@ impl NewMessage {
             tool_calls,
             tool_call_id: None,
             ledger_call_id: None,
+            background: false,
         }
     }
 
@@ -85,7 +91,14 @@ impl NewMessage {
             tool_calls: Vec::new(),
             tool_call_id: Some(tool_call_id.into()),
             ledger_call_id,
+            background: false,
         }
+    }
+
+    /// Marks a tool message whose call finishes in the background.
+    pub fn in_background(mut self, background: bool) -> Self {
+        self.background = background;
+        self
     }
 }
 
@@ -102,6 +115,8 @@ pub struct Message {
     pub tool_call_id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ledger_call_id: Option<String>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub background: bool,
     #[serde(with = "time::serde::rfc3339")]
     pub created_at: OffsetDateTime,
 }

@@ -550,6 +550,40 @@ impl ToolCallLedger for DynamoLedger {
         from_item::<CallItem>(attributes.unwrap_or_default()).map(|item| item.claimed(false))
     }
 
+    async fn withdraw(
+        &self,
+        chat_id: &str,
+        call_id: &str,
+        attempt: u32,
+        reason: &str,
+    ) -> Result<()> {
+        let now = self.clock.now();
+        let i = attempt.saturating_sub(1);
+        self.transition(
+            self.update(chat_id, call_id)
+                .update_expression(format!(
+                    "SET #status = :canceled, finished_at = :now, updated_at = :now, #error = :reason, \
+                     attempts[{i}].#status = :canceled, attempts[{i}].finished_at = :now, \
+                     attempts[{i}].#error = :reason"
+                ))
+                .condition_expression(
+                    "attribute_exists(pk) AND #status = :queued AND attempt = :attempt",
+                )
+                .expression_attribute_names("#error", "error")
+                .expression_attribute_values(":canceled", status_av(ToolCallStatus::Canceled))
+                .expression_attribute_values(":queued", status_av(ToolCallStatus::Queued))
+                .expression_attribute_values(":now", rfc3339(now))
+                .expression_attribute_values(":reason", s(reason))
+                .expression_attribute_values(":attempt", n(attempt)),
+            chat_id,
+            call_id,
+            attempt,
+            ToolCallStatus::Canceled,
+        )
+        .await
+        .map(drop)
+    }
+
     async fn cancel(&self, owner_id: &str, chat_id: &str, call_id: &str) -> Result<ToolCallRecord> {
         // The attempt index is part of the update expression, so read it first; the condition
         // re-checks status and attempt, and a lost race is retried on the fresh state.

@@ -119,6 +119,16 @@ pub trait ToolCallLedger: Send + Sync {
         failed_attempt: u32,
     ) -> Result<ClaimedCall>;
 
+    /// queued → canceled by the system, for a queued attempt whose job could not be sent
+    /// (nothing would ever run it). Fenced on `attempt`; `reason` becomes the error.
+    async fn withdraw(
+        &self,
+        chat_id: &str,
+        call_id: &str,
+        attempt: u32,
+        reason: &str,
+    ) -> Result<()>;
+
     /// queued | running → canceled, by the chat's owner.
     async fn cancel(&self, owner_id: &str, chat_id: &str, call_id: &str) -> Result<ToolCallRecord>;
 

@@ -66,6 +66,9 @@ pub struct AgentProfile {
     /// `None`: the deployment's `OPENAI_MODEL`.
     pub model: Option<String>,
     pub tools: Vec<ToolName>,
+    /// Tools of `tools` that run in the background through the tool queue: the turn records
+    /// them as `queued` and goes on; the result reaches the model on a later turn.
+    pub async_tools: Vec<ToolName>,
     pub tool_choice: ToolChoiceMode,
     pub temperature: Option<f32>,
 }
@@ -73,6 +76,31 @@ pub struct AgentProfile {
 impl AgentProfile {
     pub fn allows(&self, tool: ToolName) -> bool {
         self.tools.contains(&tool)
+    }
+
+    /// What the pipeline may run in a step of this profile.
+    pub fn tool_policy(&self) -> ToolPolicy<'_> {
+        ToolPolicy {
+            allowed: &self.tools,
+            background: &self.async_tools,
+        }
+    }
+}
+
+/// Which tools a step may call, and which of them run in the background.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ToolPolicy<'a> {
+    pub allowed: &'a [ToolName],
+    pub background: &'a [ToolName],
+}
+
+impl<'a> ToolPolicy<'a> {
+    /// Every tool of `allowed` runs in the turn.
+    pub fn inline(allowed: &'a [ToolName]) -> Self {
+        Self {
+            allowed,
+            background: &[],
+        }
     }
 }
 
@@ -86,6 +114,8 @@ struct AgentEntry {
     model: Option<String>,
     #[serde(default)]
     tools: Vec<ToolName>,
+    #[serde(default)]
+    async_tools: Vec<ToolName>,
     #[serde(default = "auto")]
     tool_choice: ToolChoiceMode,
     #[serde(default)]
@@ -166,6 +196,11 @@ impl AgentCatalog {
                     "{source}: agent `{name}` forces {forced}, which is not in its tools"
                 )));
             }
+            if let Some(stray) = entry.async_tools.iter().find(|t| !entry.tools.contains(t)) {
+                return Err(Error::Config(format!(
+                    "{source}: agent `{name}` runs {stray} asynchronously, but it is not in its tools"
+                )));
+            }
             if entry.tool_choice == ToolChoiceMode::Required && entry.tools.is_empty() {
                 return Err(Error::Config(format!(
                     "{source}: agent `{name}` requires a tool call but has no tools"
@@ -179,6 +214,7 @@ impl AgentCatalog {
                     system_prompt: entry.system_prompt.trim().to_owned(),
                     model: entry.model,
                     tools: entry.tools,
+                    async_tools: entry.async_tools,
                     tool_choice: entry.tool_choice,
                     temperature: entry.temperature,
                 },
@@ -280,5 +316,14 @@ mod tests {
             tools = ["book_hotel"]
         "#;
         assert!(AgentCatalog::from_toml(unknown_tool, "t").is_err());
+        let async_outside = r#"
+            default_agent = "y"
+            [agents.y]
+            system_prompt = "hi"
+            tools = ["search_knowledge_base"]
+            async_tools = ["ask_gpt"]
+        "#;
+        let err = AgentCatalog::from_toml(async_outside, "t").unwrap_err();
+        assert!(err.to_string().contains("asynchronously"), "{err}");
     }
 }

@@ -7,14 +7,13 @@ use std::fmt::Write as _;
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
-use super::{Tool, ToolContext, ToolSchema};
+use super::{FunctionClient, Tool, ToolContext, ToolSchema};
 use crate::domain::flight::{
     Cabin, FlightResult, FlightSearchInput, FlightSearchParams, FlightSearchResult, Locale,
 };
 use crate::domain::session::{FlightRequestSnapshot, SessionState, SessionStatePatch};
 use crate::domain::tool_call::ToolName;
 use crate::domain::tool_result::ToolExecutionResult;
-use crate::upstream::{self, RetryPolicy};
 use crate::{Error, Result};
 
 /// Offers listed per provider in the chat message; the full lists stay in `raw`.
@@ -26,19 +25,18 @@ pub struct FlightSearchConfig {
     pub award_url: String,
     /// `POST` endpoint of amadeus-search, e.g. `https://…/flights/cash`.
     pub cash_url: String,
-    pub retry: RetryPolicy,
 }
 
 pub struct SearchFlightsTool {
-    http: reqwest::Client,
+    functions: FunctionClient,
     config: FlightSearchConfig,
     schema: ToolSchema,
 }
 
 impl SearchFlightsTool {
-    pub fn new(http: reqwest::Client, config: FlightSearchConfig) -> Result<Self> {
+    pub fn new(functions: FunctionClient, config: FlightSearchConfig) -> Result<Self> {
         Ok(Self {
-            http,
+            functions,
             config,
             schema: ToolSchema::of::<FlightSearchInput>(ToolName::SearchFlights)?,
         })
@@ -51,15 +49,7 @@ impl SearchFlightsTool {
         params: &FlightSearchParams,
         ctx: &ToolContext,
     ) -> Result<FlightSearchResult> {
-        let response = upstream::send(service, ctx.deadline, &self.config.retry, || {
-            let request = self.http.post(url).json(params);
-            match &ctx.authorization {
-                Some(auth) => request.header(reqwest::header::AUTHORIZATION, auth),
-                None => request,
-            }
-        })
-        .await?;
-        upstream::read_json(service, response).await
+        self.functions.post_json(service, url, params, ctx).await
     }
 }
 

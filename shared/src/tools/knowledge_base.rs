@@ -6,13 +6,12 @@ use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{Tool, ToolContext, ToolSchema};
+use super::{FunctionClient, Tool, ToolContext, ToolSchema};
 use crate::domain::flight::Locale;
 use crate::domain::session::{PendingGptQuery, SessionState, SessionStatePatch};
 use crate::domain::tool_args::KnowledgeBaseArgs;
 use crate::domain::tool_call::ToolName;
 use crate::domain::tool_result::ToolExecutionResult;
-use crate::upstream::{self, RetryPolicy};
 use crate::{Error, Result};
 
 /// Characters of each passage shown in the chat message (seed 000 §7.6).
@@ -22,19 +21,18 @@ const SNIPPET_CHARS: usize = 240;
 pub struct KnowledgeBaseConfig {
     /// `POST` endpoint of kb-retrieve, e.g. `https://…/kb/search`.
     pub search_url: String,
-    pub retry: RetryPolicy,
 }
 
 pub struct SearchKnowledgeBaseTool {
-    http: reqwest::Client,
+    functions: FunctionClient,
     config: KnowledgeBaseConfig,
     schema: ToolSchema,
 }
 
 impl SearchKnowledgeBaseTool {
-    pub fn new(http: reqwest::Client, config: KnowledgeBaseConfig) -> Result<Self> {
+    pub fn new(functions: FunctionClient, config: KnowledgeBaseConfig) -> Result<Self> {
         Ok(Self {
-            http,
+            functions,
             config,
             schema: ToolSchema::of::<KnowledgeBaseArgs>(ToolName::SearchKnowledgeBase)?,
         })
@@ -86,15 +84,10 @@ impl Tool for SearchKnowledgeBaseTool {
             .map_err(|e| Error::Invalid(format!("stored kb request: {e}")))?;
         let top_k = args.top_k();
         let body = json!({ "query": args.query, "top_k": top_k });
-        let response = upstream::send("kb-retrieve", ctx.deadline, &self.config.retry, || {
-            let request = self.http.post(&self.config.search_url).json(&body);
-            match &ctx.authorization {
-                Some(auth) => request.header(reqwest::header::AUTHORIZATION, auth),
-                None => request,
-            }
-        })
-        .await?;
-        let found: KbResponse = upstream::read_json("kb-retrieve", response).await?;
+        let found: KbResponse = self
+            .functions
+            .post_json("kb-retrieve", &self.config.search_url, &body, ctx)
+            .await?;
         let de = ctx.locale == Locale::De;
         if found.results.is_empty() {
             let patch = SessionStatePatch {

@@ -9,9 +9,11 @@
 pub mod agents;
 pub mod ask_gpt;
 pub mod flights;
+mod functions;
 pub mod knowledge_base;
 pub mod pipeline;
 mod schema;
+pub mod setup;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -20,6 +22,7 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use serde_json::Value;
 
+pub use functions::{Caller, FunctionClient, SigV4Signer};
 pub use schema::ToolSchema;
 
 use crate::Result;
@@ -35,9 +38,8 @@ use crate::llm::ToolSpec;
 pub struct ToolContext {
     pub user_id: String,
     pub chat_id: String,
-    /// The caller's `Authorization` header, forwarded to the other functions (they sit
-    /// behind the same JWT authorizer). `None` where there is no caller (e.g. a worker).
-    pub authorization: Option<String>,
+    /// On whose behalf calls to the other functions are made.
+    pub caller: Caller,
     pub session_state: SessionState,
     pub locale: Locale,
     /// The tool must answer before this instant; the pipeline also enforces it.

@@ -13,12 +13,14 @@ use futures::future::join_all;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-use super::{RegisteredTool, ToolContext, ToolRegistry};
+use super::agents::ToolPolicy;
+use super::{Caller, RegisteredTool, ToolContext, ToolRegistry};
 use crate::Error;
-use crate::domain::session::SessionStatePatch;
+use crate::domain::session::{SessionState, SessionStatePatch};
 use crate::domain::tool_call::{ToolCallRecord, ToolCallStatus, ToolName};
 use crate::domain::tool_result::ToolExecutionResult;
 use crate::http::ApiError;
+use crate::jobs::{JobKind, JobQueue, RetrySchedule, ToolJob};
 use crate::ledger::{Claim, ClaimMode, ClaimRequest, ClaimedCall, Outcome, ToolCallLedger};
 use crate::limits::{Decision, RateLimiter};
 use crate::llm::ToolCallRequest;
@@ -45,6 +47,8 @@ pub enum CallStatus {
     Rejected,
     /// Not run: too many calls in the step, or the turn's tool budget is spent.
     Skipped,
+    /// Sent to the tool queue; the result comes on a later turn.
+    Queued,
 }
 
 /// Something worth telling the client while a step runs.
@@ -54,6 +58,8 @@ pub enum PipelineEvent {
         tool: ToolName,
         job_id: String,
         deduped: bool,
+        /// True when the call went to the tool queue instead of running now.
+        queued: bool,
     },
     Finished {
         tool: ToolName,
@@ -87,8 +93,11 @@ pub struct CallOutcome {
     pub job_id: Option<String>,
     pub status: CallStatus,
     pub deduped: bool,
-    /// Worth retrying later (upstream unavailable or slow), for the tool worker.
+    /// Worth retrying later (upstream unavailable or slow).
     pub retryable: bool,
+    /// The final result comes later from the tool worker (a queued background call or a
+    /// scheduled retry); the ledger record under `job_id` will hold it.
+    pub background: bool,
     /// What the LLM reads as the tool message; `raw` for the client.
     pub result: ToolExecutionResult,
 }
@@ -113,6 +122,57 @@ pub struct Pipeline {
     pub ledger: Arc<dyn ToolCallLedger>,
     pub limiter: Arc<dyn RateLimiter>,
     pub max_parallel: usize,
+    /// The tool queue for retries and background calls; `None` runs everything inline and
+    /// retries nothing.
+    pub jobs: Option<JobScheduler>,
+}
+
+/// The tool queue and the retry schedule.
+#[derive(Clone)]
+pub struct JobScheduler {
+    pub queue: Arc<dyn JobQueue>,
+    pub retry: RetrySchedule,
+}
+
+/// What the worker did with a job.
+#[derive(Debug, Clone, PartialEq)]
+pub enum JobReport {
+    /// The attempt ran. `retry` is the next attempt and its delay when one was scheduled.
+    Ran {
+        status: CallStatus,
+        attempt: u32,
+        retry: Option<(u32, Duration)>,
+        result: Box<ToolExecutionResult>,
+    },
+    /// Nothing to run (done, canceled, superseded or held elsewhere); acknowledge the message.
+    Skipped(String),
+}
+
+/// How a checked call runs: until when, and whether through the tool queue.
+#[derive(Debug, Clone, Copy)]
+struct Run {
+    budget: Instant,
+    background: bool,
+}
+
+/// The ledger lease of an attempt with this timeout.
+fn lease_for(timeout: Duration) -> time::Duration {
+    time::Duration::try_from(timeout + LEASE_MARGIN).unwrap_or(time::Duration::MINUTE)
+}
+
+/// Tells the LLM (and the client, in metadata) that a failed call will be tried again.
+fn with_retry_note(
+    result: ToolExecutionResult,
+    attempt: u32,
+    delay: Duration,
+) -> ToolExecutionResult {
+    let mut result = result
+        .with_metadata("retry_attempt", attempt)
+        .with_metadata("retry_after_secs", delay.as_secs());
+    result.message.push_str(&format!(
+        " It will be retried automatically in the background (attempt {attempt}); the result will be available on a later turn."
+    ));
+    result
 }
 
 /// A call that passed the checks and may run.
@@ -128,11 +188,12 @@ impl Pipeline {
     pub async fn run_step(
         &self,
         ctx: &ToolContext,
-        allowed: &[ToolName],
+        policy: ToolPolicy<'_>,
         calls: &[ToolCallRequest],
         budget: Instant,
         events: &dyn EventSink,
     ) -> StepOutcome {
+        let allowed = policy.allowed;
         let mut outcomes: Vec<Option<CallOutcome>> = vec![None; calls.len()];
         let mut accepted = Vec::new();
         for (index, call) in calls.iter().enumerate() {
@@ -162,7 +223,15 @@ impl Pipeline {
             }
         }
         let runs = accepted.into_iter().map(|a| async move {
-            let outcome = self.run_one(ctx, &calls[a.index], a.tool, a.request, budget, events);
+            let background = policy.background.contains(&a.tool.tool.name());
+            let outcome = self.run_one(
+                ctx,
+                &calls[a.index],
+                a.tool,
+                a.request,
+                Run { budget, background },
+                events,
+            );
             (a.index, outcome.await)
         });
         for (index, outcome) in join_all(runs).await {
@@ -201,6 +270,7 @@ impl Pipeline {
                 status,
                 deduped: false,
                 retryable: false,
+                background: false,
                 result: ToolExecutionResult::failed(message),
             })
         };
@@ -276,14 +346,14 @@ impl Pipeline {
         }
     }
 
-    /// Rate limit, claim, execute (or reuse), finish.
+    /// Rate limit, claim, then execute, queue or reuse; finish; schedule a retry.
     async fn run_one(
         &self,
         ctx: &ToolContext,
         call: &ToolCallRequest,
         registered: &RegisteredTool,
         request: Value,
-        budget: Instant,
+        run: Run,
         events: &dyn EventSink,
     ) -> CallOutcome {
         let name = registered.tool.name();
@@ -296,11 +366,13 @@ impl Pipeline {
                 status,
                 deduped: false,
                 retryable: false,
+                background: false,
                 result,
             };
+        let background = run.background && self.jobs.is_some();
         let now = Instant::now();
-        let deadline = (now + settings.timeout).min(budget);
-        if deadline.saturating_duration_since(now) < MIN_TOOL_TIME {
+        let deadline = (now + settings.timeout).min(run.budget);
+        if !background && deadline.saturating_duration_since(now) < MIN_TOOL_TIME {
             let result =
                 ToolExecutionResult::failed("Not run: this turn's time for tools is used up.");
             return outcome(CallStatus::Skipped, None, result);
@@ -339,7 +411,7 @@ impl Pipeline {
             }
         }
 
-        let lease = settings.timeout + LEASE_MARGIN;
+        let lease = lease_for(settings.timeout);
         let claim = self
             .ledger
             .record_and_claim(ClaimRequest {
@@ -347,20 +419,25 @@ impl Pipeline {
                 chat_id: ctx.chat_id.clone(),
                 tool: name,
                 request: request.clone(),
-                mode: ClaimMode::Run {
-                    lease: time::Duration::try_from(lease).unwrap_or(time::Duration::MINUTE),
+                mode: if background {
+                    ClaimMode::Enqueue
+                } else {
+                    ClaimMode::Run { lease }
                 },
             })
             .await;
-        let claimed = match claim {
+        let mut claimed = match claim {
             Ok(Claim::Claimed(claimed)) => claimed,
             Ok(Claim::Duplicate(record)) => {
                 events.event(PipelineEvent::Started {
                     tool: name,
                     job_id: record.id.clone(),
                     deduped: true,
+                    queued: false,
                 });
-                let reused = self.reuse(ctx, call, record, deadline).await;
+                // A background duplicate is not waited for: the original's job delivers it.
+                let wait_until = if background { Instant::now() } else { deadline };
+                let reused = self.reuse(ctx, call, record, wait_until).await;
                 events.event(PipelineEvent::Finished {
                     tool: name,
                     job_id: reused.job_id.clone(),
@@ -378,32 +455,65 @@ impl Pipeline {
                 return failed;
             }
         };
+        if claimed.status == ToolCallStatus::Queued {
+            match self
+                .enqueue(ctx, &claimed, JobKind::Background, Duration::ZERO)
+                .await
+            {
+                Ok(()) => {
+                    events.event(PipelineEvent::Started {
+                        tool: name,
+                        job_id: claimed.id.clone(),
+                        deduped: false,
+                        queued: true,
+                    });
+                    let result = ToolExecutionResult::failed(format!(
+                        "{name} runs in the background as job {}. Its result is not available in this turn; it will be on a later one. Tell the user it is in progress.",
+                        claimed.id
+                    ))
+                    .with_metadata("queued", true);
+                    let mut queued = outcome(CallStatus::Queued, Some(claimed.id), result);
+                    queued.background = true;
+                    return queued;
+                }
+                // No queue right now: run it here rather than leave it waiting for nobody.
+                Err(e) => {
+                    tracing::error!(tool = %name, error = %e, "queueing a background call failed; running it inline");
+                    match self
+                        .ledger
+                        .start_queued(&claimed.chat_id, &claimed.id, claimed.attempt, lease)
+                        .await
+                    {
+                        Ok(started) => claimed = started,
+                        Err(e) => {
+                            tracing::error!(tool = %name, error = %e, "starting the call failed");
+                            let result = ToolExecutionResult::failed(format!(
+                                "{name} is unavailable right now."
+                            ));
+                            return outcome(CallStatus::Failed, Some(claimed.id), result);
+                        }
+                    }
+                }
+            }
+        }
         events.event(PipelineEvent::Started {
             tool: name,
             job_id: claimed.id.clone(),
             deduped: false,
+            queued: false,
         });
         let tool_ctx = ToolContext {
             deadline,
             ..ctx.clone()
         };
-        let started = Instant::now();
-        let executed = tokio::time::timeout(
-            deadline.saturating_duration_since(started),
-            registered.tool.execute(&tool_ctx, &request),
-        )
-        .await;
-        let (status, result, retryable, ledger_outcome) = settle(name, executed, deadline, started);
-        events.event(PipelineEvent::Debug {
-            kind: "tool_pipeline_execution",
-            payload: json!({
-                "tool": name,
-                "job_id": claimed.id,
-                "status": status,
-                "duration_ms": started.elapsed().as_millis() as u64,
-            }),
-        });
-        self.finish(&claimed, ledger_outcome).await;
+        let (status, mut result, retryable) = self
+            .execute_claimed(&tool_ctx, registered, &request, &claimed, events)
+            .await;
+        let mut background = false;
+        if retryable && let Some((attempt, delay)) = self.schedule_retry(ctx, &claimed).await {
+            result = with_retry_note(result, attempt, delay);
+            background = true;
+        }
         events.event(PipelineEvent::Finished {
             tool: name,
             job_id: Some(claimed.id.clone()),
@@ -412,8 +522,205 @@ impl Pipeline {
         });
         CallOutcome {
             retryable,
+            background,
             ..outcome(status, Some(claimed.id), result)
         }
+    }
+
+    /// Executes a claimed (running) attempt under `ctx.deadline` and writes how it ended.
+    /// Returns the status, the result for the LLM, and whether a retry could help.
+    async fn execute_claimed(
+        &self,
+        ctx: &ToolContext,
+        registered: &RegisteredTool,
+        request: &Value,
+        claimed: &ClaimedCall,
+        events: &dyn EventSink,
+    ) -> (CallStatus, ToolExecutionResult, bool) {
+        let name = registered.tool.name();
+        let started = Instant::now();
+        let executed = tokio::time::timeout(
+            ctx.deadline.saturating_duration_since(started),
+            registered.tool.execute(ctx, request),
+        )
+        .await;
+        let (status, result, retryable, ledger_outcome) =
+            settle(name, executed, ctx.deadline, started);
+        events.event(PipelineEvent::Debug {
+            kind: "tool_pipeline_execution",
+            payload: json!({
+                "tool": name,
+                "job_id": claimed.id,
+                "attempt": claimed.attempt,
+                "status": status,
+                "duration_ms": started.elapsed().as_millis() as u64,
+            }),
+        });
+        self.finish(claimed, ledger_outcome).await;
+        (status, result, retryable)
+    }
+
+    /// Sends the job for `claimed`'s queued attempt.
+    async fn enqueue(
+        &self,
+        ctx: &ToolContext,
+        claimed: &ClaimedCall,
+        kind: JobKind,
+        delay: Duration,
+    ) -> crate::Result<()> {
+        let Some(jobs) = &self.jobs else {
+            return Err(Error::Config("no tool queue configured".into()));
+        };
+        let job = ToolJob {
+            v: ToolJob::VERSION,
+            kind,
+            owner_id: ctx.user_id.clone(),
+            chat_id: claimed.chat_id.clone(),
+            call_id: claimed.id.clone(),
+            attempt: claimed.attempt,
+            locale: ctx.locale,
+        };
+        jobs.queue.send(&job, delay).await
+    }
+
+    /// After a retryable failure of `failed`: queues the next attempt (failed|timeout →
+    /// queued) with exponential backoff, unless the attempts are used up. Returns the new
+    /// attempt and its delay. Best effort: a failure leaves the call as it ended.
+    async fn schedule_retry(
+        &self,
+        ctx: &ToolContext,
+        failed: &ClaimedCall,
+    ) -> Option<(u32, Duration)> {
+        let jobs = self.jobs.as_ref()?;
+        if !jobs.retry.allows_retry_after(failed.attempt) {
+            return None;
+        }
+        let next = self
+            .ledger
+            .requeue(&failed.chat_id, &failed.id, failed.attempt)
+            .await
+            .inspect_err(
+                |e| tracing::warn!(call_id = %failed.id, error = %e, "queueing a retry failed"),
+            )
+            .ok()?;
+        let delay = jobs.retry.delay_after(failed.attempt);
+        match self.enqueue(ctx, &next, JobKind::Retry, delay).await {
+            Ok(()) => {
+                tracing::info!(call_id = %next.id, attempt = next.attempt, delay_secs = delay.as_secs(), "retry scheduled");
+                Some((next.attempt, delay))
+            }
+            Err(e) => {
+                tracing::error!(call_id = %next.id, error = %e, "sending a retry failed");
+                if let Err(e) = self
+                    .ledger
+                    .withdraw(
+                        &next.chat_id,
+                        &next.id,
+                        next.attempt,
+                        "the retry could not be queued",
+                    )
+                    .await
+                {
+                    tracing::error!(call_id = %next.id, error = %e, "withdrawing an unsent retry failed");
+                }
+                None
+            }
+        }
+    }
+
+    /// Runs one tool job from the queue (the tool worker): starts the queued attempt it names
+    /// (queued → running, conditional), executes it like a chat turn would, finishes it, and
+    /// schedules the next attempt after a retryable failure. A job whose attempt is no
+    /// longer queued (done, canceled, superseded, held by another worker) is skipped.
+    /// `Err` means the ledger could not be read or written: let the queue deliver it again.
+    pub async fn run_job(&self, job: &ToolJob) -> crate::Result<JobReport> {
+        let record = match self
+            .ledger
+            .get(&job.owner_id, &job.chat_id, &job.call_id)
+            .await
+        {
+            Ok(record) => record,
+            Err(Error::NotFound) => {
+                return Ok(JobReport::Skipped("no such tool call".into()));
+            }
+            Err(e) => return Err(e),
+        };
+        if record.attempt != job.attempt {
+            return Ok(JobReport::Skipped(format!(
+                "attempt {} was superseded by attempt {}",
+                job.attempt, record.attempt
+            )));
+        }
+        if record.status != ToolCallStatus::Queued {
+            return Ok(JobReport::Skipped(format!(
+                "attempt {} is already {}",
+                job.attempt, record.status
+            )));
+        }
+        let registered = self.registry.get(record.tool);
+        let settings = registered.map(|r| r.settings).unwrap_or_default();
+        let claimed = match self
+            .ledger
+            .start_queued(
+                &job.chat_id,
+                &job.call_id,
+                job.attempt,
+                lease_for(settings.timeout),
+            )
+            .await
+        {
+            Ok(claimed) => claimed,
+            Err(Error::Fenced { current, .. }) => {
+                return Ok(JobReport::Skipped(format!(
+                    "attempt {} was superseded by attempt {current}",
+                    job.attempt
+                )));
+            }
+            Err(Error::IllegalTransition { from, .. }) => {
+                return Ok(JobReport::Skipped(format!(
+                    "attempt {} is already {from}",
+                    job.attempt
+                )));
+            }
+            Err(Error::NotFound) => return Ok(JobReport::Skipped("no such tool call".into())),
+            Err(e) => return Err(e),
+        };
+        let Some(registered) = registered else {
+            let message = format!("{} is not available in this deployment", record.tool);
+            self.finish(&claimed, Outcome::Failed(message.clone()))
+                .await;
+            return Ok(JobReport::Ran {
+                status: CallStatus::Failed,
+                attempt: claimed.attempt,
+                retry: None,
+                result: Box::new(ToolExecutionResult::failed(message)),
+            });
+        };
+        let ctx = ToolContext {
+            user_id: job.owner_id.clone(),
+            chat_id: job.chat_id.clone(),
+            caller: Caller::Service,
+            session_state: SessionState::default(),
+            locale: job.locale,
+            deadline: Instant::now() + settings.timeout,
+        };
+        let (status, mut result, retryable) = self
+            .execute_claimed(&ctx, registered, &record.request, &claimed, &NoEvents)
+            .await;
+        let retry = if retryable {
+            self.schedule_retry(&ctx, &claimed).await
+        } else {
+            None
+        };
+        if let Some((attempt, delay)) = retry {
+            result = with_retry_note(result, attempt, delay);
+        }
+        Ok(JobReport::Ran {
+            status,
+            attempt: claimed.attempt,
+            retry,
+            result: Box::new(result),
+        })
     }
 
     /// Writes the attempt's end. A failure here is logged, not returned: the result is
@@ -433,6 +740,7 @@ impl Pipeline {
         mut record: ToolCallRecord,
         deadline: Instant,
     ) -> CallOutcome {
+        let waited_for = deadline.saturating_duration_since(Instant::now());
         loop {
             match record.status {
                 ToolCallStatus::Succeeded => return reused(call, record),
@@ -455,8 +763,20 @@ impl Pipeline {
                 _ => break,
             }
         }
+        let in_flight = matches!(
+            record.status,
+            ToolCallStatus::Running | ToolCallStatus::Queued
+        );
         let (status, message) = match record.status {
-            ToolCallStatus::Running | ToolCallStatus::Queued => (
+            // Its result lands in the ledger; later turns read it from there.
+            _ if in_flight && waited_for.is_zero() => (
+                CallStatus::Queued,
+                format!(
+                    "An identical call is already in progress in the background as job {}; its result will be available on a later turn.",
+                    record.id
+                ),
+            ),
+            _ if in_flight => (
                 CallStatus::Timeout,
                 "An identical call is still running; its result is not ready yet.".to_owned(),
             ),
@@ -465,13 +785,15 @@ impl Pipeline {
                 format!("An identical call ended as {other}."),
             ),
         };
-        deduped(
+        let mut outcome = deduped(
             call,
             record,
             status,
             true,
             ToolExecutionResult::failed(message),
-        )
+        );
+        outcome.background = in_flight;
+        outcome
     }
 }
 
@@ -506,6 +828,7 @@ fn deduped(
         status,
         deduped: true,
         retryable,
+        background: false,
         result,
     }
 }

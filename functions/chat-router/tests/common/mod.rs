@@ -15,6 +15,7 @@ use shared::config::Env;
 use shared::http::auth::{AuthConfig, DevClaims, mint_hs256};
 use shared::secrets::{AwsSecretSource, SecretsCache};
 use shared::tools::agents::AgentCatalog;
+use shared::tools::setup::ToolClients;
 use test_support::fake_llm::FakeLlm;
 use test_support::serve::{LocalServer, serve_lambda};
 use wiremock::MockServer;
@@ -27,14 +28,14 @@ pub fn flight_args() -> Value {
     json!({"origin": "FRA", "destination": "JFK", "depart_date": "2027-03-15", "cabin": "BUSINESS"})
 }
 
-async fn secrets() -> Arc<SecretsCache> {
+pub async fn secrets() -> Arc<SecretsCache> {
     Arc::new(SecretsCache::new(
         Arc::new(AwsSecretSource::new(test_support::secrets_manager().await)),
         Duration::from_secs(300),
     ))
 }
 
-fn http() -> reqwest::Client {
+pub fn http() -> reqwest::Client {
     shared::upstream::http_client().unwrap_or_else(|e| panic!("http client: {e}"))
 }
 
@@ -173,7 +174,13 @@ impl Rig {
             ]
             .map(|(k, v)| (k.to_owned(), v)),
         );
-        pairs.retain(|(k, _)| k != "OPENAI_API_KEY_SECRET" && k != "JWT_JWKS_URL");
+        // No tool queue unless a test brings its own (see `Rig::with_queues`).
+        pairs.retain(|(k, _)| {
+            !matches!(
+                k.as_str(),
+                "OPENAI_API_KEY_SECRET" | "JWT_JWKS_URL" | "TOOL_QUEUE_URL" | "TOOL_DLQ_URL"
+            )
+        });
         vars(&mut pairs);
         let env = Env::from_pairs(pairs);
         let config = Config::from_env(&env).unwrap_or_else(|e| panic!("router config: {e}"));
@@ -183,8 +190,14 @@ impl Rig {
         }
         .unwrap_or_else(|e| panic!("agents: {e}"));
         let auth = AuthConfig::from_env(&env).unwrap_or_else(|e| panic!("auth config: {e}"));
-        let deps = Deps::new(config, agents, auth, dynamodb, secrets().await, http())
-            .unwrap_or_else(|e| panic!("deps: {e}"));
+        let clients = ToolClients {
+            dynamodb,
+            sqs: test_support::sqs().await,
+            secrets: secrets().await,
+            http: http(),
+            signer: None,
+        };
+        let deps = Deps::new(config, agents, auth, clients).unwrap_or_else(|e| panic!("deps: {e}"));
         Self {
             llm,
             functions,

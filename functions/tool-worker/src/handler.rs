@@ -1,0 +1,115 @@
+//! One SQS batch: every message is handled on its own and concurrently; the response names
+//! the messages SQS should deliver again (`ReportBatchItemFailures`).
+//!
+//! Per message:
+//! - not a tool job → reported as failed; after `maxReceiveCount` receives the queue's
+//!   redrive policy moves it to the DLQ, and the rest of the batch is unaffected;
+//! - a job whose attempt is no longer queued (already done, canceled, superseded, held by
+//!   another worker) → acknowledged without running anything;
+//! - a job that ran: succeeded, or failed with the next attempt queued → acknowledged;
+//!   failed with no retry left (or not retryable) → parked in the DLQ with the reason, the
+//!   call stays `failed`/`timeout`;
+//! - the ledger unreachable → reported as failed, so SQS delivers it again.
+
+use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent, SqsMessage};
+use futures::future::join_all;
+use shared::jobs::ToolJob;
+use shared::tools::pipeline::{CallStatus, JobReport};
+
+use crate::Deps;
+
+pub async fn handle(deps: &Deps, event: SqsEvent) -> SqsBatchResponse {
+    let results = join_all(event.records.iter().map(|m| process(deps, m))).await;
+    let mut response = SqsBatchResponse::default();
+    for (message, ok) in event.records.iter().zip(results) {
+        if !ok {
+            let mut failure = BatchItemFailure::default();
+            failure.item_identifier = message.message_id.clone().unwrap_or_default();
+            response.batch_item_failures.push(failure);
+        }
+    }
+    response
+}
+
+/// Handles one message; `false` asks SQS to deliver it again.
+async fn process(deps: &Deps, message: &SqsMessage) -> bool {
+    let message_id = message.message_id.as_deref().unwrap_or("");
+    let body = message.body.as_deref().unwrap_or("");
+    let job = match ToolJob::parse(body) {
+        Ok(job) => job,
+        Err(e) => {
+            tracing::error!(message_id, error = %e, "not a tool job; left to the dead-letter queue");
+            return false;
+        }
+    };
+    let span = tracing::info_span!("job", message_id, call_id = %job.call_id, attempt = job.attempt, kind = ?job.kind);
+    let _guard = span.enter();
+    let report = match deps.pipeline.run_job(&job).await {
+        Ok(report) => report,
+        Err(e) => {
+            tracing::error!(error = %e, "tool job could not be handled; SQS will deliver it again");
+            return false;
+        }
+    };
+    match report {
+        JobReport::Skipped(reason) => {
+            tracing::info!(reason, "nothing to run");
+            true
+        }
+        JobReport::Ran {
+            status: CallStatus::Succeeded,
+            result,
+            ..
+        } => {
+            tracing::info!("tool job succeeded");
+            if let Some(patch) = &result.state_patch
+                && let Err(e) = deps
+                    .chats
+                    .patch_state(&job.owner_id, &job.chat_id, patch)
+                    .await
+            {
+                tracing::warn!(error = %e, "applying the job's session-state patch failed");
+            }
+            true
+        }
+        JobReport::Ran {
+            status,
+            retry: Some((next, delay)),
+            ..
+        } => {
+            tracing::warn!(
+                ?status,
+                next_attempt = next,
+                delay_secs = delay.as_secs(),
+                "tool job failed; retry queued"
+            );
+            true
+        }
+        JobReport::Ran {
+            status,
+            attempt,
+            result,
+            ..
+        } => {
+            let reason = format!(
+                "attempt {attempt} ended {}: {}; no retry",
+                serde_json::to_value(status)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_owned))
+                    .unwrap_or_default(),
+                result.message
+            );
+            tracing::error!(
+                reason,
+                "tool job gave up; parking it in the dead-letter queue"
+            );
+            match deps.dead_letters.park(body, &reason).await {
+                Ok(()) => true,
+                Err(e) => {
+                    tracing::error!(error = %e, "parking in the dead-letter queue failed");
+                    false
+                }
+            }
+        }
+    }
+}

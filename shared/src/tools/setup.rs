@@ -1,0 +1,234 @@
+//! Wiring of the tool runtime that chat-router and tool-worker share: the LLM client, the
+//! stores, the registry with every tool and its settings, and the pipeline. One place, so
+//! both functions run a tool call the same way.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::agents::AgentCatalog;
+use super::ask_gpt::{AskGptConfig, AskGptTool};
+use super::flights::{FlightSearchConfig, SearchFlightsTool};
+use super::knowledge_base::{KnowledgeBaseConfig, SearchKnowledgeBaseTool};
+use super::pipeline::{JobScheduler, Pipeline};
+use super::{FunctionClient, SigV4Signer, Tool, ToolRegistry};
+use crate::Result;
+use crate::config::{Env, LedgerConfig, StorageConfig};
+use crate::jobs::{RetrySchedule, SqsJobQueue};
+use crate::ledger::{DynamoLedger, ToolCallLedger};
+use crate::limits::DynamoRateLimiter;
+use crate::llm::{ApiKey, LlmProvider, OpenAiClient, OpenAiConfig};
+use crate::secrets::SecretsCache;
+use crate::upstream::RetryPolicy;
+use crate::usage::{DynamoUsageStore, PriceTable, UsageStore};
+
+/// The OpenAI-compatible endpoint, for chat turns and `ask_gpt`.
+#[derive(Debug, Clone)]
+pub struct LlmSettings {
+    /// e.g. `https://api.openai.com/v1` (`OPENAI_BASE_URL`).
+    pub base_url: String,
+    /// Default model of every profile that names none (`OPENAI_MODEL`).
+    pub model: String,
+    /// Secret holding the API key (`OPENAI_API_KEY_SECRET`); unset for keyless local
+    /// servers such as Ollama or vLLM.
+    pub key_secret: Option<String>,
+    /// Ask for token usage in the stream (`LLM_STREAM_USAGE`, default true).
+    pub stream_usage: bool,
+    /// Model prefixes that reject a custom temperature (`LLM_FIXED_TEMPERATURE_MODELS`).
+    pub fixed_temperature_models: Vec<String>,
+    pub prices: PriceTable,
+}
+
+/// Everything a tool runner reads from the environment.
+#[derive(Debug, Clone)]
+pub struct ToolsConfig {
+    pub storage: StorageConfig,
+    pub ledger: LedgerConfig,
+    pub llm: LlmSettings,
+    /// Routes of the flight and knowledge-base functions (`AWARD_SEARCH_URL`,
+    /// `CASH_SEARCH_URL`, `KB_SEARCH_URL`).
+    pub award_search_url: String,
+    pub cash_search_url: String,
+    pub kb_search_url: String,
+    /// The tool queue (`TOOL_QUEUE_URL`); unset: no retries, background tools run inline.
+    pub tool_queue_url: Option<String>,
+    pub retry: RetrySchedule,
+}
+
+fn list(text: &str) -> Vec<String> {
+    text.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+impl ToolsConfig {
+    pub fn from_env(env: &Env) -> Result<Self> {
+        let storage = StorageConfig::from_env(env)?;
+        let ledger = LedgerConfig::from_env(env)?;
+        let retry = RetrySchedule::from_env(env)?;
+        let prices = match env.get("LLM_PRICES_JSON") {
+            Some(json) => PriceTable::from_json(json)?,
+            None => PriceTable::default(),
+        };
+        let mut r = env.reader();
+        let url_hint = "URL of the function's HTTP API route; set by template.yaml";
+        let config = Self {
+            storage,
+            ledger,
+            llm: LlmSettings {
+                base_url: r
+                    .or("OPENAI_BASE_URL", "https://api.openai.com/v1")
+                    .trim_end_matches('/')
+                    .to_owned(),
+                model: r.or("OPENAI_MODEL", "gpt-4o-mini"),
+                key_secret: r
+                    .optional("OPENAI_API_KEY_SECRET")
+                    .filter(|s| !s.is_empty()),
+                stream_usage: r.parse_or("LLM_STREAM_USAGE", true),
+                fixed_temperature_models: list(
+                    &r.or("LLM_FIXED_TEMPERATURE_MODELS", "gpt-5,o1,o3,o4"),
+                ),
+                prices,
+            },
+            award_search_url: r.required("AWARD_SEARCH_URL", url_hint),
+            cash_search_url: r.required("CASH_SEARCH_URL", url_hint),
+            kb_search_url: r.required("KB_SEARCH_URL", url_hint),
+            tool_queue_url: r.optional("TOOL_QUEUE_URL").filter(|s| !s.is_empty()),
+            retry,
+        };
+        r.finish(config)
+    }
+
+    /// Retries of calls to the other functions: a couple, quickly; the tool timeout bounds
+    /// them. Longer outages are the tool queue's business.
+    pub fn function_retry(&self) -> RetryPolicy {
+        RetryPolicy {
+            max_attempts: 2,
+            base_delay: Duration::from_millis(100),
+            max_delay: Duration::from_millis(500),
+            attempt_timeout: Duration::from_secs(30),
+        }
+    }
+
+    /// Retries of LLM calls before the first byte.
+    pub fn llm_retry(&self) -> RetryPolicy {
+        RetryPolicy {
+            max_attempts: 3,
+            base_delay: Duration::from_millis(300),
+            max_delay: Duration::from_secs(3),
+            attempt_timeout: Duration::from_secs(60),
+        }
+    }
+}
+
+/// The clients a tool runtime is built from (once per container).
+pub struct ToolClients {
+    pub dynamodb: aws_sdk_dynamodb::Client,
+    pub sqs: aws_sdk_sqs::Client,
+    pub secrets: Arc<SecretsCache>,
+    pub http: reqwest::Client,
+    /// Signs the worker's calls to the IAM routes; `None` in chat turns and local runs.
+    pub signer: Option<SigV4Signer>,
+}
+
+/// The shared parts of a function that runs tools.
+#[derive(Clone)]
+pub struct ToolRuntime {
+    pub llm: Arc<dyn LlmProvider>,
+    pub usage: Arc<dyn UsageStore>,
+    pub ledger: Arc<dyn ToolCallLedger>,
+    pub pipeline: Arc<Pipeline>,
+}
+
+/// Seed 000 §8.2: `ask_gpt` answers directly from the model's own knowledge.
+const ASK_GPT_PROMPT: &str = "You answer the user's question directly from your own knowledge, \
+briefly and in the user's language. If facts are uncertain or may have changed, say so.";
+
+impl ToolRuntime {
+    pub fn new(
+        config: &ToolsConfig,
+        agents: &AgentCatalog,
+        clients: ToolClients,
+        max_parallel: usize,
+    ) -> Result<Self> {
+        let key = match &config.llm.key_secret {
+            Some(name) => ApiKey::Secret {
+                cache: clients.secrets.clone(),
+                name: name.clone(),
+            },
+            None => ApiKey::None,
+        };
+        let llm: Arc<dyn LlmProvider> = Arc::new(OpenAiClient::new(
+            clients.http.clone(),
+            OpenAiConfig {
+                base_url: config.llm.base_url.clone(),
+                stream_usage: config.llm.stream_usage,
+                retry: config.llm_retry(),
+            },
+            key,
+        ));
+        let storage = &config.storage;
+        let ledger: Arc<dyn ToolCallLedger> = Arc::new(DynamoLedger::new(
+            clients.dynamodb.clone(),
+            storage.tool_calls_table.clone(),
+            config.ledger,
+        ));
+        let usage: Arc<dyn UsageStore> = Arc::new(DynamoUsageStore::new(
+            clients.dynamodb.clone(),
+            storage.usage_table.clone(),
+            config.llm.prices.clone(),
+        ));
+        let limiter = Arc::new(DynamoRateLimiter::new(
+            clients.dynamodb,
+            storage.rate_limits_table.clone(),
+        ));
+        let functions = FunctionClient::new(clients.http, config.function_retry(), clients.signer);
+        let tools: Vec<Arc<dyn Tool>> = vec![
+            Arc::new(SearchFlightsTool::new(
+                functions.clone(),
+                FlightSearchConfig {
+                    award_url: config.award_search_url.clone(),
+                    cash_url: config.cash_search_url.clone(),
+                },
+            )?),
+            Arc::new(SearchKnowledgeBaseTool::new(
+                functions,
+                KnowledgeBaseConfig {
+                    search_url: config.kb_search_url.clone(),
+                },
+            )?),
+            Arc::new(AskGptTool::new(
+                llm.clone(),
+                usage.clone(),
+                AskGptConfig {
+                    model: config.llm.model.clone(),
+                    system_prompt: ASK_GPT_PROMPT.to_owned(),
+                    fixed_temperature_models: config.llm.fixed_temperature_models.clone(),
+                },
+            )?),
+        ];
+        let mut registry = ToolRegistry::new();
+        for tool in tools {
+            let settings = agents.tool_settings(tool.name());
+            registry.register(tool, settings);
+        }
+        let jobs = config.tool_queue_url.as_ref().map(|url| JobScheduler {
+            queue: Arc::new(SqsJobQueue::new(clients.sqs, url.clone())),
+            retry: config.retry,
+        });
+        let pipeline = Arc::new(Pipeline {
+            registry: Arc::new(registry),
+            ledger: ledger.clone(),
+            limiter,
+            max_parallel,
+            jobs,
+        });
+        Ok(Self {
+            llm,
+            usage,
+            ledger,
+            pipeline,
+        })
+    }
+}
