@@ -207,7 +207,8 @@ pub fn event_path(relative: &str) -> PathBuf {
 }
 
 /// A sample Lambda event from `events/<function>/`, whose file name ends in the HTTP status
-/// the handler must answer with (`search-200.json`).
+/// the handler must answer with (`search-200.json`); for the queue consumer (tool-worker),
+/// in the number of messages the batch response must report as failed (`poison-in-batch-1`).
 pub struct SampleEvent {
     pub name: String,
     pub expected_status: u16,

@@ -234,8 +234,17 @@ impl Rig {
     }
 
     pub async fn get(&self, token: &str, path: &str) -> (u16, Value) {
+        self.call(Method::GET, token, path).await
+    }
+
+    /// A bodiless `POST` (e.g. cancel) through the handler.
+    pub async fn post(&self, token: &str, path: &str) -> (u16, Value) {
+        self.call(Method::POST, token, path).await
+    }
+
+    async fn call(&self, method: Method, token: &str, path: &str) -> (u16, Value) {
         let req = lambda_http::http::Request::builder()
-            .method(Method::GET)
+            .method(method)
             .uri(path)
             .header("authorization", format!("Bearer {token}"))
             .body(lambda_http::Body::Empty)

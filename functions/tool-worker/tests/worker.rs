@@ -1,0 +1,482 @@
+//! The tool worker end to end: chat turns through the real chat-router handler put jobs on
+//! a fresh queue in moto; the messages received from there are handed to the worker's
+//! handler as the Lambda event source mapping would; state is read back through the
+//! router's audit API and DynamoDB Local. The knowledge-base route is a wiremock fake, so a
+//! test decides when it fails and counts how often it was called.
+
+#[path = "../../chat-router/tests/common/mod.rs"]
+mod common;
+
+use std::time::Duration;
+
+use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
+use aws_sdk_sqs::types::Message;
+use common::Rig;
+use serde_json::{Value, json};
+use shared::tools::agents::AgentCatalog;
+use shared::tools::setup::ToolClients;
+use test_support::fake_llm::Reply;
+use test_support::queues::ToolQueues;
+use wiremock::matchers::{method, path};
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+const KB_ANSWER: &str = "Miles expire after 36 months without account activity.";
+
+/// Profiles for these tests: kb inline, and kb in the background.
+const AGENTS: &str = r#"
+default_agent = "support"
+
+[tools.search_knowledge_base]
+timeout_secs = 5
+
+[agents.support]
+tools = ["search_knowledge_base"]
+system_prompt = "Answer from the knowledge base."
+
+[agents.background]
+tools = ["search_knowledge_base"]
+async_tools = ["search_knowledge_base"]
+system_prompt = "Answer from the knowledge base; searches run in the background."
+"#;
+
+fn kb_hit() -> ResponseTemplate {
+    ResponseTemplate::new(200).set_body_json(json!({
+        "results": [{"id": "c1", "document_id": "miles-faq", "content": KB_ANSWER, "score": 0.91}],
+        "mode": "hybrid"
+    }))
+}
+
+/// The router (with a queue), the worker, the kb fake and the queues of one test.
+struct Setup {
+    rig: Rig,
+    worker: tool_worker::Deps,
+    kb: MockServer,
+    queues: ToolQueues,
+}
+
+impl Setup {
+    async fn start(max_attempts: u32) -> Self {
+        let kb = MockServer::start().await;
+        let queues = ToolQueues::create("worker-test", 1).await;
+        let (queue_url, kb_url) = (queues.queue_url.clone(), format!("{}/kb/search", kb.uri()));
+        let rig = Rig::with(
+            move |vars| {
+                vars.extend(
+                    [
+                        ("TOOL_QUEUE_URL", queue_url),
+                        ("TOOL_RETRY_BASE_SECS", "0".to_owned()),
+                        ("TOOL_MAX_ATTEMPTS", max_attempts.to_string()),
+                        ("KB_SEARCH_URL", kb_url),
+                    ]
+                    .map(|(k, v)| (k.to_owned(), v)),
+                )
+            },
+            Some(AGENTS),
+        )
+        .await;
+        let agents = AgentCatalog::from_toml(AGENTS, "test agents").unwrap();
+        let config = tool_worker::Config {
+            tools: rig.deps.config.tools.clone(),
+            dead_letter_queue_url: queues.dlq_url.clone(),
+        };
+        let clients = ToolClients {
+            dynamodb: test_support::dynamodb().await,
+            sqs: test_support::sqs().await,
+            secrets: common::secrets().await,
+            http: common::http(),
+            signer: None,
+        };
+        let worker = tool_worker::Deps::new(config, &agents, clients).unwrap();
+        Self {
+            rig,
+            worker,
+            kb,
+            queues,
+        }
+    }
+
+    async fn kb_calls(&self) -> usize {
+        self.kb.received_requests().await.unwrap_or_default().len()
+    }
+
+    /// One chat turn in which the model searches the knowledge base and then answers.
+    async fn kb_turn(&self, token: &str, agent: &str) -> common::Turn {
+        self.rig.llm.push(Reply::tool_calls(vec![(
+            "search_knowledge_base",
+            json!({"query": "when do miles expire"}),
+        )]));
+        self.rig
+            .llm
+            .push(Reply::text("Let me get back to you on that."));
+        self.rig
+            .chat(
+                Some(token),
+                json!({"message": "When do my miles expire?", "agent": agent}),
+            )
+            .await
+    }
+
+    /// Hands `messages` to the worker as one SQS event, then deletes the acknowledged ones
+    /// from the queue as the event source mapping does.
+    async fn deliver(&self, messages: &[Message]) -> SqsBatchResponse {
+        let response = tool_worker::handler::handle(&self.worker, sqs_event(messages)).await;
+        let failed: Vec<&str> = response
+            .batch_item_failures
+            .iter()
+            .map(|f| f.item_identifier.as_str())
+            .collect();
+        for message in messages {
+            if !failed.contains(&message.message_id().unwrap_or_default()) {
+                let _ = self
+                    .queues
+                    .client
+                    .delete_message()
+                    .queue_url(&self.queues.queue_url)
+                    .receipt_handle(message.receipt_handle().unwrap_or_default())
+                    .send()
+                    .await;
+            }
+        }
+        response
+    }
+
+    async fn record(&self, token: &str, chat_id: &str, job_id: &str) -> Value {
+        let (status, record) = self
+            .rig
+            .get(token, &format!("/chats/{chat_id}/tool-calls/{job_id}"))
+            .await;
+        assert_eq!(status, 200, "{record}");
+        record
+    }
+}
+
+/// The Lambda event for received messages (the shape the event source mapping sends).
+fn sqs_event(messages: &[Message]) -> SqsEvent {
+    let records: Vec<Value> = messages
+        .iter()
+        .map(|m| {
+            json!({
+                "messageId": m.message_id(),
+                "receiptHandle": m.receipt_handle(),
+                "body": m.body(),
+                "md5OfBody": m.md5_of_body(),
+                "attributes": {},
+                "messageAttributes": {},
+                "eventSource": "aws:sqs",
+                "eventSourceARN": "arn:aws:sqs:us-east-1:000000000000:tool-queue",
+                "awsRegion": "us-east-1"
+            })
+        })
+        .collect();
+    serde_json::from_value(json!({ "Records": records })).unwrap()
+}
+
+fn failed_ids(response: &SqsBatchResponse) -> Vec<String> {
+    response
+        .batch_item_failures
+        .iter()
+        .map(|f| f.item_identifier.clone())
+        .collect()
+}
+
+fn job_id(turn: &common::Turn) -> String {
+    turn.first("tool_started")["job_id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+fn statuses(record: &Value) -> Vec<String> {
+    record["attempts"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|x| x["status"].as_str().unwrap_or_default().to_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Everything the model was sent in the last request, as one text.
+fn last_prompt(rig: &Rig) -> String {
+    rig.llm
+        .requests()
+        .last()
+        .map(|r| r["messages"].to_string())
+        .unwrap_or_default()
+}
+
+const WAIT: Duration = Duration::from_secs(10);
+
+#[tokio::test]
+async fn a_transient_failure_is_retried_by_the_worker_and_ends_succeeded_with_two_attempts() {
+    let s = Setup::start(3).await;
+    // The router's own quick retries (2 tries) both meet a 503; the worker's try succeeds.
+    Mock::given(method("POST"))
+        .and(path("/kb/search"))
+        .respond_with(ResponseTemplate::new(503))
+        .up_to_n_times(2)
+        .with_priority(1)
+        .mount(&s.kb)
+        .await;
+    Mock::given(method("POST"))
+        .and(path("/kb/search"))
+        .respond_with(kb_hit())
+        .with_priority(2)
+        .mount(&s.kb)
+        .await;
+    let token = s.rig.token(&test_support::unique("ada"));
+    let turn = s.kb_turn(&token, "support").await;
+    let result = turn.first("tool_result");
+    assert_eq!(result["status"], json!("failed"), "{result}");
+    assert_eq!(result["metadata"]["retry_attempt"], json!(2), "{result}");
+    let (chat_id, job) = (turn.chat_id(), job_id(&turn));
+    let queued = s.record(&token, &chat_id, &job).await;
+    assert_eq!(
+        (&queued["status"], &queued["attempt"]),
+        (&json!("queued"), &json!(2))
+    );
+
+    let messages = s.queues.receive(1, WAIT).await;
+    assert_eq!(messages.len(), 1, "one retry job");
+    let response = s.deliver(&messages).await;
+    assert!(response.batch_item_failures.is_empty(), "{response:?}");
+
+    let record = s.record(&token, &chat_id, &job).await;
+    assert_eq!(record["status"], json!("succeeded"), "{record}");
+    assert_eq!(record["attempt"], json!(2));
+    assert_eq!(statuses(&record), ["succeeded", "failed"], "newest first");
+    assert_eq!(s.kb_calls().await, 3);
+    assert!(s.queues.receive(1, Duration::from_secs(1)).await.is_empty());
+
+    // The next turn offers the result the worker produced.
+    s.rig
+        .llm
+        .push(Reply::text("Your miles expire after 36 months."));
+    s.rig
+        .chat(
+            Some(&token),
+            json!({"message": "So?", "chat_id": chat_id, "agent": "support"}),
+        )
+        .await;
+    let prompt = last_prompt(&s.rig);
+    assert!(prompt.contains("completed in the background"), "{prompt}");
+    assert!(prompt.contains(KB_ANSWER), "{prompt}");
+}
+
+#[tokio::test]
+async fn a_permanent_failure_ends_in_the_dead_letter_queue_with_status_failed() {
+    let s = Setup::start(2).await;
+    Mock::given(method("POST"))
+        .and(path("/kb/search"))
+        .respond_with(ResponseTemplate::new(503))
+        .mount(&s.kb)
+        .await;
+    let token = s.rig.token(&test_support::unique("bo"));
+    let turn = s.kb_turn(&token, "support").await;
+    let (chat_id, job) = (turn.chat_id(), job_id(&turn));
+    let messages = s.queues.receive(1, WAIT).await;
+    assert_eq!(messages.len(), 1);
+    let response = s.deliver(&messages).await;
+    assert!(response.batch_item_failures.is_empty(), "{response:?}");
+
+    let record = s.record(&token, &chat_id, &job).await;
+    assert_eq!(record["status"], json!("failed"), "{record}");
+    assert_eq!(record["attempt"], json!(2), "attempts used up");
+    assert_eq!(statuses(&record), ["failed", "failed"]);
+    let parked = s.queues.dead_letters(1, WAIT).await;
+    assert_eq!(parked.len(), 1, "parked in the DLQ");
+    assert_eq!(parked[0].body(), messages[0].body(), "the original body");
+    let reason = parked[0]
+        .message_attributes()
+        .and_then(|a| a.get("reason"))
+        .and_then(|v| v.string_value())
+        .unwrap_or_default();
+    assert!(reason.contains("attempt 2 ended failed"), "{reason}");
+    assert!(
+        s.queues.receive(1, Duration::from_secs(1)).await.is_empty(),
+        "no third attempt"
+    );
+}
+
+#[tokio::test]
+async fn a_rejected_request_is_not_retried() {
+    let s = Setup::start(3).await;
+    Mock::given(method("POST"))
+        .and(path("/kb/search"))
+        .respond_with(
+            ResponseTemplate::new(400).set_body_json(json!({"message": "query too long"})),
+        )
+        .mount(&s.kb)
+        .await;
+    let token = s.rig.token(&test_support::unique("cy"));
+    let turn = s.kb_turn(&token, "support").await;
+    let record = s.record(&token, &turn.chat_id(), &job_id(&turn)).await;
+    assert_eq!(
+        (&record["status"], &record["attempt"]),
+        (&json!("failed"), &json!(1))
+    );
+    assert!(s.queues.receive(1, Duration::from_secs(2)).await.is_empty());
+    assert_eq!(s.kb_calls().await, 1, "a 4xx is not retried at all");
+}
+
+#[tokio::test]
+async fn an_async_tool_completes_through_the_worker_and_reaches_the_next_turn() {
+    let s = Setup::start(3).await;
+    Mock::given(method("POST"))
+        .and(path("/kb/search"))
+        .respond_with(kb_hit())
+        .mount(&s.kb)
+        .await;
+    let token = s.rig.token(&test_support::unique("dee"));
+    let turn = s.kb_turn(&token, "background").await;
+    let started = turn.first("tool_started");
+    assert_eq!(started["status"], json!("queued"), "{started}");
+    assert!(turn.all("tool_result").is_empty(), "no result in this turn");
+    assert_eq!(turn.names().last(), Some(&"done"));
+    assert_eq!(s.kb_calls().await, 0, "nothing ran in the turn");
+    let (chat_id, job) = (turn.chat_id(), job_id(&turn));
+    assert_eq!(
+        s.record(&token, &chat_id, &job).await["status"],
+        json!("queued")
+    );
+    let prompt = last_prompt(&s.rig);
+    assert!(prompt.contains("runs in the background"), "{prompt}");
+
+    let messages = s.queues.receive(1, WAIT).await;
+    assert_eq!(messages.len(), 1);
+    assert!(s.deliver(&messages).await.batch_item_failures.is_empty());
+    let record = s.record(&token, &chat_id, &job).await;
+    assert_eq!(record["status"], json!("succeeded"), "{record}");
+    assert!(
+        record["response"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains(KB_ANSWER)),
+        "{record}"
+    );
+
+    s.rig.llm.push(Reply::text("They expire after 36 months."));
+    s.rig
+        .chat(
+            Some(&token),
+            json!({"message": "Any news?", "chat_id": chat_id, "agent": "background"}),
+        )
+        .await;
+    let prompt = last_prompt(&s.rig);
+    assert!(prompt.contains(KB_ANSWER), "{prompt}");
+    assert!(!prompt.contains("still queued"), "{prompt}");
+}
+
+#[tokio::test]
+async fn duplicate_deliveries_execute_once() {
+    let s = Setup::start(3).await;
+    Mock::given(method("POST"))
+        .and(path("/kb/search"))
+        .respond_with(kb_hit().set_delay(Duration::from_millis(300)))
+        .mount(&s.kb)
+        .await;
+    let token = s.rig.token(&test_support::unique("eve"));
+    let turn = s.kb_turn(&token, "background").await;
+    let messages = s.queues.receive(1, WAIT).await;
+    assert_eq!(messages.len(), 1);
+    // The same message twice in one batch (runs concurrently), then once more later.
+    let twice = [messages[0].clone(), messages[0].clone()];
+    let response = tool_worker::handler::handle(&s.worker, sqs_event(&twice)).await;
+    assert!(response.batch_item_failures.is_empty(), "{response:?}");
+    let again = s.deliver(&messages).await;
+    assert!(again.batch_item_failures.is_empty(), "{again:?}");
+    assert_eq!(s.kb_calls().await, 1, "executed once");
+    let record = s.record(&token, &turn.chat_id(), &job_id(&turn)).await;
+    assert_eq!(
+        (&record["status"], &record["attempt"]),
+        (&json!("succeeded"), &json!(1))
+    );
+}
+
+#[tokio::test]
+async fn a_poison_message_fails_alone_and_moves_to_the_dead_letter_queue() {
+    let s = Setup::start(3).await;
+    Mock::given(method("POST"))
+        .and(path("/kb/search"))
+        .respond_with(kb_hit())
+        .mount(&s.kb)
+        .await;
+    let token = s.rig.token(&test_support::unique("fay"));
+    let turn = s.kb_turn(&token, "background").await;
+    s.queues.send_raw("{\"v\":1,\"kind\":\"retry\"").await;
+    let messages = s.queues.receive(2, WAIT).await;
+    assert_eq!(messages.len(), 2);
+    let poison = messages
+        .iter()
+        .find(|m| m.body().is_some_and(|b| b.ends_with("\"retry\"")))
+        .unwrap();
+    let response = s.deliver(&messages).await;
+    assert_eq!(
+        failed_ids(&response),
+        [poison.message_id().unwrap_or_default().to_owned()],
+        "only the poison message failed"
+    );
+    let record = s.record(&token, &turn.chat_id(), &job_id(&turn)).await;
+    assert_eq!(record["status"], json!("succeeded"), "the good job ran");
+
+    // Redelivered past maxReceiveCount (1 here), the queue moves it to the DLQ.
+    s.queues.release(poison).await;
+    assert!(s.queues.receive(1, Duration::from_secs(2)).await.is_empty());
+    let parked = s.queues.dead_letters(1, WAIT).await;
+    assert_eq!(parked.len(), 1);
+    assert_eq!(parked[0].body(), poison.body());
+}
+
+#[tokio::test]
+async fn a_canceled_call_is_not_executed() {
+    let s = Setup::start(3).await;
+    Mock::given(method("POST"))
+        .and(path("/kb/search"))
+        .respond_with(kb_hit())
+        .mount(&s.kb)
+        .await;
+    let token = s.rig.token(&test_support::unique("gil"));
+    let turn = s.kb_turn(&token, "background").await;
+    let (chat_id, job) = (turn.chat_id(), job_id(&turn));
+    let (status, canceled) = s
+        .rig
+        .post(&token, &format!("/chats/{chat_id}/tool-calls/{job}/cancel"))
+        .await;
+    assert_eq!((status, &canceled["status"]), (200, &json!("canceled")));
+
+    let messages = s.queues.receive(1, WAIT).await;
+    assert_eq!(messages.len(), 1);
+    let response = s.deliver(&messages).await;
+    assert!(response.batch_item_failures.is_empty(), "acknowledged");
+    assert_eq!(s.kb_calls().await, 0, "not executed");
+    assert_eq!(
+        s.record(&token, &chat_id, &job).await["status"],
+        json!("canceled")
+    );
+    assert!(
+        s.queues
+            .dead_letters(1, Duration::from_secs(1))
+            .await
+            .is_empty()
+    );
+}
+
+/// `events/tool-worker/*-<n>.json`: `n` messages of the batch are reported as failed.
+#[tokio::test]
+async fn sample_events_report_their_failures() {
+    let s = Setup::start(3).await;
+    let events = test_support::sample_events("tool-worker");
+    assert!(events.len() >= 2, "sample events missing for tool-worker");
+    for event in events {
+        let batch: SqsEvent = serde_json::from_str(&event.text)
+            .unwrap_or_else(|e| panic!("{} is not an SQS event: {e}", event.name));
+        let response = tool_worker::handler::handle(&s.worker, batch).await;
+        assert_eq!(
+            response.batch_item_failures.len(),
+            usize::from(event.expected_status),
+            "{}: {response:?}",
+            event.name
+        );
+    }
+    assert_eq!(s.kb_calls().await, 0);
+}
