@@ -1,14 +1,11 @@
 //! Lambda entry point: builds the clients once per container, then streams each request's
 //! response through `run_with_streaming_response` (Function URL, `RESPONSE_STREAM`).
 
-use std::sync::Arc;
-
 use chat_router::handler::handle;
 use chat_router::{Config, Deps};
 use lambda_http::{Request, run_with_streaming_response, service_fn};
 use shared::config::Env;
 use shared::http::auth::AuthConfig;
-use shared::secrets::{AwsSecretSource, SecretsCache};
 use shared::tools::agents::AgentCatalog;
 use shared::tools::setup::ToolClients;
 
@@ -20,18 +17,8 @@ async fn main() -> Result<(), lambda_http::Error> {
     let agents = AgentCatalog::from_env(&env)?;
     let auth = AuthConfig::from_env(&env)?;
     let sdk = shared::aws::sdk_config().await;
-    let secrets = Arc::new(SecretsCache::new(
-        Arc::new(AwsSecretSource::new(shared::aws::secrets_manager(&sdk))),
-        shared::config::secrets_cache_ttl(&env)?,
-    ));
-    let clients = ToolClients {
-        dynamodb: shared::aws::dynamodb(&sdk),
-        sqs: shared::aws::sqs(&sdk),
-        secrets,
-        http: shared::upstream::http_client()?,
-        // Chat turns forward the user's token; only the tool worker signs.
-        signer: None,
-    };
+    // Chat turns forward the user's token; only the tool worker signs.
+    let clients = ToolClients::from_sdk(&sdk, &env, None)?;
     let deps = Deps::new(config, agents, auth, clients)?;
     run_with_streaming_response(service_fn(|req: Request| {
         let deps = deps.clone();

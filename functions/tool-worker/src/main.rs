@@ -1,12 +1,9 @@
 //! Lambda entry point: builds the clients once per container, then hands each SQS batch to
 //! the handler (event source mapping with `ReportBatchItemFailures`).
 
-use std::sync::Arc;
-
 use aws_lambda_events::event::sqs::SqsEvent;
 use lambda_runtime::{LambdaEvent, run, service_fn};
 use shared::config::Env;
-use shared::secrets::{AwsSecretSource, SecretsCache};
 use shared::tools::SigV4Signer;
 use shared::tools::agents::AgentCatalog;
 use shared::tools::setup::ToolClients;
@@ -20,18 +17,8 @@ async fn main() -> Result<(), lambda_runtime::Error> {
     let config = Config::from_env(&env)?;
     let agents = AgentCatalog::from_env(&env)?;
     let sdk = shared::aws::sdk_config().await;
-    let secrets = Arc::new(SecretsCache::new(
-        Arc::new(AwsSecretSource::new(shared::aws::secrets_manager(&sdk))),
-        shared::config::secrets_cache_ttl(&env)?,
-    ));
-    let clients = ToolClients {
-        dynamodb: shared::aws::dynamodb(&sdk),
-        sqs: shared::aws::sqs(&sdk),
-        secrets,
-        http: shared::upstream::http_client()?,
-        // No user token here: calls to the IAM routes are signed with the function's role.
-        signer: SigV4Signer::from_sdk_config(&sdk),
-    };
+    // No user token here: calls to the IAM routes are signed with the function's role.
+    let clients = ToolClients::from_sdk(&sdk, &env, SigV4Signer::from_sdk_config(&sdk))?;
     let deps = Deps::new(config, &agents, clients)?;
     run(service_fn(|event: LambdaEvent<SqsEvent>| {
         let deps = deps.clone();

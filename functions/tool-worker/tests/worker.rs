@@ -95,6 +95,15 @@ impl Setup {
         }
     }
 
+    /// The kb route answers every search with `response`.
+    async fn kb_answers(&self, response: ResponseTemplate) {
+        Mock::given(method("POST"))
+            .and(path("/kb/search"))
+            .respond_with(response)
+            .mount(&self.kb)
+            .await;
+    }
+
     async fn kb_calls(&self) -> usize {
         self.kb.received_requests().await.unwrap_or_default().len()
     }
@@ -219,12 +228,7 @@ async fn a_transient_failure_is_retried_by_the_worker_and_ends_succeeded_with_tw
         .with_priority(1)
         .mount(&s.kb)
         .await;
-    Mock::given(method("POST"))
-        .and(path("/kb/search"))
-        .respond_with(kb_hit())
-        .with_priority(2)
-        .mount(&s.kb)
-        .await;
+    s.kb_answers(kb_hit()).await;
     let token = s.rig.token(&test_support::unique("ada"));
     let turn = s.kb_turn(&token, "support").await;
     let result = turn.first("tool_result");
@@ -267,11 +271,7 @@ async fn a_transient_failure_is_retried_by_the_worker_and_ends_succeeded_with_tw
 #[tokio::test]
 async fn a_permanent_failure_ends_in_the_dead_letter_queue_with_status_failed() {
     let s = Setup::start(2).await;
-    Mock::given(method("POST"))
-        .and(path("/kb/search"))
-        .respond_with(ResponseTemplate::new(503))
-        .mount(&s.kb)
-        .await;
+    s.kb_answers(ResponseTemplate::new(503)).await;
     let token = s.rig.token(&test_support::unique("bo"));
     let turn = s.kb_turn(&token, "support").await;
     let (chat_id, job) = (turn.chat_id(), job_id(&turn));
@@ -302,12 +302,7 @@ async fn a_permanent_failure_ends_in_the_dead_letter_queue_with_status_failed() 
 #[tokio::test]
 async fn a_rejected_request_is_not_retried() {
     let s = Setup::start(3).await;
-    Mock::given(method("POST"))
-        .and(path("/kb/search"))
-        .respond_with(
-            ResponseTemplate::new(400).set_body_json(json!({"message": "query too long"})),
-        )
-        .mount(&s.kb)
+    s.kb_answers(ResponseTemplate::new(400).set_body_json(json!({"message": "query too long"})))
         .await;
     let token = s.rig.token(&test_support::unique("cy"));
     let turn = s.kb_turn(&token, "support").await;
@@ -323,11 +318,7 @@ async fn a_rejected_request_is_not_retried() {
 #[tokio::test]
 async fn an_async_tool_completes_through_the_worker_and_reaches_the_next_turn() {
     let s = Setup::start(3).await;
-    Mock::given(method("POST"))
-        .and(path("/kb/search"))
-        .respond_with(kb_hit())
-        .mount(&s.kb)
-        .await;
+    s.kb_answers(kb_hit()).await;
     let token = s.rig.token(&test_support::unique("dee"));
     let turn = s.kb_turn(&token, "background").await;
     let started = turn.first("tool_started");
@@ -370,10 +361,7 @@ async fn an_async_tool_completes_through_the_worker_and_reaches_the_next_turn() 
 #[tokio::test]
 async fn duplicate_deliveries_execute_once() {
     let s = Setup::start(3).await;
-    Mock::given(method("POST"))
-        .and(path("/kb/search"))
-        .respond_with(kb_hit().set_delay(Duration::from_millis(300)))
-        .mount(&s.kb)
+    s.kb_answers(kb_hit().set_delay(Duration::from_millis(300)))
         .await;
     let token = s.rig.token(&test_support::unique("eve"));
     let turn = s.kb_turn(&token, "background").await;
@@ -396,11 +384,7 @@ async fn duplicate_deliveries_execute_once() {
 #[tokio::test]
 async fn a_poison_message_fails_alone_and_moves_to_the_dead_letter_queue() {
     let s = Setup::start(3).await;
-    Mock::given(method("POST"))
-        .and(path("/kb/search"))
-        .respond_with(kb_hit())
-        .mount(&s.kb)
-        .await;
+    s.kb_answers(kb_hit()).await;
     let token = s.rig.token(&test_support::unique("fay"));
     let turn = s.kb_turn(&token, "background").await;
     s.queues.send_raw("{\"v\":1,\"kind\":\"retry\"").await;
@@ -430,11 +414,7 @@ async fn a_poison_message_fails_alone_and_moves_to_the_dead_letter_queue() {
 #[tokio::test]
 async fn a_canceled_call_is_not_executed() {
     let s = Setup::start(3).await;
-    Mock::given(method("POST"))
-        .and(path("/kb/search"))
-        .respond_with(kb_hit())
-        .mount(&s.kb)
-        .await;
+    s.kb_answers(kb_hit()).await;
     let token = s.rig.token(&test_support::unique("gil"));
     let turn = s.kb_turn(&token, "background").await;
     let (chat_id, job) = (turn.chat_id(), job_id(&turn));

@@ -17,7 +17,7 @@ use crate::jobs::{RetrySchedule, SqsJobQueue};
 use crate::ledger::{DynamoLedger, ToolCallLedger};
 use crate::limits::DynamoRateLimiter;
 use crate::llm::{ApiKey, LlmProvider, OpenAiClient, OpenAiConfig};
-use crate::secrets::SecretsCache;
+use crate::secrets::{AwsSecretSource, SecretsCache};
 use crate::upstream::RetryPolicy;
 use crate::usage::{DynamoUsageStore, PriceTable, UsageStore};
 
@@ -130,6 +130,28 @@ pub struct ToolClients {
     pub http: reqwest::Client,
     /// Signs the worker's calls to the IAM routes; `None` in chat turns and local runs.
     pub signer: Option<SigV4Signer>,
+}
+
+impl ToolClients {
+    /// The clients of a Lambda container, from the SDK configuration and the environment
+    /// (`SECRETS_CACHE_TTL_SECS`).
+    pub fn from_sdk(
+        sdk: &aws_config::SdkConfig,
+        env: &Env,
+        signer: Option<SigV4Signer>,
+    ) -> Result<Self> {
+        let secrets = Arc::new(SecretsCache::new(
+            Arc::new(AwsSecretSource::new(crate::aws::secrets_manager(sdk))),
+            crate::config::secrets_cache_ttl(env)?,
+        ));
+        Ok(Self {
+            dynamodb: crate::aws::dynamodb(sdk),
+            sqs: crate::aws::sqs(sdk),
+            secrets,
+            http: crate::upstream::http_client()?,
+            signer,
+        })
+    }
 }
 
 /// The shared parts of a function that runs tools.
