@@ -110,6 +110,11 @@ impl Setup {
 
     /// One chat turn in which the model searches the knowledge base and then answers.
     async fn kb_turn(&self, token: &str, agent: &str) -> common::Turn {
+        self.kb_turn_in(token, agent, None).await
+    }
+
+    /// As [`Setup::kb_turn`], in an existing chat when `chat_id` is given.
+    async fn kb_turn_in(&self, token: &str, agent: &str, chat_id: Option<&str>) -> common::Turn {
         self.rig.llm.push(Reply::tool_calls(vec![(
             "search_knowledge_base",
             json!({"query": "when do miles expire"}),
@@ -120,7 +125,7 @@ impl Setup {
         self.rig
             .chat(
                 Some(token),
-                json!({"message": "When do my miles expire?", "agent": agent}),
+                json!({"message": "When do my miles expire?", "agent": agent, "chat_id": chat_id}),
             )
             .await
     }
@@ -239,6 +244,20 @@ async fn a_transient_failure_is_retried_by_the_worker_and_ends_succeeded_with_tw
     assert_eq!(
         (&queued["status"], &queued["attempt"]),
         (&json!("queued"), &json!(2))
+    );
+
+    // Asked again while the retry waits: answered at once from the ledger, no new run.
+    let again = s.kb_turn_in(&token, "support", Some(&chat_id)).await;
+    let duplicate = again.first("tool_result");
+    assert_eq!(duplicate["status"], json!("queued"), "{duplicate}");
+    assert_eq!(again.first("tool_started")["deduped"], json!(true));
+    assert_eq!(job_id(&again), job);
+    assert!(
+        again
+            .events
+            .last()
+            .is_some_and(|e| e.at < Duration::from_secs(2)),
+        "answered at once"
     );
 
     let messages = s.queues.receive(1, WAIT).await;

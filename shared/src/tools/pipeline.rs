@@ -744,9 +744,9 @@ impl Pipeline {
         loop {
             match record.status {
                 ToolCallStatus::Succeeded => return reused(call, record),
-                ToolCallStatus::Running | ToolCallStatus::Queued
-                    if Instant::now() + DUPLICATE_POLL < deadline =>
-                {
+                // A queued original waits for the worker (maybe a retry's backoff): no use
+                // polling for it within a turn.
+                ToolCallStatus::Running if Instant::now() + DUPLICATE_POLL < deadline => {
                     tokio::time::sleep(DUPLICATE_POLL).await;
                     match self
                         .ledger
@@ -769,13 +769,15 @@ impl Pipeline {
         );
         let (status, message) = match record.status {
             // Its result lands in the ledger; later turns read it from there.
-            _ if in_flight && waited_for.is_zero() => (
-                CallStatus::Queued,
-                format!(
-                    "An identical call is already in progress in the background as job {}; its result will be available on a later turn.",
-                    record.id
-                ),
-            ),
+            _ if in_flight && (waited_for.is_zero() || record.status == ToolCallStatus::Queued) => {
+                (
+                    CallStatus::Queued,
+                    format!(
+                        "An identical call is already in progress in the background as job {}; its result will be available on a later turn.",
+                        record.id
+                    ),
+                )
+            }
             _ if in_flight => (
                 CallStatus::Timeout,
                 "An identical call is still running; its result is not ready yet.".to_owned(),
