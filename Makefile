@@ -1,5 +1,14 @@
 # Entry points; each target is a thin wrapper around a script you can also run directly.
-.PHONY: test lint emulators-up emulators-down ci
+.PHONY: dev down test lint emulators-up emulators-down ci
+
+## The whole system locally: emulators, fakes (without keys), every function under
+## cargo lambda watch, the tool queue feeding the worker, and a demo chat turn.
+dev:
+	./infra/local/dev.sh up
+
+## Stop exactly what `make dev` started.
+down:
+	./infra/local/dev.sh down
 
 ## Run every test against local emulators (starts and stops them as needed).
 test:

@@ -32,15 +32,19 @@ pub struct EmbeddingsConfig {
 }
 
 impl EmbeddingsConfig {
-    /// `EMBEDDINGS_BASE_URL` (else `OPENAI_BASE_URL`; neither set → `Ok(None)`: BM25 mode),
+    /// `EMBEDDINGS_BASE_URL` (else `OPENAI_BASE_URL`; neither set, or `none` → `Ok(None)`:
+    /// BM25 mode),
     /// `EMBEDDINGS_MODEL` (default [`DEFAULT_EMBEDDINGS_MODEL`]), `EMBEDDINGS_DIMENSIONS`
     /// (optional, positive), `EMBEDDINGS_API_KEY_SECRET` (else `OPENAI_API_KEY_SECRET`;
     /// optional).
     pub fn from_env(env: &Env) -> Result<Option<Self>> {
         let mut r = env.reader();
-        let base_url = r
-            .optional("EMBEDDINGS_BASE_URL")
-            .or_else(|| r.optional("OPENAI_BASE_URL"));
+        // `none`: BM25 only even though OPENAI_BASE_URL is set (e.g. a chat-only server).
+        let base_url = match r.optional("EMBEDDINGS_BASE_URL") {
+            Some(url) if url.trim().eq_ignore_ascii_case("none") => None,
+            Some(url) => Some(url),
+            None => r.optional("OPENAI_BASE_URL"),
+        };
         let model = r.or("EMBEDDINGS_MODEL", DEFAULT_EMBEDDINGS_MODEL);
         // 0 or unset: the model's own length.
         let dimensions = Some(r.parse_or("EMBEDDINGS_DIMENSIONS", 0u32)).filter(|&d| d > 0);
@@ -267,6 +271,16 @@ mod tests {
                 dimensions: Some(384),
                 api_key_secret: Some("emb-key".into()),
             })
+        );
+
+        let env = Env::from_pairs([
+            ("OPENAI_BASE_URL", "http://127.0.0.1:9101/v1"),
+            ("EMBEDDINGS_BASE_URL", "none"),
+        ]);
+        assert_eq!(
+            EmbeddingsConfig::from_env(&env).ok(),
+            Some(None),
+            "opted out"
         );
 
         let env = Env::from_pairs([

@@ -31,13 +31,18 @@ use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use serde_json::{Value, json};
 
-use crate::serve::{BoxError, LocalServer, ResponseBody, spawn_server, text_response};
+use crate::serve::{
+    BoxError, LocalServer, ResponseBody, spawn_server, spawn_server_on, text_response,
+};
 
 /// Prompt tokens reported when a reply does not set its own usage.
 pub const DEFAULT_PROMPT_TOKENS: u64 = 10;
 
 /// A request predicate for [`FakeLlm::when`]; see [`matchers`] for ready-made ones.
 type Matcher = Box<dyn Fn(&Value) -> bool + Send + Sync>;
+
+/// Computes a reply from the request body, for requests nothing scripted answers.
+pub type Responder = Box<dyn Fn(&Value) -> Reply + Send + Sync>;
 
 /// The fake server. Dropping it stops the server.
 pub struct FakeLlm {
@@ -50,6 +55,7 @@ struct Script {
     matched: Vec<(Matcher, Reply)>,
     queue: VecDeque<Reply>,
     requests: Vec<Value>,
+    responder: Option<Responder>,
 }
 
 impl fmt::Debug for FakeLlm {
@@ -67,13 +73,29 @@ impl fmt::Debug for FakeLlm {
 impl FakeLlm {
     /// Starts the server on its own task. Panics when no local port can be bound.
     pub async fn start() -> Self {
-        let script = Arc::new(Mutex::new(Script::default()));
+        Self::serve(None, None).await
+    }
+
+    /// A server on `port` (0: any) that answers every request with `responder`'s reply
+    /// (an offline stand-in for a real LLM, e.g. in the local stack).
+    pub async fn start_with(port: u16, responder: Responder) -> Self {
+        Self::serve(Some(port), Some(responder)).await
+    }
+
+    async fn serve(port: Option<u16>, responder: Option<Responder>) -> Self {
+        let script = Arc::new(Mutex::new(Script {
+            responder,
+            ..Script::default()
+        }));
         let shared = Arc::clone(&script);
-        let server = spawn_server(Arc::new(move |request| {
+        let handler: crate::serve::Handler = Arc::new(move |request| {
             let script = Arc::clone(&shared);
             Box::pin(async move { handle(script, request).await })
-        }))
-        .await;
+        });
+        let server = match port {
+            Some(port) => spawn_server_on(port, handler).await,
+            None => spawn_server(handler).await,
+        };
         Self { server, script }
     }
 
@@ -401,7 +423,10 @@ async fn handle(
         let number = script.requests.len();
         let reply = match script.matched.iter().position(|(m, _)| m(&body)) {
             Some(i) => Some(script.matched.remove(i).1),
-            None => script.queue.pop_front(),
+            None => script
+                .queue
+                .pop_front()
+                .or_else(|| script.responder.as_ref().map(|r| r(&body))),
         };
         (number, reply)
     };

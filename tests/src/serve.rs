@@ -34,7 +34,7 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 pub(crate) type ResponseBody = UnsyncBoxBody<Bytes, BoxError>;
 
 type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
-type Handler =
+pub(crate) type Handler =
     Arc<dyn Fn(http::Request<Incoming>) -> BoxFuture<http::Response<ResponseBody>> + Send + Sync>;
 
 /// A server on `127.0.0.1:<random port>`; stops (with its open connections) when dropped.
@@ -100,9 +100,14 @@ where
 /// Binds `127.0.0.1:0` and serves `handler` on its own task; connections are served
 /// concurrently and end with the server.
 pub(crate) async fn spawn_server(handler: Handler) -> LocalServer {
-    let listener = TcpListener::bind(("127.0.0.1", 0))
+    spawn_server_on(0, handler).await
+}
+
+/// As [`spawn_server`], on a given port (0: any free one).
+pub(crate) async fn spawn_server_on(port: u16, handler: Handler) -> LocalServer {
+    let listener = TcpListener::bind(("127.0.0.1", port))
         .await
-        .unwrap_or_else(|e| panic!("binding a local port for a test server: {e}"));
+        .unwrap_or_else(|e| panic!("binding 127.0.0.1:{port} for a local server: {e}"));
     let addr = listener
         .local_addr()
         .unwrap_or_else(|e| panic!("local address of a test server: {e}"));

@@ -25,6 +25,9 @@ pub struct Config {
     pub history_token_budget: usize,
     /// Characters of one tool result in the prompt (`TOOL_RESULT_MAX_CHARS`, default 6000).
     pub tool_result_max_chars: usize,
+    /// Sent with every answer as `final.metadata.notice` (`STACK_NOTICE`; the local stack
+    /// says there which services are fakes).
+    pub stack_notice: Option<String>,
 }
 
 impl Config {
@@ -44,6 +47,7 @@ impl Config {
             history_max_messages: r.parse_or("HISTORY_MAX_MESSAGES", 30u32).clamp(1, 200),
             history_token_budget: r.parse_or("HISTORY_TOKEN_BUDGET", 3000usize),
             tool_result_max_chars: r.parse_or("TOOL_RESULT_MAX_CHARS", 6000usize).max(200),
+            stack_notice: r.optional("STACK_NOTICE").filter(|s| !s.trim().is_empty()),
         };
         r.finish(config)
     }

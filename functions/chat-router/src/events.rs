@@ -38,6 +38,8 @@ pub enum ChatEvent {
         // Boxed: the state is large and the event rare.
         session_state: Box<SessionState>,
         tool_result: Value,
+        /// `STACK_NOTICE`, e.g. that the local stack answers with fakes.
+        notice: Option<String>,
     },
     Error {
         code: String,
@@ -95,11 +97,18 @@ impl ChatEvent {
                 content,
                 session_state,
                 tool_result,
-            } => json!({
-                "message": FinalMessage { role: "assistant", content },
-                "session_state": session_state,
-                "tool_result": tool_result,
-            }),
+                notice,
+            } => {
+                let mut data = json!({
+                    "message": FinalMessage { role: "assistant", content },
+                    "session_state": session_state,
+                    "tool_result": tool_result,
+                });
+                if let Some(notice) = notice {
+                    data["metadata"] = json!({ "notice": notice });
+                }
+                data
+            }
             Self::Error { code, message } => json!({ "code": code, "message": message }),
             Self::Debug { kind, payload } => json!({ "type": kind, "payload": payload }),
             Self::Done => json!({}),

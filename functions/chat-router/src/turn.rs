@@ -291,6 +291,7 @@ async fn run_steps(deps: &Deps, input: &TurnInput, emitter: &Emitter) -> Result<
         content,
         session_state: Box::new(state),
         tool_result: tool_result(&last_results),
+        notice: deps.config.stack_notice.clone(),
     });
     Ok(())
 }

@@ -1,0 +1,202 @@
+#!/usr/bin/env bash
+# The whole system on this machine (`make dev` / `make down`).
+#
+#   infra/local/dev.sh up      install what is missing, start the emulators (tables, queues,
+#                              secrets from template.yaml), ingest the sample knowledge base,
+#                              start fakes for every upstream without a key, run every function
+#                              under `cargo lambda watch`, feed the tool queue to the worker,
+#                              then hold a demo chat turn (DEMO=0 skips it)
+#   infra/local/dev.sh down    stop exactly what `up` started (by PID), emulators included
+#   infra/local/dev.sh status  say what runs
+#
+# Real services instead of fakes: OPENAI_API_KEY (or OPENAI_BASE_URL for a keyless
+# OpenAI-compatible server such as Ollama, with OPENAI_MODEL), SEATSAERO_API_KEY,
+# AMADEUS_CLIENT_ID + AMADEUS_CLIENT_SECRET. Ports: WATCH_PORT (9000), FAKES_PORT_BASE (9100:
+# LLM +1, Seats.aero +2, Amadeus +3), DYNAMODB_PORT, MOTO_PORT.
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+cd "$REPO_ROOT"
+
+WATCH_PORT="${WATCH_PORT:-9000}"
+FAKES_PORT_BASE="${FAKES_PORT_BASE:-9100}"
+LLM_PORT=$((FAKES_PORT_BASE + 1))
+SEATSAERO_PORT=$((FAKES_PORT_BASE + 2))
+AMADEUS_PORT=$((FAKES_PORT_BASE + 3))
+BASE="http://127.0.0.1:$WATCH_PORT"
+ROUTER_URL="$BASE/lambda-url/chat-router"
+DEV_ENV="$RUN_DIR/dev.env"
+BIN="$REPO_ROOT/target/debug"
+JWT_ISSUER_LOCAL="http://127.0.0.1/dev"
+JWT_AUDIENCE_LOCAL="local-dev"
+
+# Processes of ours: name, a marker their command line contains, how to start them.
+pidfile() { echo "$RUN_DIR/dev-$1.pid"; }
+
+our_pid() {
+  local f pid
+  f="$(pidfile "$1")"
+  [ -f "$f" ] || return 1
+  pid="$(cat "$f")"
+  [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 1
+  tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q -- "$2" || return 1
+  echo "$pid"
+}
+
+# Started in its own session, so `down` can stop it with everything it spawned (cargo lambda
+# watch runs each function as a child process) by signalling that one process group.
+start_bg() {
+  local name="$1" marker="$2"; shift 2
+  local pid
+  if pid="$(our_pid "$name" "$marker")"; then
+    log "$name already running (pid $pid)"
+    return 0
+  fi
+  setsid "$@" >"$RUN_DIR/dev-$name.log" 2>&1 </dev/null &
+  echo $! >"$(pidfile "$name")"
+  log "$name started (pid $!; log .local/run/dev-$name.log)"
+}
+
+stop_bg() {
+  local name="$1" marker="$2" pid
+  if pid="$(our_pid "$name" "$marker")"; then
+    kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
+    for _ in $(seq 1 40); do kill -0 "$pid" 2>/dev/null || break; sleep 0.25; done
+    kill -0 "$pid" 2>/dev/null && kill -KILL -- "-$pid" 2>/dev/null || true
+    log "$name stopped (pid $pid)"
+  fi
+  rm -f "$(pidfile "$name")"
+}
+
+# Waits until `url` gives any HTTP answer. One request with a long timeout, not a poll of
+# short ones: requests abandoned while a function still builds would queue up in
+# cargo lambda watch and be answered into closed connections later.
+wait_for() {
+  local what="$1" url="$2" seconds="$3" name="$4" code host_port
+  host_port="${url#http://}"; host_port="${host_port%%/*}"
+  for _ in $(seq 1 120); do
+    (exec 3<>"/dev/tcp/${host_port%%:*}/${host_port##*:}") 2>/dev/null && break
+    our_pid "$name" "" >/dev/null || die "$what exited during start-up; see .local/run/dev-$name.log"
+    sleep 0.5
+  done
+  code="$(curl -s -o /dev/null -w '%{http_code}' --max-time "$seconds" "$url" || true)"
+  case "$code" in
+    000 | 5*) die "$what did not answer at $url (HTTP $code); see .local/run/dev-$name.log" ;;
+  esac
+}
+
+# Which upstreams are fakes: decided once from the developer's keys.
+decide_fakes() {
+  FAKE_LLM=1; FAKE_SEATS=1; FAKE_AMADEUS=1
+  if [ -n "${OPENAI_API_KEY:-}" ] || [ -n "${OPENAI_BASE_URL:-}" ]; then FAKE_LLM=0; fi
+  [ -n "${SEATSAERO_API_KEY:-}" ] && FAKE_SEATS=0
+  if [ -n "${AMADEUS_CLIENT_ID:-}" ] && [ -n "${AMADEUS_CLIENT_SECRET:-}" ]; then FAKE_AMADEUS=0; fi
+  local fakes=()
+  [ "$FAKE_LLM" = 1 ] && fakes+=("offline LLM stand-in (set OPENAI_API_KEY or OPENAI_BASE_URL for a real model)")
+  [ "$FAKE_SEATS" = 1 ] && fakes+=("fake Seats.aero with recorded data (set SEATSAERO_API_KEY)")
+  [ "$FAKE_AMADEUS" = 1 ] && fakes+=("fake Amadeus with recorded data (set AMADEUS_CLIENT_ID/SECRET)")
+  if [ ${#fakes[@]} -eq 0 ]; then
+    NOTICE=""
+    log "upstreams: all real (LLM, Seats.aero, Amadeus)"
+  else
+    NOTICE="local stack with fakes: $(IFS=';'; echo "${fakes[*]}" | sed 's/;/; /g')"
+    printf '\033[1;33m[local] NOTE:\033[0m %s\n' "$NOTICE" >&2
+  fi
+}
+
+write_dev_env() {
+  # The emulators' settings plus what the functions need to find each other and the fakes.
+  grep '^export ' "$RUN_DIR/env" | sed 's/^export //' >"$DEV_ENV"
+  {
+    echo "RUST_LOG=${RUST_LOG:-info}"
+    echo "AWARD_SEARCH_URL=$BASE/lambda-url/seatsaero-search/flights/award"
+    echo "CASH_SEARCH_URL=$BASE/lambda-url/amadeus-search/flights/cash"
+    echo "KB_SEARCH_URL=$BASE/lambda-url/kb-retrieve/kb/search"
+    echo "JWT_SECRET_NAME=JwtSigningSecret"
+    echo "JWT_ISSUER=$JWT_ISSUER_LOCAL"
+    echo "JWT_AUDIENCE=$JWT_AUDIENCE_LOCAL"
+    echo "TOOL_RETRY_BASE_SECS=${TOOL_RETRY_BASE_SECS:-2}"
+    echo "EMBEDDINGS_BASE_URL=${EMBEDDINGS_BASE_URL:-none}"
+    if [ "$FAKE_LLM" = 1 ]; then
+      echo "OPENAI_BASE_URL=http://127.0.0.1:$LLM_PORT/v1"
+      echo "OPENAI_MODEL=offline-stand-in"
+    else
+      echo "OPENAI_BASE_URL=${OPENAI_BASE_URL:-https://api.openai.com/v1}"
+      echo "OPENAI_MODEL=${OPENAI_MODEL:-gpt-4o-mini}"
+    fi
+    [ "$FAKE_SEATS" = 1 ] && echo "SEATSAERO_BASE_URL=http://127.0.0.1:$SEATSAERO_PORT"
+    [ "$FAKE_AMADEUS" = 1 ] && echo "AMADEUS_BASE_URL=http://127.0.0.1:$AMADEUS_PORT"
+    # Quoted: the file is read both by `source` and by cargo lambda's env-file parser.
+    [ -n "$NOTICE" ] && echo "STACK_NOTICE='$NOTICE'"
+  } >>"$DEV_ENV"
+}
+
+cmd_up() {
+  local started=$SECONDS
+  "$REPO_ROOT/infra/local/emulators.sh" start
+  decide_fakes
+  log "building the functions and helpers (first run: a few minutes)"
+  # One binary per build, as `cargo lambda watch` builds them (`cargo run --bin X`): building
+  # several packages at once unifies their dependencies' features into other artifacts.
+  for bin in chat-router seatsaero-search amadeus-search kb-retrieve tool-worker kb-ingest dev-stack chat; do
+    cargo build --quiet --bin "$bin"
+  done
+  write_dev_env
+
+  log "ingesting the sample knowledge base (infra/kb/docs; unchanged documents are skipped)"
+  (set -a; source "$DEV_ENV"; set +a; "$BIN/kb-ingest" --table "$KB_TABLE" infra/kb/docs) 2>&1 \
+    | tail -n 3 >&2
+
+  local fake_args=()
+  [ "$FAKE_LLM" = 1 ] && fake_args+=(--llm-port "$LLM_PORT")
+  [ "$FAKE_SEATS" = 1 ] && fake_args+=(--seatsaero-port "$SEATSAERO_PORT")
+  [ "$FAKE_AMADEUS" = 1 ] && fake_args+=(--amadeus-port "$AMADEUS_PORT")
+  if [ ${#fake_args[@]} -gt 0 ]; then
+    start_bg fakes "dev-stack fakes" "$BIN/dev-stack" fakes "${fake_args[@]}"
+    for _ in $(seq 1 60); do grep -q '\[fakes\] ready' "$RUN_DIR/dev-fakes.log" && break; sleep 0.25; done
+    grep -q '\[fakes\] ready' "$RUN_DIR/dev-fakes.log" || die "the fakes did not start; see .local/run/dev-fakes.log"
+  fi
+
+  start_bg watch "lambda watch" "$VENV_DIR/bin/cargo-lambda" lambda watch \
+    --invoke-address 127.0.0.1 --invoke-port "$WATCH_PORT" --env-file "$DEV_ENV" --ignore-changes
+  # Any HTTP answer (401: no token) means the router is up; the first request builds it.
+  wait_for "the chat-router under cargo lambda watch" "$ROUTER_URL/chats/ping/tool-calls" 300 watch
+
+  start_bg bridge "dev-stack sqs-bridge" bash -c "set -a; source '$DEV_ENV'; set +a; exec '$BIN/dev-stack' sqs-bridge --invoke-url '$BASE/2015-03-31/functions/tool-worker/invocations'"
+
+  log "up in $((SECONDS - started)) s. Chat with: cargo run -q -p chat -- \"your message\"   (router: $ROUTER_URL)"
+  if [ "${DEMO:-1}" != 0 ]; then
+    demo
+  fi
+}
+
+demo() {
+  local date
+  date="$(date -u -d '+60 days' +%Y-%m-%d 2>/dev/null || echo 2027-03-15)"
+  log "demo turn: a flight search (the events render as they stream in)"
+  "$BIN/chat" --url "$ROUTER_URL" --new "Business class from Frankfurt to New York on $date"
+  log "demo turn: a knowledge-base question in the same chat"
+  "$BIN/chat" --url "$ROUTER_URL" "How do fuel surcharges work on award tickets?"
+}
+
+cmd_down() {
+  stop_bg bridge "dev-stack sqs-bridge"
+  stop_bg watch "lambda watch"
+  stop_bg fakes "dev-stack fakes"
+  "$REPO_ROOT/infra/local/emulators.sh" stop
+}
+
+cmd_status() {
+  local pid name
+  for pair in "fakes:dev-stack fakes" "watch:lambda watch" "bridge:dev-stack sqs-bridge"; do
+    name="${pair%%:*}"
+    if pid="$(our_pid "$name" "${pair#*:}")"; then echo "$name: running (pid $pid)"; else echo "$name: not running"; fi
+  done
+  "$REPO_ROOT/infra/local/emulators.sh" status
+}
+
+case "${1:-}" in
+  up) cmd_up ;;
+  down) cmd_down ;;
+  status) cmd_status ;;
+  demo) demo ;;
+  *) echo "usage: $0 up|down|status|demo" >&2; exit 2 ;;
+esac

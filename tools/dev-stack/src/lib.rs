@@ -1,0 +1,7 @@
+//! Helpers of the local stack (`make dev`): the offline LLM stand-in, fake flight upstreams
+//! on fixed ports, and a bridge that feeds the tool queue to the tool-worker running under
+//! `cargo lambda watch` (which emulates function URLs, not SQS event sources).
+
+pub mod bridge;
+pub mod fakes;
+pub mod standin;

@@ -1,0 +1,526 @@
+//! The offline LLM stand-in: answers OpenAI chat-completions requests without a model, so
+//! the local stack works without any key. It reads the user's last message (English or
+//! German) and calls `search_flights` when it finds two airports (IATA codes or known city
+//! names), `search_knowledge_base` for questions, and otherwise makes small talk; after a
+//! tool round it relays the tool's result. It is a demo aid, not a language model, and says
+//! so in its answers.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use test_support::fake_llm::Reply;
+use time::{Date, Month, OffsetDateTime};
+
+/// Pause between streamed words, so the stream is visibly a stream.
+const WORD_DELAY: Duration = Duration::from_millis(25);
+
+const CITIES: &[(&str, &str)] = &[
+    ("frankfurt", "FRA"),
+    ("munich", "MUC"),
+    ("münchen", "MUC"),
+    ("muenchen", "MUC"),
+    ("berlin", "BER"),
+    ("hamburg", "HAM"),
+    ("düsseldorf", "DUS"),
+    ("duesseldorf", "DUS"),
+    ("vienna", "VIE"),
+    ("wien", "VIE"),
+    ("zurich", "ZRH"),
+    ("zürich", "ZRH"),
+    ("london", "LHR"),
+    ("paris", "CDG"),
+    ("amsterdam", "AMS"),
+    ("madrid", "MAD"),
+    ("rome", "FCO"),
+    ("rom", "FCO"),
+    ("new york", "JFK"),
+    ("newyork", "JFK"),
+    ("boston", "BOS"),
+    ("chicago", "ORD"),
+    ("san francisco", "SFO"),
+    ("los angeles", "LAX"),
+    ("miami", "MIA"),
+    ("toronto", "YYZ"),
+    ("tokyo", "HND"),
+    ("tokio", "HND"),
+    ("singapore", "SIN"),
+    ("singapur", "SIN"),
+    ("bangkok", "BKK"),
+    ("dubai", "DXB"),
+    ("doha", "DOH"),
+    ("sydney", "SYD"),
+    ("hong kong", "HKG"),
+];
+
+/// Three-letter words that are not airports.
+const NOT_AIRPORTS: &[&str] = &[
+    "THE", "AND", "FOR", "NOT", "YOU", "ARE", "BUT", "CAN", "HOW", "WHO", "WHY", "ONE", "TWO",
+    "UND", "DER", "DIE", "DAS", "MIT", "VON", "WIE", "WAS", "EIN", "AUS", "BIS", "API", "USD",
+    "EUR", "NEW",
+];
+
+const MONTHS: &[(&str, Month)] = &[
+    ("january", Month::January),
+    ("januar", Month::January),
+    ("jan", Month::January),
+    ("february", Month::February),
+    ("februar", Month::February),
+    ("feb", Month::February),
+    ("march", Month::March),
+    ("märz", Month::March),
+    ("maerz", Month::March),
+    ("mar", Month::March),
+    ("april", Month::April),
+    ("apr", Month::April),
+    ("may", Month::May),
+    ("mai", Month::May),
+    ("june", Month::June),
+    ("juni", Month::June),
+    ("jun", Month::June),
+    ("july", Month::July),
+    ("juli", Month::July),
+    ("jul", Month::July),
+    ("august", Month::August),
+    ("aug", Month::August),
+    ("september", Month::September),
+    ("sep", Month::September),
+    ("sept", Month::September),
+    ("october", Month::October),
+    ("oktober", Month::October),
+    ("oct", Month::October),
+    ("okt", Month::October),
+    ("november", Month::November),
+    ("nov", Month::November),
+    ("december", Month::December),
+    ("dezember", Month::December),
+    ("dec", Month::December),
+    ("dez", Month::December),
+];
+
+const QUESTION_WORDS: &[&str] = &[
+    "how", "what", "why", "when", "which", "can", "do", "does", "is", "are", "should", "wie",
+    "was", "warum", "wann", "welche", "welcher", "kann", "lohnt", "gibt", "sind", "ist",
+];
+
+const GREETINGS: &[&str] = &[
+    "hi", "hello", "hey", "hallo", "moin", "servus", "guten", "good",
+];
+
+/// What the stand-in understood of a flight request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FlightIntent {
+    pub origin: Option<String>,
+    pub destination: Option<String>,
+    pub depart_date: Option<Date>,
+    pub return_date: Option<Date>,
+    pub cabin: Option<&'static str>,
+    pub pax: Option<u8>,
+}
+
+/// Computes the reply to one chat-completions request body.
+pub fn reply(request: &Value, today: Date) -> Reply {
+    let messages = request["messages"].as_array().cloned().unwrap_or_default();
+    let offered: Vec<&str> = request["tools"]
+        .as_array()
+        .map(|tools| {
+            tools
+                .iter()
+                .filter_map(|t| t["function"]["name"].as_str())
+                .collect()
+        })
+        .unwrap_or_default();
+    let last_user = messages
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "user")
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or_default()
+        .to_owned();
+    let german = is_german(&last_user);
+    match messages.last() {
+        Some(last) if last["role"] == "tool" => text(relay_tool_result(
+            last["content"].as_str().unwrap_or(""),
+            german,
+        )),
+        _ => answer_user(&last_user, &offered, &messages, today, german),
+    }
+}
+
+fn text(content: String) -> Reply {
+    Reply::text(content).with_chunk_delay(WORD_DELAY)
+}
+
+fn answer_user(
+    message: &str,
+    offered: &[&str],
+    messages: &[Value],
+    today: Date,
+    german: bool,
+) -> Reply {
+    let intent = flight_intent(message, today);
+    let has_last_search = messages
+        .first()
+        .and_then(|m| m["content"].as_str())
+        .is_some_and(|system| system.contains("last_flight_request"));
+    if offered.contains(&"search_flights") {
+        match (&intent.origin, &intent.destination) {
+            (Some(origin), Some(destination)) => {
+                let Some(date) = intent.depart_date else {
+                    return text(if german {
+                        format!(
+                            "An welchem Tag möchten Sie von {origin} nach {destination} fliegen?"
+                        )
+                    } else {
+                        format!("Which day would you like to fly from {origin} to {destination}?")
+                    });
+                };
+                let mut args = json!({
+                    "origin": origin,
+                    "destination": destination,
+                    "depart_date": date.to_string(),
+                    "cabin": intent.cabin.unwrap_or("ECONOMY"),
+                    "pax": intent.pax.unwrap_or(1),
+                });
+                if let Some(back) = intent.return_date {
+                    args["return_date"] = json!(back.to_string());
+                }
+                return Reply::tool_calls(vec![("search_flights", args)]);
+            }
+            // "And in first class?" after a search: the same search with what changed.
+            _ if has_last_search && (intent.cabin.is_some() || intent.depart_date.is_some()) => {
+                let mut args = json!({"reuse_last_request": true});
+                if let Some(cabin) = intent.cabin {
+                    args["cabin"] = json!(cabin);
+                }
+                if let Some(date) = intent.depart_date {
+                    args["depart_date"] = json!(date.to_string());
+                }
+                return Reply::tool_calls(vec![("search_flights", args)]);
+            }
+            _ => {}
+        }
+    }
+    if offered.contains(&"search_knowledge_base") && is_question(message) {
+        return Reply::tool_calls(vec![("search_knowledge_base", json!({"query": message}))]);
+    }
+    text(small_talk(message, german))
+}
+
+fn relay_tool_result(content: &str, german: bool) -> String {
+    let content = content.trim();
+    if content.starts_with('[') {
+        let first = content.lines().next().unwrap_or(content);
+        return if german {
+            format!("Das hat gerade nicht geklappt: {first}")
+        } else {
+            format!("That did not work right now: {first}")
+        };
+    }
+    // The tools phrase their results for the chat already; relay them as they are.
+    content.chars().take(1500).collect()
+}
+
+fn small_talk(message: &str, german: bool) -> String {
+    let lower = message.to_lowercase();
+    let words: Vec<&str> = lower
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect();
+    let greeting = words.first().is_some_and(|w| GREETINGS.contains(w));
+    let thanks = words
+        .iter()
+        .any(|w| matches!(*w, "thanks" | "thank" | "danke" | "merci"));
+    match (german, greeting, thanks) {
+        (true, _, true) => "Gern geschehen!".to_owned(),
+        (false, _, true) => "You're welcome!".to_owned(),
+        (true, true, _) => "Hallo! Ich bin der Offline-Platzhalter für das Sprachmodell. \
+            Fragen Sie zum Beispiel: „Business Class von Frankfurt nach New York am 15.03.2027“ \
+            oder „Wie funktionieren Treibstoffzuschläge?“"
+            .to_owned(),
+        (false, true, _) => "Hello! I am the offline stand-in for the language model. Try \
+            \"Business class from Frankfurt to New York on 2027-03-15\" or \"How do fuel \
+            surcharges work?\""
+            .to_owned(),
+        (true, false, _) => "Ohne echtes Sprachmodell kann ich nur Flüge suchen und die \
+            Wissensdatenbank befragen. Für freie Antworten OPENAI_API_KEY setzen."
+            .to_owned(),
+        (false, false, _) => "Without a real language model I can only search flights and \
+            the knowledge base. Set OPENAI_API_KEY for free-form answers."
+            .to_owned(),
+    }
+}
+
+fn is_german(text: &str) -> bool {
+    let lower = text.to_lowercase();
+    lower.contains(['ä', 'ö', 'ü', 'ß'])
+        || lower.split_whitespace().any(|w| {
+            matches!(
+                w.trim_matches(|c: char| !c.is_alphanumeric()),
+                "ich"
+                    | "nach"
+                    | "von"
+                    | "wie"
+                    | "was"
+                    | "und"
+                    | "der"
+                    | "die"
+                    | "das"
+                    | "flug"
+                    | "flüge"
+                    | "mit"
+                    | "am"
+                    | "hallo"
+                    | "bitte"
+                    | "meilen"
+                    | "klasse"
+            )
+        })
+}
+
+fn is_question(text: &str) -> bool {
+    let lower = text.to_lowercase();
+    lower.contains('?')
+        || lower
+            .split_whitespace()
+            .next()
+            .is_some_and(|w| QUESTION_WORDS.contains(&w))
+}
+
+/// Reads airports, dates, cabin and passengers from a message.
+pub fn flight_intent(message: &str, today: Date) -> FlightIntent {
+    let lower = message.to_lowercase();
+    let mut airports: Vec<(usize, String)> = Vec::new();
+    for (city, code) in CITIES {
+        if let Some(at) = find_word(&lower, city) {
+            airports.push((at, (*code).to_owned()));
+        }
+    }
+    let mut offset = 0;
+    for word in message.split_inclusive(|c: char| !c.is_alphanumeric()) {
+        let token = word.trim_end_matches(|c: char| !c.is_alphanumeric());
+        if token.len() == 3
+            && token.chars().all(|c| c.is_ascii_uppercase())
+            && !NOT_AIRPORTS.contains(&token)
+        {
+            airports.push((offset, token.to_owned()));
+        }
+        offset += word.len();
+    }
+    airports.sort();
+    airports.dedup_by(|a, b| a.1 == b.1);
+    let dates = dates_in(&lower, today);
+    FlightIntent {
+        origin: airports.first().map(|a| a.1.clone()),
+        destination: airports.get(1).map(|a| a.1.clone()),
+        depart_date: dates.first().copied(),
+        return_date: dates
+            .get(1)
+            .copied()
+            .filter(|d| Some(*d) > dates.first().copied()),
+        cabin: cabin_in(&lower),
+        pax: pax_in(&lower),
+    }
+}
+
+/// Where `needle` occurs as whole words in `haystack` ("rom" is not in "from").
+fn find_word(haystack: &str, needle: &str) -> Option<usize> {
+    haystack
+        .match_indices(needle)
+        .map(|(at, _)| at)
+        .find(|&at| {
+            let before = haystack[..at].chars().next_back();
+            let after = haystack[at + needle.len()..].chars().next();
+            !before.is_some_and(char::is_alphanumeric) && !after.is_some_and(char::is_alphanumeric)
+        })
+}
+
+fn cabin_in(lower: &str) -> Option<&'static str> {
+    if lower.contains("premium") {
+        Some("PREMIUM_ECONOMY")
+    } else if lower.contains("business") || lower.contains("geschäftsklasse") {
+        Some("BUSINESS")
+    } else if lower.contains("first") || lower.contains("erste") || lower.contains("first-class") {
+        Some("FIRST")
+    } else if lower.contains("economy") || lower.contains("holzklasse") {
+        Some("ECONOMY")
+    } else {
+        None
+    }
+}
+
+fn pax_in(lower: &str) -> Option<u8> {
+    let words: Vec<&str> = lower.split_whitespace().collect();
+    words.windows(2).find_map(|pair| {
+        let n: u8 = match pair[0] {
+            "two" | "zwei" => 2,
+            "three" | "drei" => 3,
+            "four" | "vier" => 4,
+            other => other.parse().ok()?,
+        };
+        let noun = pair[1].trim_matches(|c: char| !c.is_alphanumeric());
+        matches!(
+            noun,
+            "people" | "persons" | "passengers" | "adults" | "personen" | "erwachsene" | "pax"
+        )
+        .then_some(n.clamp(1, 9))
+    })
+}
+
+/// Dates in the order they appear: `2027-03-15`, `15.03.2027`, `15.3.`, `15 March 2027`,
+/// `March 15`, `15. März`, `tomorrow`/`morgen`. A date without a year is the next one to come.
+fn dates_in(lower: &str, today: Date) -> Vec<Date> {
+    let words: Vec<&str> = lower
+        .split(|c: char| c.is_whitespace() || c == ',')
+        .filter(|w| !w.is_empty())
+        .collect();
+    let mut found = Vec::new();
+    for (i, raw) in words.iter().enumerate() {
+        let word = raw.trim_end_matches(['?', '!', ')']);
+        if let Some(date) = iso_date(word).or_else(|| dotted_date(word, today)) {
+            found.push(date);
+            continue;
+        }
+        if matches!(word, "tomorrow" | "morgen") {
+            found.push(today.next_day().unwrap_or(today));
+            continue;
+        }
+        if let Some(month) = month_of(word) {
+            // "15 march [2027]" or "15. märz" (day before) or "march 15[, 2027]" (day after).
+            let before = i
+                .checked_sub(1)
+                .and_then(|j| day_of(words[j]))
+                .map(|day| (day, words.get(i + 1).and_then(|w| year_of(w))));
+            let after = words
+                .get(i + 1)
+                .and_then(|w| day_of(w))
+                .map(|day| (day, words.get(i + 2).and_then(|w| year_of(w))));
+            if let Some((day, year)) = before.or(after)
+                && let Some(date) = resolve(year, month, day, today)
+            {
+                found.push(date);
+            }
+        }
+    }
+    found
+}
+
+fn iso_date(word: &str) -> Option<Date> {
+    let parts: Vec<&str> = word.split('-').collect();
+    let [y, m, d] = parts.as_slice() else {
+        return None;
+    };
+    let month = Month::try_from(m.parse::<u8>().ok()?).ok()?;
+    Date::from_calendar_date(y.parse().ok()?, month, d.parse().ok()?).ok()
+}
+
+fn dotted_date(word: &str, today: Date) -> Option<Date> {
+    let parts: Vec<&str> = word.trim_end_matches('.').split('.').collect();
+    let (day, month, year) = match parts.as_slice() {
+        [d, m] => (d, m, None),
+        [d, m, y] => (d, m, Some(y.parse::<i32>().ok()?)),
+        _ => return None,
+    };
+    let month = Month::try_from(month.parse::<u8>().ok()?).ok()?;
+    resolve(year, month, day.parse().ok()?, today)
+}
+
+fn month_of(word: &str) -> Option<Month> {
+    let word = word.trim_end_matches('.');
+    MONTHS
+        .iter()
+        .find(|(name, _)| *name == word)
+        .map(|(_, m)| *m)
+}
+
+fn day_of(word: &str) -> Option<u8> {
+    let digits = word.trim_end_matches(|c: char| !c.is_ascii_digit());
+    let digits = digits.trim_end_matches(['s', 't', 'n', 'd', 'r', 'h']);
+    digits.parse().ok().filter(|d| (1..=31).contains(d))
+}
+
+fn year_of(word: &str) -> Option<i32> {
+    word.parse().ok().filter(|y| (2000..=2100).contains(y))
+}
+
+fn resolve(year: Option<i32>, month: Month, day: u8, today: Date) -> Option<Date> {
+    match year {
+        Some(year) => Date::from_calendar_date(year, month, day).ok(),
+        None => {
+            let this_year = Date::from_calendar_date(today.year(), month, day).ok()?;
+            if this_year >= today {
+                Some(this_year)
+            } else {
+                Date::from_calendar_date(today.year() + 1, month, day).ok()
+            }
+        }
+    }
+}
+
+/// Today's date, for requests that say "tomorrow" or leave out the year.
+pub fn today() -> Date {
+    OffsetDateTime::now_utc().date()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use time::macros::date;
+
+    const TODAY: Date = date!(2026 - 11 - 22);
+
+    #[test]
+    fn english_and_german_flight_requests() {
+        let en = flight_intent(
+            "Business class from Frankfurt to New York on 2027-03-15, back March 22 2027, for 2 people",
+            TODAY,
+        );
+        assert_eq!(en.origin.as_deref(), Some("FRA"));
+        assert_eq!(en.destination.as_deref(), Some("JFK"));
+        assert_eq!(en.depart_date, Some(date!(2027 - 03 - 15)));
+        assert_eq!(en.return_date, Some(date!(2027 - 03 - 22)));
+        assert_eq!(en.cabin, Some("BUSINESS"));
+        assert_eq!(en.pax, Some(2));
+
+        let de = flight_intent("Erste Klasse von MUC nach SIN am 3. März", TODAY);
+        assert_eq!(de.origin.as_deref(), Some("MUC"));
+        assert_eq!(de.destination.as_deref(), Some("SIN"));
+        assert_eq!(de.depart_date, Some(date!(2027 - 03 - 03)), "next March");
+        assert_eq!(de.cabin, Some("FIRST"));
+
+        let dotted = flight_intent("Flug ZRH nach JFK am 15.03.2027", TODAY);
+        assert_eq!(dotted.depart_date, Some(date!(2027 - 03 - 15)));
+        assert_eq!(dotted.cabin, None);
+    }
+
+    #[test]
+    fn a_flight_request_becomes_a_search_call_and_a_question_a_kb_call() {
+        let tools = json!([
+            {"type": "function", "function": {"name": "search_flights"}},
+            {"type": "function", "function": {"name": "search_knowledge_base"}}
+        ]);
+        let ask = |message: &str| json!({"messages": [{"role": "system", "content": "x"}, {"role": "user", "content": message}], "tools": tools});
+        let debug = |r: Reply| format!("{r:?}");
+        let flight = debug(reply(&ask("Business FRA to JFK on 2027-03-15"), TODAY));
+        assert!(
+            flight.contains("search_flights") && flight.contains("2027-03-15"),
+            "{flight}"
+        );
+        let kb = debug(reply(&ask("How do fuel surcharges work?"), TODAY));
+        assert!(kb.contains("search_knowledge_base"), "{kb}");
+        let hello = debug(reply(&ask("Hallo!"), TODAY));
+        assert!(hello.contains("Offline-Platzhalter"), "{hello}");
+        let no_date = debug(reply(&ask("Flights from Paris to Tokyo"), TODAY));
+        assert!(no_date.contains("Which day"), "{no_date}");
+    }
+
+    #[test]
+    fn tool_results_are_relayed() {
+        let request = json!({"messages": [
+            {"role": "user", "content": "Wie lange gelten Meilen?"},
+            {"role": "assistant", "content": "", "tool_calls": []},
+            {"role": "tool", "tool_call_id": "c1", "content": "Meilen verfallen nach 36 Monaten."}
+        ]});
+        let answer = format!("{:?}", reply(&request, TODAY));
+        assert!(answer.contains("36 Monaten"), "{answer}");
+    }
+}
