@@ -2,10 +2,15 @@
 //! Seats.aero and Amadeus APIs answering from the recorded fixtures.
 
 use std::net::TcpListener;
+use std::sync::{Arc, Mutex, PoisonError};
 
+use serde_json::Value;
 use test_support::fake_llm::FakeLlm;
-use wiremock::MockServer;
+use time::Date;
+use wiremock::matchers::{method, path, path_regex};
+use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
+use crate::reshape::{Route, days_between, first_date, replace_codes, shift_dates};
 use crate::standin;
 
 /// The running fakes; dropping them stops them.
@@ -43,7 +48,7 @@ pub async fn start(ports: Ports) -> Result<Fakes, String> {
     let seatsaero = match ports.seatsaero {
         Some(port) => {
             let server = wiremock_on(port).await?;
-            test_support::upstreams::mount_seatsaero(&server).await;
+            mount_seatsaero(&server).await;
             Some(server)
         }
         None => None,
@@ -51,7 +56,18 @@ pub async fn start(ports: Ports) -> Result<Fakes, String> {
     let amadeus = match ports.amadeus {
         Some(port) => {
             let server = wiremock_on(port).await?;
+            // The token endpoint as in the tests; offers fitted to the question.
             test_support::upstreams::mount_amadeus(&server).await;
+            Mock::given(method("GET"))
+                .and(path("/v2/shopping/flight-offers"))
+                .respond_with(AmadeusOffers {
+                    fixture: test_support::fixture_json(
+                        "amadeus/flight_offers_search_response.amadeus-java.json",
+                    ),
+                })
+                .with_priority(1)
+                .mount(&server)
+                .await;
             Some(server)
         }
         None => None,
@@ -61,4 +77,161 @@ pub async fn start(ports: Ports) -> Result<Fakes, String> {
         seatsaero,
         amadeus,
     })
+}
+
+fn query(request: &Request, name: &str) -> Option<String> {
+    request
+        .url
+        .query_pairs()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.into_owned())
+}
+
+fn date_param(request: &Request, name: &str) -> Option<Date> {
+    Date::parse(
+        &query(request, name)?,
+        time::macros::format_description!("[year]-[month]-[day]"),
+    )
+    .ok()
+}
+
+/// The route of the last award search, for the trip lookups that follow it.
+type LastRoute = Arc<Mutex<Option<Route>>>;
+
+async fn mount_seatsaero(server: &MockServer) {
+    let last: LastRoute = Arc::default();
+    Mock::given(method("GET"))
+        .and(path("/search"))
+        .respond_with(SeatsSearch {
+            fixture: test_support::fixture_json(
+                "seatsaero/cached_search_response.docs-example.json",
+            ),
+            last: last.clone(),
+        })
+        .mount(server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path_regex(r"^/trips/[^/]+$"))
+        .respond_with(SeatsTrips {
+            fixture: test_support::fixture_json("seatsaero/get_trips_response.docs-example.json"),
+            last,
+        })
+        .mount(server)
+        .await;
+}
+
+struct SeatsSearch {
+    fixture: Value,
+    last: LastRoute,
+}
+
+impl Respond for SeatsSearch {
+    fn respond(&self, request: &Request) -> ResponseTemplate {
+        let mut body = self.fixture.clone();
+        let (Some(origin), Some(destination), Some(date)) = (
+            query(request, "origin_airport"),
+            query(request, "destination_airport"),
+            date_param(request, "start_date"),
+        ) else {
+            return ResponseTemplate::new(200).set_body_json(body);
+        };
+        if let Some(first) = first_date(&body, "Date") {
+            shift_dates(&mut body, days_between(first, date));
+        }
+        for item in body["data"].as_array_mut().into_iter().flatten() {
+            item["Route"]["OriginAirport"] = Value::String(origin.clone());
+            item["Route"]["DestinationAirport"] = Value::String(destination.clone());
+        }
+        *self.last.lock().unwrap_or_else(PoisonError::into_inner) = Some(Route {
+            origin,
+            destination,
+            date,
+        });
+        ResponseTemplate::new(200).set_body_json(body)
+    }
+}
+
+struct SeatsTrips {
+    fixture: Value,
+    last: LastRoute,
+}
+
+impl Respond for SeatsTrips {
+    fn respond(&self, _: &Request) -> ResponseTemplate {
+        let mut body = self.fixture.clone();
+        let route = self
+            .last
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        if let Some(route) = route {
+            fit_trip(&mut body, &route);
+        }
+        ResponseTemplate::new(200).set_body_json(body)
+    }
+}
+
+/// Moves the recorded trips (first segment's origin, last segment's destination) to `route`.
+fn fit_trip(body: &mut Value, route: &Route) {
+    let segments = &body["data"][0]["AvailabilitySegments"];
+    let from = segments[0]["OriginAirport"].as_str().map(str::to_owned);
+    let to = segments
+        .as_array()
+        .and_then(|s| s.last())
+        .and_then(|s| s["DestinationAirport"].as_str())
+        .map(str::to_owned);
+    if let Some(first) = first_date(body, "DepartsAt") {
+        shift_dates(body, days_between(first, route.date));
+    }
+    let keys = ["OriginAirport", "DestinationAirport"];
+    if let (Some(from), Some(to)) = (from, to) {
+        replace_codes(body, &keys, &from, &route.origin);
+        replace_codes(body, &keys, &to, &route.destination);
+    }
+}
+
+struct AmadeusOffers {
+    fixture: Value,
+}
+
+impl Respond for AmadeusOffers {
+    fn respond(&self, request: &Request) -> ResponseTemplate {
+        let mut body = self.fixture.clone();
+        if let (Some(origin), Some(destination), Some(date)) = (
+            query(request, "originLocationCode"),
+            query(request, "destinationLocationCode"),
+            date_param(request, "departureDate"),
+        ) {
+            let segments = body["data"][0]["itineraries"][0]["segments"].clone();
+            let from = segments[0]["departure"]["iataCode"]
+                .as_str()
+                .map(str::to_owned);
+            let to = segments
+                .as_array()
+                .and_then(|s| s.last())
+                .and_then(|s| s["arrival"]["iataCode"].as_str())
+                .map(str::to_owned);
+            if let Some(first) = first_date(&segments[0]["departure"], "at") {
+                shift_dates(&mut body, days_between(first, date));
+            }
+            if let (Some(from), Some(to)) = (from, to) {
+                replace_codes(
+                    &mut body,
+                    &["iataCode", "originLocationCode"],
+                    &from,
+                    &origin,
+                );
+                replace_codes(
+                    &mut body,
+                    &["iataCode", "destinationLocationCode"],
+                    &to,
+                    &destination,
+                );
+            }
+        }
+        ResponseTemplate::new(200).set_body_raw(
+            serde_json::to_vec(&body).unwrap_or_default(),
+            "application/vnd.amadeus+json",
+        )
+    }
 }

@@ -4,4 +4,5 @@
 
 pub mod bridge;
 pub mod fakes;
+pub mod reshape;
 pub mod standin;

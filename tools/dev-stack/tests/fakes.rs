@@ -1,0 +1,71 @@
+//! The local stack's upstream fakes answer with the recorded data moved to the question's
+//! route and date.
+
+use dev_stack::fakes::{self, Ports};
+use serde_json::Value;
+
+#[tokio::test]
+async fn recorded_answers_fit_the_requested_route_and_date() {
+    let running = fakes::start(Ports {
+        llm: None,
+        seatsaero: Some(0),
+        amadeus: Some(0),
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+    let http = reqwest::Client::new();
+    let get = |url: String| {
+        let http = http.clone();
+        async move {
+            http.get(url)
+                .send()
+                .await
+                .unwrap_or_else(|e| panic!("{e}"))
+                .json::<Value>()
+                .await
+                .unwrap_or_default()
+        }
+    };
+    let seats = running
+        .seatsaero
+        .as_ref()
+        .map(|s| s.uri())
+        .unwrap_or_default();
+    let search = get(format!(
+        "{seats}/search?origin_airport=FRA&destination_airport=JFK&start_date=2027-03-15&end_date=2027-03-15"
+    ))
+    .await;
+    let first = &search["data"][0];
+    assert_eq!(first["Route"]["OriginAirport"], "FRA");
+    assert_eq!(first["Route"]["DestinationAirport"], "JFK");
+    assert_eq!(first["Date"], "2027-03-15");
+    let trips = get(format!("{seats}/trips/any")).await;
+    let segments = trips["data"][0]["AvailabilitySegments"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(segments[0]["OriginAirport"], "FRA");
+    assert_eq!(segments[segments.len() - 1]["DestinationAirport"], "JFK");
+    assert!(
+        segments[0]["DepartsAt"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("2027-03-15"))
+    );
+
+    let amadeus = running
+        .amadeus
+        .as_ref()
+        .map(|s| s.uri())
+        .unwrap_or_default();
+    let offers = get(format!(
+        "{amadeus}/v2/shopping/flight-offers?originLocationCode=MUC&destinationLocationCode=SIN&departureDate=2027-04-01&adults=1"
+    ))
+    .await;
+    let leg = &offers["data"][0]["itineraries"][0]["segments"];
+    assert_eq!(leg[0]["departure"]["iataCode"], "MUC");
+    assert!(
+        leg[0]["departure"]["at"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("2027-04-01"))
+    );
+}
