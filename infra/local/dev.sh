@@ -168,13 +168,17 @@ cmd_up() {
   fi
 }
 
+# The README's chat commands, run as written (CI checks their output).
 demo() {
   local date
   date="$(date -u -d '+60 days' +%Y-%m-%d 2>/dev/null || echo 2027-03-15)"
-  log "demo turn: a flight search (the events render as they stream in)"
-  "$BIN/chat" --url "$ROUTER_URL" --new "Business class from Frankfurt to New York on $date"
-  log "demo turn: a knowledge-base question in the same chat"
-  "$BIN/chat" --url "$ROUTER_URL" "How do fuel surcharges work on award tickets?"
+  export CHAT_URL="$ROUTER_URL"
+  log "demo: a flight search in a new chat (events render as they stream in)"
+  cargo run -q -p chat -- --new "Business class from Frankfurt to New York on $date"
+  log "demo: a follow-up in the same chat"
+  cargo run -q -p chat -- "Und in der First Class?"
+  log "demo: a knowledge-base question to the support agent"
+  cargo run -q -p chat -- --new --agent support "Wie funktionieren Meilen-Upgrades?"
 }
 
 cmd_down() {

@@ -1,0 +1,66 @@
+//! Command-line arguments. No `Debug` derive: the struct may hold a bearer token.
+
+use std::path::PathBuf;
+
+use clap::Parser;
+
+/// Chat with the chat-router from the terminal.
+#[derive(Parser)]
+#[command(name = "chat", version)]
+pub struct Args {
+    /// The message to send. Without it: interactive mode, one turn per stdin line until
+    /// EOF or `/quit`.
+    pub message: Option<String>,
+
+    /// Base URL of the chat-router; the request goes to `{url}/chat`.
+    #[arg(
+        long,
+        env = "CHAT_URL",
+        default_value = "http://127.0.0.1:9000/lambda-url/chat-router"
+    )]
+    pub url: String,
+
+    /// `sub` of the locally minted token.
+    #[arg(long, env = "CHAT_USER", default_value = "dev-user")]
+    pub user: String,
+
+    /// Agent profile to use (sent as `agent`).
+    #[arg(long)]
+    pub agent: Option<String>,
+
+    /// Continue this chat instead of the remembered one.
+    #[arg(long, conflicts_with = "new")]
+    pub chat_id: Option<String>,
+
+    /// Start a new chat.
+    #[arg(long)]
+    pub new: bool,
+
+    /// Where the last chat id is kept between runs.
+    #[arg(long, default_value = ".local/run/chat-id")]
+    pub state_file: PathBuf,
+
+    /// Print each raw event as one JSON line instead of rendering it.
+    #[arg(long)]
+    pub json: bool,
+
+    /// Ask the router for debug events and print them.
+    #[arg(long)]
+    pub debug: bool,
+
+    /// File holding the HS256 secret used to mint the dev token.
+    #[arg(long, env = "JWT_SECRET_FILE", default_value = ".local/run/jwt-secret")]
+    pub jwt_secret_file: PathBuf,
+
+    /// `iss` of the minted token.
+    #[arg(long, env = "JWT_ISSUER", default_value = "http://127.0.0.1/dev")]
+    pub issuer: String,
+
+    /// `aud` of the minted token.
+    #[arg(long, env = "JWT_AUDIENCE", default_value = "local-dev")]
+    pub audience: String,
+
+    /// Send this bearer token instead of minting one.
+    #[arg(long, env = "CHAT_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+}

@@ -1,0 +1,462 @@
+//! Turns events into terminal output: tokens inline, tool calls as status lines (spinners
+//! on a terminal), the final answer's flight table, errors on stderr. Writes to any `Write`
+//! so tests can capture the plain output.
+
+use std::collections::{HashMap, HashSet};
+use std::io::{self, Write};
+use std::time::Duration;
+
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+use serde_json::{Value, json};
+
+use crate::sse::SseEvent;
+use crate::table;
+
+/// Debug payloads are cut to this many characters: they can be whole prompts.
+const DEBUG_PAYLOAD_CHARS: usize = 200;
+
+/// How to render.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Options {
+    /// ANSI colours (only when stdout is a terminal).
+    pub color: bool,
+    /// indicatif spinners for running tools, drawn on stdout (only on a terminal).
+    pub spinners: bool,
+    /// Print each raw event as one JSON line instead.
+    pub json: bool,
+    /// Print `debug` events.
+    pub debug: bool,
+}
+
+/// Renders the events of one turn after another.
+pub struct Renderer<W: Write, E: Write> {
+    out: W,
+    err: E,
+    options: Options,
+    /// Present only while a spinner runs: once all are finished the next text must not be
+    /// redrawn over, so a new `MultiProgress` starts with the next tool.
+    progress: Option<MultiProgress>,
+    spinners: HashMap<String, ProgressBar>,
+    /// Jobs whose "queued" line was already printed.
+    queued: HashSet<String>,
+    /// Assistant tokens were printed this turn (then `final` does not repeat the text).
+    streamed: bool,
+    /// The cursor is not at the start of a line.
+    line_open: bool,
+    failed: bool,
+}
+
+impl<W: Write, E: Write> Renderer<W, E> {
+    /// A renderer writing events to `out` and errors to `err`.
+    pub fn new(out: W, err: E, options: Options) -> Self {
+        Self {
+            out,
+            err,
+            options,
+            progress: None,
+            spinners: HashMap::new(),
+            queued: HashSet::new(),
+            streamed: false,
+            line_open: false,
+            failed: false,
+        }
+    }
+
+    /// Resets the per-turn state; call before each turn's events.
+    pub fn begin_turn(&mut self) {
+        self.streamed = false;
+        self.failed = false;
+        self.queued.clear();
+    }
+
+    /// Whether this turn's stream carried an `error` event.
+    pub fn failed(&self) -> bool {
+        self.failed
+    }
+
+    /// The writers back (tests read what was rendered).
+    pub fn into_parts(self) -> (W, E) {
+        (self.out, self.err)
+    }
+
+    /// Renders one event.
+    pub fn event(&mut self, event: &SseEvent) -> io::Result<()> {
+        let data = &event.data;
+        if event.name == "error" {
+            self.failed = true;
+        }
+        if self.options.json {
+            // Written by hand so `event` comes first (serde_json sorts object keys).
+            let name = Value::String(event.name.clone());
+            return self.write_out(&format!("{{\"event\":{name},\"data\":{data}}}\n"));
+        }
+        match event.name.as_str() {
+            "init" if data["created"] == json!(true) => {
+                let line = format!("chat {} (new)", text(&data["chat_id"]));
+                self.line(&self.paint(DIM, &line))?;
+            }
+            "tool_started" => self.tool_started(data)?,
+            "tool_result" => self.tool_result(data)?,
+            "assistant_token" => {
+                let content = text(&data["content"]);
+                if !content.is_empty() {
+                    self.streamed = true;
+                    self.line_open = !content.ends_with('\n');
+                    self.write_out(&content)?;
+                }
+            }
+            "final" => self.final_answer(data)?,
+            "error" => {
+                self.end_line()?;
+                let line = format!(
+                    "error ({}): {}",
+                    text(&data["code"]),
+                    text(&data["message"])
+                );
+                let line = self.paint(RED, &line);
+                writeln!(self.err, "{line}")?;
+                self.err.flush()?;
+            }
+            "debug" if self.options.debug => {
+                let payload: String = data["payload"]
+                    .to_string()
+                    .chars()
+                    .take(DEBUG_PAYLOAD_CHARS)
+                    .collect();
+                let line = format!("· {} {payload}", text(&data["type"]));
+                self.line(&self.paint(DIM, &line))?;
+            }
+            "done" => self.finish()?,
+            _ => {} // unknown events: newer routers may add some
+        }
+        Ok(())
+    }
+
+    /// Ends the turn's output when the stream stopped early: closes the line and stops
+    /// spinners that will never get a result.
+    pub fn finish(&mut self) -> io::Result<()> {
+        for (_, spinner) in self.spinners.drain() {
+            spinner.abandon();
+        }
+        self.progress = None;
+        self.end_line()
+    }
+
+    fn tool_started(&mut self, data: &Value) -> io::Result<()> {
+        let tool = tool_name(data);
+        let job = text(&data["job_id"]);
+        let deduped = if data["deduped"] == json!(true) {
+            " (deduped)"
+        } else {
+            ""
+        };
+        if data["status"] == json!("queued") {
+            self.queued.insert(job.clone());
+            let line = format!("⏳ {tool} queued in the background (job {job}){deduped}");
+            return self.line(&self.paint(YELLOW, &line));
+        }
+        let message = format!("{tool} …{deduped}");
+        if !self.options.spinners {
+            return self.line(&format!("▸ {message}"));
+        }
+        self.end_line()?;
+        let progress = self
+            .progress
+            .get_or_insert_with(|| MultiProgress::with_draw_target(ProgressDrawTarget::stdout()));
+        let spinner = progress.add(ProgressBar::new_spinner());
+        spinner.set_style(
+            ProgressStyle::with_template("{spinner:.cyan} {msg}")
+                .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+        );
+        spinner.set_message(message);
+        spinner.enable_steady_tick(Duration::from_millis(80));
+        self.spinners.insert(spinner_key(data), spinner);
+        Ok(())
+    }
+
+    fn tool_result(&mut self, data: &Value) -> io::Result<()> {
+        let Some(line) = self.result_line(data) else {
+            return Ok(());
+        };
+        match self.spinners.remove(&spinner_key(data)) {
+            Some(spinner) => {
+                if let Ok(style) = ProgressStyle::with_template("{msg}") {
+                    spinner.set_style(style);
+                }
+                spinner.finish_with_message(line);
+                if self.spinners.is_empty() {
+                    self.progress = None;
+                }
+                Ok(())
+            }
+            None => self.line(&line),
+        }
+    }
+
+    /// The line a finished call gets; `None` for a queued call already announced.
+    fn result_line(&self, data: &Value) -> Option<String> {
+        let tool = tool_name(data);
+        let meta = &data["metadata"];
+        let retry = if meta.get("retry_attempt").is_some() {
+            " (retry queued)"
+        } else {
+            ""
+        };
+        let reason = |label: &str| match detail(&meta["error"]) {
+            Some(error) => format!("{label}: {error}"),
+            None => label.to_owned(),
+        };
+        let (colour, line) = match text(&data["status"]).as_str() {
+            "succeeded" => (GREEN, format!("✓ {tool} succeeded")),
+            "failed" => (RED, format!("✗ {tool} {}", reason("failed"))),
+            "rejected" => (RED, format!("✗ {tool} {}", reason("rejected"))),
+            "timeout" => (YELLOW, format!("⏱ {tool} timeout")),
+            "rate_limited" => match detail(&meta["reset_at"]) {
+                Some(reset) => (YELLOW, format!("⏸ {tool} rate limited until {reset}")),
+                None => (YELLOW, format!("⏸ {tool} rate limited")),
+            },
+            "skipped" => (DIM, format!("– {tool} skipped")),
+            "queued" => {
+                let job = text(&data["job_id"]);
+                if self.queued.contains(&job) {
+                    return None;
+                }
+                (
+                    YELLOW,
+                    format!("⏳ {tool} queued in the background (job {job})"),
+                )
+            }
+            other => (DIM, format!("· {tool} {other}")),
+        };
+        Some(self.paint(colour, &format!("{line}{retry}")))
+    }
+
+    fn final_answer(&mut self, data: &Value) -> io::Result<()> {
+        if !self.streamed {
+            let content = text(&data["message"]["content"]);
+            if !content.is_empty() {
+                self.line_open = true;
+                self.write_out(&content)?;
+            }
+        }
+        self.end_line()?;
+        if let Some(table) = table::flights(&data["tool_result"]) {
+            self.write_out(&format!("\n{table}\n"))?;
+        }
+        // The router sends `metadata.notice`; a top-level `notice` is accepted as well.
+        let notice = detail(&data["notice"]).or_else(|| detail(&data["metadata"]["notice"]));
+        if let Some(notice) = notice {
+            self.line(&self.paint(DIM, &notice))?;
+        }
+        Ok(())
+    }
+
+    /// Writes `line` on a line of its own.
+    fn line(&mut self, line: &str) -> io::Result<()> {
+        self.end_line()?;
+        self.write_out(&format!("{line}\n"))
+    }
+
+    fn end_line(&mut self) -> io::Result<()> {
+        if self.line_open {
+            self.line_open = false;
+            self.write_out("\n")?;
+        }
+        Ok(())
+    }
+
+    /// Writes and flushes at once (tokens must show as they come); hides running spinners
+    /// meanwhile so they are redrawn below the text instead of over it.
+    fn write_out(&mut self, text: &str) -> io::Result<()> {
+        let out = &mut self.out;
+        let mut write = move || {
+            out.write_all(text.as_bytes())?;
+            out.flush()
+        };
+        match &self.progress {
+            Some(progress) => progress.suspend(write),
+            None => write(),
+        }
+    }
+
+    fn paint(&self, colour: &str, text: &str) -> String {
+        if self.options.color {
+            format!("\x1b[{colour}m{text}\x1b[0m")
+        } else {
+            text.to_owned()
+        }
+    }
+}
+
+const DIM: &str = "2";
+const RED: &str = "31";
+const GREEN: &str = "32";
+const YELLOW: &str = "33";
+
+fn text(value: &Value) -> String {
+    value.as_str().unwrap_or_default().to_owned()
+}
+
+/// A metadata value worth showing: a non-empty string, or other JSON compactly.
+fn detail(value: &Value) -> Option<String> {
+    match value {
+        Value::Null => None,
+        Value::String(s) if s.trim().is_empty() => None,
+        Value::String(s) => Some(s.clone()),
+        other => Some(other.to_string()),
+    }
+}
+
+fn tool_name(data: &Value) -> String {
+    Some(text(&data["tool"]))
+        .filter(|t| !t.is_empty())
+        .unwrap_or_else(|| "tool".to_owned())
+}
+
+/// Spinners are keyed by job id; calls without one (rejected before running) by tool.
+fn spinner_key(data: &Value) -> String {
+    data["job_id"]
+        .as_str()
+        .map(str::to_owned)
+        .unwrap_or_else(|| tool_name(data))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sse::SseParser;
+
+    /// A recorded turn: two tools (one fails and is retried in the background), tokens,
+    /// the final answer with a flight table and a notice, done.
+    const RECORDED: &str = r#"event: init
+data: {"chat_id":"01JCHAT","created":true}
+
+event: tool_started
+data: {"tool":"search_flights","job_id":"j1","deduped":false,"status":"running"}
+
+event: tool_started
+data: {"tool":"kb_retrieve","job_id":"j2","deduped":true,"status":"running"}
+
+event: debug
+data: {"type":"llm_request","payload":{"messages":3}}
+
+event: tool_result
+data: {"tool":"kb_retrieve","job_id":"j2","status":"failed","metadata":{"error":"upstream 503","retry_attempt":1}}
+
+event: tool_result
+data: {"tool":"search_flights","job_id":"j1","status":"succeeded","metadata":{}}
+
+event: tool_started
+data: {"tool":"search_flights","job_id":"j3","deduped":false,"status":"queued"}
+
+event: tool_result
+data: {"tool":"search_flights","job_id":"j3","status":"queued","metadata":{}}
+
+event: tool_result
+data: {"tool":"ask_gpt","job_id":null,"status":"rate_limited","metadata":{"reset_at":"2027-03-15T11:00:00Z"}}
+
+event: assistant_token
+data: {"content":"Found "}
+
+event: assistant_token
+data: {"content":"one flight."}
+
+event: final
+data: {"message":{"role":"assistant","content":"Found one flight."},"session_state":{},"tool_result":{"seatsResult":{"success":true,"results":{"count":1,"flights":[{"airline":"LH","cabin":"Business","price":"70,000 miles","outbound":{"departure":{"airport":"FRA","time":"2027-03-15T10:05"},"arrival":{"airport":"JFK","time":"2027-03-15T12:55"},"duration":"8h 50m","stops":"Nonstop"}}]}},"amadeusResult":null},"metadata":{"notice":"local stack: fake upstreams"}}
+
+event: done
+data: {}
+
+"#;
+
+    fn render(options: Options) -> (String, String, bool) {
+        let events = SseParser::default().push(RECORDED.as_bytes());
+        assert_eq!(events.len(), 13);
+        let mut renderer = Renderer::new(Vec::new(), Vec::new(), options);
+        renderer.begin_turn();
+        for event in &events {
+            renderer.event(event).unwrap();
+        }
+        let failed = renderer.failed();
+        let (out, err) = renderer.into_parts();
+        (
+            String::from_utf8(out).unwrap(),
+            String::from_utf8(err).unwrap(),
+            failed,
+        )
+    }
+
+    #[test]
+    fn plain_output_of_a_recorded_turn() {
+        let (out, err, failed) = render(Options::default());
+        let expected = "\
+chat 01JCHAT (new)
+▸ search_flights …
+▸ kb_retrieve … (deduped)
+✗ kb_retrieve failed: upstream 503 (retry queued)
+✓ search_flights succeeded
+⏳ search_flights queued in the background (job j3)
+⏸ ask_gpt rate limited until 2027-03-15T11:00:00Z
+Found one flight.
+
+source  airline  cabin     depart                arrive                duration  stops    price
+------  -------  --------  --------------------  --------------------  --------  -------  ------------
+award   LH       Business  FRA 2027-03-15 10:05  JFK 2027-03-15 12:55  8h 50m    Nonstop  70,000 miles
+local stack: fake upstreams
+";
+        assert_eq!(out, expected, "\n{out}");
+        assert_eq!(err, "");
+        assert!(!failed);
+    }
+
+    #[test]
+    fn debug_events_and_json_lines() {
+        let options = Options {
+            debug: true,
+            ..Options::default()
+        };
+        let (out, _, _) = render(options);
+        assert!(out.contains("\n· llm_request {\"messages\":3}\n"), "{out}");
+
+        let options = Options {
+            json: true,
+            ..Options::default()
+        };
+        let (out, _, _) = render(options);
+        assert!(out.starts_with("{\"event\":\"init\",\"data\":{"), "{out}");
+        let lines: Vec<Value> = out
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(lines.len(), 13);
+        assert_eq!(
+            lines[0],
+            json!({"event": "init", "data": {"chat_id": "01JCHAT", "created": true}})
+        );
+        assert_eq!(lines[12]["event"], "done");
+    }
+
+    #[test]
+    fn errors_go_to_stderr_and_fail_the_turn() {
+        let stream = "event: assistant_token\ndata: {\"content\":\"Let me\"}\n\nevent: error\ndata: {\"code\":\"llm_unavailable\",\"message\":\"the model did not answer\"}\n\nevent: done\ndata: {}\n\n";
+        let mut renderer = Renderer::new(
+            Vec::new(),
+            Vec::new(),
+            Options {
+                color: true,
+                ..Options::default()
+            },
+        );
+        renderer.begin_turn();
+        for event in SseParser::default().push(stream.as_bytes()) {
+            renderer.event(&event).unwrap();
+        }
+        assert!(renderer.failed());
+        let (out, err) = renderer.into_parts();
+        assert_eq!(String::from_utf8(out).unwrap(), "Let me\n");
+        assert_eq!(
+            String::from_utf8(err).unwrap(),
+            "\x1b[31merror (llm_unavailable): the model did not answer\x1b[0m\n"
+        );
+    }
+}

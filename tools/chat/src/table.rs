@@ -1,0 +1,176 @@
+//! Flight results of `final.tool_result` as an aligned text table.
+
+use serde_json::Value;
+
+/// Rows shown per source; the LLM's answer covers the rest.
+const MAX_ROWS: usize = 10;
+
+const HEADER: [&str; 8] = [
+    "source", "airline", "cabin", "depart", "arrive", "duration", "stops", "price",
+];
+
+/// The table, or `None` when the result holds no flights. `tool_result` is one flight
+/// search result (`{seatsResult, amadeusResult}`) or, when several tools ran, a list of
+/// `{tool, raw, ...}` entries.
+pub fn flights(tool_result: &Value) -> Option<String> {
+    let mut rows: Vec<[String; 8]> = Vec::new();
+    for result in flight_results(tool_result) {
+        for (source, key) in [("award", "seatsResult"), ("cash", "amadeusResult")] {
+            let flights = result[key]["results"]["flights"].as_array();
+            for flight in flights.into_iter().flatten().take(MAX_ROWS) {
+                rows.push(row(source, flight));
+            }
+        }
+    }
+    if rows.is_empty() {
+        return None;
+    }
+    let header = HEADER.map(str::to_owned);
+    let mut widths = HEADER.map(|h| h.chars().count());
+    for row in &rows {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    // `{:<w$}` pads by chars, which matches the widths for the text seen here (no wide CJK).
+    let line = |cells: &[String; 8]| {
+        let padded: Vec<String> = cells
+            .iter()
+            .zip(widths)
+            .map(|(cell, w)| format!("{cell:<w$}"))
+            .collect();
+        padded.join("  ").trim_end().to_owned()
+    };
+    let mut out = vec![line(&header), widths.map(|w| "-".repeat(w)).join("  ")];
+    out.extend(rows.iter().map(line));
+    Some(out.join("\n"))
+}
+
+fn flight_results(tool_result: &Value) -> Vec<&Value> {
+    match tool_result {
+        Value::Array(calls) => calls.iter().map(|call| &call["raw"]).collect(),
+        one => vec![one],
+    }
+}
+
+fn row(source: &str, flight: &Value) -> [String; 8] {
+    let leg = &flight["outbound"];
+    let endpoint = |end: &Value| {
+        format!("{} {}", text(&end["airport"]), short_time(&end["time"]))
+            .trim()
+            .to_owned()
+    };
+    let stops = match text(&leg["stops"]) {
+        stops if stops.is_empty() => text(&flight["totalStops"]),
+        stops => stops,
+    };
+    [
+        source.to_owned(),
+        text(&flight["airline"]),
+        text(&flight["cabin"]),
+        endpoint(&leg["departure"]),
+        endpoint(&leg["arrival"]),
+        text(&leg["duration"]),
+        stops,
+        text(&flight["price"]),
+    ]
+}
+
+/// A cell's text: strings as they are, numbers and booleans printed, nothing for the rest.
+fn text(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        Value::Number(n) => n.to_string(),
+        Value::Bool(b) => b.to_string(),
+        _ => String::new(),
+    }
+}
+
+/// `2027-03-15T10:05:00` → `2027-03-15 10:05`.
+fn short_time(value: &Value) -> String {
+    let text = text(value);
+    match text.split_once('T') {
+        Some((date, time)) => format!("{date} {}", time.get(..5).unwrap_or(time)),
+        None => text,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    /// A FlightResult as the flight functions send it.
+    fn flight(id: &str, provider: &str, airline: &str, price: &str) -> Value {
+        json!({
+            "id": id,
+            "provider": provider,
+            "price": price,
+            "pricePerPerson": price,
+            "airline": airline,
+            "cabin": "Business",
+            "tags": ["Star Alliance"],
+            "totalStops": 0,
+            "miles": if provider == "seatsaero" { json!(70000) } else { Value::Null },
+            "taxes": {"amount": 41.2, "currency": "USD"},
+            "seatsLeft": 4,
+            "outbound": {
+                "departure": {"airport": "FRA", "time": "2027-03-15T10:05:00"},
+                "arrival": {"airport": "JFK", "time": "2027-03-15T12:55:00"},
+                "duration": "8h 50m",
+                "stops": "Nonstop",
+                "flightNumbers": "LH400"
+            }
+        })
+    }
+
+    fn search(flights: Vec<Value>) -> Value {
+        json!({"success": true, "results": {"count": flights.len(), "flights": flights},
+               "stats": {"totalAvailable": 12, "hasMore": true}})
+    }
+
+    #[test]
+    fn a_table_of_award_and_cash_offers() {
+        let result = json!({
+            "seatsResult": search(vec![flight("s1", "seatsaero", "Lufthansa", "70,000 miles + $41")]),
+            "amadeusResult": search(vec![flight("a1", "amadeus", "United", "€2,310.00")]),
+        });
+        let table = flights(&result).unwrap_or_default();
+        let expected = "\
+source  airline    cabin     depart                arrive                duration  stops    price
+------  ---------  --------  --------------------  --------------------  --------  -------  ------------------
+award   Lufthansa  Business  FRA 2027-03-15 10:05  JFK 2027-03-15 12:55  8h 50m    Nonstop  70,000 miles + $41
+cash    United     Business  FRA 2027-03-15 10:05  JFK 2027-03-15 12:55  8h 50m    Nonstop  €2,310.00";
+        assert_eq!(table, expected, "\n{table}");
+        let lines: Vec<&str> = table.lines().collect();
+        // Columns line up: every row has "duration" at the header's char offset.
+        let at = lines[0].find("duration").unwrap_or_default();
+        for line in &lines[2..] {
+            assert_eq!(
+                line.chars().skip(at).take(6).collect::<String>(),
+                "8h 50m",
+                "{table}"
+            );
+        }
+    }
+
+    #[test]
+    fn at_most_ten_rows_per_source_and_none_without_flights() {
+        let many = (0..15)
+            .map(|i| flight(&format!("s{i}"), "seatsaero", "LH", "1 mile"))
+            .collect();
+        let result = json!({"seatsResult": search(many), "amadeusResult": null});
+        let table = flights(&result).unwrap_or_default();
+        assert_eq!(table.lines().count(), 2 + MAX_ROWS, "{table}");
+
+        // Several tools ran: the list form with `raw`.
+        let list = json!([{"tool": "kb", "raw": {"answer": "x"}},
+                          {"tool": "search_flights", "raw": {"seatsResult": null,
+                           "amadeusResult": search(vec![flight("a", "amadeus", "UA", "$9")])}}]);
+        assert_eq!(flights(&list).unwrap_or_default().lines().count(), 3);
+
+        assert!(flights(&json!(null)).is_none());
+        assert!(flights(&json!({"seatsResult": search(vec![]), "amadeusResult": null})).is_none());
+    }
+}
