@@ -137,7 +137,11 @@ cmd_up() {
   # One binary per build, as `cargo lambda watch` builds them (`cargo run --bin X`): building
   # several packages at once unifies their dependencies' features into other artifacts.
   for bin in chat-router seatsaero-search amadeus-search kb-retrieve tool-worker kb-ingest dev-stack chat; do
-    cargo build --quiet --bin "$bin"
+    log "  building $bin"
+    if ! cargo build --bin "$bin" >"$RUN_DIR/dev-build.log" 2>&1; then
+      tail -n 30 "$RUN_DIR/dev-build.log" >&2
+      die "building $bin failed; the whole output is in .local/run/dev-build.log"
+    fi
   done
   write_dev_env
 

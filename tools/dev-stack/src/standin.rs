@@ -216,8 +216,14 @@ fn relay_tool_result(content: &str, german: bool) -> String {
             format!("That did not work right now: {first}")
         };
     }
-    // The tools phrase their results for the chat already; relay them as they are.
-    content.chars().take(1500).collect()
+    // The tools phrase their results for the chat already; relay them, cut at a line end.
+    let cut: String = content.chars().take(1200).collect();
+    if cut.len() < content.len()
+        && let Some(end) = cut.rfind('\n')
+    {
+        return format!("{}\n…", cut[..end].trim_end());
+    }
+    cut
 }
 
 fn small_talk(message: &str, german: bool) -> String {
