@@ -4,6 +4,7 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use aws_sdk_sqs::types::{Message, MessageSystemAttributeName, QueueAttributeName};
+use serde_json::{Value, json};
 
 /// A tool queue and its dead-letter queue, wired with a redrive policy as in template.yaml.
 pub struct ToolQueues {
@@ -126,4 +127,30 @@ async fn receive(
         out.extend(got.messages.unwrap_or_default());
     }
     out
+}
+
+/// The Lambda event the SQS event source mapping would send for `messages` (JSON, to be
+/// deserialised into `aws_lambda_events`' `SqsEvent` or posted to a function).
+pub fn lambda_event(messages: &[Message], queue_arn: &str) -> Value {
+    let records: Vec<Value> = messages
+        .iter()
+        .map(|m| {
+            json!({
+                "messageId": m.message_id(),
+                "receiptHandle": m.receipt_handle(),
+                "body": m.body(),
+                "md5OfBody": m.md5_of_body(),
+                "attributes": m.attributes().map(|a| {
+                    a.iter()
+                        .map(|(k, v)| (k.as_str().to_owned(), json!(v)))
+                        .collect::<serde_json::Map<_, _>>()
+                }),
+                "messageAttributes": {},
+                "eventSource": "aws:sqs",
+                "eventSourceARN": queue_arn,
+                "awsRegion": "us-east-1"
+            })
+        })
+        .collect();
+    json!({ "Records": records })
 }

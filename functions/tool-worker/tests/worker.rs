@@ -166,23 +166,11 @@ impl Setup {
 
 /// The Lambda event for received messages (the shape the event source mapping sends).
 fn sqs_event(messages: &[Message]) -> SqsEvent {
-    let records: Vec<Value> = messages
-        .iter()
-        .map(|m| {
-            json!({
-                "messageId": m.message_id(),
-                "receiptHandle": m.receipt_handle(),
-                "body": m.body(),
-                "md5OfBody": m.md5_of_body(),
-                "attributes": {},
-                "messageAttributes": {},
-                "eventSource": "aws:sqs",
-                "eventSourceARN": "arn:aws:sqs:us-east-1:000000000000:tool-queue",
-                "awsRegion": "us-east-1"
-            })
-        })
-        .collect();
-    serde_json::from_value(json!({ "Records": records })).unwrap()
+    let event = test_support::queues::lambda_event(
+        messages,
+        "arn:aws:sqs:us-east-1:000000000000:tool-queue",
+    );
+    serde_json::from_value(event).unwrap()
 }
 
 fn failed_ids(response: &SqsBatchResponse) -> Vec<String> {

@@ -5,8 +5,9 @@
 
 use std::time::Duration;
 
-use aws_sdk_sqs::types::{Message, MessageSystemAttributeName};
-use serde_json::{Value, json};
+use aws_sdk_sqs::types::MessageSystemAttributeName;
+use serde_json::Value;
+use test_support::queues::lambda_event;
 
 pub struct Bridge {
     pub sqs: aws_sdk_sqs::Client,
@@ -15,29 +16,6 @@ pub struct Bridge {
     /// `http://127.0.0.1:9000/2015-03-31/functions/tool-worker/invocations`.
     pub invoke_url: String,
     pub http: reqwest::Client,
-}
-
-/// The Lambda event for received messages.
-pub fn sqs_event(messages: &[Message], queue_arn: &str) -> Value {
-    let records: Vec<Value> = messages
-        .iter()
-        .map(|m| {
-            json!({
-                "messageId": m.message_id(),
-                "receiptHandle": m.receipt_handle(),
-                "body": m.body(),
-                "md5OfBody": m.md5_of_body(),
-                "attributes": m.attributes().map(|a| {
-                    a.iter().map(|(k, v)| (k.as_str().to_owned(), json!(v))).collect::<serde_json::Map<_, _>>()
-                }),
-                "messageAttributes": {},
-                "eventSource": "aws:sqs",
-                "eventSourceARN": queue_arn,
-                "awsRegion": "us-east-1"
-            })
-        })
-        .collect();
-    json!({ "Records": records })
 }
 
 impl Bridge {
@@ -67,7 +45,7 @@ impl Bridge {
         if messages.is_empty() {
             return Ok(0);
         }
-        let event = sqs_event(&messages, "arn:aws:sqs:us-east-1:000000000000:ToolQueue");
+        let event = lambda_event(&messages, "arn:aws:sqs:us-east-1:000000000000:ToolQueue");
         let response = self
             .http
             .post(&self.invoke_url)
