@@ -17,7 +17,3 @@ pub fn dynamodb(config: &SdkConfig) -> aws_sdk_dynamodb::Client {
 pub fn secrets_manager(config: &SdkConfig) -> aws_sdk_secretsmanager::Client {
     aws_sdk_secretsmanager::Client::new(config)
 }
-
-pub fn sqs(config: &SdkConfig) -> aws_sdk_sqs::Client {
-    aws_sdk_sqs::Client::new(config)
-}

@@ -1,5 +1,7 @@
 //! Shared crate of the tool-calling backend: domain types, DynamoDB stores (tool-call ledger,
-//! chats, usage, rate limits), the Secrets Manager cache, configuration and HTTP helpers.
+//! chats, usage, rate limits, knowledge base), the Secrets Manager cache, configuration and
+//! HTTP helpers. The agent runtime (LLM, tools, pipeline, turn loop) is the `agent` crate;
+//! nothing here depends on it, so the flight and kb functions never compile it.
 //!
 //! Every function crate builds its clients once per container from here and hands them to
 //! a handler; tests call the same handlers against the local emulators.
@@ -14,14 +16,11 @@ pub mod embeddings;
 pub mod error;
 pub mod http;
 pub mod ids;
-pub mod jobs;
 pub mod kb;
 pub mod ledger;
 pub mod limits;
-pub mod llm;
 pub mod observability;
 pub mod secrets;
-pub mod tools;
 pub mod upstream;
 pub mod usage;
 

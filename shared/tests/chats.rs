@@ -194,3 +194,98 @@ async fn another_user_can_neither_read_nor_change_a_chat() {
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(messages.len(), 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_step_writes_its_messages_and_patch_together_and_keeps_concurrent_patches() {
+    let store = store().await;
+    let owner = common::unique("user");
+    let chat = store.create(&owner).await.unwrap_or_else(|e| panic!("{e}"));
+
+    // Another writer patches after the turn read the chat: the step's view is stale.
+    let mut theirs = SessionStatePatch::default();
+    theirs.preferences.insert("seat".into(), json!("aisle"));
+    store
+        .patch_state(&owner, &chat.id, &theirs)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+
+    let mut ours = SessionStatePatch::default();
+    ours.preferences.insert("cabin".into(), json!("business"));
+    let written = store
+        .record_step(
+            &chat,
+            vec![
+                NewMessage::user("hi"),
+                NewMessage::assistant("hello", Vec::new()),
+            ],
+            &ours,
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(written.version, 2, "re-read, then written on top");
+    assert_eq!(
+        written.session_state.preferences.get("seat"),
+        Some(&json!("aisle"))
+    );
+    assert_eq!(
+        written.session_state.preferences.get("cabin"),
+        Some(&json!("business"))
+    );
+
+    let (stored, messages) = store
+        .open(&owner, &chat.id, 10)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(stored.version, written.version);
+    assert_eq!(stored.session_state, written.session_state);
+    let texts: Vec<&str> = messages.iter().map(|m| m.content.as_str()).collect();
+    assert_eq!(texts, ["hi", "hello"]);
+
+    // Without a patch: the messages only, and the chat comes back as it was.
+    let same = store
+        .record_step(
+            &written,
+            vec![NewMessage::user("again")],
+            &SessionStatePatch::default(),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(same.version, written.version);
+    assert_eq!(
+        store
+            .recent_messages(&owner, &chat.id, 10)
+            .await
+            .map(|m| m.len())
+            .ok(),
+        Some(3)
+    );
+}
+
+#[tokio::test]
+async fn a_step_and_open_refuse_a_foreign_chat() {
+    let store = store().await;
+    let owner = common::unique("user");
+    let stranger = common::unique("stranger");
+    let chat = store.create(&owner).await.unwrap_or_else(|e| panic!("{e}"));
+    let mut forged = chat.clone();
+    forged.owner_id = stranger.clone();
+    let mut patch = SessionStatePatch::default();
+    patch.preferences.insert("x".into(), json!(1));
+    for patch in [patch, SessionStatePatch::default()] {
+        assert!(matches!(
+            store
+                .record_step(&forged, vec![NewMessage::user("spam")], &patch)
+                .await,
+            Err(Error::NotFound)
+        ));
+    }
+    assert!(matches!(
+        store.open(&stranger, &chat.id, 10).await,
+        Err(Error::NotFound)
+    ));
+    let (_, messages) = store
+        .open(&owner, &chat.id, 10)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(messages.is_empty(), "nothing was written for the stranger");
+}

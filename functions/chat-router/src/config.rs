@@ -3,9 +3,10 @@
 
 use std::time::Duration;
 
+use agent::TurnSettings;
+use agent::runtime::ToolsConfig;
 use shared::Result;
 use shared::config::Env;
-use shared::tools::setup::ToolsConfig;
 
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -50,5 +51,20 @@ impl Config {
             stack_notice: r.optional("STACK_NOTICE").filter(|s| !s.trim().is_empty()),
         };
         r.finish(config)
+    }
+}
+
+impl Config {
+    /// How the agent runtime runs this function's turns.
+    pub fn turn_settings(&self) -> TurnSettings {
+        TurnSettings {
+            max_tool_steps: self.max_tool_steps,
+            tool_budget: self.tool_budget,
+            history_max_messages: self.history_max_messages,
+            history_token_budget: self.history_token_budget,
+            tool_result_max_chars: self.tool_result_max_chars,
+            default_model: self.tools.llm.model.clone(),
+            stack_notice: self.stack_notice.clone(),
+        }
     }
 }

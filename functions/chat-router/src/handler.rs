@@ -15,8 +15,8 @@ use shared::http::lambda::{deadline, error_response, json_body, json_response};
 use shared::http::{ApiError, ErrorCode};
 
 use crate::Deps;
-use crate::events::{ChatEvent, Emitter};
-use crate::turn::{self, TurnInput};
+use crate::events::{self, Emitter};
+use agent::{OpenTurn, TurnEvent, TurnInput};
 
 /// Longest user message accepted, in characters.
 const MAX_MESSAGE_CHARS: usize = 16_000;
@@ -172,45 +172,42 @@ async fn chat(
             .with_details(json!({ "agents": known })),
         );
     };
-    let (chat, created) = match body.chat_id.as_deref() {
-        Some(id) => match deps.chats.get(&user_id, id).await {
-            Ok(chat) => (chat, false),
-            Err(e) => return error(&ApiError::from(&e)),
-        },
-        None => match deps.chats.create(&user_id).await {
-            Ok(chat) => (chat, true),
-            Err(e) => return error(&ApiError::from(&e)),
-        },
-    };
-    tracing::info!(chat_id = %chat.id, agent = %profile.name, created, "chat turn");
     let input = TurnInput {
         user_id,
         authorization,
-        chat,
-        created,
+        chat_id: body.chat_id,
         profile,
         message,
         deadline: deadline(req, deps.config.turn_timeout),
     };
-    stream(deps.clone(), input, body.debug)
+    // A foreign or missing chat is refused here, before the stream starts.
+    match deps.agent.open(input).await {
+        Ok(turn) => stream(deps.clone(), turn, body.debug),
+        Err(e) => error(&ApiError::from(&e)),
+    }
 }
 
 /// Starts the turn on its own task and returns the stream its events are written to.
-fn stream(deps: Deps, input: TurnInput, debug: bool) -> Response<Body> {
-    let (emitter, mut events) = Emitter::new(debug);
+fn stream(deps: Deps, turn: OpenTurn, debug: bool) -> Response<Body> {
+    let (emitter, mut queue) = Emitter::new(debug);
     let (mut sender, body) = channel();
-    tokio::spawn(turn::run(deps, input, emitter));
+    tokio::spawn(async move { deps.agent.run_turn(turn, &emitter).await });
     tokio::spawn(async move {
         let mut connected = true;
         // Drain until the turn drops its emitter. A gone client only stops the writing:
         // holding the body open until the turn ends keeps the invocation (and so the
         // turn's writes) alive on Lambda.
-        while let Some(event) = events.recv().await {
-            if connected && sender.send_data(Bytes::from(event.to_sse())).await.is_err() {
+        while let Some(event) = queue.recv().await {
+            if connected
+                && sender
+                    .send_data(Bytes::from(events::to_sse(&event)))
+                    .await
+                    .is_err()
+            {
                 tracing::warn!("client disconnected; finishing the turn without it");
                 connected = false;
             }
-            if matches!(event, ChatEvent::Done) {
+            if matches!(event, TurnEvent::Done) {
                 break;
             }
         }

@@ -1,13 +1,13 @@
 //! Lambda entry point: builds the clients once per container, then streams each request's
 //! response through `run_with_streaming_response` (Function URL, `RESPONSE_STREAM`).
 
+use agent::profiles::AgentCatalog;
+use agent::runtime::ToolClients;
 use chat_router::handler::handle;
 use chat_router::{Config, Deps};
 use lambda_http::{Request, run_with_streaming_response, service_fn};
 use shared::config::Env;
 use shared::http::auth::AuthConfig;
-use shared::tools::agents::AgentCatalog;
-use shared::tools::setup::ToolClients;
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {

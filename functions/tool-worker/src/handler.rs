@@ -11,10 +11,10 @@
 //!   call stays `failed`/`timeout`;
 //! - the ledger unreachable → reported as failed, so SQS delivers it again.
 
+use agent::jobs::ToolJob;
+use agent::pipeline::{CallStatus, JobReport};
 use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent, SqsMessage};
 use futures::future::join_all;
-use shared::jobs::ToolJob;
-use shared::tools::pipeline::{CallStatus, JobReport};
 
 use crate::Deps;
 

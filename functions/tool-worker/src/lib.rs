@@ -11,12 +11,12 @@ pub mod handler;
 
 use std::sync::Arc;
 
+use agent::jobs::DeadLetters;
+use agent::pipeline::Pipeline;
+use agent::profiles::AgentCatalog;
+use agent::runtime::{ToolClients, ToolRuntime, ToolsConfig};
 use shared::chats::{ChatStore, DynamoChatStore};
 use shared::config::Env;
-use shared::jobs::DeadLetters;
-use shared::tools::agents::AgentCatalog;
-use shared::tools::pipeline::Pipeline;
-use shared::tools::setup::{ToolClients, ToolRuntime, ToolsConfig};
 use shared::{Error, Result};
 
 /// The worker's configuration: the shared tool settings plus the dead-letter queue.

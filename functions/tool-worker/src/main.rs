@@ -1,12 +1,12 @@
 //! Lambda entry point: builds the clients once per container, then hands each SQS batch to
 //! the handler (event source mapping with `ReportBatchItemFailures`).
 
+use agent::profiles::AgentCatalog;
+use agent::runtime::ToolClients;
+use agent::tools::SigV4Signer;
 use aws_lambda_events::event::sqs::SqsEvent;
 use lambda_runtime::{LambdaEvent, run, service_fn};
 use shared::config::Env;
-use shared::tools::SigV4Signer;
-use shared::tools::agents::AgentCatalog;
-use shared::tools::setup::ToolClients;
 use tool_worker::handler::handle;
 use tool_worker::{Config, Deps};
 

@@ -9,12 +9,12 @@ mod common;
 
 use std::time::Duration;
 
+use agent::profiles::AgentCatalog;
+use agent::runtime::ToolClients;
 use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
 use aws_sdk_sqs::types::Message;
 use common::Rig;
 use serde_json::{Value, json};
-use shared::tools::agents::AgentCatalog;
-use shared::tools::setup::ToolClients;
 use test_support::fake_llm::Reply;
 use test_support::queues::ToolQueues;
 use wiremock::matchers::{method, path};

@@ -9,6 +9,7 @@ use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{
     ConditionCheck, Put, ReturnValue, ReturnValuesOnConditionCheckFailure, TransactWriteItem,
+    Update,
 };
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
@@ -72,6 +73,141 @@ impl DynamoChatStore {
             _ => Err(Error::NotFound),
         }
     }
+
+    /// The last `limit` messages of a chat, oldest first (no owner check: callers make it).
+    async fn query_messages(&self, chat_id: &str, limit: u32) -> Result<Vec<Message>> {
+        let page = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .key_condition_expression("pk = :pk AND begins_with(sk, :msg)")
+            .expression_attribute_values(":pk", s(format!("CHAT#{chat_id}")))
+            .expression_attribute_values(":msg", s("MSG#"))
+            .scan_index_forward(false)
+            .consistent_read(true)
+            .limit(i32::try_from(limit.clamp(1, 1000)).unwrap_or(1000))
+            .send()
+            .await
+            .map_err(|e| sdk_error("Query", e))?;
+        let mut messages = page
+            .items
+            .unwrap_or_default()
+            .into_iter()
+            .map(|item| from_item::<MessageItem>(item).map(Message::from))
+            .collect::<Result<Vec<_>>>()?;
+        messages.reverse();
+        Ok(messages)
+    }
+
+    /// Items for `messages`, with ids that sort in the given order.
+    fn message_items(
+        &self,
+        owner_id: &str,
+        chat_id: &str,
+        messages: Vec<NewMessage>,
+    ) -> Vec<MessageItem> {
+        let now = self.clock.now();
+        messages
+            .into_iter()
+            .map(|m| {
+                let message_id = monotonic_id();
+                MessageItem {
+                    pk: format!("CHAT#{chat_id}"),
+                    sk: format!("MSG#{message_id}"),
+                    chat_id: chat_id.to_owned(),
+                    owner_id: owner_id.to_owned(),
+                    message_id,
+                    role: m.role,
+                    content: m.content,
+                    tool_calls: m.tool_calls,
+                    tool_call_id: m.tool_call_id,
+                    ledger_call_id: m.ledger_call_id,
+                    background: m.background,
+                    created_at: now,
+                }
+            })
+            .collect()
+    }
+
+    /// A transaction action that holds only if `owner_id` owns the chat.
+    fn owner_check(&self, owner_id: &str, chat_id: &str) -> Result<TransactWriteItem> {
+        let check = ConditionCheck::builder()
+            .table_name(&self.table)
+            .set_key(Some(Self::meta_key(chat_id)))
+            .condition_expression("owner_id = :owner")
+            .expression_attribute_values(":owner", s(owner_id))
+            .build()
+            .map_err(|e| Error::Dynamo {
+                op: "TransactWriteItems",
+                message: e.to_string(),
+            })?;
+        Ok(TransactWriteItem::builder().condition_check(check).build())
+    }
+
+    /// Runs a transaction whose first action is the chat item's condition. Conflicts with
+    /// a concurrent write to the chat item pass quickly and are retried a few times.
+    async fn transact(&self, actions: Vec<TransactWriteItem>) -> Result<Transacted> {
+        let mut round = 0;
+        loop {
+            let result = self
+                .client
+                .transact_write_items()
+                .set_transact_items(Some(actions.clone()))
+                .send()
+                .await;
+            let Err(err) = result else {
+                return Ok(Transacted::Written);
+            };
+            let reasons: Vec<String> = match err.as_service_error() {
+                Some(TransactWriteItemsError::TransactionCanceledException(e)) => e
+                    .cancellation_reasons()
+                    .iter()
+                    .map(|r| r.code().unwrap_or("None").to_owned())
+                    .collect(),
+                _ => return Err(sdk_error("TransactWriteItems", err)),
+            };
+            if reasons
+                .first()
+                .is_some_and(|code| code == "ConditionalCheckFailed")
+            {
+                return Ok(Transacted::ConditionFailed);
+            }
+            if reasons.iter().any(|code| code == "TransactionConflict") && round < 5 {
+                round += 1;
+                backoff(round).await;
+                continue;
+            }
+            return Err(Error::Dynamo {
+                op: "TransactWriteItems",
+                message: format!("canceled: {}", reasons.join(", ")),
+            });
+        }
+    }
+}
+
+/// How a transaction ended, short of an error.
+enum Transacted {
+    Written,
+    /// The first action's condition (owner, version) did not hold.
+    ConditionFailed,
+}
+
+/// `Put` actions for message items.
+fn puts(table: &str, items: &[MessageItem]) -> Result<Vec<TransactWriteItem>> {
+    items
+        .iter()
+        .map(|item| {
+            let put = Put::builder()
+                .table_name(table)
+                .set_item(Some(to_item(item)?))
+                .build()
+                .map_err(|e| Error::Dynamo {
+                    op: "TransactWriteItems",
+                    message: e.to_string(),
+                })?;
+            Ok(TransactWriteItem::builder().put(put).build())
+        })
+        .collect()
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -236,91 +372,89 @@ impl ChatStore for DynamoChatStore {
         chat_id: &str,
         messages: Vec<NewMessage>,
     ) -> Result<Vec<Message>> {
-        let now = self.clock.now();
-        let items: Vec<MessageItem> = messages
-            .into_iter()
-            .map(|m| {
-                let message_id = monotonic_id();
-                MessageItem {
-                    pk: format!("CHAT#{chat_id}"),
-                    sk: format!("MSG#{message_id}"),
-                    chat_id: chat_id.to_owned(),
-                    owner_id: owner_id.to_owned(),
-                    message_id,
-                    role: m.role,
-                    content: m.content,
-                    tool_calls: m.tool_calls,
-                    tool_call_id: m.tool_call_id,
-                    ledger_call_id: m.ledger_call_id,
-                    background: m.background,
-                    created_at: now,
-                }
-            })
-            .collect();
+        let items = self.message_items(owner_id, chat_id, messages);
         for chunk in items.chunks(MESSAGES_PER_TRANSACTION) {
-            let owner_check = ConditionCheck::builder()
+            let mut actions = vec![self.owner_check(owner_id, chat_id)?];
+            actions.extend(puts(&self.table, chunk)?);
+            match self.transact(actions).await? {
+                Transacted::Written => {}
+                Transacted::ConditionFailed => return Err(Error::NotFound),
+            }
+        }
+        Ok(items.into_iter().map(Message::from).collect())
+    }
+
+    async fn record_step(
+        &self,
+        chat: &Chat,
+        messages: Vec<NewMessage>,
+        patch: &SessionStatePatch,
+    ) -> Result<Chat> {
+        let (owner_id, chat_id) = (chat.owner_id.as_str(), chat.id.as_str());
+        if patch.is_empty() {
+            self.append_messages(owner_id, chat_id, messages).await?;
+            return Ok(chat.clone());
+        }
+        if messages.len() > MESSAGES_PER_TRANSACTION {
+            self.append_messages(owner_id, chat_id, messages).await?;
+            return self.patch_state(owner_id, chat_id, patch).await;
+        }
+        let items = self.message_items(owner_id, chat_id, messages);
+        let mut current = chat.clone();
+        for round in 0..MAX_PATCH_ROUNDS {
+            let mut state = current.session_state.clone();
+            state.apply(patch);
+            let now = self.clock.now();
+            let update = Update::builder()
                 .table_name(&self.table)
                 .set_key(Some(Self::meta_key(chat_id)))
-                .condition_expression("owner_id = :owner")
+                .update_expression("SET session_state = :state, version = :next, updated_at = :now")
+                .condition_expression("owner_id = :owner AND version = :version")
+                .expression_attribute_values(":state", to_av(&state)?)
+                .expression_attribute_values(":next", n(current.version + 1))
+                .expression_attribute_values(":now", rfc3339(now))
                 .expression_attribute_values(":owner", s(owner_id))
+                .expression_attribute_values(":version", n(current.version))
                 .build()
                 .map_err(|e| Error::Dynamo {
                     op: "TransactWriteItems",
                     message: e.to_string(),
                 })?;
-            let mut actions = vec![
-                TransactWriteItem::builder()
-                    .condition_check(owner_check)
-                    .build(),
-            ];
-            for item in chunk {
-                let put = Put::builder()
-                    .table_name(&self.table)
-                    .set_item(Some(to_item(item)?))
-                    .build()
-                    .map_err(|e| Error::Dynamo {
-                        op: "TransactWriteItems",
-                        message: e.to_string(),
-                    })?;
-                actions.push(TransactWriteItem::builder().put(put).build());
-            }
-            let mut round = 0;
-            loop {
-                let result = self
-                    .client
-                    .transact_write_items()
-                    .set_transact_items(Some(actions.clone()))
-                    .send()
-                    .await;
-                let Err(err) = result else { break };
-                let reasons: Vec<String> = match err.as_service_error() {
-                    Some(TransactWriteItemsError::TransactionCanceledException(e)) => e
-                        .cancellation_reasons()
-                        .iter()
-                        .map(|r| r.code().unwrap_or("None").to_owned())
-                        .collect(),
-                    _ => return Err(sdk_error("TransactWriteItems", err)),
-                };
-                if reasons
-                    .first()
-                    .is_some_and(|code| code == "ConditionalCheckFailed")
-                {
-                    return Err(Error::NotFound);
+            let mut actions = vec![TransactWriteItem::builder().update(update).build()];
+            actions.extend(puts(&self.table, &items)?);
+            match self.transact(actions).await? {
+                Transacted::Written => {
+                    return Ok(Chat {
+                        session_state: state,
+                        version: current.version + 1,
+                        updated_at: now,
+                        ..current
+                    });
                 }
-                // A concurrent write to the chat item (e.g. a state patch) conflicts with the
-                // owner check; such conflicts pass quickly, so retry a few times.
-                if reasons.iter().any(|code| code == "TransactionConflict") && round < 5 {
-                    round += 1;
+                // Another writer moved the version on (or the chat is not the owner's):
+                // read it again and re-apply the patch on top.
+                Transacted::ConditionFailed => {
+                    current = self.owned(owner_id, chat_id).await?.into();
                     backoff(round).await;
-                    continue;
                 }
-                return Err(Error::Dynamo {
-                    op: "TransactWriteItems",
-                    message: format!("canceled: {}", reasons.join(", ")),
-                });
             }
         }
-        Ok(items.into_iter().map(Message::from).collect())
+        Err(Error::Contention(format!(
+            "session state of chat {chat_id}"
+        )))
+    }
+
+    async fn open(
+        &self,
+        owner_id: &str,
+        chat_id: &str,
+        limit: u32,
+    ) -> Result<(Chat, Vec<Message>)> {
+        let (chat, messages) = tokio::join!(
+            self.owned(owner_id, chat_id),
+            self.query_messages(chat_id, limit)
+        );
+        Ok((chat?.into(), messages?))
     }
 
     async fn recent_messages(
@@ -329,27 +463,6 @@ impl ChatStore for DynamoChatStore {
         chat_id: &str,
         limit: u32,
     ) -> Result<Vec<Message>> {
-        let query = self
-            .client
-            .query()
-            .table_name(&self.table)
-            .key_condition_expression("pk = :pk AND begins_with(sk, :msg)")
-            .expression_attribute_values(":pk", s(format!("CHAT#{chat_id}")))
-            .expression_attribute_values(":msg", s("MSG#"))
-            .scan_index_forward(false)
-            .consistent_read(true)
-            .limit(i32::try_from(limit.clamp(1, 1000)).unwrap_or(1000))
-            .send();
-        let (owner, page) = tokio::join!(self.owned(owner_id, chat_id), query);
-        owner?;
-        let mut messages = page
-            .map_err(|e| sdk_error("Query", e))?
-            .items
-            .unwrap_or_default()
-            .into_iter()
-            .map(|item| from_item::<MessageItem>(item).map(Message::from))
-            .collect::<Result<Vec<_>>>()?;
-        messages.reverse();
-        Ok(messages)
+        self.open(owner_id, chat_id, limit).await.map(|(_, m)| m)
     }
 }

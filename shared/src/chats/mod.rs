@@ -37,6 +37,22 @@ pub trait ChatStore: Send + Sync {
         messages: Vec<NewMessage>,
     ) -> Result<Vec<Message>>;
 
+    /// Appends the messages of a turn's step and merges its state `patch` in one write
+    /// (atomic, owner-checked, optimistic on the chat's version: a concurrent patch makes
+    /// it re-read the chat and apply `patch` again, so none is lost). `chat` is the caller's
+    /// last view of the chat; the chat as written comes back (unchanged without a patch).
+    async fn record_step(
+        &self,
+        chat: &Chat,
+        messages: Vec<NewMessage>,
+        patch: &SessionStatePatch,
+    ) -> Result<Chat>;
+
+    /// The chat and its last `limit` messages (oldest first), read together: what a turn
+    /// starts from.
+    async fn open(&self, owner_id: &str, chat_id: &str, limit: u32)
+    -> Result<(Chat, Vec<Message>)>;
+
     /// The last `limit` messages, oldest first.
     async fn recent_messages(
         &self,

@@ -76,7 +76,7 @@ async fn main() -> Result<(), String> {
         } => {
             let sdk = shared::aws::sdk_config().await;
             let bridge = Bridge {
-                sqs: shared::aws::sqs(&sdk),
+                sqs: aws_sdk_sqs::Client::new(&sdk),
                 queue_url,
                 invoke_url,
                 http: reqwest::Client::new(),

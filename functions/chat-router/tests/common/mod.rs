@@ -6,6 +6,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use agent::profiles::AgentCatalog;
+use agent::runtime::ToolClients;
 use chat_router::{Config, Deps};
 use http_body_util::BodyExt;
 use lambda_http::Request;
@@ -14,8 +16,6 @@ use serde_json::{Value, json};
 use shared::config::Env;
 use shared::http::auth::{AuthConfig, DevClaims, mint_hs256};
 use shared::secrets::{AwsSecretSource, SecretsCache};
-use shared::tools::agents::AgentCatalog;
-use shared::tools::setup::ToolClients;
 use test_support::fake_llm::FakeLlm;
 use test_support::serve::{LocalServer, serve_lambda};
 use wiremock::MockServer;

@@ -17,9 +17,9 @@ use super::stream::StreamAssembler;
 use super::{
     Completion, CompletionRequest, LlmProvider, PromptMessage, PromptRole, TokenSink, ToolChoice,
 };
-use crate::secrets::{SecretString, SecretsCache};
-use crate::upstream::{self, RetryPolicy};
 use crate::{Error, Result};
+use shared::secrets::{SecretString, SecretsCache};
+use shared::upstream::{self, RetryPolicy};
 
 const SERVICE: &str = "llm";
 

@@ -5,21 +5,21 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::agents::AgentCatalog;
-use super::ask_gpt::{AskGptConfig, AskGptTool};
-use super::flights::{FlightSearchConfig, SearchFlightsTool};
-use super::knowledge_base::{KnowledgeBaseConfig, SearchKnowledgeBaseTool};
-use super::pipeline::{JobScheduler, Pipeline};
-use super::{FunctionClient, SigV4Signer, Tool, ToolRegistry};
 use crate::Result;
-use crate::config::{Env, LedgerConfig, StorageConfig};
 use crate::jobs::{RetrySchedule, SqsJobQueue};
-use crate::ledger::{DynamoLedger, ToolCallLedger};
-use crate::limits::DynamoRateLimiter;
 use crate::llm::{ApiKey, LlmProvider, OpenAiClient, OpenAiConfig};
-use crate::secrets::{AwsSecretSource, SecretsCache};
-use crate::upstream::RetryPolicy;
-use crate::usage::{DynamoUsageStore, PriceTable, UsageStore};
+use crate::pipeline::{JobScheduler, Pipeline};
+use crate::profiles::AgentCatalog;
+use crate::tools::ask_gpt::{AskGptConfig, AskGptTool};
+use crate::tools::flights::{FlightSearchConfig, SearchFlightsTool};
+use crate::tools::knowledge_base::{KnowledgeBaseConfig, SearchKnowledgeBaseTool};
+use crate::tools::{FunctionClient, SigV4Signer, Tool, ToolRegistry};
+use shared::config::{Env, LedgerConfig, StorageConfig};
+use shared::ledger::{DynamoLedger, ToolCallLedger};
+use shared::limits::DynamoRateLimiter;
+use shared::secrets::{AwsSecretSource, SecretsCache};
+use shared::upstream::RetryPolicy;
+use shared::usage::{DynamoUsageStore, PriceTable, UsageStore};
 
 /// The OpenAI-compatible endpoint, for chat turns and `ask_gpt`.
 #[derive(Debug, Clone)]
@@ -141,14 +141,14 @@ impl ToolClients {
         signer: Option<SigV4Signer>,
     ) -> Result<Self> {
         let secrets = Arc::new(SecretsCache::new(
-            Arc::new(AwsSecretSource::new(crate::aws::secrets_manager(sdk))),
-            crate::config::secrets_cache_ttl(env)?,
+            Arc::new(AwsSecretSource::new(shared::aws::secrets_manager(sdk))),
+            shared::config::secrets_cache_ttl(env)?,
         ));
         Ok(Self {
-            dynamodb: crate::aws::dynamodb(sdk),
-            sqs: crate::aws::sqs(sdk),
+            dynamodb: shared::aws::dynamodb(sdk),
+            sqs: aws_sdk_sqs::Client::new(sdk),
             secrets,
-            http: crate::upstream::http_client()?,
+            http: shared::upstream::http_client()?,
             signer,
         })
     }

@@ -11,9 +11,9 @@ use async_trait::async_trait;
 use aws_sdk_sqs::types::MessageAttributeValue;
 use serde::{Deserialize, Serialize};
 
-use crate::config::Env;
-use crate::domain::flight::Locale;
 use crate::{Error, Result};
+use shared::config::Env;
+use shared::domain::flight::Locale;
 
 /// Why a job exists.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -16,7 +16,7 @@ pub use openai::{ApiKey, OpenAiClient, OpenAiConfig};
 pub use stream::StreamAssembler;
 
 use crate::Result;
-use crate::usage::TokenUsage;
+use shared::usage::TokenUsage;
 
 /// Who speaks in a prompt message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

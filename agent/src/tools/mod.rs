@@ -1,19 +1,16 @@
-//! Tools the LLM can call: one file per tool, a registry that names them, agent profiles
-//! that decide which ones a conversation may use, and the pipeline that runs a step's tool
-//! calls through validation, rate limits, the ledger and timeouts.
+//! Tools the LLM can call: one file per tool and a registry that names them. Which tools a
+//! conversation may use is the agent profile's business ([`crate::profiles`]); how a step's
+//! calls run is the pipeline's ([`crate::pipeline`]).
 //!
-//! Adding a tool: a variant in [`ToolName`], an argument type in `domain` (its JSON Schema is
-//! derived from it), a file here implementing [`Tool`], a line in [`ToolRegistry`]'s
-//! construction, and its settings in `config/agents.toml`.
+//! Adding a tool: a variant in [`ToolName`], an argument type in `shared::domain` (its JSON
+//! Schema is derived from it), a file here implementing [`Tool`], a line in
+//! [`crate::runtime::ToolRuntime`]'s construction, and its settings in `config/agents.toml`.
 
-pub mod agents;
 pub mod ask_gpt;
 pub mod flights;
 mod functions;
 pub mod knowledge_base;
-pub mod pipeline;
 mod schema;
-pub mod setup;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -26,12 +23,12 @@ pub use functions::{Caller, FunctionClient, SigV4Signer};
 pub use schema::ToolSchema;
 
 use crate::Result;
-use crate::domain::flight::Locale;
-use crate::domain::session::SessionState;
-use crate::domain::tool_call::ToolName;
-use crate::domain::tool_result::ToolExecutionResult;
-use crate::limits::RateLimit;
 use crate::llm::ToolSpec;
+use shared::domain::flight::Locale;
+use shared::domain::session::SessionState;
+use shared::domain::tool_call::ToolName;
+use shared::domain::tool_result::ToolExecutionResult;
+use shared::limits::RateLimit;
 
 /// Who a tool runs for, and until when.
 #[derive(Debug, Clone)]

@@ -7,13 +7,13 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use super::{Tool, ToolContext, ToolSchema};
-use crate::domain::session::SessionState;
-use crate::domain::tool_args::AskGptArgs;
-use crate::domain::tool_call::ToolName;
-use crate::domain::tool_result::ToolExecutionResult;
 use crate::llm::{CompletionRequest, LlmProvider, NoTokens, PromptMessage, ToolChoice};
-use crate::usage::UsageStore;
 use crate::{Error, Result};
+use shared::domain::session::SessionState;
+use shared::domain::tool_args::AskGptArgs;
+use shared::domain::tool_call::ToolName;
+use shared::domain::tool_result::ToolExecutionResult;
+use shared::usage::UsageStore;
 
 #[derive(Debug, Clone)]
 pub struct AskGptConfig {

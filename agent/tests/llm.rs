@@ -5,13 +5,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use async_trait::async_trait;
-use serde_json::{Value, json};
-use shared::Error;
-use shared::llm::{
+use agent::llm::{
     ApiKey, Completion, CompletionRequest, FinishReason, LlmProvider, NoTokens, OpenAiClient,
     OpenAiConfig, PromptMessage, ToolCallRequest, ToolChoice, ToolSpec,
 };
+use async_trait::async_trait;
+use serde_json::{Value, json};
+use shared::Error;
 use shared::secrets::{SecretSource, SecretString, SecretsCache};
 use shared::upstream::RetryPolicy;
 use shared::usage::TokenUsage;

@@ -8,13 +8,13 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use super::{FunctionClient, Tool, ToolContext, ToolSchema};
-use crate::domain::flight::{
+use crate::{Error, Result};
+use shared::domain::flight::{
     Cabin, FlightResult, FlightSearchInput, FlightSearchParams, FlightSearchResult, Locale,
 };
-use crate::domain::session::{FlightRequestSnapshot, SessionState, SessionStatePatch};
-use crate::domain::tool_call::ToolName;
-use crate::domain::tool_result::ToolExecutionResult;
-use crate::{Error, Result};
+use shared::domain::session::{FlightRequestSnapshot, SessionState, SessionStatePatch};
+use shared::domain::tool_call::ToolName;
+use shared::domain::tool_result::ToolExecutionResult;
 
 /// Offers listed per provider in the chat message; the full lists stay in `raw`.
 const LISTED_PER_PROVIDER: usize = 5;

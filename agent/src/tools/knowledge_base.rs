@@ -7,12 +7,12 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{FunctionClient, Tool, ToolContext, ToolSchema};
-use crate::domain::flight::Locale;
-use crate::domain::session::{PendingGptQuery, SessionState, SessionStatePatch};
-use crate::domain::tool_args::KnowledgeBaseArgs;
-use crate::domain::tool_call::ToolName;
-use crate::domain::tool_result::ToolExecutionResult;
 use crate::{Error, Result};
+use shared::domain::flight::Locale;
+use shared::domain::session::{PendingGptQuery, SessionState, SessionStatePatch};
+use shared::domain::tool_args::KnowledgeBaseArgs;
+use shared::domain::tool_call::ToolName;
+use shared::domain::tool_result::ToolExecutionResult;
 
 /// Characters of each passage shown in the chat message (seed 000 §7.6).
 const SNIPPET_CHARS: usize = 240;

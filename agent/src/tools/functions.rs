@@ -16,8 +16,8 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::ToolContext;
-use crate::upstream::{self, RetryPolicy};
 use crate::{Error, Result};
+use shared::upstream::{self, RetryPolicy};
 
 /// On whose behalf a tool runs.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -15,8 +15,8 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::{Completion, FinishReason, ToolCallRequest};
-use crate::usage::TokenUsage;
 use crate::{Error, Result};
+use shared::usage::TokenUsage;
 
 const SERVICE: &str = "llm";
 

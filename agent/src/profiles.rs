@@ -10,14 +10,14 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use super::ToolSettings;
-use crate::domain::tool_call::ToolName;
-use crate::limits::RateLimit;
 use crate::llm::ToolChoice;
+use crate::tools::ToolSettings;
 use crate::{Error, Result};
+use shared::domain::tool_call::ToolName;
+use shared::limits::RateLimit;
 
 /// The profiles shipped with the repository.
-pub const BUILT_IN: &str = include_str!("../../../config/agents.toml");
+pub const BUILT_IN: &str = include_str!("../../config/agents.toml");
 
 /// How the model may use the profile's tools. Forcing (`required` or a named tool) applies
 /// to the first step of a turn only; later steps are `auto`, so the model can answer in
@@ -239,7 +239,7 @@ impl AgentCatalog {
     }
 
     /// `AGENTS_FILE` if set, else the built-in catalog.
-    pub fn from_env(env: &crate::config::Env) -> Result<Self> {
+    pub fn from_env(env: &shared::config::Env) -> Result<Self> {
         match env.get("AGENTS_FILE") {
             Some(path) => {
                 let text = std::fs::read_to_string(path)

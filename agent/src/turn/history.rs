@@ -2,12 +2,12 @@
 //! exchanges (an assistant's tool calls always travel with their results, which OpenAI
 //! requires), with tool results truncated so one huge result cannot crowd out the rest.
 
+use crate::llm::{PromptMessage, ToolCallRequest};
 use futures::future::join_all;
 use shared::domain::chat::{Message, Role};
 use shared::domain::tool_call::{ToolCallRecord, ToolCallStatus};
 use shared::domain::tool_result::ToolExecutionResult;
 use shared::ledger::ToolCallLedger;
-use shared::llm::{PromptMessage, ToolCallRequest};
 
 /// A rough, provider-independent token estimate: ~4 characters per token plus overhead.
 pub fn estimate_tokens(text: &str) -> usize {
@@ -173,8 +173,8 @@ pub fn select(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::llm::PromptRole;
     use shared::domain::chat::MessageToolCall;
-    use shared::llm::PromptRole;
 
     fn message(role: Role, content: &str) -> Message {
         Message {

@@ -5,9 +5,9 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::domain::tool_call::ToolName;
 use crate::llm::ToolSpec;
 use crate::{Error, Result};
+use shared::domain::tool_call::ToolName;
 
 /// Most validation errors reported back to the LLM at once; more only add noise.
 const MAX_REPORTED_ERRORS: usize = 5;
@@ -71,8 +71,8 @@ impl ToolSchema {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::flight::FlightSearchInput;
     use serde_json::json;
+    use shared::domain::flight::FlightSearchInput;
 
     #[test]
     fn flight_schema_has_the_seed_parameters() {

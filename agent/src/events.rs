@@ -1,0 +1,96 @@
+//! What a turn tells its caller while it runs: the runtime's events, in the order of the
+//! public SSE contract (`init` → `tool_started`/`tool_result` → `assistant_token` → `final` →
+//! `done`, `error` at any point before `done`). The chat-router frames them as SSE; the
+//! tool worker, which has no client, drops them.
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+use shared::domain::session::SessionState;
+use shared::domain::tool_call::ToolName;
+
+use crate::pipeline::CallStatus;
+
+/// Why a turn ended with an `error` event. Serialised as the event's `code`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TurnErrorCode {
+    /// The model could not be reached or answered garbage.
+    LlmError,
+    /// The model made invalid tool calls twice in a row (no second repair round).
+    InvalidToolCall,
+    NotFound,
+    Conflict,
+    RateLimited,
+    Internal,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum TurnEvent {
+    Init {
+        chat_id: String,
+        created: bool,
+    },
+    ToolStarted {
+        tool: ToolName,
+        job_id: String,
+        deduped: bool,
+        /// True when the call went to the tool queue (`status: "queued"`).
+        queued: bool,
+    },
+    ToolResult {
+        tool: ToolName,
+        job_id: Option<String>,
+        status: CallStatus,
+        metadata: Map<String, Value>,
+    },
+    /// A piece of the answer as the model streams it (or a tool's direct answer, whole).
+    Token {
+        content: String,
+    },
+    Final {
+        content: String,
+        // Boxed: the state is large and the event rare.
+        session_state: Box<SessionState>,
+        tool_result: Value,
+        /// `STACK_NOTICE`, e.g. that the local stack answers with fakes.
+        notice: Option<String>,
+    },
+    Error {
+        code: TurnErrorCode,
+        message: String,
+    },
+    /// Seed 000 §15 debug entries; only produced when the sink asks for them.
+    Debug {
+        kind: &'static str,
+        payload: Value,
+    },
+    Done,
+}
+
+/// Where a turn's events go (an SSE stream, a test's list, nowhere). Shared by the
+/// concurrently running tool calls of a step, hence `&self` and `Sync`.
+pub trait EventSink: Send + Sync {
+    fn emit(&self, event: TurnEvent);
+
+    /// Whether `Debug` events are wanted; producers skip building their payloads otherwise.
+    fn wants_debug(&self) -> bool {
+        false
+    }
+}
+
+/// Emits a debug event, building its payload only when the sink wants it.
+pub fn debug(sink: &dyn EventSink, kind: &'static str, payload: impl FnOnce() -> Value) {
+    if sink.wants_debug() {
+        sink.emit(TurnEvent::Debug {
+            kind,
+            payload: payload(),
+        });
+    }
+}
+
+/// Drops every event: for callers without a client (the tool worker).
+pub struct NoEvents;
+
+impl EventSink for NoEvents {
+    fn emit(&self, _: TurnEvent) {}
+}

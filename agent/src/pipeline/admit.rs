@@ -1,0 +1,259 @@
+//! Phase 1 of a step: may this call run, and under which ledger record?
+//!
+//! The checks that need no I/O come first (position in the step, known tool, allowed by the
+//! profile, valid arguments), then the turn's remaining tool time, the user's rate limit,
+//! and last the ledger's record-and-claim, which dedupes identical calls.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use shared::Error;
+use shared::domain::tool_call::{ToolCallRecord, ToolName};
+use shared::domain::tool_result::ToolExecutionResult;
+use shared::ledger::{Claim, ClaimMode, ClaimRequest, ClaimedCall};
+use shared::limits::Decision;
+
+use super::{CallOutcome, CallStatus, Pipeline, lease_for};
+use crate::events::{self, EventSink};
+use crate::llm::ToolCallRequest;
+use crate::profiles::ToolPolicy;
+use crate::tools::{RegisteredTool, ToolContext};
+
+/// Less time than this left in the budget: the call is not started at all.
+const MIN_TOOL_TIME: Duration = Duration::from_millis(50);
+
+/// What admission decided for one call.
+pub(super) enum Admission<'a> {
+    /// Ended before running (rejected, skipped, rate-limited, storage unavailable).
+    Refused(Box<CallOutcome>),
+    /// This caller holds the attempt: run it now (`running`) or queue it (`queued`).
+    Claimed(Claimed<'a>),
+    /// An identical call exists within the dedupe window: reuse or wait for it until
+    /// `wait_until`.
+    Duplicate {
+        call: &'a ToolCallRequest,
+        record: Box<ToolCallRecord>,
+        wait_until: Instant,
+    },
+}
+
+/// A claimed attempt and what it needs to run.
+pub(super) struct Claimed<'a> {
+    pub call: &'a ToolCallRequest,
+    pub tool: &'a RegisteredTool,
+    /// The canonical request (what runs, what was hashed).
+    pub request: Value,
+    pub claimed: ClaimedCall,
+    /// The call's own timeout, capped by the turn's tool budget.
+    pub deadline: Instant,
+}
+
+impl Pipeline {
+    pub(super) async fn admit<'a>(
+        &'a self,
+        ctx: &ToolContext,
+        policy: ToolPolicy<'_>,
+        call: &'a ToolCallRequest,
+        index: usize,
+        budget: Instant,
+        events: &dyn EventSink,
+    ) -> Admission<'a> {
+        let (tool, request) = match self.check(ctx, policy.allowed, call, index) {
+            Ok(checked) => checked,
+            Err(refused) => {
+                events::debug(events, "tool_call_rejected", || {
+                    json!({
+                        "tool": call.name,
+                        "status": refused.status,
+                        "message": refused.result.message,
+                    })
+                });
+                return Admission::Refused(refused);
+            }
+        };
+        let name = tool.tool.name();
+        events::debug(
+            events,
+            "tool_pipeline_start",
+            || json!({ "tool": name, "request": request }),
+        );
+        let background = policy.background.contains(&name) && self.jobs.is_some();
+        let now = Instant::now();
+        let deadline = (now + tool.settings.timeout).min(budget);
+        if !background && deadline.saturating_duration_since(now) < MIN_TOOL_TIME {
+            let result =
+                ToolExecutionResult::failed("Not run: this turn's time for tools is used up.");
+            return refused(CallOutcome::new(
+                call,
+                Some(name),
+                CallStatus::Skipped,
+                None,
+                result,
+            ));
+        }
+        if let Some(limited) = self.rate_limit(ctx, call, tool, events).await {
+            return refused(limited);
+        }
+        let mode = if background {
+            ClaimMode::Enqueue
+        } else {
+            ClaimMode::Run {
+                lease: lease_for(tool.settings.timeout),
+            }
+        };
+        let claim = self
+            .ledger
+            .record_and_claim(ClaimRequest {
+                owner_id: ctx.user_id.clone(),
+                chat_id: ctx.chat_id.clone(),
+                tool: name,
+                request: request.clone(),
+                mode,
+            })
+            .await;
+        match claim {
+            Ok(Claim::Claimed(claimed)) => Admission::Claimed(Claimed {
+                call,
+                tool,
+                request,
+                claimed,
+                deadline,
+            }),
+            // A background duplicate is not waited for: the original's job delivers it.
+            Ok(Claim::Duplicate(record)) => Admission::Duplicate {
+                call,
+                record: Box::new(record),
+                wait_until: if background { Instant::now() } else { deadline },
+            },
+            Err(e) => {
+                tracing::error!(tool = %name, error = %e, "recording the tool call failed");
+                refused(CallOutcome::unavailable(call, name, None))
+            }
+        }
+    }
+
+    /// The checks without I/O: position, name, profile, JSON, schema and domain rules.
+    #[allow(clippy::result_large_err)]
+    fn check<'a>(
+        &'a self,
+        ctx: &ToolContext,
+        allowed: &[ToolName],
+        call: &ToolCallRequest,
+        index: usize,
+    ) -> Result<(&'a RegisteredTool, Value), Box<CallOutcome>> {
+        let refuse = |tool: Option<ToolName>, status: CallStatus, message: String| {
+            let result = ToolExecutionResult::failed(message);
+            Box::new(CallOutcome::new(call, tool, status, None, result))
+        };
+        if index >= self.max_parallel {
+            return Err(refuse(
+                call.name.parse().ok(),
+                CallStatus::Skipped,
+                format!(
+                    "Not run: at most {} tool calls run per step. Call it again in the next step if it is still needed.",
+                    self.max_parallel
+                ),
+            ));
+        }
+        let offered = || {
+            allowed
+                .iter()
+                .filter(|t| self.registry.get(**t).is_some())
+                .map(|t| t.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let Some(name) = call.name.parse::<ToolName>().ok() else {
+            return Err(refuse(
+                None,
+                CallStatus::Rejected,
+                format!(
+                    "Unknown tool `{}`. Available tools: {}.",
+                    call.name,
+                    offered()
+                ),
+            ));
+        };
+        let tool = match self.registry.get(name) {
+            Some(tool) if allowed.contains(&name) => tool,
+            _ => {
+                return Err(refuse(
+                    Some(name),
+                    CallStatus::Rejected,
+                    format!(
+                        "Tool `{name}` is not available here. Available tools: {}.",
+                        offered()
+                    ),
+                ));
+            }
+        };
+        let text = if call.arguments.trim().is_empty() {
+            "{}"
+        } else {
+            call.arguments.as_str()
+        };
+        let args: Value = serde_json::from_str(text).map_err(|e| {
+            refuse(
+                Some(name),
+                CallStatus::Rejected,
+                format!("The arguments are not valid JSON ({e}). Send a JSON object."),
+            )
+        })?;
+        match tool.tool.prepare(args, &ctx.session_state) {
+            Ok(request) => Ok((tool, request)),
+            Err(Error::Invalid(problem)) => Err(refuse(
+                Some(name),
+                CallStatus::Rejected,
+                format!("Invalid arguments for {name}: {problem}. Correct them and call again."),
+            )),
+            Err(other) => {
+                tracing::error!(tool = %name, error = %other, "preparing a tool call failed");
+                Err(refuse(
+                    Some(name),
+                    CallStatus::Failed,
+                    format!("{name} could not be prepared."),
+                ))
+            }
+        }
+    }
+
+    /// `Some` when the call may not run now: the user's limit for the tool is used up (the
+    /// client is told when it resets), or the limiter could not be asked.
+    async fn rate_limit(
+        &self,
+        ctx: &ToolContext,
+        call: &ToolCallRequest,
+        tool: &RegisteredTool,
+        events: &dyn EventSink,
+    ) -> Option<CallOutcome> {
+        let name = tool.tool.name();
+        let limit = tool.settings.rate_limit?;
+        match self.limiter.check(&ctx.user_id, name, limit).await {
+            Ok(Decision::Allowed { .. }) => None,
+            Ok(Decision::Limited { reset_at }) => {
+                let reset = reset_at
+                    .format(&time::format_description::well_known::Rfc3339)
+                    .unwrap_or_default();
+                let result = ToolExecutionResult::failed(format!(
+                    "Rate limit reached for {name}: at most {} calls per {} s. It can be used again after {reset}. Tell the user.",
+                    limit.max,
+                    limit.window.whole_seconds()
+                ))
+                .with_metadata("reset_at", reset)
+                .with_metadata("limit", limit.max);
+                let limited =
+                    CallOutcome::new(call, Some(name), CallStatus::RateLimited, None, result);
+                limited.announce(events);
+                Some(limited)
+            }
+            Err(e) => {
+                tracing::error!(tool = %name, error = %e, "rate-limit check failed");
+                Some(CallOutcome::unavailable(call, name, None))
+            }
+        }
+    }
+}
+
+fn refused<'a>(outcome: CallOutcome) -> Admission<'a> {
+    Admission::Refused(Box::new(outcome))
+}

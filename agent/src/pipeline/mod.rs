@@ -1,0 +1,217 @@
+//! Runs the tool calls of one LLM step (seed 000 §4.1, seed 001) in three phases:
+//!
+//! 1. [`admit`]: each call is checked (position, known, in the profile, valid arguments),
+//!    given time from the turn's budget, rate-limited, then recorded and claimed in the
+//!    ledger, which dedupes it.
+//! 2. [`run`]: the admitted calls run concurrently, each under its own timeout; a background
+//!    call goes to the tool queue, a duplicate reuses (or waits for) the original's result.
+//! 3. [`record`]: each attempt's end is written to the ledger (fenced by its attempt), and a
+//!    retryable failure schedules the next attempt on the tool queue.
+//!
+//! Every call ends as a [`CallOutcome`] whose result message is what the LLM reads next, so
+//! nothing here aborts a turn: the turn decides what a rejected call means. The tool worker
+//! runs one queued attempt through the same run and record phases ([`Pipeline::run_job`]).
+
+mod admit;
+mod job;
+mod record;
+mod run;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::future::join_all;
+use serde::{Deserialize, Serialize};
+use shared::domain::session::SessionStatePatch;
+use shared::domain::tool_call::ToolName;
+use shared::domain::tool_result::ToolExecutionResult;
+use shared::ledger::ToolCallLedger;
+use shared::limits::RateLimiter;
+
+pub use job::JobReport;
+
+use crate::events::{self, EventSink, TurnEvent};
+use crate::jobs::{JobQueue, RetrySchedule};
+use crate::llm::ToolCallRequest;
+use crate::profiles::ToolPolicy;
+use crate::tools::{ToolContext, ToolRegistry};
+
+/// Seed 001: at most 5 tools per message.
+pub const DEFAULT_MAX_PARALLEL: usize = 5;
+
+/// How a call ended, as the client and the LLM see it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CallStatus {
+    Succeeded,
+    Failed,
+    Timeout,
+    /// The user's per-tool limit is used up; metadata carries `reset_at`.
+    RateLimited,
+    /// Unknown tool, tool outside the profile, or invalid arguments: the LLM may fix it.
+    Rejected,
+    /// Not run: too many calls in the step, or the turn's tool budget is spent.
+    Skipped,
+    /// Sent to the tool queue; the result comes on a later turn.
+    Queued,
+}
+
+impl CallStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Succeeded => "succeeded",
+            Self::Failed => "failed",
+            Self::Timeout => "timeout",
+            Self::RateLimited => "rate_limited",
+            Self::Rejected => "rejected",
+            Self::Skipped => "skipped",
+            Self::Queued => "queued",
+        }
+    }
+}
+
+/// One call of a step, finished.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallOutcome {
+    /// The call as the LLM made it.
+    pub call: ToolCallRequest,
+    pub tool: Option<ToolName>,
+    /// The ledger's id; `None` when the call was never recorded (rejected, limited, skipped).
+    pub job_id: Option<String>,
+    pub status: CallStatus,
+    pub deduped: bool,
+    /// Worth retrying later (upstream unavailable or slow).
+    pub retryable: bool,
+    /// The final result comes later from the tool worker (a queued background call or a
+    /// scheduled retry); the ledger record under `job_id` will hold it.
+    pub background: bool,
+    /// What the LLM reads as the tool message; `raw` for the client.
+    pub result: ToolExecutionResult,
+}
+
+impl CallOutcome {
+    /// An outcome with no flags set; callers set the ones that apply.
+    fn new(
+        call: &ToolCallRequest,
+        tool: Option<ToolName>,
+        status: CallStatus,
+        job_id: Option<String>,
+        result: ToolExecutionResult,
+    ) -> Self {
+        Self {
+            call: call.clone(),
+            tool,
+            job_id,
+            status,
+            deduped: false,
+            retryable: false,
+            background: false,
+            result,
+        }
+    }
+
+    /// The call could not be recorded or checked for a passing reason (storage down).
+    fn unavailable(call: &ToolCallRequest, tool: ToolName, job_id: Option<String>) -> Self {
+        let result = ToolExecutionResult::failed(format!("{tool} is unavailable right now."));
+        Self {
+            retryable: true,
+            ..Self::new(call, Some(tool), CallStatus::Failed, job_id, result)
+        }
+    }
+
+    /// Tells the client how the call ended.
+    fn announce(&self, events: &dyn EventSink) {
+        if let Some(tool) = self.tool {
+            events.emit(TurnEvent::ToolResult {
+                tool,
+                job_id: self.job_id.clone(),
+                status: self.status,
+                metadata: self.result.metadata.clone(),
+            });
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct StepOutcome {
+    /// In the order the LLM made the calls.
+    pub calls: Vec<CallOutcome>,
+    /// The succeeded calls' patches, merged in call order.
+    pub state_patch: SessionStatePatch,
+}
+
+impl StepOutcome {
+    /// True when a call was rejected as the LLM's mistake (a repair round is due).
+    pub fn needs_repair(&self) -> bool {
+        self.calls.iter().any(|c| c.status == CallStatus::Rejected)
+    }
+
+    fn collect(calls: Vec<CallOutcome>, events: &dyn EventSink) -> Self {
+        let mut state_patch = SessionStatePatch::default();
+        for call in &calls {
+            if let Some(patch) = &call.result.state_patch {
+                state_patch.merge(patch.clone());
+            }
+        }
+        if !state_patch.is_empty() {
+            events::debug(events, "tool_pipeline_state_patch", || {
+                serde_json::to_value(&state_patch).unwrap_or_default()
+            });
+        }
+        Self { calls, state_patch }
+    }
+}
+
+pub struct Pipeline {
+    pub registry: Arc<ToolRegistry>,
+    pub ledger: Arc<dyn ToolCallLedger>,
+    pub limiter: Arc<dyn RateLimiter>,
+    pub max_parallel: usize,
+    /// The tool queue for retries and background calls; `None` runs everything inline and
+    /// retries nothing.
+    pub jobs: Option<JobScheduler>,
+}
+
+/// The tool queue and the retry schedule.
+#[derive(Clone)]
+pub struct JobScheduler {
+    pub queue: Arc<dyn JobQueue>,
+    pub retry: RetrySchedule,
+}
+
+impl Pipeline {
+    /// Runs one step's calls: admits each, runs the admitted ones concurrently, records
+    /// each as it ends. `policy` is the agent profile's; `budget` is when the turn's tool
+    /// time runs out.
+    pub async fn run_step(
+        &self,
+        ctx: &ToolContext,
+        policy: ToolPolicy<'_>,
+        calls: &[ToolCallRequest],
+        budget: Instant,
+        events: &dyn EventSink,
+    ) -> StepOutcome {
+        let admissions = join_all(
+            calls
+                .iter()
+                .enumerate()
+                .map(|(index, call)| self.admit(ctx, policy, call, index, budget, events)),
+        )
+        .await;
+        let outcomes = join_all(
+            admissions
+                .into_iter()
+                .map(|admission| self.run_admitted(ctx, admission, events)),
+        )
+        .await;
+        StepOutcome::collect(outcomes, events)
+    }
+}
+
+/// Added to a tool's timeout for its ledger lease, so a live executor is never taken over.
+const LEASE_MARGIN: Duration = Duration::from_secs(30);
+
+/// The ledger lease of an attempt with this timeout.
+fn lease_for(timeout: Duration) -> time::Duration {
+    time::Duration::try_from(timeout + LEASE_MARGIN).unwrap_or(time::Duration::MINUTE)
+}

@@ -1,0 +1,105 @@
+//! Phase 3 of a step: write how each attempt ended, and put the next attempt of a call that
+//! failed for a passing reason on the tool queue.
+
+use std::time::Duration;
+
+use shared::Error;
+use shared::domain::tool_result::ToolExecutionResult;
+use shared::ledger::{ClaimedCall, Outcome};
+
+use super::Pipeline;
+use crate::jobs::{JobKind, ToolJob};
+use crate::tools::ToolContext;
+
+/// Tells the LLM (and the client, in metadata) that a failed call will be tried again.
+pub(super) fn with_retry_note(
+    result: ToolExecutionResult,
+    attempt: u32,
+    delay: Duration,
+) -> ToolExecutionResult {
+    let mut result = result
+        .with_metadata("retry_attempt", attempt)
+        .with_metadata("retry_after_secs", delay.as_secs());
+    result.message.push_str(&format!(
+        " It will be retried automatically in the background (attempt {attempt}); the result will be available on a later turn."
+    ));
+    result
+}
+
+impl Pipeline {
+    /// Writes the attempt's end. A failure here is logged, not returned: the result is
+    /// already computed, and the lease lets a later call take over the record.
+    pub(super) async fn finish(&self, claimed: &ClaimedCall, outcome: Outcome) {
+        if let Err(e) = self.ledger.finish(claimed, outcome).await {
+            tracing::error!(call_id = %claimed.id, attempt = claimed.attempt, error = %e, "finishing the tool call failed");
+        }
+    }
+
+    /// Sends the job for `claimed`'s queued attempt.
+    pub(super) async fn enqueue(
+        &self,
+        ctx: &ToolContext,
+        claimed: &ClaimedCall,
+        kind: JobKind,
+        delay: Duration,
+    ) -> shared::Result<()> {
+        let Some(jobs) = &self.jobs else {
+            return Err(Error::Config("no tool queue configured".into()));
+        };
+        let job = ToolJob {
+            v: ToolJob::VERSION,
+            kind,
+            owner_id: ctx.user_id.clone(),
+            chat_id: claimed.chat_id.clone(),
+            call_id: claimed.id.clone(),
+            attempt: claimed.attempt,
+            locale: ctx.locale,
+        };
+        jobs.queue.send(&job, delay).await
+    }
+
+    /// After a retryable failure of `failed`: queues the next attempt (failed|timeout →
+    /// queued) with exponential backoff, unless the attempts are used up. Returns the new
+    /// attempt and its delay. Best effort: a failure leaves the call as it ended.
+    pub(super) async fn schedule_retry(
+        &self,
+        ctx: &ToolContext,
+        failed: &ClaimedCall,
+    ) -> Option<(u32, Duration)> {
+        let jobs = self.jobs.as_ref()?;
+        if !jobs.retry.allows_retry_after(failed.attempt) {
+            return None;
+        }
+        let next = self
+            .ledger
+            .requeue(&failed.chat_id, &failed.id, failed.attempt)
+            .await
+            .inspect_err(
+                |e| tracing::warn!(call_id = %failed.id, error = %e, "queueing a retry failed"),
+            )
+            .ok()?;
+        let delay = jobs.retry.delay_after(failed.attempt);
+        match self.enqueue(ctx, &next, JobKind::Retry, delay).await {
+            Ok(()) => {
+                tracing::info!(call_id = %next.id, attempt = next.attempt, delay_secs = delay.as_secs(), "retry scheduled");
+                Some((next.attempt, delay))
+            }
+            Err(e) => {
+                tracing::error!(call_id = %next.id, error = %e, "sending a retry failed");
+                if let Err(e) = self
+                    .ledger
+                    .withdraw(
+                        &next.chat_id,
+                        &next.id,
+                        next.attempt,
+                        "the retry could not be queued",
+                    )
+                    .await
+                {
+                    tracing::error!(call_id = %next.id, error = %e, "withdrawing an unsent retry failed");
+                }
+                None
+            }
+        }
+    }
+}

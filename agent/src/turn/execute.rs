@@ -1,0 +1,73 @@
+//! Step 4: execute the step's tool calls through the pipeline, then write the step: the
+//! assistant's calls, each call's result and the merged state patch, in one chat write.
+//! The prompt grows by the same messages for the next model step.
+
+use shared::Result;
+use shared::domain::chat::{MessageToolCall, NewMessage};
+
+use super::{Agent, TurnInput, TurnState, history, prompt};
+use crate::events::EventSink;
+use crate::llm::{Completion, PromptMessage};
+use crate::pipeline::StepOutcome;
+use crate::tools::{Caller, ToolContext};
+
+impl Agent {
+    pub(super) async fn execute_step(
+        &self,
+        input: &TurnInput,
+        state: &mut TurnState,
+        reply: Completion,
+        events: &dyn EventSink,
+    ) -> Result<StepOutcome> {
+        let ctx = ToolContext {
+            user_id: input.user_id.clone(),
+            chat_id: state.chat.id.clone(),
+            caller: Caller::User {
+                authorization: input.authorization.clone(),
+            },
+            session_state: state.chat.session_state.clone(),
+            locale: state.locale,
+            deadline: state.tool_budget,
+        };
+        let outcome = self
+            .pipeline
+            .run_step(
+                &ctx,
+                input.profile.tool_policy(),
+                &reply.tool_calls,
+                state.tool_budget,
+                events,
+            )
+            .await;
+
+        let calls = reply
+            .tool_calls
+            .iter()
+            .map(|c| MessageToolCall {
+                id: c.id.clone(),
+                name: c.name.clone(),
+                arguments: c.arguments.clone(),
+            })
+            .collect();
+        state
+            .unsaved
+            .push(NewMessage::assistant(reply.content.clone(), calls));
+        state.unsaved.extend(outcome.calls.iter().map(|c| {
+            NewMessage::tool(c.call.id.clone(), c.job_id.clone(), prompt::tool_message(c))
+                .in_background(c.background)
+        }));
+        self.save(state, &outcome.state_patch).await?;
+
+        state
+            .prompt
+            .push(PromptMessage::assistant(reply.content, reply.tool_calls));
+        let max_chars = self.settings.tool_result_max_chars;
+        state.prompt.extend(outcome.calls.iter().map(|call| {
+            PromptMessage::tool(
+                call.call.id.clone(),
+                history::truncate(&prompt::tool_message(call), max_chars),
+            )
+        }));
+        Ok(outcome)
+    }
+}

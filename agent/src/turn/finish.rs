@@ -1,0 +1,87 @@
+//! Step 6: finish. The answer is written with whatever the turn has not written yet and
+//! `final` is emitted; a turn the model could not repair ends with an apology in the chat
+//! and an `error` event instead.
+
+use serde_json::{Value, json};
+use shared::Result;
+use shared::domain::chat::NewMessage;
+use shared::domain::session::SessionStatePatch;
+
+use super::{Agent, Ending, TurnInput, TurnState};
+use crate::events::{EventSink, TurnErrorCode, TurnEvent};
+use crate::pipeline::CallOutcome;
+
+/// Said when the model ends without a usable answer.
+const NO_ANSWER: &str = "Sorry, I could not finish this request. Please try again or rephrase it.";
+/// Said when the model kept making invalid tool calls.
+const UNREPAIRABLE: &str = "Sorry, I could not complete that request. Please rephrase it.";
+
+impl Agent {
+    pub(super) async fn finish(
+        &self,
+        input: &TurnInput,
+        state: &mut TurnState,
+        ending: Ending,
+        events: &dyn EventSink,
+    ) -> Result<()> {
+        let content = match ending {
+            Ending::Answer(text) if !text.trim().is_empty() => text,
+            // A model that still wants tools when none are offered may answer with nothing.
+            Ending::Answer(_) => streamed(events, NO_ANSWER.to_owned()),
+            Ending::Direct(text) => streamed(events, text),
+            Ending::Unrepairable(problems) => {
+                tracing::warn!(chat_id = %state.chat.id, problems, "model kept making invalid tool calls");
+                state
+                    .unsaved
+                    .push(NewMessage::assistant(UNREPAIRABLE, Vec::new()));
+                self.save(state, &SessionStatePatch::default()).await?;
+                events.emit(TurnEvent::Error {
+                    code: TurnErrorCode::InvalidToolCall,
+                    message: format!("The model made invalid tool calls twice: {problems}"),
+                });
+                return Ok(());
+            }
+        };
+        state
+            .unsaved
+            .push(NewMessage::assistant(content.clone(), Vec::new()));
+        self.save(state, &SessionStatePatch::default()).await?;
+        tracing::debug!(chat_id = %state.chat.id, agent = %input.profile.name, "turn answered");
+        events.emit(TurnEvent::Final {
+            content,
+            session_state: Box::new(state.chat.session_state.clone()),
+            tool_result: tool_result(&state.last_results),
+            notice: self.settings.stack_notice.clone(),
+        });
+        Ok(())
+    }
+}
+
+/// Streams a text the model did not stream itself, and returns it.
+fn streamed(events: &dyn EventSink, text: String) -> String {
+    events.emit(TurnEvent::Token {
+        content: text.clone(),
+    });
+    text
+}
+
+/// `final.tool_result`: `null` without tools, the one tool's raw result, or a list of
+/// `{tool, job_id, status, raw}` when several ran.
+fn tool_result(calls: &[CallOutcome]) -> Value {
+    match calls {
+        [] => Value::Null,
+        [one] => one.result.raw.clone().unwrap_or(Value::Null),
+        many => Value::Array(
+            many.iter()
+                .map(|c| {
+                    json!({
+                        "tool": c.tool,
+                        "job_id": c.job_id,
+                        "status": c.status,
+                        "raw": c.result.raw,
+                    })
+                })
+                .collect(),
+        ),
+    }
+}

@@ -1,0 +1,219 @@
+//! One chat turn as named steps (the crate doc has the overview): [`Agent::open`] loads the
+//! chat, [`Agent::run_turn`] runs the loop and always ends with `Done`.
+//!
+//! The turn writes as it goes, whether or not anyone still listens: each step's messages
+//! and state patch in one chat write when the step ends (the user's message with the
+//! first), the answer last. A failure writes what was not yet written before it reports.
+
+mod decide;
+mod execute;
+mod finish;
+pub mod history;
+mod load;
+mod model;
+mod prompt;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use shared::chats::ChatStore;
+use shared::domain::chat::{Chat, Message, NewMessage};
+use shared::domain::flight::Locale;
+use shared::domain::session::SessionStatePatch;
+use shared::http::{ApiError, ErrorCode};
+use shared::ledger::ToolCallLedger;
+use shared::usage::UsageStore;
+use shared::{Error, Result};
+
+use self::decide::Decision;
+use crate::events::{EventSink, TurnErrorCode, TurnEvent};
+use crate::llm::{LlmProvider, PromptMessage, ToolSpec};
+use crate::pipeline::{CallOutcome, Pipeline};
+use crate::profiles::AgentProfile;
+use crate::runtime::ToolRuntime;
+
+/// How turns run; read once per container (chat-router's configuration).
+#[derive(Debug, Clone)]
+pub struct TurnSettings {
+    /// Tool rounds per turn before the model must answer.
+    pub max_tool_steps: usize,
+    /// Wall time all tool calls of a turn may use together.
+    pub tool_budget: Duration,
+    /// Messages read from the chat for the prompt.
+    pub history_max_messages: u32,
+    /// Estimated tokens of history in the prompt.
+    pub history_token_budget: usize,
+    /// Characters of one tool result in the prompt.
+    pub tool_result_max_chars: usize,
+    /// The model of profiles that name none.
+    pub default_model: String,
+    /// Sent with every answer as `final.metadata.notice`.
+    pub stack_notice: Option<String>,
+}
+
+/// A turn as the caller asks for it (already authenticated and validated).
+pub struct TurnInput {
+    pub user_id: String,
+    /// The caller's `Authorization` header, forwarded to the flight and kb functions.
+    pub authorization: String,
+    /// `None` starts a new chat.
+    pub chat_id: Option<String>,
+    pub profile: AgentProfile,
+    pub message: String,
+    /// When the whole turn must be over (the Lambda deadline, less a margin).
+    pub deadline: Instant,
+}
+
+/// A turn whose chat is loaded: nothing can be refused any more.
+pub struct OpenTurn {
+    input: TurnInput,
+    chat: Chat,
+    created: bool,
+    history: Vec<Message>,
+}
+
+impl OpenTurn {
+    pub fn chat_id(&self) -> &str {
+        &self.chat.id
+    }
+}
+
+/// The runtime's entry point; cheap to share between requests.
+pub struct Agent {
+    chats: Arc<dyn ChatStore>,
+    ledger: Arc<dyn ToolCallLedger>,
+    usage: Arc<dyn UsageStore>,
+    llm: Arc<dyn LlmProvider>,
+    pipeline: Arc<Pipeline>,
+    settings: TurnSettings,
+}
+
+/// What a turn carries from step to step.
+struct TurnState {
+    chat: Chat,
+    locale: Locale,
+    prompt: Vec<PromptMessage>,
+    tools: Vec<ToolSpec>,
+    tool_budget: Instant,
+    /// Messages of this turn not yet written (the user's until the first step ends).
+    unsaved: Vec<NewMessage>,
+    repaired: bool,
+    /// The last step's calls, for `final.tool_result`.
+    last_results: Vec<CallOutcome>,
+}
+
+/// How the loop ended.
+enum Ending {
+    /// The model's text (empty if it gave none).
+    Answer(String),
+    /// The tools' messages are the answer (seed 000 §12.1); not yet streamed.
+    Direct(String),
+    /// The model made invalid calls twice; the problems, for the log and the error event.
+    Unrepairable(String),
+}
+
+impl Agent {
+    pub fn new(runtime: &ToolRuntime, chats: Arc<dyn ChatStore>, settings: TurnSettings) -> Self {
+        Self {
+            chats,
+            ledger: runtime.ledger.clone(),
+            usage: runtime.usage.clone(),
+            llm: runtime.llm.clone(),
+            pipeline: runtime.pipeline.clone(),
+            settings,
+        }
+    }
+
+    /// Runs `turn` to its end and emits `Done` last, always.
+    pub async fn run_turn(&self, turn: OpenTurn, events: &dyn EventSink) {
+        events.emit(TurnEvent::Init {
+            chat_id: turn.chat.id.clone(),
+            created: turn.created,
+        });
+        let input = &turn.input;
+        let mut state = self.start(&turn);
+        let result = match self.run_steps(input, &mut state, events).await {
+            Ok(ending) => self.finish(input, &mut state, ending, events).await,
+            Err(e) => Err(e),
+        };
+        if let Err(e) = result {
+            self.save_unsaved(&mut state).await;
+            tracing::error!(chat_id = %state.chat.id, error = %e, "chat turn failed");
+            events.emit(TurnEvent::Error {
+                code: error_code(&e),
+                message: ApiError::from(&e).message,
+            });
+        }
+        events.emit(TurnEvent::Done);
+    }
+
+    /// The loop: model steps while the model asks for tools, up to the step limit.
+    async fn run_steps(
+        &self,
+        input: &TurnInput,
+        state: &mut TurnState,
+        events: &dyn EventSink,
+    ) -> Result<Ending> {
+        let max_steps = self.settings.max_tool_steps;
+        for step in 0..=max_steps {
+            // After the last tool round the model must answer in text.
+            let offer_tools = step < max_steps && !state.tools.is_empty();
+            let reply = self
+                .model_step(input, state, step, offer_tools, events)
+                .await?;
+            if reply.tool_calls.is_empty() || !offer_tools {
+                return Ok(Ending::Answer(reply.content));
+            }
+            let outcome = self.execute_step(input, state, reply, events).await?;
+            let registry = &self.pipeline.registry;
+            let answers_directly = |tool| {
+                registry
+                    .get(tool)
+                    .is_some_and(|t| t.tool.answers_directly())
+            };
+            match decide::after_tools(&outcome, state.repaired, answers_directly) {
+                Decision::NextStep => {}
+                Decision::Repair => state.repaired = true,
+                Decision::AnswerDirectly(text) => {
+                    state.last_results = outcome.calls;
+                    return Ok(Ending::Direct(text));
+                }
+                Decision::GiveUp(problems) => return Ok(Ending::Unrepairable(problems)),
+            }
+            state.last_results = outcome.calls;
+        }
+        Ok(Ending::Answer(String::new()))
+    }
+
+    /// Writes this turn's unwritten messages, with `patch`, in one chat write.
+    async fn save(&self, state: &mut TurnState, patch: &SessionStatePatch) -> Result<()> {
+        let messages = std::mem::take(&mut state.unsaved);
+        state.chat = self.chats.record_step(&state.chat, messages, patch).await?;
+        Ok(())
+    }
+
+    /// After a failure: best effort, so the user's message is not lost with the turn.
+    async fn save_unsaved(&self, state: &mut TurnState) {
+        if state.unsaved.is_empty() {
+            return;
+        }
+        if let Err(e) = self.save(state, &SessionStatePatch::default()).await {
+            tracing::error!(chat_id = %state.chat.id, error = %e, "saving the failed turn's messages failed");
+        }
+    }
+}
+
+/// The `error` event's code for a turn that failed with `e`.
+fn error_code(e: &Error) -> TurnErrorCode {
+    match e {
+        Error::Upstream { .. } | Error::UpstreamTimeout { .. } | Error::UpstreamRejected { .. } => {
+            TurnErrorCode::LlmError
+        }
+        _ => match ApiError::from(e).code {
+            ErrorCode::NotFound => TurnErrorCode::NotFound,
+            ErrorCode::Conflict => TurnErrorCode::Conflict,
+            ErrorCode::RateLimited => TurnErrorCode::RateLimited,
+            _ => TurnErrorCode::Internal,
+        },
+    }
+}

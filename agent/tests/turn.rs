@@ -1,0 +1,250 @@
+//! The runtime's entry point without HTTP: `Agent::open` + `Agent::run_turn` against DynamoDB
+//! Local and the scripted fake LLM, events collected by a plain sink.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use agent::profiles::AgentCatalog;
+use agent::runtime::{ToolClients, ToolRuntime, ToolsConfig};
+use agent::{Agent, EventSink, TurnErrorCode, TurnEvent, TurnInput, TurnSettings};
+use serde_json::json;
+use shared::chats::{ChatStore, DynamoChatStore};
+use shared::config::Env;
+use shared::domain::chat::Role;
+use shared::secrets::{AwsSecretSource, SecretsCache};
+use test_support::RequestCounter;
+use test_support::fake_llm::{FakeLlm, Reply};
+
+/// Collects every event.
+#[derive(Default)]
+struct Recorded(Mutex<Vec<TurnEvent>>);
+
+impl EventSink for Recorded {
+    fn emit(&self, event: TurnEvent) {
+        if let Ok(mut events) = self.0.lock() {
+            events.push(event);
+        }
+    }
+}
+
+impl Recorded {
+    fn events(&self) -> Vec<TurnEvent> {
+        self.0.lock().map(|e| e.clone()).unwrap_or_default()
+    }
+}
+
+struct Rig {
+    llm: FakeLlm,
+    agent: Agent,
+    chats: Arc<dyn ChatStore>,
+    catalog: AgentCatalog,
+    requests: RequestCounter,
+}
+
+impl Rig {
+    async fn start() -> Self {
+        let llm = FakeLlm::start().await;
+        let mut pairs: Vec<(String, String)> = std::env::vars()
+            .filter(|(k, _)| !matches!(k.as_str(), "OPENAI_API_KEY_SECRET" | "TOOL_QUEUE_URL"))
+            .collect();
+        // No tool is reachable: these turns either need none or never get past admission.
+        pairs.extend(
+            [
+                ("OPENAI_BASE_URL", llm.base_url()),
+                ("AWARD_SEARCH_URL", "http://127.0.0.1:9/award".to_owned()),
+                ("CASH_SEARCH_URL", "http://127.0.0.1:9/cash".to_owned()),
+                ("KB_SEARCH_URL", "http://127.0.0.1:9/kb".to_owned()),
+            ]
+            .map(|(k, v)| (k.to_owned(), v)),
+        );
+        let config = ToolsConfig::from_env(&Env::from_pairs(pairs))
+            .unwrap_or_else(|e| panic!("tools config: {e}"));
+        let (dynamodb, requests) = test_support::counted_dynamodb().await;
+        let secrets = Arc::new(SecretsCache::new(
+            Arc::new(AwsSecretSource::new(test_support::secrets_manager().await)),
+            Duration::from_secs(60),
+        ));
+        let catalog = AgentCatalog::built_in().unwrap_or_else(|e| panic!("agents: {e}"));
+        let clients = ToolClients {
+            dynamodb: dynamodb.clone(),
+            sqs: test_support::sqs().await,
+            secrets,
+            http: shared::upstream::http_client().unwrap_or_else(|e| panic!("http: {e}")),
+            signer: None,
+        };
+        let chats: Arc<dyn ChatStore> = Arc::new(DynamoChatStore::new(
+            dynamodb,
+            config.storage.chats_table.clone(),
+        ));
+        let runtime = ToolRuntime::new(&config, &catalog, clients, 5)
+            .unwrap_or_else(|e| panic!("runtime: {e}"));
+        let settings = TurnSettings {
+            max_tool_steps: 4,
+            tool_budget: Duration::from_secs(5),
+            history_max_messages: 30,
+            history_token_budget: 3000,
+            tool_result_max_chars: 6000,
+            default_model: "gpt-4o-mini".into(),
+            stack_notice: None,
+        };
+        let agent = Agent::new(&runtime, chats.clone(), settings);
+        Self {
+            llm,
+            agent,
+            chats,
+            catalog,
+            requests,
+        }
+    }
+
+    fn input(&self, user: &str, message: &str) -> TurnInput {
+        TurnInput {
+            user_id: user.to_owned(),
+            authorization: "Bearer test".into(),
+            chat_id: None,
+            profile: self
+                .catalog
+                .profile(None)
+                .cloned()
+                .unwrap_or_else(|| panic!("no default profile")),
+            message: message.to_owned(),
+            deadline: Instant::now() + Duration::from_secs(20),
+        }
+    }
+
+    async fn run(&self, input: TurnInput) -> (String, Vec<TurnEvent>) {
+        let turn = self
+            .agent
+            .open(input)
+            .await
+            .unwrap_or_else(|e| panic!("open: {e}"));
+        let chat_id = turn.chat_id().to_owned();
+        let sink = Recorded::default();
+        self.agent.run_turn(turn, &sink).await;
+        (chat_id, sink.events())
+    }
+}
+
+fn kinds(events: &[TurnEvent]) -> Vec<&'static str> {
+    let mut kinds: Vec<&'static str> = events
+        .iter()
+        .map(|e| match e {
+            TurnEvent::Init { .. } => "init",
+            TurnEvent::ToolStarted { .. } => "tool_started",
+            TurnEvent::ToolResult { .. } => "tool_result",
+            TurnEvent::Token { .. } => "token",
+            TurnEvent::Final { .. } => "final",
+            TurnEvent::Error { .. } => "error",
+            TurnEvent::Debug { .. } => "debug",
+            TurnEvent::Done => "done",
+        })
+        .collect();
+    kinds.dedup();
+    kinds
+}
+
+#[tokio::test]
+async fn a_text_turn_streams_in_contract_order_and_writes_the_chat_once() {
+    let rig = Rig::start().await;
+    rig.llm
+        .push(Reply::text("Hello! How can I help with your travel plans?"));
+    let user = test_support::unique("user");
+    let input = rig.input(&user, "Hi there");
+    rig.requests.take();
+    let (chat_id, events) = rig.run(input).await;
+    let requests = rig.requests.take();
+
+    assert_eq!(kinds(&events), ["init", "token", "final", "done"]);
+    let streamed: String = events
+        .iter()
+        .filter_map(|e| match e {
+            TurnEvent::Token { content } => Some(content.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(streamed, "Hello! How can I help with your travel plans?");
+
+    let messages = rig
+        .chats
+        .recent_messages(&user, &chat_id, 10)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let stored: Vec<(Role, &str)> = messages
+        .iter()
+        .map(|m| (m.role, m.content.as_str()))
+        .collect();
+    assert_eq!(
+        stored,
+        [
+            (Role::User, "Hi there"),
+            (
+                Role::Assistant,
+                "Hello! How can I help with your travel plans?"
+            )
+        ]
+    );
+    // Create the chat, record the LLM usage, write the turn's messages together.
+    assert_eq!(requests, 3, "DynamoDB requests of a new chat's text turn");
+}
+
+#[tokio::test]
+async fn invalid_tool_calls_get_one_repair_round_then_an_error_and_an_apology() {
+    let rig = Rig::start().await;
+    let bad = json!({"origin": "Frankfurt?", "destination": 7});
+    rig.llm
+        .push(Reply::tool_call("search_flights", bad.clone()));
+    rig.llm.push(Reply::tool_call("search_flights", bad));
+    let user = test_support::unique("user");
+    let (chat_id, events) = rig.run(rig.input(&user, "Flights please")).await;
+
+    assert_eq!(kinds(&events), ["init", "error", "done"]);
+    assert!(events.iter().any(|e| matches!(
+        e,
+        TurnEvent::Error {
+            code: TurnErrorCode::InvalidToolCall,
+            ..
+        }
+    )));
+    assert_eq!(
+        rig.llm.request_count(),
+        2,
+        "one repair round, no third call"
+    );
+    let roles: Vec<Role> = rig
+        .chats
+        .recent_messages(&user, &chat_id, 20)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
+        .iter()
+        .map(|m| m.role)
+        .collect();
+    assert_eq!(
+        roles,
+        [
+            Role::User,
+            Role::Assistant,
+            Role::Tool,
+            Role::Assistant,
+            Role::Tool,
+            Role::Assistant
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_foreign_chat_is_refused_before_any_event() {
+    let rig = Rig::start().await;
+    let owner = test_support::unique("owner");
+    let chat = rig
+        .chats
+        .create(&owner)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut input = rig.input(&test_support::unique("stranger"), "let me in");
+    input.chat_id = Some(chat.id);
+    assert!(matches!(
+        rig.agent.open(input).await,
+        Err(shared::Error::NotFound)
+    ));
+    assert_eq!(rig.llm.request_count(), 0);
+}
