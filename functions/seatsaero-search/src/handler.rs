@@ -1,36 +1,13 @@
 //! `POST /flights/award`: body → validated `FlightSearchParams` → award search → reply.
 //! Every failure is mapped once, by `shared::http::ApiError`, to the error envelope.
 
-use std::sync::Arc;
-
 use lambda_http::http::{HeaderValue, Method, header};
 use lambda_http::{Body, Request, Response};
 use shared::http::lambda::{deadline, error_response, json_response};
 use shared::http::{ApiError, ErrorCode};
-use shared::secrets::SecretsCache;
 
-use crate::client::SeatsAero;
-use crate::config::Config;
+use crate::deps::Deps;
 use crate::{request, search};
-
-/// Clients and configuration, built once per container; clones share them.
-#[derive(Clone)]
-pub struct Deps {
-    pub secrets: SecretsCache,
-    pub config: Arc<Config>,
-    pub(crate) client: SeatsAero,
-}
-
-impl Deps {
-    pub fn new(http: reqwest::Client, secrets: SecretsCache, config: Config) -> Self {
-        let client = SeatsAero::new(http, config.base_url.clone(), config.retry);
-        Self {
-            secrets,
-            config: Arc::new(config),
-            client,
-        }
-    }
-}
 
 pub async fn handle(deps: &Deps, req: Request) -> Response<Body> {
     let deadline = deadline(&req, deps.config.deadline_fallback);

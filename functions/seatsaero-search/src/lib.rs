@@ -29,6 +29,7 @@
 
 mod client;
 pub mod config;
+mod deps;
 mod flight;
 mod format;
 pub mod handler;
@@ -37,4 +38,5 @@ mod request;
 mod search;
 
 pub use config::Config;
-pub use handler::{Deps, handle};
+pub use deps::Deps;
+pub use handler::handle;

@@ -12,8 +12,8 @@ use shared::{Error, Result};
 use time::{Date, Duration};
 
 use crate::client::{SearchQuery, SeatsAero};
+use crate::deps::Deps;
 use crate::flight::{self, Candidate, Shape};
-use crate::handler::Deps;
 use crate::payload::{Availability, SearchReply};
 
 /// One direction of the search.
