@@ -67,6 +67,22 @@ pub enum TurnEvent {
     Done,
 }
 
+impl TurnEvent {
+    /// The event's name in the public contract (the SSE `event:` field).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::Init { .. } => "init",
+            Self::ToolStarted { .. } => "tool_started",
+            Self::ToolResult { .. } => "tool_result",
+            Self::Token { .. } => "assistant_token",
+            Self::Final { .. } => "final",
+            Self::Error { .. } => "error",
+            Self::Debug { .. } => "debug",
+            Self::Done => "done",
+        }
+    }
+}
+
 /// Where a turn's events go (an SSE stream, a test's list, nowhere). Shared by the
 /// concurrently running tool calls of a step, hence `&self` and `Sync`.
 pub trait EventSink: Send + Sync {

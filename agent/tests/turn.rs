@@ -125,20 +125,9 @@ impl Rig {
     }
 }
 
+/// Event names in order, runs of one name folded.
 fn kinds(events: &[TurnEvent]) -> Vec<&'static str> {
-    let mut kinds: Vec<&'static str> = events
-        .iter()
-        .map(|e| match e {
-            TurnEvent::Init { .. } => "init",
-            TurnEvent::ToolStarted { .. } => "tool_started",
-            TurnEvent::ToolResult { .. } => "tool_result",
-            TurnEvent::Token { .. } => "token",
-            TurnEvent::Final { .. } => "final",
-            TurnEvent::Error { .. } => "error",
-            TurnEvent::Debug { .. } => "debug",
-            TurnEvent::Done => "done",
-        })
-        .collect();
+    let mut kinds: Vec<&'static str> = events.iter().map(TurnEvent::name).collect();
     kinds.dedup();
     kinds
 }
@@ -154,7 +143,7 @@ async fn a_text_turn_streams_in_contract_order_and_writes_the_chat_once() {
     let (chat_id, events) = rig.run(input).await;
     let requests = rig.requests.take();
 
-    assert_eq!(kinds(&events), ["init", "token", "final", "done"]);
+    assert_eq!(kinds(&events), ["init", "assistant_token", "final", "done"]);
     let streamed: String = events
         .iter()
         .filter_map(|e| match e {

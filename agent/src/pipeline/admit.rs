@@ -94,6 +94,22 @@ impl Pipeline {
         if let Some(limited) = self.rate_limit(ctx, call, tool, events).await {
             return refused(limited);
         }
+        self.claim(ctx, call, tool, request, deadline, background)
+            .await
+    }
+
+    /// Records the call in the ledger and claims it (to run now, or queued for the worker);
+    /// an identical call within the dedupe window comes back as a duplicate instead.
+    async fn claim<'a>(
+        &self,
+        ctx: &ToolContext,
+        call: &'a ToolCallRequest,
+        tool: &'a RegisteredTool,
+        request: Value,
+        deadline: Instant,
+        background: bool,
+    ) -> Admission<'a> {
+        let name = tool.tool.name();
         let mode = if background {
             ClaimMode::Enqueue
         } else {
@@ -155,38 +171,8 @@ impl Pipeline {
                 ),
             ));
         }
-        let offered = || {
-            allowed
-                .iter()
-                .filter(|t| self.registry.get(**t).is_some())
-                .map(|t| t.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-        let Some(name) = call.name.parse::<ToolName>().ok() else {
-            return Err(refuse(
-                None,
-                CallStatus::Rejected,
-                format!(
-                    "Unknown tool `{}`. Available tools: {}.",
-                    call.name,
-                    offered()
-                ),
-            ));
-        };
-        let tool = match self.registry.get(name) {
-            Some(tool) if allowed.contains(&name) => tool,
-            _ => {
-                return Err(refuse(
-                    Some(name),
-                    CallStatus::Rejected,
-                    format!(
-                        "Tool `{name}` is not available here. Available tools: {}.",
-                        offered()
-                    ),
-                ));
-            }
-        };
+        let tool = self.lookup(allowed, call)?;
+        let name = tool.tool.name();
         let text = if call.arguments.trim().is_empty() {
             "{}"
         } else {
@@ -214,6 +200,51 @@ impl Pipeline {
                     format!("{name} could not be prepared."),
                 ))
             }
+        }
+    }
+
+    /// The registered tool the call names, if the profile allows it.
+    #[allow(clippy::result_large_err)]
+    fn lookup(
+        &self,
+        allowed: &[ToolName],
+        call: &ToolCallRequest,
+    ) -> Result<&RegisteredTool, Box<CallOutcome>> {
+        let offered = || {
+            allowed
+                .iter()
+                .filter(|t| self.registry.get(**t).is_some())
+                .map(|t| t.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let rejected = |tool: Option<ToolName>, message: String| {
+            let result = ToolExecutionResult::failed(message);
+            Box::new(CallOutcome::new(
+                call,
+                tool,
+                CallStatus::Rejected,
+                None,
+                result,
+            ))
+        };
+        let Some(name) = call.name.parse::<ToolName>().ok() else {
+            let message = format!(
+                "Unknown tool `{}`. Available tools: {}.",
+                call.name,
+                offered()
+            );
+            return Err(rejected(None, message));
+        };
+        match self.registry.get(name) {
+            Some(tool) if allowed.contains(&name) => Ok(tool),
+            _ => Err(rejected(
+                Some(name),
+                format!(
+                    "Tool `{name}` is not available here. Available tools: {}.",
+                    offered()
+                ),
+            )),
         }
     }
 

@@ -57,7 +57,7 @@ impl Pipeline {
     async fn run_background(
         &self,
         ctx: &ToolContext,
-        mut admitted: Claimed<'_>,
+        admitted: Claimed<'_>,
         events: &dyn EventSink,
     ) -> CallOutcome {
         let name = admitted.tool.tool.name();
@@ -92,27 +92,36 @@ impl Pipeline {
             }
             Err(e) => {
                 tracing::error!(tool = %name, error = %e, "queueing a background call failed; running it inline");
-                let lease = lease_for(admitted.tool.settings.timeout);
-                match self
-                    .ledger
-                    .start_queued(&claimed.chat_id, &claimed.id, claimed.attempt, lease)
-                    .await
-                {
-                    Ok(started) => {
-                        admitted.claimed = started;
-                        self.run_claimed(ctx, admitted, events).await
-                    }
-                    Err(e) => {
-                        tracing::error!(tool = %name, error = %e, "starting the call failed");
-                        CallOutcome {
-                            retryable: false,
-                            ..CallOutcome::unavailable(
-                                admitted.call,
-                                name,
-                                Some(claimed.id.clone()),
-                            )
-                        }
-                    }
+                self.run_inline_instead(ctx, admitted, events).await
+            }
+        }
+    }
+
+    /// A queued call that could not be queued: start it here (queued → running) and run it.
+    async fn run_inline_instead(
+        &self,
+        ctx: &ToolContext,
+        mut admitted: Claimed<'_>,
+        events: &dyn EventSink,
+    ) -> CallOutcome {
+        let claimed = &admitted.claimed;
+        let lease = lease_for(admitted.tool.settings.timeout);
+        match self
+            .ledger
+            .start_queued(&claimed.chat_id, &claimed.id, claimed.attempt, lease)
+            .await
+        {
+            Ok(started) => {
+                admitted.claimed = started;
+                self.run_claimed(ctx, admitted, events).await
+            }
+            Err(e) => {
+                let name = admitted.tool.tool.name();
+                tracing::error!(tool = %name, error = %e, "starting the call failed");
+                let job_id = Some(claimed.id.clone());
+                CallOutcome {
+                    retryable: false,
+                    ..CallOutcome::unavailable(admitted.call, name, job_id)
                 }
             }
         }

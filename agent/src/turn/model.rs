@@ -18,26 +18,7 @@ impl Agent {
         offer_tools: bool,
         events: &dyn EventSink,
     ) -> Result<Completion> {
-        let profile = &input.profile;
-        let request = CompletionRequest {
-            model: profile
-                .model
-                .clone()
-                .unwrap_or_else(|| self.settings.default_model.clone()),
-            messages: state.prompt.clone(),
-            tools: if offer_tools {
-                state.tools.clone()
-            } else {
-                Vec::new()
-            },
-            tool_choice: if offer_tools {
-                profile.tool_choice.for_step(step)
-            } else {
-                ToolChoice::None
-            },
-            temperature: profile.temperature,
-            max_tokens: None,
-        };
+        let request = self.completion_request(input, state, step, offer_tools);
         let mut on_token = |text: &str| {
             events.emit(TurnEvent::Token {
                 content: text.to_owned(),
@@ -47,20 +28,7 @@ impl Agent {
             .llm
             .complete(&request, input.deadline, &mut on_token)
             .await?;
-        if let Some(usage) = completion.usage
-            && let Err(e) = self
-                .usage
-                .record(
-                    &input.user_id,
-                    Some(&state.chat.id),
-                    &completion.model,
-                    "chat",
-                    usage,
-                )
-                .await
-        {
-            tracing::error!(error = %e, "recording chat usage failed");
-        }
+        self.record_usage(input, state, &completion).await;
         events::debug(events, "llm_choice", || {
             json!({
                 "step": step,
@@ -81,5 +49,47 @@ impl Agent {
             });
         }
         Ok(completion)
+    }
+
+    /// The prompt so far, with the profile's tools and tool choice when tools are offered.
+    fn completion_request(
+        &self,
+        input: &TurnInput,
+        state: &TurnState,
+        step: usize,
+        offer_tools: bool,
+    ) -> CompletionRequest {
+        let profile = &input.profile;
+        let (tools, tool_choice) = if offer_tools {
+            (state.tools.clone(), profile.tool_choice.for_step(step))
+        } else {
+            (Vec::new(), ToolChoice::None)
+        };
+        CompletionRequest {
+            model: profile
+                .model
+                .clone()
+                .unwrap_or_else(|| self.settings.default_model.clone()),
+            messages: state.prompt.clone(),
+            tools,
+            tool_choice,
+            temperature: profile.temperature,
+            max_tokens: None,
+        }
+    }
+
+    /// Best effort: a lost usage record must not fail the user's turn.
+    async fn record_usage(&self, input: &TurnInput, state: &TurnState, completion: &Completion) {
+        let Some(usage) = completion.usage else {
+            return;
+        };
+        let chat_id = Some(state.chat.id.as_str());
+        if let Err(e) = self
+            .usage
+            .record(&input.user_id, chat_id, &completion.model, "chat", usage)
+            .await
+        {
+            tracing::error!(error = %e, "recording chat usage failed");
+        }
     }
 }

@@ -15,20 +15,6 @@ struct FinalMessage<'a> {
     content: &'a str,
 }
 
-/// The event's SSE name.
-pub fn name(event: &TurnEvent) -> &'static str {
-    match event {
-        TurnEvent::Init { .. } => "init",
-        TurnEvent::ToolStarted { .. } => "tool_started",
-        TurnEvent::ToolResult { .. } => "tool_result",
-        TurnEvent::Token { .. } => "assistant_token",
-        TurnEvent::Final { .. } => "final",
-        TurnEvent::Error { .. } => "error",
-        TurnEvent::Debug { .. } => "debug",
-        TurnEvent::Done => "done",
-    }
-}
-
 /// The event's `data` object, as the HTTP contract spells it.
 pub fn data(event: &TurnEvent) -> Value {
     match event {
@@ -75,7 +61,7 @@ pub fn data(event: &TurnEvent) -> Value {
 
 /// `event: NAME\ndata: JSON\n\n`. JSON text has no raw newlines, so one data line suffices.
 pub fn to_sse(event: &TurnEvent) -> String {
-    format!("event: {}\ndata: {}\n\n", name(event), data(event))
+    format!("event: {}\ndata: {}\n\n", event.name(), data(event))
 }
 
 /// Queues a turn's events for the response stream. Cloning shares the queue.
@@ -131,6 +117,6 @@ mod tests {
         assert_eq!(rx.try_recv().ok(), Some(TurnEvent::Done));
         let (loud, mut rx) = Emitter::new(true);
         agent::events::debug(&loud, "x", || json!({"a": 1}));
-        assert_eq!(rx.try_recv().ok().as_ref().map(name), Some("debug"));
+        assert_eq!(rx.try_recv().ok().map(|e| e.name()), Some("debug"));
     }
 }

@@ -137,10 +137,7 @@ impl DynamoChatStore {
             .condition_expression("owner_id = :owner")
             .expression_attribute_values(":owner", s(owner_id))
             .build()
-            .map_err(|e| Error::Dynamo {
-                op: "TransactWriteItems",
-                message: e.to_string(),
-            })?;
+            .map_err(invalid_action)?;
         Ok(TransactWriteItem::builder().condition_check(check).build())
     }
 
@@ -192,6 +189,14 @@ enum Transacted {
     ConditionFailed,
 }
 
+/// A transaction action the SDK refused to build (a missing required field: our bug).
+fn invalid_action(e: aws_sdk_dynamodb::error::BuildError) -> Error {
+    Error::Dynamo {
+        op: "TransactWriteItems",
+        message: e.to_string(),
+    }
+}
+
 /// `Put` actions for message items.
 fn puts(table: &str, items: &[MessageItem]) -> Result<Vec<TransactWriteItem>> {
     items
@@ -201,10 +206,7 @@ fn puts(table: &str, items: &[MessageItem]) -> Result<Vec<TransactWriteItem>> {
                 .table_name(table)
                 .set_item(Some(to_item(item)?))
                 .build()
-                .map_err(|e| Error::Dynamo {
-                    op: "TransactWriteItems",
-                    message: e.to_string(),
-                })?;
+                .map_err(invalid_action)?;
             Ok(TransactWriteItem::builder().put(put).build())
         })
         .collect()
@@ -416,10 +418,7 @@ impl ChatStore for DynamoChatStore {
                 .expression_attribute_values(":owner", s(owner_id))
                 .expression_attribute_values(":version", n(current.version))
                 .build()
-                .map_err(|e| Error::Dynamo {
-                    op: "TransactWriteItems",
-                    message: e.to_string(),
-                })?;
+                .map_err(invalid_action)?;
             let mut actions = vec![TransactWriteItem::builder().update(update).build()];
             actions.extend(puts(&self.table, &items)?);
             match self.transact(actions).await? {
