@@ -259,6 +259,15 @@ impl AgentCatalog {
         self.agents.keys().map(String::as_str)
     }
 
+    pub fn profiles(&self) -> impl Iterator<Item = &AgentProfile> {
+        self.agents.values()
+    }
+
+    /// True when the file sets `tool`'s timeout and limits itself.
+    pub fn configures(&self, tool: ToolName) -> bool {
+        self.tools.contains_key(&tool)
+    }
+
     /// Settings of `tool`; the defaults when the file does not mention it.
     pub fn tool_settings(&self, tool: ToolName) -> ToolSettings {
         self.tools.get(&tool).copied().unwrap_or_default()

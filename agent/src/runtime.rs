@@ -254,3 +254,85 @@ impl ToolRuntime {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use async_trait::async_trait;
+    use shared::domain::tool_call::ToolName;
+    use shared::secrets::{SecretSource, SecretString};
+
+    use super::*;
+
+    struct NoSecrets;
+
+    #[async_trait]
+    impl SecretSource for NoSecrets {
+        async fn fetch(&self, name: &str) -> Result<SecretString> {
+            Err(shared::Error::Secret {
+                name: name.into(),
+                message: "none in this test".into(),
+            })
+        }
+        async fn store(&self, _: &str, _: &str) -> Result<()> {
+            Ok(())
+        }
+    }
+
+    /// A runtime with clients that are never called.
+    fn runtime(catalog: &AgentCatalog) -> ToolRuntime {
+        let env = Env::from_pairs(
+            [
+                "TOOL_CALLS_TABLE",
+                "CHATS_TABLE",
+                "USAGE_TABLE",
+                "RATE_LIMITS_TABLE",
+                "KB_TABLE",
+            ]
+            .map(|k| (k, "t"))
+            .into_iter()
+            .chain([
+                ("AWARD_SEARCH_URL", "http://127.0.0.1:9/a"),
+                ("CASH_SEARCH_URL", "http://127.0.0.1:9/c"),
+                ("KB_SEARCH_URL", "http://127.0.0.1:9/k"),
+            ]),
+        );
+        let config = ToolsConfig::from_env(&env).unwrap_or_else(|e| panic!("config: {e}"));
+        let sdk = aws_config::SdkConfig::builder()
+            .behavior_version(aws_config::BehaviorVersion::latest())
+            .region(aws_config::Region::new("us-east-1"))
+            .build();
+        let clients = ToolClients {
+            dynamodb: aws_sdk_dynamodb::Client::new(&sdk),
+            sqs: aws_sdk_sqs::Client::new(&sdk),
+            secrets: Arc::new(SecretsCache::new(
+                Arc::new(NoSecrets),
+                Duration::from_secs(1),
+            )),
+            http: reqwest::Client::new(),
+            signer: None,
+        };
+        ToolRuntime::new(&config, catalog, clients, 5).unwrap_or_else(|e| panic!("runtime: {e}"))
+    }
+
+    /// `ToolName` declares the tools; a declared tool must also be built here, given its
+    /// limits in `config/agents.toml`, and offered by a profile, or it could never be used.
+    #[test]
+    fn every_declared_tool_is_registered_configured_and_offered() {
+        let catalog = AgentCatalog::built_in().unwrap_or_else(|e| panic!("agents: {e}"));
+        let runtime = runtime(&catalog);
+        for &tool in ToolName::ALL {
+            assert!(
+                runtime.pipeline.registry.get(tool).is_some(),
+                "{tool} is a ToolName but ToolRuntime::new does not register it"
+            );
+            assert!(
+                catalog.configures(tool),
+                "{tool} has no [tools.{tool}] section in config/agents.toml"
+            );
+            assert!(
+                catalog.profiles().any(|p| p.tools.contains(&tool)),
+                "no profile in config/agents.toml offers {tool}"
+            );
+        }
+    }
+}

@@ -5,8 +5,10 @@
 //! it usually comes from, so a misconfigured deploy fails on its first invocation with a
 //! message that says how to fix it.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
+use std::fmt::Display;
 use std::str::FromStr;
+use std::sync::{Arc, Mutex};
 
 use time::Duration;
 
@@ -16,12 +18,26 @@ use crate::{Error, Result};
 #[derive(Debug, Clone, Default)]
 pub struct Env {
     vars: HashMap<String, String>,
+    /// Set by [`Env::recording`]: every variable read, with its default.
+    reads: Option<Arc<Mutex<BTreeMap<String, VarDefault>>>>,
+}
+
+/// What a variable falls back to when unset, as the code says it (for the docs check).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum VarDefault {
+    /// Unset is an error.
+    Required,
+    /// Unset means "not used" (no default value).
+    Unset,
+    /// This value, as `Display` writes it.
+    Value(String),
 }
 
 impl Env {
     pub fn from_process() -> Self {
         Self {
             vars: std::env::vars().collect(),
+            reads: None,
         }
     }
 
@@ -33,11 +49,38 @@ impl Env {
                 .into_iter()
                 .map(|(k, v)| (k.into(), v.into()))
                 .collect(),
+            reads: None,
+        }
+    }
+
+    /// This environment, remembering from now on which variables are read and their
+    /// defaults, so a test can hold the configuration docs against the code.
+    pub fn recording(mut self) -> Self {
+        self.reads = Some(Arc::default());
+        self
+    }
+
+    /// The variables read so far (empty unless [`Env::recording`]).
+    pub fn reads(&self) -> BTreeMap<String, VarDefault> {
+        self.reads
+            .as_ref()
+            .and_then(|r| r.lock().ok().map(|r| r.clone()))
+            .unwrap_or_default()
+    }
+
+    /// Notes a read; a more specific default replaces `Unset` from a plain [`Env::get`].
+    fn note(&self, name: &str, default: VarDefault) {
+        if let Some(mut reads) = self.reads.as_ref().and_then(|r| r.lock().ok()) {
+            let entry = reads.entry(name.to_owned()).or_insert(VarDefault::Unset);
+            if *entry == VarDefault::Unset {
+                *entry = default;
+            }
         }
     }
 
     /// The value of `name`, treating an empty value as unset.
     pub fn get(&self, name: &str) -> Option<&str> {
+        self.note(name, VarDefault::Unset);
         self.vars
             .get(name)
             .map(String::as_str)
@@ -62,6 +105,7 @@ pub struct EnvReader<'a> {
 impl EnvReader<'_> {
     /// A required variable; `purpose` ends up in the error message.
     pub fn required(&mut self, name: &str, purpose: &str) -> String {
+        self.env.note(name, VarDefault::Required);
         match self.env.get(name) {
             Some(v) => v.to_owned(),
             None => {
@@ -76,14 +120,16 @@ impl EnvReader<'_> {
     }
 
     pub fn or(&mut self, name: &str, default: &str) -> String {
+        self.env.note(name, VarDefault::Value(default.to_owned()));
         self.env.get(name).unwrap_or(default).to_owned()
     }
 
     /// A parsed variable with a default when unset; an unparsable value is a problem.
-    pub fn parse_or<T: FromStr>(&mut self, name: &str, default: T) -> T
+    pub fn parse_or<T: FromStr + Display>(&mut self, name: &str, default: T) -> T
     where
         T::Err: std::fmt::Display,
     {
+        self.env.note(name, VarDefault::Value(default.to_string()));
         match self.env.get(name) {
             None => default,
             Some(raw) => match raw.trim().parse() {

@@ -54,6 +54,12 @@ impl FromStr for AmadeusEnv {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BaseUrl(String);
 
+impl fmt::Display for BaseUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
 impl BaseUrl {
     pub fn as_str(&self) -> &str {
         &self.0
@@ -75,6 +81,12 @@ impl FromStr for BaseUrl {
 /// An ISO 4217 code, upper case.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CurrencyCode(String);
+
+impl fmt::Display for CurrencyCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
 
 impl CurrencyCode {
     pub fn as_str(&self) -> &str {

@@ -58,9 +58,22 @@ impl ToolCallStatus {
     }
 }
 
-/// The tools the registry knows. Adding a tool means adding a variant here, so every place
-/// that matches on tools is found by the compiler.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+/// The tools the registry knows. Adding a tool starts with a variant here: the compiler then
+/// asks for its name in [`ToolName::as_str`], [`ToolName::ALL`] is derived, and the agent
+/// runtime's tests fail until the tool is registered and offered by a profile.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    strum::VariantArray,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum ToolName {
     SearchFlights,
@@ -69,7 +82,8 @@ pub enum ToolName {
 }
 
 impl ToolName {
-    pub const ALL: [ToolName; 3] = [Self::SearchFlights, Self::SearchKnowledgeBase, Self::AskGpt];
+    /// Every tool, in declaration order (derived: a new variant is in it).
+    pub const ALL: &'static [ToolName] = <Self as strum::VariantArray>::VARIANTS;
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -91,7 +105,8 @@ impl std::str::FromStr for ToolName {
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         Self::ALL
-            .into_iter()
+            .iter()
+            .copied()
             .find(|t| t.as_str() == s)
             .ok_or_else(|| crate::Error::Invalid(format!("unknown tool `{s}`")))
     }
@@ -197,7 +212,7 @@ mod tests {
     #[test]
     fn tool_names_round_trip() {
         for tool in ToolName::ALL {
-            assert_eq!(tool.as_str().parse::<ToolName>().ok(), Some(tool));
+            assert_eq!(tool.as_str().parse::<ToolName>().ok(), Some(*tool));
             assert_eq!(
                 serde_json::to_value(tool).ok(),
                 Some(Value::from(tool.as_str()))

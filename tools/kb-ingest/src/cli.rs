@@ -166,11 +166,8 @@ where
     F: FnOnce(String) -> Fut,
     Fut: std::future::Future<Output = Result<SecretString>>,
 {
-    if let Some(key) = env
-        .get("EMBEDDINGS_API_KEY")
-        .or_else(|| env.get("OPENAI_API_KEY"))
-    {
-        return Ok(Some(SecretString::new(key.trim())));
+    if let Some(key) = direct_api_key(env) {
+        return Ok(Some(key));
     }
     match &config.api_key_secret {
         Some(name) => read_secret(name.clone()).await.map(Some).map_err(|e| {
@@ -180,6 +177,13 @@ where
         }),
         None => Ok(None),
     }
+}
+
+/// A key given directly: `EMBEDDINGS_API_KEY`, else `OPENAI_API_KEY`.
+pub fn direct_api_key(env: &Env) -> Option<SecretString> {
+    env.get("EMBEDDINGS_API_KEY")
+        .or_else(|| env.get("OPENAI_API_KEY"))
+        .map(|key| SecretString::new(key.trim()))
 }
 
 /// One run of the command: builds the clients from the environment, ingests, and returns

@@ -1,0 +1,235 @@
+//! Checks that keep the README and `docs/` true, run by CI:
+//!
+//! - relative links point at files that exist;
+//! - every fenced shell block is tagged: ```` ```sh ```` blocks are run by CI exactly as
+//!   written ([`shell_blocks`], `docs-check run`), ```` ```sh aws ```` blocks need an AWS
+//!   account and are only syntax-checked;
+//! - each default in `docs/configuration.md` matches the code ([`config_rows`] against
+//!   `shared::config::Env::recording`; see `tests/configuration.rs`) and each template
+//!   parameter's default matches `template.yaml` ([`template_defaults`]).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use shared::config::VarDefault;
+
+/// A fenced code block.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Block {
+    /// 1-based line of the opening fence.
+    pub line: usize,
+    /// The info string's first word (`sh`, `text`, `rust`, ...), empty when none.
+    pub lang: String,
+    /// The info string's other words (`aws`).
+    pub tags: Vec<String>,
+    pub body: String,
+}
+
+impl Block {
+    pub fn is_shell(&self) -> bool {
+        matches!(self.lang.as_str(), "sh" | "bash" | "shell" | "console")
+    }
+
+    /// A shell block CI runs as written.
+    pub fn runs_in_ci(&self) -> bool {
+        self.lang == "sh" && self.tags.is_empty()
+    }
+
+    /// A shell block that needs an AWS account.
+    pub fn needs_aws(&self) -> bool {
+        self.lang == "sh" && self.tags.iter().any(|t| t == "aws")
+    }
+}
+
+/// The fenced blocks of a Markdown text, in order.
+pub fn blocks(markdown: &str) -> Vec<Block> {
+    let mut blocks = Vec::new();
+    let mut open: Option<(usize, String, Block)> = None;
+    for (i, line) in markdown.lines().enumerate() {
+        let trimmed = line.trim_start();
+        match open.take() {
+            None => {
+                let fence: String = trimmed.chars().take_while(|c| *c == '`').collect();
+                if fence.len() >= 3 {
+                    let mut words = trimmed[fence.len()..].split_whitespace();
+                    let lang = words.next().unwrap_or_default().to_owned();
+                    let tags = words.map(str::to_owned).collect();
+                    let block = Block {
+                        line: i + 1,
+                        lang,
+                        tags,
+                        body: String::new(),
+                    };
+                    open = Some((i, fence, block));
+                }
+            }
+            Some((start, fence, mut block)) => {
+                if trimmed.starts_with(&fence) && trimmed.trim_matches('`').is_empty() {
+                    blocks.push(block);
+                } else {
+                    block.body.push_str(line);
+                    block.body.push('\n');
+                    open = Some((start, fence, block));
+                }
+            }
+        }
+    }
+    blocks
+}
+
+/// The shell blocks CI runs, in order.
+pub fn shell_blocks(markdown: &str) -> Vec<Block> {
+    blocks(markdown)
+        .into_iter()
+        .filter(Block::runs_in_ci)
+        .collect()
+}
+
+/// Problems with the blocks' tags: a shell block that is neither run nor marked as needing
+/// AWS is a command nobody checks.
+pub fn untagged_shell_blocks(markdown: &str) -> Vec<String> {
+    blocks(markdown)
+        .iter()
+        .filter(|b| b.is_shell() && !b.runs_in_ci() && !b.needs_aws())
+        .map(|b| {
+            format!(
+                "line {}: shell block `{} {}` is neither ```sh (run by CI) nor ```sh aws",
+                b.line,
+                b.lang,
+                b.tags.join(" ")
+            )
+        })
+        .collect()
+}
+
+/// Relative link targets outside code blocks, with their lines: `[text](target)`.
+pub fn relative_links(markdown: &str) -> Vec<(usize, String)> {
+    let mut links = Vec::new();
+    let mut in_code = false;
+    for (i, line) in markdown.lines().enumerate() {
+        if line.trim_start().starts_with("```") {
+            in_code = !in_code;
+            continue;
+        }
+        if in_code {
+            continue;
+        }
+        let mut rest = line;
+        while let Some(at) = rest.find("](") {
+            rest = &rest[at + 2..];
+            let Some(end) = rest.find(')') else { break };
+            let target = rest[..end].trim();
+            let target = target.split_whitespace().next().unwrap_or_default();
+            let is_external = target.contains("://") || target.starts_with("mailto:");
+            if !target.is_empty() && !is_external && !target.starts_with('#') {
+                links.push((i + 1, target.to_owned()));
+            }
+            rest = &rest[end..];
+        }
+    }
+    links
+}
+
+/// Relative links of `markdown` (a file in `dir`) whose file does not exist.
+pub fn broken_links(markdown: &str, dir: &Path) -> Vec<String> {
+    relative_links(markdown)
+        .into_iter()
+        .filter(|(_, target)| {
+            let path = target.split('#').next().unwrap_or_default();
+            !dir.join(path).exists()
+        })
+        .map(|(line, target)| format!("line {line}: broken link to {target}"))
+        .collect()
+}
+
+/// The rows of every table whose header starts with `| <first> | default |`: name → the
+/// documented default (`required`, `unset`, or a value in backticks).
+pub fn config_rows(markdown: &str, first: &str) -> BTreeMap<String, VarDefault> {
+    let mut rows = BTreeMap::new();
+    let mut in_table = false;
+    for line in markdown.lines() {
+        let cells: Vec<&str> = line
+            .trim()
+            .trim_matches('|')
+            .split('|')
+            .map(str::trim)
+            .collect();
+        if !line.trim_start().starts_with('|') {
+            in_table = false;
+            continue;
+        }
+        if cells.len() >= 2 && cells[0] == first && cells[1] == "default" {
+            in_table = true;
+            continue;
+        }
+        if !in_table || cells.len() < 2 || cells[0].starts_with("---") {
+            continue;
+        }
+        let name = cells[0].trim_matches('`').to_owned();
+        let default = match cells[1] {
+            "required" => VarDefault::Required,
+            "unset" => VarDefault::Unset,
+            value => VarDefault::Value(value.trim_matches('`').to_owned()),
+        };
+        rows.insert(name, default);
+    }
+    rows
+}
+
+/// Each documented default that differs from the code's, and each variable the code reads
+/// that is not documented.
+pub fn config_mismatches(
+    documented: &BTreeMap<String, VarDefault>,
+    code: &BTreeMap<String, VarDefault>,
+) -> Vec<String> {
+    let mut problems = Vec::new();
+    for (name, default) in code {
+        match documented.get(name) {
+            None => problems.push(format!("{name} is read by the code but not documented")),
+            Some(doc) if doc != default => problems.push(format!(
+                "{name}: documented default {} but the code's is {}",
+                show(doc),
+                show(default)
+            )),
+            Some(_) => {}
+        }
+    }
+    problems
+}
+
+fn show(default: &VarDefault) -> String {
+    match default {
+        VarDefault::Required => "required".into(),
+        VarDefault::Unset => "unset".into(),
+        VarDefault::Value(v) => format!("`{v}`"),
+    }
+}
+
+/// The `Parameters` of a SAM/CloudFormation template and their defaults, read line by line
+/// (the template's `!Ref` tags are not plain YAML).
+pub fn template_defaults(template: &str) -> BTreeMap<String, VarDefault> {
+    let mut params = BTreeMap::new();
+    let mut in_params = false;
+    let mut current: Option<String> = None;
+    for line in template.lines() {
+        if !line.starts_with(' ') && !line.trim().is_empty() {
+            in_params = line.trim_end() == "Parameters:";
+            current = None;
+            continue;
+        }
+        if !in_params || line.trim_start().starts_with('#') {
+            continue;
+        }
+        let indent = line.len() - line.trim_start().len();
+        let text = line.trim();
+        if indent == 2 && text.ends_with(':') {
+            let name = text.trim_end_matches(':').to_owned();
+            params.insert(name.clone(), VarDefault::Required);
+            current = Some(name);
+        } else if let (Some(name), Some(value)) = (&current, text.strip_prefix("Default:")) {
+            let value = value.trim().trim_matches('"').trim_matches('\'').to_owned();
+            params.insert(name.clone(), VarDefault::Value(value));
+        }
+    }
+    params
+}

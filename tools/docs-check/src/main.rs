@@ -1,0 +1,113 @@
+//! `docs-check check FILE...`: links resolve, shell blocks are tagged and parse.
+//! `docs-check run FILE...`: runs every ```` ```sh ```` block, in order, exactly as written
+//! (each in `bash -euo pipefail` from the repository root); stops at the first failure.
+
+use std::path::Path;
+use std::process::{Command, ExitCode};
+
+use docs_check::{Block, blocks, broken_links, shell_blocks, untagged_shell_blocks};
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let (command, files) = match args.split_first() {
+        Some((command, files)) if !files.is_empty() => (command.as_str(), files),
+        _ => return usage(),
+    };
+    let result = match command {
+        "check" => check(files),
+        "run" => run(files),
+        _ => return usage(),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(problems) => {
+            for problem in problems {
+                eprintln!("docs-check: {problem}");
+            }
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn usage() -> ExitCode {
+    eprintln!("usage: docs-check check|run FILE.md...");
+    ExitCode::from(2)
+}
+
+fn read(file: &str) -> Result<String, Vec<String>> {
+    std::fs::read_to_string(file).map_err(|e| vec![format!("{file}: {e}")])
+}
+
+fn check(files: &[String]) -> Result<(), Vec<String>> {
+    let mut problems = Vec::new();
+    for file in files {
+        let text = read(file)?;
+        let dir = Path::new(file).parent().unwrap_or(Path::new("."));
+        let checked = blocks(&text);
+        let found = broken_links(&text, dir)
+            .into_iter()
+            .chain(untagged_shell_blocks(&text))
+            .chain(
+                checked
+                    .iter()
+                    .filter(|b| b.runs_in_ci() || b.needs_aws())
+                    .filter_map(syntax_error),
+            );
+        problems.extend(found.map(|p| format!("{file}: {p}")));
+    }
+    let blocks: usize = files
+        .iter()
+        .filter_map(|f| std::fs::read_to_string(f).ok())
+        .map(|t| blocks(&t).iter().filter(|b| b.is_shell()).count())
+        .sum();
+    println!(
+        "docs-check: {} files, {blocks} shell blocks, {} problems",
+        files.len(),
+        problems.len()
+    );
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems)
+    }
+}
+
+/// `bash -n` on the block.
+fn syntax_error(block: &Block) -> Option<String> {
+    let output = Command::new("bash")
+        .args(["-n", "-c", &block.body])
+        .output();
+    match output {
+        Ok(out) if out.status.success() => None,
+        Ok(out) => Some(format!(
+            "line {}: the shell block does not parse: {}",
+            block.line,
+            String::from_utf8_lossy(&out.stderr).trim()
+        )),
+        Err(e) => Some(format!("cannot run bash: {e}")),
+    }
+}
+
+fn run(files: &[String]) -> Result<(), Vec<String>> {
+    for file in files {
+        let text = read(file)?;
+        for block in shell_blocks(&text) {
+            println!(
+                "\n\x1b[1;36m==> {file}:{}\x1b[0m\n{}",
+                block.line,
+                block.body.trim_end()
+            );
+            let status = Command::new("bash")
+                .args(["-euo", "pipefail", "-c", &block.body])
+                .status()
+                .map_err(|e| vec![format!("cannot run bash: {e}")])?;
+            if !status.success() {
+                return Err(vec![format!(
+                    "{file}:{}: the shell block failed ({status})",
+                    block.line
+                )]);
+            }
+        }
+    }
+    Ok(())
+}
