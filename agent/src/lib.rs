@@ -9,7 +9,7 @@
 //! [`TurnEvent`]s to an [`EventSink`]. Its steps, one module each under [`turn`]:
 //!
 //! ```text
-//! open      load the chat and its recent messages in one read          turn/load.rs
+//! open      load the chat and its recent messages (one store call)     turn/load.rs
 //! prompt    system prompt + session context + history + the message    turn/prompt.rs
 //! loop, at most MAX_TOOL_STEPS rounds with tools offered, then one without:
 //!   model   one completion: stream tokens, collect tool calls, usage   turn/model.rs

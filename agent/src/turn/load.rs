@@ -1,5 +1,6 @@
-//! Step 1: open the turn. The chat and its recent messages come from one read (or the chat
-//! is created); background tool results that arrived since are folded into the history.
+//! Step 1: open the turn. The chat and its recent messages come from one store call (two
+//! requests in parallel), or the chat is created; background tool results that arrived
+//! since are folded into the history.
 //! Everything a caller can be refused for (a foreign or missing chat) fails here, before any
 //! event is emitted.
 

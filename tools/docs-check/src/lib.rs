@@ -23,6 +23,8 @@ pub struct Block {
     /// The info string's other words (`aws`).
     pub tags: Vec<String>,
     pub body: String,
+    /// `<!-- file: PATH -->` on the line before the fence: the block is quoted from PATH.
+    pub quoted_from: Option<String>,
 }
 
 impl Block {
@@ -45,8 +47,15 @@ impl Block {
 pub fn blocks(markdown: &str) -> Vec<Block> {
     let mut blocks = Vec::new();
     let mut open: Option<(usize, String, Block)> = None;
+    let mut previous = "";
     for (i, line) in markdown.lines().enumerate() {
         let trimmed = line.trim_start();
+        let quoted_from = previous
+            .trim()
+            .strip_prefix("<!-- file:")
+            .and_then(|rest| rest.strip_suffix("-->"))
+            .map(|path| path.trim().to_owned());
+        previous = line;
         match open.take() {
             None => {
                 let fence: String = trimmed.chars().take_while(|c| *c == '`').collect();
@@ -59,6 +68,7 @@ pub fn blocks(markdown: &str) -> Vec<Block> {
                         lang,
                         tags,
                         body: String::new(),
+                        quoted_from,
                     };
                     open = Some((i, fence, block));
                 }
@@ -100,6 +110,38 @@ pub fn untagged_shell_blocks(markdown: &str) -> Vec<String> {
             )
         })
         .collect()
+}
+
+/// Quoted blocks whose lines do not all stand, in order, in the file they name (blank lines
+/// and indentation aside): the code shown in a guide must be the repository's code.
+pub fn stale_quotes(markdown: &str, root: &Path) -> Vec<String> {
+    let mut problems = Vec::new();
+    for block in blocks(markdown) {
+        let Some(path) = &block.quoted_from else {
+            continue;
+        };
+        let Ok(source) = std::fs::read_to_string(root.join(path)) else {
+            problems.push(format!(
+                "line {}: quotes {path}, which does not exist",
+                block.line
+            ));
+            continue;
+        };
+        let mut lines = source.lines().map(str::trim).filter(|l| !l.is_empty());
+        let missing = block
+            .body
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .find(|wanted| !lines.any(|l| l == *wanted));
+        if let Some(line) = missing {
+            problems.push(format!(
+                "line {}: `{line}` is not in {path} (or not in this order)",
+                block.line
+            ));
+        }
+    }
+    problems
 }
 
 /// Relative link targets outside code blocks, with their lines: `[text](target)`.

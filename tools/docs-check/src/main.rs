@@ -1,11 +1,12 @@
-//! `docs-check check FILE...`: links resolve, shell blocks are tagged and parse.
+//! `docs-check check FILE...`: links resolve, shell blocks are tagged and parse, quoted code
+//! is the repository's (run from the repository root).
 //! `docs-check run FILE...`: runs every ```` ```sh ```` block, in order, exactly as written
 //! (each in `bash -euo pipefail` from the repository root); stops at the first failure.
 
 use std::path::Path;
 use std::process::{Command, ExitCode};
 
-use docs_check::{Block, blocks, broken_links, shell_blocks, untagged_shell_blocks};
+use docs_check::{Block, blocks, broken_links, shell_blocks, stale_quotes, untagged_shell_blocks};
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -47,6 +48,7 @@ fn check(files: &[String]) -> Result<(), Vec<String>> {
         let found = broken_links(&text, dir)
             .into_iter()
             .chain(untagged_shell_blocks(&text))
+            .chain(stale_quotes(&text, Path::new(".")))
             .chain(
                 checked
                     .iter()
@@ -60,7 +62,7 @@ fn check(files: &[String]) -> Result<(), Vec<String>> {
         .filter_map(|f| std::fs::read_to_string(f).ok())
         .map(|t| blocks(&t).iter().filter(|b| b.is_shell()).count())
         .sum();
-    println!(
+    eprintln!(
         "docs-check: {} files, {blocks} shell blocks, {} problems",
         files.len(),
         problems.len()

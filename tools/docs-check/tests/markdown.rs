@@ -3,8 +3,8 @@
 use std::path::Path;
 
 use docs_check::{
-    blocks, broken_links, config_mismatches, config_rows, shell_blocks, template_defaults,
-    untagged_shell_blocks,
+    blocks, broken_links, config_mismatches, config_rows, shell_blocks, stale_quotes,
+    template_defaults, untagged_shell_blocks,
 };
 use shared::config::VarDefault;
 
@@ -73,4 +73,19 @@ fn template_parameters_and_their_defaults() {
         params["EmbeddingsBaseUrl"],
         VarDefault::Value(String::new())
     );
+}
+
+#[test]
+fn quoted_code_must_stand_in_its_file_in_order() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let good =
+        "<!-- file: src/lib.rs -->\n```rust\npub struct Block {\n    pub line: usize,\n```\n";
+    assert!(stale_quotes(good, root).is_empty());
+    let reordered =
+        "<!-- file: src/lib.rs -->\n```rust\n    pub line: usize,\npub struct Block {\n```\n";
+    let problems = stale_quotes(reordered, root);
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert!(problems[0].contains("pub struct Block {"));
+    let missing = "<!-- file: src/nope.rs -->\n```rust\nfn x() {}\n```\n";
+    assert!(stale_quotes(missing, root)[0].contains("does not exist"));
 }
