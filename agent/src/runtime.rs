@@ -11,6 +11,7 @@ use crate::llm::{ApiKey, LlmProvider, OpenAiClient, OpenAiConfig};
 use crate::pipeline::{JobScheduler, Pipeline};
 use crate::profiles::AgentCatalog;
 use crate::tools::ask_gpt::{AskGptConfig, AskGptTool};
+use crate::tools::award_value::AwardValueTool;
 use crate::tools::flights::{FlightSearchConfig, SearchFlightsTool};
 use crate::tools::knowledge_base::{KnowledgeBaseConfig, SearchKnowledgeBaseTool};
 use crate::tools::{FunctionClient, SigV4Signer, Tool, ToolRegistry};
@@ -229,6 +230,7 @@ impl ToolRuntime {
                     fixed_temperature_models: config.llm.fixed_temperature_models.clone(),
                 },
             )?),
+            Arc::new(AwardValueTool::new()?),
         ];
         let mut registry = ToolRegistry::new();
         for tool in tools {

@@ -5,8 +5,10 @@
 //! Adding a tool: a variant in [`ToolName`], an argument type in `shared::domain` (its JSON
 //! Schema is derived from it), a file here implementing [`Tool`], a line in
 //! [`crate::runtime::ToolRuntime`]'s construction, and its settings in `config/agents.toml`.
+//! `docs/adding-a-tool.md` walks through it with [`award_value`] as the example.
 
 pub mod ask_gpt;
+pub mod award_value;
 pub mod flights;
 mod functions;
 pub mod knowledge_base;

@@ -1,4 +1,4 @@
-//! The SSE events of `POST /chat` (ARCHITECTURE.md "HTTP contracts") and the emitter that
+//! The SSE events of `POST /chat` (docs/api.md) and the emitter that
 //! queues them for the response stream.
 //!
 //! The turn never waits for the client: events go into an unbounded queue drained by a

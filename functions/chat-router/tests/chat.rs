@@ -88,7 +88,12 @@ async fn flight_search_streams_the_contract_events_with_one_llm_call() {
         .unwrap_or_default();
     assert_eq!(
         offered,
-        ["search_flights", "search_knowledge_base", "ask_gpt"]
+        [
+            "search_flights",
+            "search_knowledge_base",
+            "ask_gpt",
+            "award_value"
+        ]
     );
 
     // The one LLM call's usage is recorded with its cost.
@@ -163,6 +168,58 @@ async fn knowledge_base_miss_leaves_a_pending_gpt_query() {
             .as_str()
             .is_some_and(|c| c.contains("nothing relevant")),
         "{tool_message}"
+    );
+}
+
+/// An in-process tool: no function, no upstream; the pipeline validates, runs and records it.
+#[tokio::test]
+async fn award_value_runs_in_process() {
+    let rig = Rig::start().await;
+    rig.llm.push(Reply::tool_calls(vec![(
+        "award_value",
+        json!({"cash_price": 2000, "currency": "eur", "miles": 60000, "taxes": 150}),
+    )]));
+    rig.llm
+        .push(Reply::text("Yes: 3.08 cents per mile is a good use."));
+    let token = rig.token(&test_support::unique("dora"));
+    let turn = rig
+        .chat(
+            Some(&token),
+            json!({"message": "Is 60000 miles plus 150 EUR worth it for a 2000 EUR ticket?"}),
+        )
+        .await;
+    let result = turn.first("tool_result");
+    assert_eq!(result["status"], json!("succeeded"), "{result}");
+    // The model read the tool's sentence.
+    let second = &rig.llm.requests()[1];
+    let tool_message = second["messages"]
+        .as_array()
+        .and_then(|m| m.iter().find(|m| m["role"] == json!("tool")))
+        .cloned()
+        .unwrap_or_default();
+    assert!(
+        tool_message["content"]
+            .as_str()
+            .is_some_and(|c| c.contains("3.08 cents per mile: a good redemption")),
+        "{tool_message}"
+    );
+    // The ledger holds the canonical request and the numbers.
+    let chat_id = turn.chat_id();
+    let (status, page) = rig
+        .get(&token, &format!("/chats/{chat_id}/tool-calls"))
+        .await;
+    assert_eq!(status, 200, "{page}");
+    let call = &page["items"][0];
+    assert_eq!(call["request"]["currency"], json!("EUR"), "{call}");
+    assert_eq!(
+        call["request"]["target_cents_per_mile"],
+        json!(1.2),
+        "{call}"
+    );
+    assert_eq!(
+        call["response"]["raw"]["cents_per_mile"],
+        json!(3.08),
+        "{call}"
     );
 }
 

@@ -79,6 +79,7 @@ pub enum ToolName {
     SearchFlights,
     SearchKnowledgeBase,
     AskGpt,
+    AwardValue,
 }
 
 impl ToolName {
@@ -90,6 +91,7 @@ impl ToolName {
             Self::SearchFlights => "search_flights",
             Self::SearchKnowledgeBase => "search_knowledge_base",
             Self::AskGpt => "ask_gpt",
+            Self::AwardValue => "award_value",
         }
     }
 }

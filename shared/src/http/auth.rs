@@ -1,4 +1,4 @@
-//! Bearer-token authentication (ARCHITECTURE.md "HTTP contracts", "Secrets and config").
+//! Bearer-token authentication (docs/api.md, docs/security.md).
 //!
 //! A caller sends `Authorization: Bearer <JWT>`. The token is verified either with an HS256
 //! shared secret read from Secrets Manager (`JWT_SECRET_NAME`) or with the RS256/ES256 public

@@ -6,5 +6,5 @@ pub mod lambda;
 
 pub use error::{ApiError, ErrorCode, ErrorEnvelope};
 
-/// Request bodies above this size are refused with 413 (ARCHITECTURE.md "HTTP contracts").
+/// Request bodies above this size are refused with 413 (docs/api.md).
 pub const MAX_BODY_BYTES: usize = 256 * 1024;
