@@ -157,18 +157,8 @@ async fn knowledge_base_miss_leaves_a_pending_gpt_query() {
         json!("lounge access rules")
     );
     // The second LLM call saw the tool's result.
-    let second = &rig.llm.requests()[1];
-    let tool_message = second["messages"]
-        .as_array()
-        .and_then(|m| m.iter().find(|m| m["role"] == json!("tool")))
-        .cloned()
-        .unwrap_or_default();
-    assert!(
-        tool_message["content"]
-            .as_str()
-            .is_some_and(|c| c.contains("nothing relevant")),
-        "{tool_message}"
-    );
+    let tool_message = rig.tool_message_seen(1);
+    assert!(tool_message.contains("nothing relevant"), "{tool_message}");
 }
 
 /// An in-process tool: no function, no upstream; the pipeline validates, runs and records it.
@@ -191,16 +181,9 @@ async fn award_value_runs_in_process() {
     let result = turn.first("tool_result");
     assert_eq!(result["status"], json!("succeeded"), "{result}");
     // The model read the tool's sentence.
-    let second = &rig.llm.requests()[1];
-    let tool_message = second["messages"]
-        .as_array()
-        .and_then(|m| m.iter().find(|m| m["role"] == json!("tool")))
-        .cloned()
-        .unwrap_or_default();
+    let tool_message = rig.tool_message_seen(1);
     assert!(
-        tool_message["content"]
-            .as_str()
-            .is_some_and(|c| c.contains("3.08 cents per mile: a good redemption")),
+        tool_message.contains("3.08 cents per mile: a good redemption"),
         "{tool_message}"
     );
     // The ledger holds the canonical request and the numbers.
@@ -389,13 +372,7 @@ async fn invalid_arguments_are_repaired_on_the_second_try() {
     );
     assert_eq!(turn.first("tool_result")["status"], json!("succeeded"));
     // The second LLM call was told what was wrong.
-    let second = &rig.llm.requests()[1];
-    let told = second["messages"]
-        .as_array()
-        .and_then(|m| m.iter().find(|m| m["role"] == json!("tool")))
-        .and_then(|m| m["content"].as_str())
-        .unwrap_or_default()
-        .to_owned();
+    let told = rig.tool_message_seen(1);
     assert!(told.contains("not valid JSON"), "{told}");
 }
 

@@ -140,6 +140,18 @@ pub struct Rig {
 }
 
 impl Rig {
+    /// The text of the first tool message in the LLM's `nth` request (0-based): what the
+    /// model read of a tool's result.
+    pub fn tool_message_seen(&self, nth: usize) -> String {
+        self.llm
+            .requests()
+            .get(nth)
+            .and_then(|r| r["messages"].as_array().cloned())
+            .and_then(|m| m.into_iter().find(|m| m["role"] == json!("tool")))
+            .and_then(|m| m["content"].as_str().map(str::to_owned))
+            .unwrap_or_default()
+    }
+
     pub async fn start() -> Self {
         Self::with(|_| {}, None).await
     }
