@@ -18,6 +18,9 @@ pub enum TurnErrorCode {
     LlmError,
     /// The model made invalid tool calls twice in a row (no second repair round).
     InvalidToolCall,
+    /// A guard stopped the turn: an attack in the message (profile in `block` mode), or the
+    /// answer leaked the system prompt, its canary or a secret.
+    Guardrail,
     NotFound,
     Conflict,
     RateLimited,

@@ -38,12 +38,15 @@
 //! - [`pipeline`]: admit → run → record; [`pipeline::Pipeline::run_job`] for the worker.
 //! - [`jobs`]: tool jobs on the SQS tool queue, the retry schedule, the dead-letter queue.
 //! - [`runtime`]: configuration and wiring shared by chat-router and tool-worker.
+//! - [`guard`]: the input guard, data blocks for untrusted text, the output guard on the
+//!   stream.
 //! - [`turn`]: the turn loop; [`events`]: what it emits.
 //!
 //! Errors are `shared::Error`: the runtime fails the same ways the stores and upstream
 //! calls it wraps do, and each function maps that one type once to its HTTP envelope.
 
 pub mod events;
+pub mod guard;
 pub mod jobs;
 pub mod llm;
 pub mod pipeline;

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use crate::guard::GuardMode;
 use crate::llm::ToolChoice;
 use crate::tools::ToolSettings;
 use crate::{Error, Result};
@@ -71,6 +72,9 @@ pub struct AgentProfile {
     pub async_tools: Vec<ToolName>,
     pub tool_choice: ToolChoiceMode,
     pub temperature: Option<f32>,
+    /// What the input guard does with a message that looks like an attack (`guard`:
+    /// `flag`, the default, or `block`).
+    pub guard: GuardMode,
 }
 
 impl AgentProfile {
@@ -120,6 +124,8 @@ struct AgentEntry {
     tool_choice: ToolChoiceMode,
     #[serde(default)]
     temperature: Option<f32>,
+    #[serde(default)]
+    guard: GuardMode,
 }
 
 fn auto() -> ToolChoiceMode {
@@ -217,6 +223,7 @@ impl AgentCatalog {
                     async_tools: entry.async_tools,
                     tool_choice: entry.tool_choice,
                     temperature: entry.temperature,
+                    guard: entry.guard,
                 },
             );
         }

@@ -580,3 +580,43 @@ async fn broken_streams_are_upstream_errors() {
         "nothing retried once the stream started"
     );
 }
+
+/// A server that sends `data: [DONE]` and then keeps the connection open must not hold the
+/// turn until its deadline: the answer is complete at `[DONE]`.
+#[tokio::test]
+async fn the_stream_ends_at_done_even_if_the_connection_stays_open() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .unwrap_or_else(|e| panic!("bind: {e}"));
+    let addr = listener
+        .local_addr()
+        .unwrap_or_else(|e| panic!("addr: {e}"));
+    let server = tokio::spawn(async move {
+        let Ok((mut socket, _)) = listener.accept().await else {
+            return;
+        };
+        let mut request = vec![0u8; 65536];
+        let _ = socket.read(&mut request).await;
+        let body = text_stream();
+        let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n";
+        let chunk = format!("{:x}\r\n{body}\r\n", body.len());
+        let _ = socket.write_all(head.as_bytes()).await;
+        let _ = socket.write_all(chunk.as_bytes()).await;
+        // Never the final zero-length chunk: the connection just stays open.
+        tokio::time::sleep(Duration::from_secs(30)).await;
+    });
+    let client = client(format!("http://{addr}/v1"), ApiKey::None);
+    let started = Instant::now();
+    let (result, tokens) = complete(&client, &request(false)).await;
+    server.abort();
+    let completion = result.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(completion.content, tokens.concat());
+    assert!(!completion.content.is_empty());
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "the client waited {:?} after [DONE]",
+        started.elapsed()
+    );
+}

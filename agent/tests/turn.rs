@@ -86,6 +86,7 @@ impl Rig {
             tool_result_max_chars: 6000,
             default_model: "gpt-4o-mini".into(),
             stack_notice: None,
+            answer_link_hosts: vec!["seats.aero".into()],
         };
         let agent = Agent::new(&runtime, chats.clone(), settings);
         Self {

@@ -223,6 +223,10 @@ async fn read_stream(
         for delta in assembler.feed(&chunk)? {
             tokens.token(&delta);
         }
+        // A server may keep the connection open after `[DONE]`: the answer is complete.
+        if assembler.is_done() {
+            break;
+        }
     }
     for delta in assembler.flush()? {
         tokens.token(&delta);

@@ -5,7 +5,7 @@
 use shared::Result;
 use shared::domain::chat::{MessageToolCall, NewMessage};
 
-use super::{Agent, TurnInput, TurnState, history, prompt};
+use super::{Agent, TurnInput, TurnState, prompt};
 use crate::events::EventSink;
 use crate::llm::{Completion, PromptMessage};
 use crate::pipeline::StepOutcome;
@@ -57,6 +57,7 @@ impl Agent {
                 .in_background(c.background)
         }));
         self.save(state, &outcome.state_patch).await?;
+        self.guard_tool_output(state, &outcome, events);
 
         state
             .prompt
@@ -65,7 +66,7 @@ impl Agent {
         state.prompt.extend(outcome.calls.iter().map(|call| {
             PromptMessage::tool(
                 call.call.id.clone(),
-                history::truncate(&prompt::tool_message(call), max_chars),
+                prompt::fenced_tool_message(call, &state.fence, max_chars),
             )
         }));
         Ok(outcome)

@@ -9,6 +9,7 @@ use shared::domain::session::SessionStatePatch;
 
 use super::{Agent, Ending, TurnInput, TurnState};
 use crate::events::{EventSink, TurnErrorCode, TurnEvent};
+use crate::guard::REFUSAL;
 use crate::pipeline::CallOutcome;
 
 /// Said when the model ends without a usable answer.
@@ -29,17 +30,26 @@ impl Agent {
             // A model that still wants tools when none are offered may answer with nothing.
             Ending::Answer(_) => streamed(events, NO_ANSWER.to_owned()),
             Ending::Direct(text) => streamed(events, text),
+            Ending::Guarded(reason) => {
+                tracing::warn!(chat_id = %state.chat.id, reason, "a guardrail stopped the turn");
+                streamed(events, REFUSAL.to_owned());
+                let message = "A guardrail stopped this turn.".to_owned();
+                return self
+                    .end_with_error(state, events, REFUSAL, TurnErrorCode::Guardrail, message)
+                    .await;
+            }
             Ending::Unrepairable(problems) => {
                 tracing::warn!(chat_id = %state.chat.id, problems, "model kept making invalid tool calls");
-                state
-                    .unsaved
-                    .push(NewMessage::assistant(UNREPAIRABLE, Vec::new()));
-                self.save(state, &SessionStatePatch::default()).await?;
-                events.emit(TurnEvent::Error {
-                    code: TurnErrorCode::InvalidToolCall,
-                    message: format!("The model made invalid tool calls twice: {problems}"),
-                });
-                return Ok(());
+                let message = format!("The model made invalid tool calls twice: {problems}");
+                return self
+                    .end_with_error(
+                        state,
+                        events,
+                        UNREPAIRABLE,
+                        TurnErrorCode::InvalidToolCall,
+                        message,
+                    )
+                    .await;
             }
         };
         state
@@ -53,6 +63,25 @@ impl Agent {
             tool_result: tool_result(&state.last_results),
             notice: self.settings.stack_notice.clone(),
         });
+        Ok(())
+    }
+}
+
+impl Agent {
+    /// Ends a turn without `final`: `stored` is the chat's answer, then the error event.
+    async fn end_with_error(
+        &self,
+        state: &mut TurnState,
+        events: &dyn EventSink,
+        stored: &str,
+        code: TurnErrorCode,
+        message: String,
+    ) -> Result<()> {
+        state
+            .unsaved
+            .push(NewMessage::assistant(stored, Vec::new()));
+        self.save(state, &SessionStatePatch::default()).await?;
+        events.emit(TurnEvent::Error { code, message });
         Ok(())
     }
 }

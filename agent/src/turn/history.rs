@@ -2,6 +2,7 @@
 //! exchanges (an assistant's tool calls always travel with their results, which OpenAI
 //! requires), with tool results truncated so one huge result cannot crowd out the rest.
 
+use crate::guard::fence::Fence;
 use crate::llm::{PromptMessage, ToolCallRequest};
 use futures::future::join_all;
 use shared::domain::chat::{Message, Role};
@@ -27,7 +28,11 @@ pub fn truncate(text: &str, max_chars: usize) -> String {
     )
 }
 
-fn to_prompt(message: &Message, tool_result_max_chars: usize) -> Option<PromptMessage> {
+fn to_prompt(
+    message: &Message,
+    tool_result_max_chars: usize,
+    fence: &Fence,
+) -> Option<PromptMessage> {
     Some(match message.role {
         Role::User => PromptMessage::user(message.content.clone()),
         Role::Assistant => PromptMessage::assistant(
@@ -42,10 +47,16 @@ fn to_prompt(message: &Message, tool_result_max_chars: usize) -> Option<PromptMe
                 })
                 .collect(),
         ),
-        Role::Tool => PromptMessage::tool(
-            message.tool_call_id.clone()?,
-            truncate(&message.content, tool_result_max_chars),
-        ),
+        Role::Tool => {
+            let source = match &message.ledger_call_id {
+                Some(job) => format!("earlier tool result, job {job}"),
+                None => "earlier tool result".to_owned(),
+            };
+            PromptMessage::tool(
+                message.tool_call_id.clone()?,
+                fence.wrap(&source, &truncate(&message.content, tool_result_max_chars)),
+            )
+        }
         // System prompts come from the agent profile, never from storage.
         Role::System => return None,
     })
@@ -114,12 +125,13 @@ pub fn select(
     messages: &[Message],
     token_budget: usize,
     tool_result_max_chars: usize,
+    fence: &Fence,
 ) -> Vec<PromptMessage> {
     // Group into units: an assistant message with tool calls plus the tool messages that
     // follow it; every other message alone. Orphaned tool messages are dropped.
     let mut units: Vec<Vec<PromptMessage>> = Vec::new();
     for message in messages {
-        let Some(prompt) = to_prompt(message, tool_result_max_chars) else {
+        let Some(prompt) = to_prompt(message, tool_result_max_chars, fence) else {
             continue;
         };
         let joins_previous = message.role == Role::Tool
@@ -247,7 +259,7 @@ mod tests {
 
     #[test]
     fn tool_results_are_truncated_and_stay_with_their_call() {
-        let prompt = select(&exchange(), 10_000, 100);
+        let prompt = select(&exchange(), 10_000, 100, &Fence::new());
         let roles: Vec<PromptRole> = prompt.iter().map(|m| m.role).collect();
         assert_eq!(
             roles,
@@ -258,7 +270,7 @@ mod tests {
                 PromptRole::Assistant
             ]
         );
-        assert!(prompt[2].content.len() < 200);
+        assert!(prompt[2].content.len() < 300);
         assert!(prompt[2].content.contains("truncated"));
     }
 
@@ -267,7 +279,7 @@ mod tests {
         let mut messages = exchange();
         messages.push(message(Role::User, "and in first?"));
         // Room for the last two units only: the tool exchange is dropped whole.
-        let prompt = select(&messages, 12, 100);
+        let prompt = select(&messages, 12, 100, &Fence::new());
         assert_eq!(prompt.len(), 2);
         assert_eq!(prompt[1].content, "and in first?");
         assert!(prompt.iter().all(|m| m.role != PromptRole::Tool));
@@ -276,7 +288,7 @@ mod tests {
     #[test]
     fn orphaned_tool_messages_are_dropped() {
         let messages = exchange()[2..].to_vec();
-        let prompt = select(&messages, 10_000, 100);
+        let prompt = select(&messages, 10_000, 100, &Fence::new());
         assert_eq!(prompt.len(), 1);
         assert_eq!(prompt[0].role, PromptRole::Assistant);
     }

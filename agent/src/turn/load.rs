@@ -9,12 +9,23 @@ use std::time::Instant;
 use shared::Result;
 
 use super::{Agent, OpenTurn, TurnInput, TurnState, history, prompt};
+use crate::guard::fence::Fence;
+use crate::guard::input;
 use crate::llm::PromptMessage;
 use shared::domain::chat::NewMessage;
 use shared::domain::flight::Locale;
 
 impl Agent {
-    pub async fn open(&self, input: TurnInput) -> Result<OpenTurn> {
+    pub async fn open(&self, mut input: TurnInput) -> Result<OpenTurn> {
+        // Everything after this reads the normalised message (the input guard's first step).
+        let normalised = input::normalise(&input.message);
+        if normalised.removed_invisible > 0 {
+            tracing::warn!(
+                removed = normalised.removed_invisible,
+                "input guard: invisible format characters removed from the message"
+            );
+        }
+        input.message = normalised.text;
         let owner = &input.user_id;
         let (chat, created, mut history) = match input.chat_id.as_deref() {
             Some(id) => {
@@ -40,18 +51,24 @@ impl Agent {
     pub(super) fn start(&self, turn: &OpenTurn) -> TurnState {
         let input = &turn.input;
         let settings = &self.settings;
-        let mut prompt = vec![PromptMessage::system(prompt::system_prompt(
-            &input.profile,
-            &turn.chat.session_state,
-        ))];
+        let fence = Fence::new();
+        let canary = format!("CANARY-{}", shared::ids::new_id());
+        let system_prompt = prompt::system_prompt(&input.profile, &fence, &canary);
+        let mut prompt = vec![PromptMessage::system(system_prompt.clone())];
+        prompt.extend(prompt::session_context(&turn.chat.session_state, &fence));
         prompt.extend(history::select(
             &turn.history,
             settings.history_token_budget,
             settings.tool_result_max_chars,
+            &fence,
         ));
         prompt.push(PromptMessage::user(input.message.clone()));
         TurnState {
             chat: turn.chat.clone(),
+            fence,
+            canary,
+            system_prompt,
+            cut: None,
             locale: Locale::guess(&input.message),
             prompt,
             tools: prompt::offered_tools(&self.pipeline.registry, &input.profile),

@@ -8,6 +8,7 @@
 mod decide;
 mod execute;
 mod finish;
+mod guarded;
 pub mod history;
 mod load;
 mod model;
@@ -27,6 +28,8 @@ use shared::{Error, Result};
 
 use self::decide::Decision;
 use crate::events::{EventSink, TurnErrorCode, TurnEvent};
+use crate::guard::fence::Fence;
+use crate::guard::output::Violation;
 use crate::llm::{LlmProvider, PromptMessage, ToolSpec};
 use crate::pipeline::{CallOutcome, Pipeline};
 use crate::profiles::AgentProfile;
@@ -49,6 +52,9 @@ pub struct TurnSettings {
     pub default_model: String,
     /// Sent with every answer as `final.metadata.notice`.
     pub stack_notice: Option<String>,
+    /// Hosts the answer may link to (`.example.com` allows subdomains); other Markdown
+    /// links and images are rewritten to their text.
+    pub answer_link_hosts: Vec<String>,
 }
 
 /// A turn as the caller asks for it (already authenticated and validated).
@@ -91,6 +97,14 @@ pub struct Agent {
 /// What a turn carries from step to step.
 struct TurnState {
     chat: Chat,
+    /// The data-block markers of this turn.
+    fence: Fence,
+    /// In the system prompt; an answer that contains it leaked the prompt.
+    canary: String,
+    /// The system prompt as sent, for the output guard.
+    system_prompt: String,
+    /// The output guard stopped a model step.
+    cut: Option<Violation>,
     locale: Locale,
     prompt: Vec<PromptMessage>,
     tools: Vec<ToolSpec>,
@@ -110,6 +124,8 @@ enum Ending {
     Direct(String),
     /// The model made invalid calls twice; the problems, for the log and the error event.
     Unrepairable(String),
+    /// A guard stopped the turn; why, for the log and the error event.
+    Guarded(String),
 }
 
 impl Agent {
@@ -154,13 +170,20 @@ impl Agent {
         state: &mut TurnState,
         events: &dyn EventSink,
     ) -> Result<Ending> {
+        if let Some(findings) = self.guard_input(input, state, events) {
+            return Ok(Ending::Guarded(findings));
+        }
         let max_steps = self.settings.max_tool_steps;
         for step in 0..=max_steps {
             // After the last tool round the model must answer in text.
             let offer_tools = step < max_steps && !state.tools.is_empty();
-            let reply = self
+            let (reply, cut) = self
                 .model_step(input, state, step, offer_tools, events)
                 .await?;
+            if let Some(violation) = cut {
+                state.cut = Some(violation);
+                return Ok(Ending::Guarded(violation.as_str().to_owned()));
+            }
             if reply.tool_calls.is_empty() || !offer_tools {
                 return Ok(Ending::Answer(reply.content));
             }

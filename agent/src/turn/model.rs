@@ -7,6 +7,7 @@ use shared::Result;
 
 use super::{Agent, TurnInput, TurnState};
 use crate::events::{self, EventSink, TurnEvent};
+use crate::guard::output::{StreamGuard, Violation};
 use crate::llm::{Completion, CompletionRequest, ToolChoice};
 
 impl Agent {
@@ -17,18 +18,35 @@ impl Agent {
         step: usize,
         offer_tools: bool,
         events: &dyn EventSink,
-    ) -> Result<Completion> {
+    ) -> Result<(Completion, Option<Violation>)> {
         let request = self.completion_request(input, state, step, offer_tools);
-        let mut on_token = |text: &str| {
-            events.emit(TurnEvent::Token {
-                content: text.to_owned(),
-            })
+        let mut guard = StreamGuard::new(
+            &state.canary,
+            &state.system_prompt,
+            Vec::new(),
+            self.settings.answer_link_hosts.clone(),
+        );
+        let mut shown = String::new();
+        let show = |text: String, shown: &mut String| {
+            if !text.is_empty() {
+                shown.push_str(&text);
+                events.emit(TurnEvent::Token { content: text });
+            }
         };
+        let mut on_token = |text: &str| show(guard.push(text), &mut shown);
         let completion = self
             .llm
             .complete(&request, input.deadline, &mut on_token)
-            .await?;
+            .await;
+        let tail = guard.finish();
+        show(tail, &mut shown);
+        let mut completion = completion?;
         self.record_usage(input, state, &completion).await;
+        // What the client saw (links rewritten) is the answer; a cut one is replaced.
+        completion.content = shown;
+        if let Some(violation) = guard.violation() {
+            tracing::warn!(chat_id = %state.chat.id, violation = violation.as_str(), "output guard: the answer was cut");
+        }
         events::debug(events, "llm_choice", || {
             json!({
                 "step": step,
@@ -48,7 +66,7 @@ impl Agent {
                 )
             });
         }
-        Ok(completion)
+        Ok((completion, guard.violation()))
     }
 
     /// The prompt so far, with the profile's tools and tool choice when tools are offered.

@@ -29,6 +29,12 @@ pub struct Config {
     /// Sent with every answer as `final.metadata.notice` (`STACK_NOTICE`; the local stack
     /// says there which services are fakes).
     pub stack_notice: Option<String>,
+    /// Hosts the answer may link to, comma-separated (`ANSWER_LINK_HOSTS`, default
+    /// `seats.aero`; `.example.com` allows its subdomains).
+    pub answer_link_hosts: Vec<String>,
+    /// Longest user message accepted, in characters (`MAX_MESSAGE_CHARS`, default 8000);
+    /// longer ones are refused with 413 before anything is stored.
+    pub max_message_chars: usize,
 }
 
 impl Config {
@@ -49,6 +55,14 @@ impl Config {
             history_token_budget: r.parse_or("HISTORY_TOKEN_BUDGET", 3000usize),
             tool_result_max_chars: r.parse_or("TOOL_RESULT_MAX_CHARS", 6000usize).max(200),
             stack_notice: r.optional("STACK_NOTICE").filter(|s| !s.trim().is_empty()),
+            answer_link_hosts: r
+                .or("ANSWER_LINK_HOSTS", "seats.aero")
+                .split(',')
+                .map(str::trim)
+                .filter(|h| !h.is_empty())
+                .map(str::to_owned)
+                .collect(),
+            max_message_chars: r.parse_or("MAX_MESSAGE_CHARS", 8000usize).clamp(1, 100_000),
         };
         r.finish(config)
     }
@@ -65,6 +79,7 @@ impl Config {
             tool_result_max_chars: self.tool_result_max_chars,
             default_model: self.tools.llm.model.clone(),
             stack_notice: self.stack_notice.clone(),
+            answer_link_hosts: self.answer_link_hosts.clone(),
         }
     }
 }

@@ -18,8 +18,6 @@ use crate::Deps;
 use crate::events::{self, Emitter};
 use agent::{OpenTurn, TurnEvent, TurnInput};
 
-/// Longest user message accepted, in characters.
-const MAX_MESSAGE_CHARS: usize = 16_000;
 /// Most tool calls returned by one audit page.
 const MAX_PAGE: u32 = 100;
 
@@ -156,10 +154,11 @@ async fn chat(
             "message: must not be empty",
         ));
     }
-    if message.chars().count() > MAX_MESSAGE_CHARS {
+    let max = deps.config.max_message_chars;
+    if message.chars().count() > max {
         return error(&ApiError::new(
-            ErrorCode::ValidationFailed,
-            format!("message: at most {MAX_MESSAGE_CHARS} characters are allowed"),
+            ErrorCode::PayloadTooLarge,
+            format!("message: at most {max} characters are allowed"),
         ));
     }
     let Some(profile) = deps.agents.profile(body.agent.as_deref()).cloned() else {

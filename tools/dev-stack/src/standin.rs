@@ -158,10 +158,12 @@ fn answer_user(
     german: bool,
 ) -> Reply {
     let intent = flight_intent(message, today);
+    // The session context arrives as a data block in a system message of its own.
     let has_last_search = messages
-        .first()
-        .and_then(|m| m["content"].as_str())
-        .is_some_and(|system| system.contains("last_flight_request"));
+        .iter()
+        .filter(|m| m["role"] == "system")
+        .filter_map(|m| m["content"].as_str())
+        .any(|system| system.contains("last_flight_request"));
     if offered.contains(&"search_flights") {
         match (&intent.origin, &intent.destination) {
             (Some(origin), Some(destination)) => {
@@ -206,8 +208,19 @@ fn answer_user(
     text(small_talk(message, german))
 }
 
-fn relay_tool_result(content: &str, german: bool) -> String {
+/// The text inside a data block (`<<<DATA … >>>` … `<<<END …>>>`), or all of it.
+fn unfenced(content: &str) -> &str {
     let content = content.trim();
+    match (content.find(">>>\n"), content.rfind("\n<<<END ")) {
+        (Some(start), Some(end)) if content.starts_with("<<<DATA ") && start + 4 <= end => {
+            &content[start + 4..end]
+        }
+        _ => content,
+    }
+}
+
+fn relay_tool_result(content: &str, german: bool) -> String {
+    let content = unfenced(content).trim();
     if content.starts_with('[') {
         let first = content.lines().next().unwrap_or(content);
         return if german {
@@ -517,6 +530,13 @@ mod tests {
         assert!(hello.contains("Offline-Platzhalter"), "{hello}");
         let no_date = debug(reply(&ask("Flights from Paris to Tokyo"), TODAY));
         assert!(no_date.contains("Which day"), "{no_date}");
+    }
+
+    #[test]
+    fn fenced_tool_results_are_relayed_without_the_fence() {
+        let fenced = "<<<DATA B1 source=\"tool x\">>>\nMeilen verfallen.\n<<<END B1>>>";
+        assert_eq!(relay_tool_result(fenced, true), "Meilen verfallen.");
+        assert_eq!(relay_tool_result("plain", false), "plain");
     }
 
     #[test]

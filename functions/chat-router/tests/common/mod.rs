@@ -167,7 +167,16 @@ impl Rig {
         agents: Option<&str>,
         dynamodb: aws_sdk_dynamodb::Client,
     ) -> Self {
-        let llm = FakeLlm::start().await;
+        Self::with_llm(FakeLlm::start().await, vars, agents, dynamodb).await
+    }
+
+    /// As [`Rig::with_dynamodb`], with the model given (e.g. one that answers by a rule).
+    pub async fn with_llm(
+        llm: FakeLlm,
+        vars: impl FnOnce(&mut Vec<(String, String)>),
+        agents: Option<&str>,
+        dynamodb: aws_sdk_dynamodb::Client,
+    ) -> Self {
         let functions = Functions::start().await;
         let jwt_secret = test_support::unique("jwt-secret");
         let jwt_secret_name = test_support::create_secret("router-test/jwt", &jwt_secret).await;
