@@ -168,6 +168,60 @@ pub struct ToolRuntime {
 const ASK_GPT_PROMPT: &str = "You answer the user's question directly from your own knowledge, \
 briefly and in the user's language. If facts are uncertain or may have changed, say so.";
 
+/// The OpenAI-compatible client, with its key from Secrets Manager when one is configured.
+fn llm_client(config: &ToolsConfig, clients: &ToolClients) -> Arc<dyn LlmProvider> {
+    let key = match &config.llm.key_secret {
+        Some(name) => ApiKey::Secret {
+            cache: clients.secrets.clone(),
+            name: name.clone(),
+        },
+        None => ApiKey::None,
+    };
+    Arc::new(OpenAiClient::new(
+        clients.http.clone(),
+        OpenAiConfig {
+            base_url: config.llm.base_url.clone(),
+            stream_usage: config.llm.stream_usage,
+            retry: config.llm_retry(),
+        },
+        key,
+    ))
+}
+
+/// Every tool of this deployment; a new tool is added here (docs/adding-a-tool.md).
+fn tools(
+    config: &ToolsConfig,
+    functions: FunctionClient,
+    llm: Arc<dyn LlmProvider>,
+    usage: Arc<dyn UsageStore>,
+) -> Result<Vec<Arc<dyn Tool>>> {
+    Ok(vec![
+        Arc::new(SearchFlightsTool::new(
+            functions.clone(),
+            FlightSearchConfig {
+                award_url: config.award_search_url.clone(),
+                cash_url: config.cash_search_url.clone(),
+            },
+        )?),
+        Arc::new(SearchKnowledgeBaseTool::new(
+            functions,
+            KnowledgeBaseConfig {
+                search_url: config.kb_search_url.clone(),
+            },
+        )?),
+        Arc::new(AskGptTool::new(
+            llm,
+            usage,
+            AskGptConfig {
+                model: config.llm.model.clone(),
+                system_prompt: ASK_GPT_PROMPT.to_owned(),
+                fixed_temperature_models: config.llm.fixed_temperature_models.clone(),
+            },
+        )?),
+        Arc::new(AwardValueTool::new()?),
+    ])
+}
+
 impl ToolRuntime {
     pub fn new(
         config: &ToolsConfig,
@@ -175,22 +229,7 @@ impl ToolRuntime {
         clients: ToolClients,
         max_parallel: usize,
     ) -> Result<Self> {
-        let key = match &config.llm.key_secret {
-            Some(name) => ApiKey::Secret {
-                cache: clients.secrets.clone(),
-                name: name.clone(),
-            },
-            None => ApiKey::None,
-        };
-        let llm: Arc<dyn LlmProvider> = Arc::new(OpenAiClient::new(
-            clients.http.clone(),
-            OpenAiConfig {
-                base_url: config.llm.base_url.clone(),
-                stream_usage: config.llm.stream_usage,
-                retry: config.llm_retry(),
-            },
-            key,
-        ));
+        let llm = llm_client(config, &clients);
         let storage = &config.storage;
         let ledger: Arc<dyn ToolCallLedger> = Arc::new(DynamoLedger::new(
             clients.dynamodb.clone(),
@@ -207,31 +246,7 @@ impl ToolRuntime {
             storage.rate_limits_table.clone(),
         ));
         let functions = FunctionClient::new(clients.http, config.function_retry(), clients.signer);
-        let tools: Vec<Arc<dyn Tool>> = vec![
-            Arc::new(SearchFlightsTool::new(
-                functions.clone(),
-                FlightSearchConfig {
-                    award_url: config.award_search_url.clone(),
-                    cash_url: config.cash_search_url.clone(),
-                },
-            )?),
-            Arc::new(SearchKnowledgeBaseTool::new(
-                functions,
-                KnowledgeBaseConfig {
-                    search_url: config.kb_search_url.clone(),
-                },
-            )?),
-            Arc::new(AskGptTool::new(
-                llm.clone(),
-                usage.clone(),
-                AskGptConfig {
-                    model: config.llm.model.clone(),
-                    system_prompt: ASK_GPT_PROMPT.to_owned(),
-                    fixed_temperature_models: config.llm.fixed_temperature_models.clone(),
-                },
-            )?),
-            Arc::new(AwardValueTool::new()?),
-        ];
+        let tools = tools(config, functions, llm.clone(), usage.clone())?;
         let mut registry = ToolRegistry::new();
         for tool in tools {
             let settings = agents.tool_settings(tool.name());
@@ -325,7 +340,7 @@ mod tests {
         for &tool in ToolName::ALL {
             assert!(
                 runtime.pipeline.registry.get(tool).is_some(),
-                "{tool} is a ToolName but ToolRuntime::new does not register it"
+                "{tool} is a ToolName but `tools` in agent/src/runtime.rs does not build it"
             );
             assert!(
                 catalog.configures(tool),

@@ -59,20 +59,29 @@ static LINK: LazyLock<Option<Regex>> = LazyLock::new(|| {
 /// Whitespace folded and lower-cased, so reflowed or re-cased copies still match.
 fn fold(text: &str) -> Vec<char> {
     let mut out = Vec::with_capacity(text.len());
-    let mut space = false;
-    for c in text.chars().flat_map(char::to_lowercase) {
-        if c.is_whitespace() {
-            if !space && !out.is_empty() {
-                out.push(' ');
-            }
-            space = true;
-        } else {
-            out.push(c);
-            space = false;
-        }
-    }
+    fold_into(&mut out, &mut false, text);
     out
 }
+
+/// Appends `text` folded to `out`; `space` carries "the last character was whitespace"
+/// across calls, so a stream folds piece by piece as it would whole.
+fn fold_into(out: &mut Vec<char>, space: &mut bool, text: &str) {
+    for c in text.chars().flat_map(char::to_lowercase) {
+        if c.is_whitespace() {
+            if !*space && !out.is_empty() {
+                out.push(' ');
+            }
+            *space = true;
+        } else {
+            out.push(c);
+            *space = false;
+        }
+    }
+}
+
+/// Bytes before a new piece that the checks look at again: longer than the shortest
+/// complete match of any secret pattern, so a match is found by the piece that completes it.
+const RECHECK_BYTES: usize = 160;
 
 /// The host of an `http(s)` URL, lower-cased; `None` for anything else.
 fn host(url: &str) -> Option<String> {
@@ -93,6 +102,9 @@ pub struct StreamGuard {
     allowed_hosts: Vec<String>,
     /// Everything the model sent so far.
     text: String,
+    /// `text` folded, kept up to date piece by piece.
+    folded: Vec<char>,
+    folded_space: bool,
     /// Bytes of `text` handed out.
     released: usize,
     violation: Option<Violation>,
@@ -121,6 +133,8 @@ impl StreamGuard {
             prompt_folded: folded.iter().collect(),
             allowed_hosts,
             text: String::new(),
+            folded: Vec::new(),
+            folded_space: false,
             released: 0,
             violation: None,
             links_removed: 0,
@@ -136,8 +150,10 @@ impl StreamGuard {
         if self.violation.is_some() {
             return String::new();
         }
+        let before = (self.text.len(), self.folded.len());
         self.text.push_str(token);
-        self.violation = self.check();
+        fold_into(&mut self.folded, &mut self.folded_space, token);
+        self.violation = self.check(before);
         if self.violation.is_some() {
             return String::new();
         }
@@ -205,17 +221,32 @@ impl StreamGuard {
             .map_or(0, |start| self.text.len() - start)
     }
 
-    fn check(&self) -> Option<Violation> {
-        if !self.canary.is_empty() && self.text.contains(&self.canary) {
+    /// Checks what the last piece could have completed: only the text from a little before
+    /// it (`before`: the text's and the folded text's lengths before the piece), so a long
+    /// answer costs linear time, not quadratic.
+    fn check(&self, (text_before, folded_before): (usize, usize)) -> Option<Violation> {
+        let longest_literal = self
+            .secrets
+            .iter()
+            .map(String::len)
+            .chain([self.canary.len(), RECHECK_BYTES])
+            .max()
+            .unwrap_or(RECHECK_BYTES);
+        let mut start = text_before.saturating_sub(longest_literal);
+        while !self.text.is_char_boundary(start) {
+            start -= 1;
+        }
+        let recent = &self.text[start..];
+        if !self.canary.is_empty() && recent.contains(&self.canary) {
             return Some(Violation::Canary);
         }
-        if self.secrets.iter().any(|s| self.text.contains(s.as_str()))
-            || SECRET.as_ref().is_some_and(|r| r.is_match(&self.text))
+        if self.secrets.iter().any(|s| recent.contains(s.as_str()))
+            || SECRET.as_ref().is_some_and(|r| r.is_match(recent))
         {
             return Some(Violation::Secret);
         }
-        let folded = fold(&self.text);
-        let echoed = folded
+        let from = folded_before.saturating_sub(PROMPT_WINDOW - 1);
+        let echoed = self.folded[from..]
             .windows(PROMPT_WINDOW)
             .any(|w| self.prompt_windows.contains(&w.iter().collect::<String>()));
         echoed.then_some(Violation::SystemPromptEcho)

@@ -44,13 +44,17 @@ async fn process(deps: &Deps, message: &SqsMessage) -> bool {
     };
     let span = tracing::info_span!("job", message_id, call_id = %job.call_id, attempt = job.attempt, kind = ?job.kind);
     let _guard = span.enter();
-    let report = match deps.pipeline.run_job(&job).await {
-        Ok(report) => report,
+    match deps.pipeline.run_job(&job).await {
+        Ok(report) => settle(deps, &job, body, report).await,
         Err(e) => {
             tracing::error!(error = %e, "tool job could not be handled; SQS will deliver it again");
-            return false;
+            false
         }
-    };
+    }
+}
+
+/// What a job's report means for its message; `false` asks SQS to deliver it again.
+async fn settle(deps: &Deps, job: &ToolJob, body: &str, report: JobReport) -> bool {
     match report {
         JobReport::Skipped(reason) => {
             tracing::info!(reason, "nothing to run");
@@ -93,10 +97,7 @@ async fn process(deps: &Deps, message: &SqsMessage) -> bool {
         } => {
             let reason = format!(
                 "attempt {attempt} ended {}: {}; no retry",
-                serde_json::to_value(status)
-                    .ok()
-                    .and_then(|v| v.as_str().map(str::to_owned))
-                    .unwrap_or_default(),
+                status.as_str(),
                 result.message
             );
             tracing::error!(
