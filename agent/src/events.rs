@@ -6,7 +6,7 @@
 use serde::Serialize;
 use serde_json::{Map, Value};
 use shared::domain::session::SessionState;
-use shared::domain::tool_call::ToolName;
+use shared::domain::tool_call::{RefusalReason, ToolName};
 
 use crate::pipeline::CallStatus;
 
@@ -46,6 +46,16 @@ pub enum TurnEvent {
         status: CallStatus,
         metadata: Map<String, Value>,
     },
+    /// A call refused before it ran; framed as a `tool_result` whose metadata carries the
+    /// reason and what the model was told. `tool` is the name the model used (it may name no
+    /// real tool), shortened.
+    ToolRefused {
+        tool: String,
+        status: CallStatus,
+        reason: RefusalReason,
+        message: String,
+        metadata: Map<String, Value>,
+    },
     /// A piece of the answer as the model streams it (or a tool's direct answer, whole).
     Token {
         content: String,
@@ -76,7 +86,7 @@ impl TurnEvent {
         match self {
             Self::Init { .. } => "init",
             Self::ToolStarted { .. } => "tool_started",
-            Self::ToolResult { .. } => "tool_result",
+            Self::ToolResult { .. } | Self::ToolRefused { .. } => "tool_result",
             Self::Token { .. } => "assistant_token",
             Self::Final { .. } => "final",
             Self::Error { .. } => "error",

@@ -75,6 +75,9 @@ pub struct AgentProfile {
     /// What the input guard does with a message that looks like an attack (`guard`:
     /// `flag`, the default, or `block`).
     pub guard: GuardMode,
+    /// The most tokens one model step may generate (`max_tokens`); `None`: the deployment's
+    /// `LLM_MAX_TOKENS`.
+    pub max_tokens: Option<u32>,
 }
 
 impl AgentProfile {
@@ -126,6 +129,8 @@ struct AgentEntry {
     temperature: Option<f32>,
     #[serde(default)]
     guard: GuardMode,
+    #[serde(default)]
+    max_tokens: Option<u32>,
 }
 
 fn auto() -> ToolChoiceMode {
@@ -207,6 +212,11 @@ impl AgentCatalog {
                     "{source}: agent `{name}` runs {stray} asynchronously, but it is not in its tools"
                 )));
             }
+            if entry.max_tokens == Some(0) {
+                return Err(Error::Config(format!(
+                    "{source}: agent `{name}` has max_tokens = 0; leave it out for the default"
+                )));
+            }
             if entry.tool_choice == ToolChoiceMode::Required && entry.tools.is_empty() {
                 return Err(Error::Config(format!(
                     "{source}: agent `{name}` requires a tool call but has no tools"
@@ -224,6 +234,7 @@ impl AgentCatalog {
                     tool_choice: entry.tool_choice,
                     temperature: entry.temperature,
                     guard: entry.guard,
+                    max_tokens: entry.max_tokens,
                 },
             );
         }

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::Result;
+use crate::guard::links::{DEFAULT_LINK_HOSTS, LinkPolicy};
 use crate::jobs::{RetrySchedule, SqsJobQueue};
 use crate::llm::{ApiKey, LlmProvider, OpenAiClient, OpenAiConfig};
 use crate::pipeline::{JobScheduler, Pipeline};
@@ -36,6 +37,9 @@ pub struct LlmSettings {
     pub stream_usage: bool,
     /// Model prefixes that reject a custom temperature (`LLM_FIXED_TEMPERATURE_MODELS`).
     pub fixed_temperature_models: Vec<String>,
+    /// `max_tokens` of every LLM call whose agent profile sets none (`LLM_MAX_TOKENS`,
+    /// default 1024): no call goes out without a bound on what it may cost.
+    pub max_tokens: u32,
     pub prices: PriceTable,
 }
 
@@ -53,6 +57,9 @@ pub struct ToolsConfig {
     /// The tool queue (`TOOL_QUEUE_URL`); unset: no retries, background tools run inline.
     pub tool_queue_url: Option<String>,
     pub retry: RetrySchedule,
+    /// Hosts answers and tool results may link to (`ANSWER_LINK_HOSTS`, default
+    /// [`DEFAULT_LINK_HOSTS`]; `.example.com` allows its subdomains).
+    pub link_hosts: Vec<String>,
 }
 
 fn list(text: &str) -> Vec<String> {
@@ -90,6 +97,7 @@ impl ToolsConfig {
                 fixed_temperature_models: list(
                     &r.or("LLM_FIXED_TEMPERATURE_MODELS", "gpt-5,o1,o3,o4"),
                 ),
+                max_tokens: r.parse_or("LLM_MAX_TOKENS", 1024u32).clamp(16, 128_000),
                 prices,
             },
             award_search_url: r.required("AWARD_SEARCH_URL", url_hint),
@@ -97,6 +105,7 @@ impl ToolsConfig {
             kb_search_url: r.required("KB_SEARCH_URL", url_hint),
             tool_queue_url: r.optional("TOOL_QUEUE_URL").filter(|s| !s.is_empty()),
             retry,
+            link_hosts: list(&r.or("ANSWER_LINK_HOSTS", DEFAULT_LINK_HOSTS)),
         };
         r.finish(config)
     }
@@ -162,6 +171,8 @@ pub struct ToolRuntime {
     pub usage: Arc<dyn UsageStore>,
     pub ledger: Arc<dyn ToolCallLedger>,
     pub pipeline: Arc<Pipeline>,
+    /// The container's secrets; the output guard keeps their values out of answers.
+    pub secrets: Arc<SecretsCache>,
 }
 
 /// Seed 000 §8.2: `ask_gpt` answers directly from the model's own knowledge.
@@ -201,6 +212,7 @@ fn tools(
             FlightSearchConfig {
                 award_url: config.award_search_url.clone(),
                 cash_url: config.cash_search_url.clone(),
+                links: LinkPolicy::new(&config.link_hosts),
             },
         )?),
         Arc::new(SearchKnowledgeBaseTool::new(
@@ -216,6 +228,7 @@ fn tools(
                 model: config.llm.model.clone(),
                 system_prompt: ASK_GPT_PROMPT.to_owned(),
                 fixed_temperature_models: config.llm.fixed_temperature_models.clone(),
+                max_tokens: config.llm.max_tokens,
             },
         )?),
         Arc::new(AwardValueTool::new()?),
@@ -230,6 +243,7 @@ impl ToolRuntime {
         max_parallel: usize,
     ) -> Result<Self> {
         let llm = llm_client(config, &clients);
+        let secrets = clients.secrets.clone();
         let storage = &config.storage;
         let ledger: Arc<dyn ToolCallLedger> = Arc::new(DynamoLedger::new(
             clients.dynamodb.clone(),
@@ -268,6 +282,7 @@ impl ToolRuntime {
             usage,
             ledger,
             pipeline,
+            secrets,
         })
     }
 }

@@ -11,6 +11,7 @@ use serde_json::json;
 use shared::chats::{ChatStore, DynamoChatStore};
 use shared::config::Env;
 use shared::domain::chat::Role;
+use shared::domain::tool_call::RefusalReason;
 use shared::secrets::{AwsSecretSource, SecretsCache};
 use test_support::RequestCounter;
 use test_support::fake_llm::{FakeLlm, Reply};
@@ -80,6 +81,10 @@ impl Rig {
             .unwrap_or_else(|e| panic!("runtime: {e}"));
         let settings = TurnSettings {
             max_tool_steps: 4,
+            max_tool_calls: 5,
+            default_max_tokens: 1024,
+            turns_per_minute: None,
+            daily_budget_usd: None,
             tool_budget: Duration::from_secs(5),
             history_max_messages: 30,
             history_token_budget: 3000,
@@ -187,7 +192,21 @@ async fn invalid_tool_calls_get_one_repair_round_then_an_error_and_an_apology() 
     let user = test_support::unique("user");
     let (chat_id, events) = rig.run(rig.input(&user, "Flights please")).await;
 
-    assert_eq!(kinds(&events), ["init", "error", "done"]);
+    // Each refused call is shown to the client (and audited) before the turn gives up.
+    assert_eq!(kinds(&events), ["init", "tool_result", "error", "done"]);
+    let refused = events
+        .iter()
+        .filter(|e| {
+            matches!(
+                e,
+                TurnEvent::ToolRefused {
+                    reason: RefusalReason::InvalidArguments,
+                    ..
+                }
+            )
+        })
+        .count();
+    assert_eq!(refused, 2, "{events:?}");
     assert!(events.iter().any(|e| matches!(
         e,
         TurnEvent::Error {

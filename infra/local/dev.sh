@@ -115,6 +115,8 @@ write_dev_env() {
     echo "JWT_AUDIENCE=$JWT_AUDIENCE_LOCAL"
     echo "TOOL_RETRY_BASE_SECS=${TOOL_RETRY_BASE_SECS:-2}"
     echo "EMBEDDINGS_BASE_URL=${EMBEDDINGS_BASE_URL:-none}"
+    # Local only: `chat --debug` shows the router's debug events to any caller.
+    echo "DEBUG_FOR_EVERYONE=true"
     if [ "$FAKE_LLM" = 1 ]; then
       echo "OPENAI_BASE_URL=http://127.0.0.1:$LLM_PORT/v1"
       echo "OPENAI_MODEL=offline-stand-in"

@@ -143,6 +143,22 @@ impl EnvReader<'_> {
         }
     }
 
+    /// A parsed variable that may be unset (`None`); an unparsable value is a problem.
+    pub fn parse_optional<T: FromStr>(&mut self, name: &str) -> Option<T>
+    where
+        T::Err: std::fmt::Display,
+    {
+        let raw = self.env.get(name)?;
+        match raw.trim().parse() {
+            Ok(v) => Some(v),
+            Err(e) => {
+                self.problems
+                    .push(format!("{name}={raw:?} is invalid: {e}"));
+                None
+            }
+        }
+    }
+
     /// Whole seconds, e.g. `DEDUPE_WINDOW_SECS=600`.
     pub fn seconds_or(&mut self, name: &str, default_secs: u32) -> Duration {
         Duration::seconds(i64::from(self.parse_or(name, default_secs)))

@@ -40,6 +40,14 @@ pub enum Error {
         current: u32,
     },
 
+    /// A per-user limit is used up (`what`: a tool, `chat turns`, the daily budget) until
+    /// `reset_at` (429).
+    #[error("{what}: limit reached until {reset_at}")]
+    Limited {
+        what: String,
+        reset_at: time::OffsetDateTime,
+    },
+
     /// Optimistic-concurrency retries ran out.
     #[error("too much contention updating {0}")]
     Contention(String),

@@ -1,4 +1,4 @@
-//! Per-user, per-tool rate limits (seed 004): fixed windows counted by one conditional atomic
+//! Per-user rate limits, per tool and for chat turns (seed 004): fixed windows counted by one conditional atomic
 //! update per check. The counter only moves while it is below the limit, so N concurrent
 //! checks against a limit of L allow exactly min(N, L).
 
@@ -42,10 +42,40 @@ impl Decision {
     }
 }
 
+/// What a limit counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LimitScope {
+    /// Calls of one tool.
+    Tool(ToolName),
+    /// Chat turns (messages sent to the chat-router).
+    ChatTurns,
+}
+
+impl LimitScope {
+    fn key(self) -> &'static str {
+        match self {
+            Self::Tool(tool) => tool.as_str(),
+            // Cannot collide with a tool: tool names are snake_case words without `#`.
+            Self::ChatTurns => "#turns",
+        }
+    }
+}
+
 #[async_trait]
 pub trait RateLimiter: Send + Sync {
+    /// Counts one use of `scope` by `user_id` if the window has room.
+    async fn check_scope(
+        &self,
+        user_id: &str,
+        scope: LimitScope,
+        limit: RateLimit,
+    ) -> Result<Decision>;
+
     /// Counts one call of `tool` by `user_id` if the window has room.
-    async fn check(&self, user_id: &str, tool: ToolName, limit: RateLimit) -> Result<Decision>;
+    async fn check(&self, user_id: &str, tool: ToolName, limit: RateLimit) -> Result<Decision> {
+        self.check_scope(user_id, LimitScope::Tool(tool), limit)
+            .await
+    }
 }
 
 #[derive(Clone)]
@@ -79,7 +109,12 @@ fn window_bounds(now: OffsetDateTime, window: Duration) -> (i64, OffsetDateTime)
 
 #[async_trait]
 impl RateLimiter for DynamoRateLimiter {
-    async fn check(&self, user_id: &str, tool: ToolName, limit: RateLimit) -> Result<Decision> {
+    async fn check_scope(
+        &self,
+        user_id: &str,
+        scope: LimitScope,
+        limit: RateLimit,
+    ) -> Result<Decision> {
         let (start, reset_at) = window_bounds(self.clock.now(), limit.window);
         if limit.max == 0 {
             return Ok(Decision::Limited { reset_at });
@@ -88,7 +123,7 @@ impl RateLimiter for DynamoRateLimiter {
             .client
             .update_item()
             .table_name(&self.table)
-            .key("pk", s(format!("RL#{user_id}#{tool}#{start}")))
+            .key("pk", s(format!("RL#{user_id}#{}#{start}", scope.key())))
             .update_expression("ADD calls :one SET #ttl = :ttl")
             .condition_expression("attribute_not_exists(calls) OR calls < :max")
             .expression_attribute_names("#ttl", "ttl")

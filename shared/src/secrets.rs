@@ -150,6 +150,26 @@ impl SecretsCache {
         Ok(())
     }
 
+    /// The values held now, for the output guard: an answer must never contain one. A JSON
+    /// secret also gives its string fields (e.g. a client secret).
+    pub fn held_values(&self) -> Vec<SecretString> {
+        let mut values = Vec::new();
+        for (_, value) in self.cache.iter() {
+            if let Ok(serde_json::Value::Object(fields)) =
+                serde_json::from_str::<serde_json::Value>(value.expose())
+            {
+                values.extend(
+                    fields
+                        .values()
+                        .filter_map(|v| v.as_str())
+                        .map(SecretString::new),
+                );
+            }
+            values.push(value);
+        }
+        values
+    }
+
     /// Forgets a cached value, e.g. after the service rejected it.
     pub async fn invalidate(&self, name: &str) {
         self.cache.invalidate(name).await;

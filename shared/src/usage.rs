@@ -113,6 +113,16 @@ pub trait UsageStore: Send + Sync {
     /// A user's records since `since`, oldest first.
     async fn list_for_user(&self, user_id: &str, since: OffsetDateTime)
     -> Result<Vec<UsageRecord>>;
+
+    /// What a user's LLM calls since `since` cost, in USD (unpriced calls count 0).
+    async fn spent_since(&self, user_id: &str, since: OffsetDateTime) -> Result<f64> {
+        Ok(self
+            .list_for_user(user_id, since)
+            .await?
+            .iter()
+            .filter_map(|r| r.cost_usd)
+            .sum())
+    }
 }
 
 #[derive(Clone)]

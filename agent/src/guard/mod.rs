@@ -14,6 +14,7 @@
 pub mod detect;
 pub mod fence;
 pub mod input;
+pub mod links;
 pub mod output;
 
 use serde::Deserialize;

@@ -8,12 +8,12 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use shared::Error;
-use shared::domain::tool_call::{ToolCallRecord, ToolName};
+use shared::domain::tool_call::{RefusalReason, ToolCallRecord, ToolName};
 use shared::domain::tool_result::ToolExecutionResult;
 use shared::ledger::{Claim, ClaimMode, ClaimRequest, ClaimedCall};
 use shared::limits::Decision;
 
-use super::{CallOutcome, CallStatus, Pipeline, lease_for};
+use super::{CallOutcome, CallStatus, Pipeline, StepLimits, lease_for};
 use crate::events::{self, EventSink};
 use crate::llm::ToolCallRequest;
 use crate::profiles::ToolPolicy;
@@ -24,8 +24,12 @@ const MIN_TOOL_TIME: Duration = Duration::from_millis(50);
 
 /// What admission decided for one call.
 pub(super) enum Admission<'a> {
-    /// Ended before running (rejected, skipped, rate-limited, storage unavailable).
-    Refused(Box<CallOutcome>),
+    /// Ended before running (rejected, skipped, rate-limited, storage unavailable). With a
+    /// reason when the refusal belongs in the audit (everything but our own failures).
+    Refused {
+        outcome: Box<CallOutcome>,
+        reason: Option<RefusalReason>,
+    },
     /// This caller holds the attempt: run it now (`running`) or queue it (`queued`).
     Claimed(Claimed<'a>),
     /// An identical call exists within the dedupe window: reuse or wait for it until
@@ -55,20 +59,23 @@ impl Pipeline {
         policy: ToolPolicy<'_>,
         call: &'a ToolCallRequest,
         index: usize,
-        budget: Instant,
+        limits: StepLimits,
         events: &dyn EventSink,
     ) -> Admission<'a> {
-        let (tool, request) = match self.check(ctx, policy.allowed, call, index) {
+        let (tool, request) = match self.check(ctx, policy.allowed, call, index, limits) {
             Ok(checked) => checked,
             Err(refused) => {
                 events::debug(events, "tool_call_rejected", || {
                     json!({
                         "tool": call.name,
-                        "status": refused.status,
-                        "message": refused.result.message,
+                        "status": refused.outcome.status,
+                        "message": refused.outcome.result.message,
                     })
                 });
-                return Admission::Refused(refused);
+                return Admission::Refused {
+                    outcome: refused.outcome,
+                    reason: refused.reason,
+                };
             }
         };
         let name = tool.tool.name();
@@ -79,20 +86,15 @@ impl Pipeline {
         );
         let background = policy.background.contains(&name) && self.jobs.is_some();
         let now = Instant::now();
-        let deadline = (now + tool.settings.timeout).min(budget);
+        let deadline = (now + tool.settings.timeout).min(limits.budget);
         if !background && deadline.saturating_duration_since(now) < MIN_TOOL_TIME {
             let result =
                 ToolExecutionResult::failed("Not run: this turn's time for tools is used up.");
-            return refused(CallOutcome::new(
-                call,
-                Some(name),
-                CallStatus::Skipped,
-                None,
-                result,
-            ));
+            let outcome = CallOutcome::new(call, Some(name), CallStatus::Skipped, None, result);
+            return refused(outcome, Some(RefusalReason::NoTimeLeft));
         }
-        if let Some(limited) = self.rate_limit(ctx, call, tool, events).await {
-            return refused(limited);
+        if let Some((limited, reason)) = self.rate_limit(ctx, call, tool).await {
+            return refused(limited, Some(reason));
         }
         self.claim(ctx, call, tool, request, deadline, background)
             .await
@@ -143,32 +145,39 @@ impl Pipeline {
             },
             Err(e) => {
                 tracing::error!(tool = %name, error = %e, "recording the tool call failed");
-                refused(CallOutcome::unavailable(call, name, None))
+                let outcome = CallOutcome::unavailable(call, name, None);
+                refused(outcome, Some(RefusalReason::ChecksUnavailable))
             }
         }
     }
 
     /// The checks without I/O: position, name, profile, JSON, schema and domain rules.
-    #[allow(clippy::result_large_err)]
     fn check<'a>(
         &'a self,
         ctx: &ToolContext,
         allowed: &[ToolName],
         call: &ToolCallRequest,
         index: usize,
-    ) -> Result<(&'a RegisteredTool, Value), Box<CallOutcome>> {
+        limits: StepLimits,
+    ) -> Result<(&'a RegisteredTool, Value), Refusal> {
         let refuse = |tool: Option<ToolName>, status: CallStatus, message: String| {
             let result = ToolExecutionResult::failed(message);
             Box::new(CallOutcome::new(call, tool, status, None, result))
         };
+        let over_cap = |message: String| Refusal {
+            outcome: refuse(call.name.parse().ok(), CallStatus::Skipped, message),
+            reason: Some(RefusalReason::OverCap),
+        };
         if index >= self.max_parallel {
-            return Err(refuse(
-                call.name.parse().ok(),
-                CallStatus::Skipped,
-                format!(
-                    "Not run: at most {} tool calls run per step. Call it again in the next step if it is still needed.",
-                    self.max_parallel
-                ),
+            return Err(over_cap(format!(
+                "Not run: at most {} tool calls run per step. Call it again in the next step if it is still needed.",
+                self.max_parallel
+            )));
+        }
+        if index >= limits.calls_left {
+            return Err(over_cap(
+                "Not run: the tool calls for this message are used up. Answer with the results you have."
+                    .to_owned(),
             ));
         }
         let tool = self.lookup(allowed, call)?;
@@ -178,38 +187,40 @@ impl Pipeline {
         } else {
             call.arguments.as_str()
         };
+        let invalid = |message: String| Refusal {
+            outcome: refuse(Some(name), CallStatus::Rejected, message),
+            reason: Some(RefusalReason::InvalidArguments),
+        };
         let args: Value = serde_json::from_str(text).map_err(|e| {
-            refuse(
-                Some(name),
-                CallStatus::Rejected,
-                format!("The arguments are not valid JSON ({e}). Send a JSON object."),
-            )
+            invalid(format!(
+                "The arguments are not valid JSON ({e}). Send a JSON object."
+            ))
         })?;
         match tool.tool.prepare(args, &ctx.session_state) {
             Ok(request) => Ok((tool, request)),
-            Err(Error::Invalid(problem)) => Err(refuse(
-                Some(name),
-                CallStatus::Rejected,
-                format!("Invalid arguments for {name}: {problem}. Correct them and call again."),
-            )),
+            Err(Error::Invalid(problem)) => Err(invalid(format!(
+                "Invalid arguments for {name}: {problem}. Correct them and call again."
+            ))),
             Err(other) => {
                 tracing::error!(tool = %name, error = %other, "preparing a tool call failed");
-                Err(refuse(
-                    Some(name),
-                    CallStatus::Failed,
-                    format!("{name} could not be prepared."),
-                ))
+                Err(Refusal {
+                    outcome: refuse(
+                        Some(name),
+                        CallStatus::Failed,
+                        format!("{name} could not be prepared."),
+                    ),
+                    reason: None,
+                })
             }
         }
     }
 
     /// The registered tool the call names, if the profile allows it.
-    #[allow(clippy::result_large_err)]
     fn lookup(
         &self,
         allowed: &[ToolName],
         call: &ToolCallRequest,
-    ) -> Result<&RegisteredTool, Box<CallOutcome>> {
+    ) -> Result<&RegisteredTool, Refusal> {
         let offered = || {
             allowed
                 .iter()
@@ -218,15 +229,18 @@ impl Pipeline {
                 .collect::<Vec<_>>()
                 .join(", ")
         };
-        let rejected = |tool: Option<ToolName>, message: String| {
+        let rejected = |tool: Option<ToolName>, reason: RefusalReason, message: String| {
             let result = ToolExecutionResult::failed(message);
-            Box::new(CallOutcome::new(
-                call,
-                tool,
-                CallStatus::Rejected,
-                None,
-                result,
-            ))
+            Refusal {
+                outcome: Box::new(CallOutcome::new(
+                    call,
+                    tool,
+                    CallStatus::Rejected,
+                    None,
+                    result,
+                )),
+                reason: Some(reason),
+            }
         };
         let Some(name) = call.name.parse::<ToolName>().ok() else {
             let message = format!(
@@ -234,12 +248,13 @@ impl Pipeline {
                 call.name,
                 offered()
             );
-            return Err(rejected(None, message));
+            return Err(rejected(None, RefusalReason::UnknownTool, message));
         };
         match self.registry.get(name) {
             Some(tool) if allowed.contains(&name) => Ok(tool),
             _ => Err(rejected(
                 Some(name),
+                RefusalReason::OutsideProfile,
                 format!(
                     "Tool `{name}` is not available here. Available tools: {}.",
                     offered()
@@ -249,14 +264,14 @@ impl Pipeline {
     }
 
     /// `Some` when the call may not run now: the user's limit for the tool is used up (the
-    /// client is told when it resets), or the limiter could not be asked.
+    /// client is told when it resets), or the limiter could not be asked; then the call is
+    /// refused rather than run unchecked (fail closed, seed 004).
     async fn rate_limit(
         &self,
         ctx: &ToolContext,
         call: &ToolCallRequest,
         tool: &RegisteredTool,
-        events: &dyn EventSink,
-    ) -> Option<CallOutcome> {
+    ) -> Option<(CallOutcome, RefusalReason)> {
         let name = tool.tool.name();
         let limit = tool.settings.rate_limit?;
         match self.limiter.check(&ctx.user_id, name, limit).await {
@@ -274,17 +289,32 @@ impl Pipeline {
                 .with_metadata("limit", limit.max);
                 let limited =
                     CallOutcome::new(call, Some(name), CallStatus::RateLimited, None, result);
-                limited.announce(events);
-                Some(limited)
+                Some((limited, RefusalReason::RateLimited))
             }
             Err(e) => {
-                tracing::error!(tool = %name, error = %e, "rate-limit check failed");
-                Some(CallOutcome::unavailable(call, name, None))
+                tracing::error!(tool = %name, error = %e, "rate-limit check failed; refusing the call (fail closed)");
+                let result = ToolExecutionResult::failed(format!(
+                    "Not run: {name}'s rate limit could not be checked, and calls are not run unchecked. Try again later."
+                ));
+                let outcome = CallOutcome {
+                    retryable: true,
+                    ..CallOutcome::new(call, Some(name), CallStatus::Failed, None, result)
+                };
+                Some((outcome, RefusalReason::ChecksUnavailable))
             }
         }
     }
 }
 
-fn refused<'a>(outcome: CallOutcome) -> Admission<'a> {
-    Admission::Refused(Box::new(outcome))
+/// A call the checks without I/O refused.
+struct Refusal {
+    outcome: Box<CallOutcome>,
+    reason: Option<RefusalReason>,
+}
+
+fn refused<'a>(outcome: CallOutcome, reason: Option<RefusalReason>) -> Admission<'a> {
+    Admission::Refused {
+        outcome: Box::new(outcome),
+        reason,
+    }
 }

@@ -15,6 +15,7 @@
 mod admit;
 mod job;
 mod record;
+mod refuse;
 mod run;
 
 use std::sync::Arc;
@@ -181,21 +182,20 @@ pub struct JobScheduler {
 
 impl Pipeline {
     /// Runs one step's calls: admits each, runs the admitted ones concurrently, records
-    /// each as it ends. `policy` is the agent profile's; `budget` is when the turn's tool
-    /// time runs out.
+    /// each as it ends. `policy` is the agent profile's; `limits` what is left of the turn's.
     pub async fn run_step(
         &self,
         ctx: &ToolContext,
         policy: ToolPolicy<'_>,
         calls: &[ToolCallRequest],
-        budget: Instant,
+        limits: StepLimits,
         events: &dyn EventSink,
     ) -> StepOutcome {
         let admissions = join_all(
             calls
                 .iter()
                 .enumerate()
-                .map(|(index, call)| self.admit(ctx, policy, call, index, budget, events)),
+                .map(|(index, call)| self.admit(ctx, policy, call, index, limits, events)),
         )
         .await;
         let outcomes = join_all(
@@ -205,6 +205,23 @@ impl Pipeline {
         )
         .await;
         StepOutcome::collect(outcomes, events)
+    }
+}
+
+/// What is left of the turn's limits when a step starts.
+#[derive(Debug, Clone, Copy)]
+pub struct StepLimits {
+    /// When the turn's time for tools runs out.
+    pub budget: Instant,
+    /// Tool calls this message may still make (the cap per message, less earlier steps').
+    pub calls_left: usize,
+}
+
+impl StepLimits {
+    /// What a step with `calls` calls uses of the per-message cap: every call it could
+    /// admit, whether or not it then ran.
+    pub fn used_by(&self, calls: usize, max_parallel: usize) -> usize {
+        calls.min(self.calls_left).min(max_parallel)
     }
 }
 

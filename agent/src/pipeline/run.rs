@@ -14,6 +14,7 @@ use shared::ledger::{ClaimedCall, Outcome};
 use super::admit::{Admission, Claimed};
 use super::{CallOutcome, CallStatus, Pipeline, lease_for};
 use crate::events::{self, EventSink, TurnEvent};
+use crate::guard::detect;
 use crate::jobs::JobKind;
 use crate::llm::ToolCallRequest;
 use crate::tools::{RegisteredTool, ToolContext};
@@ -29,7 +30,13 @@ impl Pipeline {
         events: &dyn EventSink,
     ) -> CallOutcome {
         match admission {
-            Admission::Refused(outcome) => *outcome,
+            Admission::Refused { outcome, reason } => {
+                match reason {
+                    Some(reason) => self.report_refusal(ctx, &outcome, reason, events).await,
+                    None => outcome.announce(events),
+                }
+                *outcome
+            }
             Admission::Duplicate {
                 call,
                 record,
@@ -194,7 +201,43 @@ impl Pipeline {
             })
         });
         self.finish(claimed, ledger_outcome).await;
+        self.guard_output(claimed, &result, events).await;
         (status, result, retryable)
+    }
+
+    /// The tool-output guard: a result that carries instruction-like text still reaches the
+    /// model (as data, in its block), but the call's audit record is flagged with what was
+    /// found, and the log and a `debug` event say which call brought it.
+    async fn guard_output(
+        &self,
+        claimed: &ClaimedCall,
+        result: &ToolExecutionResult,
+        events: &dyn EventSink,
+    ) {
+        let findings = detect::scan(&result.message);
+        if findings.is_empty() {
+            return;
+        }
+        let flags: Vec<&str> = findings.iter().map(|f| f.as_str()).collect();
+        tracing::warn!(
+            chat_id = %claimed.chat_id,
+            tool = %claimed.tool,
+            job_id = %claimed.id,
+            findings = ?flags,
+            "tool-output guard: a tool result looks like an attack"
+        );
+        events::debug(
+            events,
+            "guard_tool_output",
+            || json!({ "tool": claimed.tool, "job_id": claimed.id, "findings": flags }),
+        );
+        if let Err(e) = self
+            .ledger
+            .flag(&claimed.chat_id, &claimed.id, &flags)
+            .await
+        {
+            tracing::error!(job_id = %claimed.id, error = %e, "flagging the tool call failed");
+        }
     }
 
     /// A duplicate: the stored response when it succeeded, else wait for the in-flight

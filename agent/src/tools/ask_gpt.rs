@@ -23,6 +23,8 @@ pub struct AskGptConfig {
     /// Model-name prefixes that reject a custom temperature (e.g. `gpt-5`, `o1`): for them
     /// the parameter is left out (seed 000 §8.5).
     pub fixed_temperature_models: Vec<String>,
+    /// `max_tokens` of the answer (`LLM_MAX_TOKENS`).
+    pub max_tokens: u32,
 }
 
 impl AskGptConfig {
@@ -96,7 +98,7 @@ impl Tool for AskGptTool {
                 .config
                 .accepts_temperature()
                 .then(|| args.temperature() as f32),
-            max_tokens: None,
+            max_tokens: Some(self.config.max_tokens),
         };
         let completion = self
             .llm
@@ -149,6 +151,7 @@ mod tests {
             model: "GPT-5-mini".into(),
             system_prompt: String::new(),
             fixed_temperature_models: vec!["gpt-5".into(), "o1".into()],
+            max_tokens: 1024,
         };
         assert!(!config.accepts_temperature());
         config.model = "gpt-4o-mini".into();

@@ -8,6 +8,7 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use super::{FunctionClient, Tool, ToolContext, ToolSchema};
+use crate::guard::links::LinkPolicy;
 use crate::{Error, Result};
 use shared::domain::flight::{
     Cabin, FlightResult, FlightSearchInput, FlightSearchParams, FlightSearchResult, Locale,
@@ -25,6 +26,8 @@ pub struct FlightSearchConfig {
     pub award_url: String,
     /// `POST` endpoint of amadeus-search, e.g. `https://…/flights/cash`.
     pub cash_url: String,
+    /// Booking links that may reach the client and the model (`ANSWER_LINK_HOSTS`).
+    pub links: LinkPolicy,
 }
 
 pub struct SearchFlightsTool {
@@ -133,8 +136,19 @@ impl Tool for SearchFlightsTool {
                 message: "both flight searches failed".into(),
             });
         }
-        let award = award.map(|r| filtered(r, &input));
-        let cash = cash.map(|r| filtered(r, &input));
+        let mut award = award.map(|r| filtered(r, &input));
+        let mut cash = cash.map(|r| filtered(r, &input));
+        let links_dropped = [award.as_mut(), cash.as_mut()]
+            .into_iter()
+            .flatten()
+            .map(|r| drop_foreign_links(r, &self.config.links))
+            .sum::<usize>();
+        if links_dropped > 0 {
+            tracing::warn!(
+                links_dropped,
+                "flight results carried booking links that are not https or not on ANSWER_LINK_HOSTS; dropped"
+            );
+        }
         let message = format_message(&input, award.as_ref(), cash.as_ref(), ctx.locale);
         let award_count = award.as_ref().map_or(0, |r| r.results.count);
         let cash_count = cash.as_ref().map_or(0, |r| r.results.count);
@@ -143,8 +157,12 @@ impl Tool for SearchFlightsTool {
             pending_flight_request: Some(None),
             ..Default::default()
         };
-        Ok(ToolExecutionResult::succeeded(message)
-            .with_raw(json!({ "seatsResult": award, "amadeusResult": cash }))
+        let mut result = ToolExecutionResult::succeeded(message)
+            .with_raw(json!({ "seatsResult": award, "amadeusResult": cash }));
+        if links_dropped > 0 {
+            result = result.with_metadata("links_dropped", links_dropped);
+        }
+        Ok(result
             .with_state_patch(patch)
             .with_metadata("mode", "flights")
             .with_metadata("award_count", award_count)
@@ -155,6 +173,23 @@ impl Tool for SearchFlightsTool {
     fn answers_directly(&self) -> bool {
         true
     }
+}
+
+/// Removes booking links the policy does not allow (not `https`, or a host off the list):
+/// they would reach the client's flight cards and the model. Returns how many went.
+fn drop_foreign_links(result: &mut FlightSearchResult, links: &LinkPolicy) -> usize {
+    let mut dropped = 0;
+    for flight in &mut result.results.flights {
+        if let Some(map) = flight.booking_links.as_mut() {
+            let before = map.len();
+            map.retain(|_, url| links.allows(url));
+            dropped += before - map.len();
+            if map.is_empty() {
+                flight.booking_links = None;
+            }
+        }
+    }
+    dropped
 }
 
 /// Applies the constraints the flight functions do not (taxes ceiling, non-stop).

@@ -8,7 +8,7 @@ use shared::domain::chat::{MessageToolCall, NewMessage};
 use super::{Agent, TurnInput, TurnState, prompt};
 use crate::events::EventSink;
 use crate::llm::{Completion, PromptMessage};
-use crate::pipeline::StepOutcome;
+use crate::pipeline::{StepLimits, StepOutcome};
 use crate::tools::{Caller, ToolContext};
 
 impl Agent {
@@ -19,15 +19,10 @@ impl Agent {
         reply: Completion,
         events: &dyn EventSink,
     ) -> Result<StepOutcome> {
-        let ctx = ToolContext {
-            user_id: input.user_id.clone(),
-            chat_id: state.chat.id.clone(),
-            caller: Caller::User {
-                authorization: input.authorization.clone(),
-            },
-            session_state: state.chat.session_state.clone(),
-            locale: state.locale,
-            deadline: state.tool_budget,
+        let ctx = self.tool_context(input, state);
+        let limits = StepLimits {
+            budget: state.tool_budget,
+            calls_left: state.calls_left,
         };
         let outcome = self
             .pipeline
@@ -35,10 +30,12 @@ impl Agent {
                 &ctx,
                 input.profile.tool_policy(),
                 &reply.tool_calls,
-                state.tool_budget,
+                limits,
                 events,
             )
             .await;
+        let used = limits.used_by(reply.tool_calls.len(), self.pipeline.max_parallel);
+        state.calls_left = state.calls_left.saturating_sub(used);
 
         let calls = reply
             .tool_calls
@@ -57,7 +54,6 @@ impl Agent {
                 .in_background(c.background)
         }));
         self.save(state, &outcome.state_patch).await?;
-        self.guard_tool_output(state, &outcome, events);
 
         state
             .prompt
@@ -70,5 +66,19 @@ impl Agent {
             )
         }));
         Ok(outcome)
+    }
+
+    /// What the tools of this turn's steps are told about the caller and the chat.
+    pub(super) fn tool_context(&self, input: &TurnInput, state: &TurnState) -> ToolContext {
+        ToolContext {
+            user_id: input.user_id.clone(),
+            chat_id: state.chat.id.clone(),
+            caller: Caller::User {
+                authorization: input.authorization.clone(),
+            },
+            session_state: state.chat.session_state.clone(),
+            locale: state.locale,
+            deadline: state.tool_budget,
+        }
     }
 }

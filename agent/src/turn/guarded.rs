@@ -1,6 +1,7 @@
 //! The guards' places in the turn: the user's message is scanned before the first model
-//! step (flagged, or refused in `block` mode), and tool results are scanned as they come
-//! back (flagged). The output guard sits in the model step; data blocks in the prompt.
+//! step (flagged, or refused in `block` mode). Tool results are scanned by the pipeline as
+//! each call ends (flagged in the ledger); the output guard sits in the model step; data
+//! blocks in the prompt.
 
 use serde_json::json;
 
@@ -8,7 +9,6 @@ use super::{Agent, TurnInput, TurnState};
 use crate::events::{self, EventSink};
 use crate::guard::GuardMode;
 use crate::guard::detect::{self, Finding};
-use crate::pipeline::StepOutcome;
 
 fn names(findings: &[Finding]) -> Vec<&'static str> {
     findings.iter().map(|f| f.as_str()).collect()
@@ -39,33 +39,5 @@ impl Agent {
             || json!({ "findings": names(&findings), "blocked": blocked }),
         );
         blocked.then(|| names(&findings).join(", "))
-    }
-
-    /// Flags tool results that carry instruction-like text: they reach the model as data,
-    /// and the log and a `debug` event say which call brought them.
-    pub(super) fn guard_tool_output(
-        &self,
-        state: &TurnState,
-        outcome: &StepOutcome,
-        events: &dyn EventSink,
-    ) {
-        for call in &outcome.calls {
-            let findings = detect::scan(&call.result.message);
-            if findings.is_empty() {
-                continue;
-            }
-            tracing::warn!(
-                chat_id = %state.chat.id,
-                tool = ?call.tool,
-                job_id = ?call.job_id,
-                findings = ?names(&findings),
-                "tool-output guard: a tool result looks like an attack"
-            );
-            events::debug(
-                events,
-                "guard_tool_output",
-                || json!({ "tool": call.tool, "job_id": call.job_id, "findings": names(&findings) }),
-            );
-        }
     }
 }

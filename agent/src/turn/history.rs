@@ -219,6 +219,7 @@ mod tests {
             started_at: None,
             finished_at: None,
             attempts: Vec::new(),
+            flags: Vec::new(),
         }
     }
 

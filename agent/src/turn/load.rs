@@ -1,8 +1,8 @@
 //! Step 1: open the turn. The chat and its recent messages come from one store call (two
 //! requests in parallel), or the chat is created; background tool results that arrived
 //! since are folded into the history.
-//! Everything a caller can be refused for (a foreign or missing chat) fails here, before any
-//! event is emitted.
+//! Everything a caller can be refused for (too many turns, the day's budget spent, a
+//! foreign or missing chat) fails here, before any event is emitted or anything is stored.
 
 use std::time::Instant;
 
@@ -17,6 +17,7 @@ use shared::domain::flight::Locale;
 
 impl Agent {
     pub async fn open(&self, mut input: TurnInput) -> Result<OpenTurn> {
+        self.admit_turn(&input.user_id).await?;
         // Everything after this reads the normalised message (the input guard's first step).
         let normalised = input::normalise(&input.message);
         if normalised.removed_invisible > 0 {
@@ -76,6 +77,7 @@ impl Agent {
             unsaved: vec![NewMessage::user(input.message.clone())],
             repaired: false,
             last_results: Vec::new(),
+            calls_left: settings.max_tool_calls,
         }
     }
 }

@@ -5,6 +5,7 @@
 //! and state patch in one chat write when the step ends (the user's message with the
 //! first), the answer last. A failure writes what was not yet written before it reports.
 
+mod admit;
 mod decide;
 mod execute;
 mod finish;
@@ -23,6 +24,7 @@ use shared::domain::flight::Locale;
 use shared::domain::session::SessionStatePatch;
 use shared::http::{ApiError, ErrorCode};
 use shared::ledger::ToolCallLedger;
+use shared::secrets::SecretsCache;
 use shared::usage::UsageStore;
 use shared::{Error, Result};
 
@@ -40,6 +42,15 @@ use crate::runtime::ToolRuntime;
 pub struct TurnSettings {
     /// Tool rounds per turn before the model must answer.
     pub max_tool_steps: usize,
+    /// Tool calls per message across all steps (seeds 000/001: 5); later calls are refused
+    /// and, once it is used up, no tools are offered.
+    pub max_tool_calls: usize,
+    /// `max_tokens` of every model step whose profile sets none.
+    pub default_max_tokens: u32,
+    /// Turns one user may start per minute; `None`: no limit.
+    pub turns_per_minute: Option<u32>,
+    /// What one user's LLM calls may cost per UTC day, in USD; `None`: no budget.
+    pub daily_budget_usd: Option<f64>,
     /// Wall time all tool calls of a turn may use together.
     pub tool_budget: Duration,
     /// Messages read from the chat for the prompt.
@@ -91,6 +102,7 @@ pub struct Agent {
     usage: Arc<dyn UsageStore>,
     llm: Arc<dyn LlmProvider>,
     pipeline: Arc<Pipeline>,
+    secrets: Arc<SecretsCache>,
     settings: TurnSettings,
 }
 
@@ -114,6 +126,8 @@ struct TurnState {
     repaired: bool,
     /// The last step's calls, for `final.tool_result`.
     last_results: Vec<CallOutcome>,
+    /// Tool calls this message may still make.
+    calls_left: usize,
 }
 
 /// How the loop ended.
@@ -136,6 +150,7 @@ impl Agent {
             usage: runtime.usage.clone(),
             llm: runtime.llm.clone(),
             pipeline: runtime.pipeline.clone(),
+            secrets: runtime.secrets.clone(),
             settings,
         }
     }
@@ -175,14 +190,23 @@ impl Agent {
         }
         let max_steps = self.settings.max_tool_steps;
         for step in 0..=max_steps {
-            // After the last tool round the model must answer in text.
-            let offer_tools = step < max_steps && !state.tools.is_empty();
+            // After the last tool round, or once the message's calls are used up, the model
+            // must answer in text.
+            let offer_tools = step < max_steps && !state.tools.is_empty() && state.calls_left > 0;
             let (reply, cut) = self
                 .model_step(input, state, step, offer_tools, events)
                 .await?;
             if let Some(violation) = cut {
                 state.cut = Some(violation);
                 return Ok(Ending::Guarded(violation.as_str().to_owned()));
+            }
+            if !offer_tools && !reply.tool_calls.is_empty() {
+                let ctx = self.tool_context(input, state);
+                let refused = self
+                    .pipeline
+                    .refuse_unoffered(&ctx, &reply.tool_calls, events)
+                    .await;
+                tracing::warn!(chat_id = %state.chat.id, calls = refused.len(), "the model called tools in a step that offered none");
             }
             if reply.tool_calls.is_empty() || !offer_tools {
                 return Ok(Ending::Answer(reply.content));

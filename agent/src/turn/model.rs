@@ -20,10 +20,17 @@ impl Agent {
         events: &dyn EventSink,
     ) -> Result<(Completion, Option<Violation>)> {
         let request = self.completion_request(input, state, step, offer_tools);
+        // The secrets this container holds now (the LLM key, the JWT key, ...).
+        let secrets = self
+            .secrets
+            .held_values()
+            .iter()
+            .map(|s| s.expose().to_owned())
+            .collect();
         let mut guard = StreamGuard::new(
             &state.canary,
             &state.system_prompt,
-            Vec::new(),
+            secrets,
             self.settings.answer_link_hosts.clone(),
         );
         let mut shown = String::new();
@@ -92,7 +99,11 @@ impl Agent {
             tools,
             tool_choice,
             temperature: profile.temperature,
-            max_tokens: None,
+            max_tokens: Some(
+                profile
+                    .max_tokens
+                    .unwrap_or(self.settings.default_max_tokens),
+            ),
         }
     }
 

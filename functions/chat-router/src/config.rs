@@ -7,6 +7,7 @@ use agent::TurnSettings;
 use agent::runtime::ToolsConfig;
 use shared::Result;
 use shared::config::Env;
+use shared::http::auth::AuthenticatedUser;
 
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -16,6 +17,12 @@ pub struct Config {
     pub max_tool_steps: usize,
     /// Tool calls run per step (`MAX_PARALLEL_TOOLS`, default 5).
     pub max_parallel_tools: usize,
+    /// Tool calls per message across all steps (`MAX_TOOL_CALLS_PER_MESSAGE`, default 5).
+    pub max_tool_calls: usize,
+    /// Turns one user may start per minute (`USER_TURNS_PER_MINUTE`, default 20; 0: off).
+    pub turns_per_minute: Option<u32>,
+    /// One user's LLM spend per UTC day in USD (`USER_DAILY_BUDGET_USD`; unset: off).
+    pub daily_budget_usd: Option<f64>,
     /// Wall time all tool calls of a turn may use together (`TOOL_BUDGET_SECS`, default 15).
     pub tool_budget: Duration,
     /// Turn deadline when there is no Lambda deadline, e.g. in tests (`TURN_TIMEOUT_SECS`).
@@ -29,12 +36,15 @@ pub struct Config {
     /// Sent with every answer as `final.metadata.notice` (`STACK_NOTICE`; the local stack
     /// says there which services are fakes).
     pub stack_notice: Option<String>,
-    /// Hosts the answer may link to, comma-separated (`ANSWER_LINK_HOSTS`, default
-    /// `seats.aero`; `.example.com` allows its subdomains).
-    pub answer_link_hosts: Vec<String>,
     /// Longest user message accepted, in characters (`MAX_MESSAGE_CHARS`, default 8000);
     /// longer ones are refused with 413 before anything is stored.
     pub max_message_chars: usize,
+    /// Callers in this group (`cognito:groups`) get `debug` events when they ask
+    /// (`DEBUG_ADMIN_GROUP`; unset: nobody by group).
+    pub debug_admin_group: Option<String>,
+    /// Every caller gets `debug` events when they ask (`DEBUG_FOR_EVERYONE`, default false):
+    /// for the local stack and test stages, never production.
+    pub debug_for_everyone: bool,
 }
 
 impl Config {
@@ -45,6 +55,11 @@ impl Config {
             tools,
             max_tool_steps: r.parse_or("MAX_TOOL_STEPS", 4usize).clamp(1, 10),
             max_parallel_tools: r.parse_or("MAX_PARALLEL_TOOLS", 5usize).clamp(1, 20),
+            max_tool_calls: r
+                .parse_or("MAX_TOOL_CALLS_PER_MESSAGE", 5usize)
+                .clamp(1, 50),
+            turns_per_minute: Some(r.parse_or("USER_TURNS_PER_MINUTE", 20u32)).filter(|n| *n > 0),
+            daily_budget_usd: r.parse_optional::<f64>("USER_DAILY_BUDGET_USD"),
             tool_budget: Duration::from_secs_f64(
                 r.parse_or("TOOL_BUDGET_SECS", 15.0f64).clamp(0.1, 900.0),
             ),
@@ -55,31 +70,51 @@ impl Config {
             history_token_budget: r.parse_or("HISTORY_TOKEN_BUDGET", 3000usize),
             tool_result_max_chars: r.parse_or("TOOL_RESULT_MAX_CHARS", 6000usize).max(200),
             stack_notice: r.optional("STACK_NOTICE").filter(|s| !s.trim().is_empty()),
-            answer_link_hosts: r
-                .or("ANSWER_LINK_HOSTS", "seats.aero")
-                .split(',')
-                .map(str::trim)
-                .filter(|h| !h.is_empty())
-                .map(str::to_owned)
-                .collect(),
             max_message_chars: r.parse_or("MAX_MESSAGE_CHARS", 8000usize).clamp(1, 100_000),
+            debug_admin_group: r
+                .optional("DEBUG_ADMIN_GROUP")
+                .map(|g| g.trim().to_owned())
+                .filter(|g| !g.is_empty()),
+            debug_for_everyone: r.parse_or("DEBUG_FOR_EVERYONE", false),
         };
+        if config
+            .daily_budget_usd
+            .is_some_and(|b| !(b.is_finite() && b >= 0.0))
+        {
+            return Err(shared::Error::Config(
+                "USER_DAILY_BUDGET_USD must be a non-negative number of US dollars".into(),
+            ));
+        }
         r.finish(config)
     }
 }
 
 impl Config {
+    /// Whether `user`'s request for debug events is honoured: they show the model's tool
+    /// arguments and the pipeline's internals, so they are a privilege.
+    pub fn may_debug(&self, user: &AuthenticatedUser) -> bool {
+        self.debug_for_everyone
+            || self
+                .debug_admin_group
+                .as_ref()
+                .is_some_and(|group| user.groups.contains(group))
+    }
+
     /// How the agent runtime runs this function's turns.
     pub fn turn_settings(&self) -> TurnSettings {
         TurnSettings {
             max_tool_steps: self.max_tool_steps,
+            max_tool_calls: self.max_tool_calls,
+            default_max_tokens: self.tools.llm.max_tokens,
+            turns_per_minute: self.turns_per_minute,
+            daily_budget_usd: self.daily_budget_usd,
             tool_budget: self.tool_budget,
             history_max_messages: self.history_max_messages,
             history_token_budget: self.history_token_budget,
             tool_result_max_chars: self.tool_result_max_chars,
             default_model: self.tools.llm.model.clone(),
             stack_notice: self.stack_notice.clone(),
-            answer_link_hosts: self.answer_link_hosts.clone(),
+            answer_link_hosts: self.tools.link_hosts.clone(),
         }
     }
 }

@@ -36,6 +36,18 @@ pub fn data(event: &TurnEvent) -> Value {
             status,
             metadata,
         } => json!({ "tool": tool, "job_id": job_id, "status": status, "metadata": metadata }),
+        TurnEvent::ToolRefused {
+            tool,
+            status,
+            reason,
+            message,
+            metadata,
+        } => {
+            let mut metadata = metadata.clone();
+            metadata.insert("reason".into(), json!(reason));
+            metadata.insert("message".into(), json!(message));
+            json!({ "tool": tool, "job_id": null, "status": status, "metadata": metadata })
+        }
         TurnEvent::Token { content } => json!({ "content": content }),
         TurnEvent::Final {
             content,

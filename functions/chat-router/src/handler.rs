@@ -11,6 +11,7 @@ use lambda_http::lambda_runtime::streaming::{Body, channel};
 use lambda_http::{Request, RequestExt};
 use serde::Deserialize;
 use serde_json::json;
+use shared::http::auth::AuthenticatedUser;
 use shared::http::lambda::{deadline, error_response, json_body, json_response};
 use shared::http::{ApiError, ErrorCode};
 
@@ -37,6 +38,7 @@ pub struct ChatRequest {
 enum Route<'a> {
     Chat,
     ToolCalls { chat_id: &'a str },
+    RefusedCalls { chat_id: &'a str },
     ToolCall { chat_id: &'a str, call_id: &'a str },
     Cancel { chat_id: &'a str, call_id: &'a str },
 }
@@ -47,6 +49,7 @@ fn route(path: &str) -> Option<Route<'_>> {
     let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
     match segments.as_slice() {
         [.., "chats", chat_id, "tool-calls"] => Some(Route::ToolCalls { chat_id }),
+        [.., "chats", chat_id, "refused-calls"] => Some(Route::RefusedCalls { chat_id }),
         [.., "chats", chat_id, "tool-calls", call_id] => Some(Route::ToolCall { chat_id, call_id }),
         [.., "chats", chat_id, "tool-calls", call_id, "cancel"] => {
             Some(Route::Cancel { chat_id, call_id })
@@ -92,30 +95,30 @@ pub async fn handle(deps: &Deps, req: Request) -> Response<Body> {
         Err(e) => return error(&ApiError::from(&e)),
     };
     match route {
-        Route::Chat => {
-            let authorization = user.authorization_header();
-            chat(deps, &req, user.user_id, authorization).await
-        }
+        Route::Chat => chat(deps, &req, user).await,
         Route::ToolCalls { chat_id } => {
-            // A chat without tool calls has no item to carry its owner: check the chat.
-            if let Err(e) = deps.chats.get(&user.user_id, chat_id).await {
-                return error(&ApiError::from(&e));
+            let (limit, cursor) = page_request(&req);
+            let page = async {
+                // A chat without tool calls has no item to carry its owner: check the chat.
+                deps.chats.get(&user.user_id, chat_id).await?;
+                deps.ledger
+                    .list(&user.user_id, chat_id, limit, cursor.as_deref())
+                    .await
+            };
+            match page.await {
+                Ok(page) => json_response(200, &page),
+                Err(e) => error(&ApiError::from(&e)),
             }
-            let limit = req
-                .query_string_parameters_ref()
-                .and_then(|q| q.first("limit"))
-                .and_then(|l| l.parse::<u32>().ok())
-                .unwrap_or(20)
-                .clamp(1, MAX_PAGE);
-            let cursor = req
-                .query_string_parameters_ref()
-                .and_then(|q| q.first("cursor"))
-                .map(str::to_owned);
-            match deps
-                .ledger
-                .list(&user.user_id, chat_id, limit, cursor.as_deref())
-                .await
-            {
+        }
+        Route::RefusedCalls { chat_id } => {
+            let (limit, cursor) = page_request(&req);
+            let page = async {
+                deps.chats.get(&user.user_id, chat_id).await?;
+                deps.ledger
+                    .list_refused(&user.user_id, chat_id, limit, cursor.as_deref())
+                    .await
+            };
+            match page.await {
                 Ok(page) => json_response(200, &page),
                 Err(e) => error(&ApiError::from(&e)),
             }
@@ -137,16 +140,25 @@ pub async fn handle(deps: &Deps, req: Request) -> Response<Body> {
     }
 }
 
-async fn chat(
-    deps: &Deps,
-    req: &Request,
-    user_id: String,
-    authorization: String,
-) -> Response<Body> {
+/// `limit` (1–100, default 20) and `cursor` of an audit listing.
+fn page_request(req: &Request) -> (u32, Option<String>) {
+    let query = req.query_string_parameters_ref();
+    let limit = query
+        .and_then(|q| q.first("limit"))
+        .and_then(|l| l.parse::<u32>().ok())
+        .unwrap_or(20)
+        .clamp(1, MAX_PAGE);
+    let cursor = query.and_then(|q| q.first("cursor")).map(str::to_owned);
+    (limit, cursor)
+}
+
+async fn chat(deps: &Deps, req: &Request, user: AuthenticatedUser) -> Response<Body> {
     let body: ChatRequest = match json_body(req) {
         Ok(body) => body,
         Err(e) => return error(&e),
     };
+    // Asked for without the privilege: ignored, not refused (the turn is the same).
+    let debug = body.debug && deps.config.may_debug(&user);
     let message = body.message.trim().to_owned();
     if message.is_empty() {
         return error(&ApiError::new(
@@ -172,8 +184,8 @@ async fn chat(
         );
     };
     let input = TurnInput {
-        user_id,
-        authorization,
+        authorization: user.authorization_header(),
+        user_id: user.user_id,
         chat_id: body.chat_id,
         profile,
         message,
@@ -181,7 +193,7 @@ async fn chat(
     };
     // A foreign or missing chat is refused here, before the stream starts.
     match deps.agent.open(input).await {
-        Ok(turn) => stream(deps.clone(), turn, body.debug),
+        Ok(turn) => stream(deps.clone(), turn, debug),
         Err(e) => error(&ApiError::from(&e)),
     }
 }
@@ -229,7 +241,26 @@ fn error(api: &ApiError) -> Response<Body> {
             .headers_mut()
             .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
     }
+    if let Some(seconds) = retry_after(api) {
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+    }
     response
+}
+
+/// Whole seconds until a 429's `reset_at` (at least 1), for `Retry-After`.
+fn retry_after(api: &ApiError) -> Option<i64> {
+    if api.code != ErrorCode::RateLimited {
+        return None;
+    }
+    let reset = api.details.as_ref()?.get("reset_at")?.as_str()?;
+    let reset =
+        time::OffsetDateTime::parse(reset, &time::format_description::well_known::Rfc3339).ok()?;
+    let wait = (reset - time::OffsetDateTime::now_utc())
+        .as_seconds_f64()
+        .ceil();
+    Some((wait as i64).max(1))
 }
 
 #[cfg(test)]

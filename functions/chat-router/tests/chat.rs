@@ -359,10 +359,12 @@ async fn invalid_arguments_are_repaired_on_the_second_try() {
             json!({"message": "FRA-JFK business 2027-03-15"}),
         )
         .await;
+    // The refused first call is shown too, with its reason.
     assert_eq!(
         turn.shape(),
         [
             "init",
+            "tool_result",
             "tool_started",
             "tool_result",
             "assistant_token",
@@ -370,7 +372,10 @@ async fn invalid_arguments_are_repaired_on_the_second_try() {
             "done"
         ]
     );
-    assert_eq!(turn.first("tool_result")["status"], json!("succeeded"));
+    let results = turn.all("tool_result");
+    assert_eq!(results[0]["status"], json!("rejected"));
+    assert_eq!(results[0]["metadata"]["reason"], json!("invalid_arguments"));
+    assert_eq!(results[1]["status"], json!("succeeded"));
     // The second LLM call was told what was wrong.
     let told = rig.tool_message_seen(1);
     assert!(told.contains("not valid JSON"), "{told}");
@@ -393,7 +398,15 @@ async fn an_unknown_tool_is_reported_to_the_llm_then_a_second_is_an_error() {
             json!({"message": "book me a hotel"}),
         )
         .await;
-    assert_eq!(turn.shape(), ["init", "error", "done"]);
+    assert_eq!(
+        turn.shape(),
+        ["init", "tool_result", "tool_result", "error", "done"]
+    );
+    for refused in turn.all("tool_result") {
+        assert_eq!(refused["tool"], json!("book_hotel"));
+        assert_eq!(refused["status"], json!("rejected"));
+        assert_eq!(refused["metadata"]["reason"], json!("unknown_tool"));
+    }
     assert_eq!(turn.first("error")["code"], json!("invalid_tool_call"));
     let told = rig.llm.requests()[1]["messages"].to_string();
     assert!(told.contains("Unknown tool"), "{told}");
@@ -412,7 +425,14 @@ async fn a_tool_outside_the_agent_profile_is_neither_offered_nor_run() {
             json!({"message": "flights FRA JFK", "agent": "kb"}),
         )
         .await;
-    assert_eq!(turn.shape(), ["init", "assistant_token", "final", "done"]);
+    assert_eq!(
+        turn.shape(),
+        ["init", "tool_result", "assistant_token", "final", "done"]
+    );
+    assert_eq!(
+        turn.first("tool_result")["metadata"]["reason"],
+        json!("outside_profile")
+    );
     assert_eq!(rig.functions.seats_searches().await, 0);
     let offered = rig.llm.requests()[0]["tools"].to_string();
     assert!(!offered.contains("search_flights"), "{offered}");

@@ -180,6 +180,73 @@ pub struct ToolCallRecord {
     )]
     pub finished_at: Option<OffsetDateTime>,
     pub attempts: Vec<AttemptRecord>,
+    /// What the tool-output guard found in a result (e.g. `override_instructions`); the
+    /// result reached the model as data, but an operator should look.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub flags: Vec<String>,
+}
+
+/// Why a tool call was refused before it ran.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RefusalReason {
+    /// The model named a tool that does not exist.
+    UnknownTool,
+    /// The tool exists but the agent profile does not offer it.
+    OutsideProfile,
+    /// The arguments were not valid JSON or failed the tool's schema or rules.
+    InvalidArguments,
+    /// Over the cap of tool calls per step or per message.
+    OverCap,
+    /// The model called a tool in a step that offered none (the cap or the step limit was
+    /// reached).
+    NotOffered,
+    /// The turn's time for tools was used up.
+    NoTimeLeft,
+    /// The user's per-tool rate limit was used up.
+    RateLimited,
+    /// The rate limiter or the ledger could not be asked; the call is refused rather than
+    /// run unchecked (fail closed).
+    ChecksUnavailable,
+}
+
+impl RefusalReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::UnknownTool => "unknown_tool",
+            Self::OutsideProfile => "outside_profile",
+            Self::InvalidArguments => "invalid_arguments",
+            Self::OverCap => "over_cap",
+            Self::NotOffered => "not_offered",
+            Self::NoTimeLeft => "no_time_left",
+            Self::RateLimited => "rate_limited",
+            Self::ChecksUnavailable => "checks_unavailable",
+        }
+    }
+}
+
+/// A tool call refused before it ran, kept for the audit (seed 004's execution tracker): what
+/// the model tried and why it did not run. `tool` and `arguments` are the model's text,
+/// shortened; they are shown to the chat's owner only and never executed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RefusedCall {
+    pub id: String,
+    pub chat_id: String,
+    /// The tool as the model named it (may name no real tool).
+    pub tool: String,
+    pub arguments: String,
+    pub reason: RefusalReason,
+    /// What the model was told.
+    pub message: String,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+}
+
+impl RefusedCall {
+    /// Longest tool name kept.
+    pub const MAX_TOOL_CHARS: usize = 64;
+    /// Longest argument text kept.
+    pub const MAX_ARGUMENT_CHARS: usize = 2_000;
 }
 
 #[cfg(test)]

@@ -173,6 +173,9 @@ pub struct AuthenticatedUser {
     pub user_id: String,
     /// The raw bearer token, to forward to the tool functions. `Debug` does not print it.
     pub token: String,
+    /// The token's groups (`cognito:groups`, or a `groups` claim): privileges such as debug
+    /// events are granted by group.
+    pub groups: Vec<String>,
 }
 
 impl AuthenticatedUser {
@@ -187,6 +190,7 @@ impl fmt::Debug for AuthenticatedUser {
         f.debug_struct("AuthenticatedUser")
             .field("user_id", &self.user_id)
             .field("token", &"***")
+            .field("groups", &self.groups)
             .finish()
     }
 }
@@ -290,6 +294,7 @@ impl Authenticator {
 
         let data = jsonwebtoken::decode::<Claims>(token, &key, &validation)
             .map_err(|e| unauthorized(rejection(e.kind())))?;
+        let groups = data.claims.groups();
         let user_id = data
             .claims
             .sub
@@ -298,6 +303,7 @@ impl Authenticator {
         Ok(AuthenticatedUser {
             user_id,
             token: token.to_owned(),
+            groups,
         })
     }
 }
@@ -312,6 +318,13 @@ pub struct DevClaims {
     pub exp: i64,
     /// Issue time, seconds since the Unix epoch.
     pub iat: i64,
+    /// Cognito's group claim, as a user pool sets it.
+    #[serde(
+        default,
+        rename = "cognito:groups",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub groups: Vec<String>,
 }
 
 impl DevClaims {
@@ -330,6 +343,7 @@ impl DevClaims {
             aud: aud.into(),
             exp: now.saturating_add(lifetime),
             iat: now,
+            groups: Vec::new(),
         }
     }
 }
@@ -408,6 +422,24 @@ fn token_header(token: &str) -> Result<RawHeader> {
 struct Claims {
     #[serde(default)]
     sub: Option<String>,
+    /// Read leniently: a malformed group claim grants nothing but does not fail the token.
+    #[serde(default, rename = "cognito:groups")]
+    cognito_groups: Option<serde_json::Value>,
+    #[serde(default)]
+    groups: Option<serde_json::Value>,
+}
+
+impl Claims {
+    fn groups(&self) -> Vec<String> {
+        [&self.cognito_groups, &self.groups]
+            .into_iter()
+            .flatten()
+            .filter_map(|v| v.as_array())
+            .flatten()
+            .filter_map(|g| g.as_str())
+            .map(str::to_owned)
+            .collect()
+    }
 }
 
 /// The reason shown for a failed verification.
@@ -812,6 +844,7 @@ mod tests {
         let user = AuthenticatedUser {
             user_id: "u-1".into(),
             token: "eyJ.secret.sig".into(),
+            groups: Vec::new(),
         };
         let printed = format!("{user:?}");
         assert!(

@@ -100,15 +100,16 @@ impl ApiError {
         )
     }
 
-    pub fn rate_limited(tool: &str, reset_at: time::OffsetDateTime) -> Self {
+    /// 429 for a used-up limit; `limit` names it (a tool, `chat_turns`, `daily_budget`).
+    pub fn rate_limited(limit: &str, reset_at: time::OffsetDateTime) -> Self {
         let reset = reset_at
             .format(&time::format_description::well_known::Rfc3339)
             .unwrap_or_default();
         Self::new(
             ErrorCode::RateLimited,
-            format!("rate limit reached for {tool}; try again after {reset}"),
+            format!("limit reached ({limit}); try again after {reset}"),
         )
-        .with_details(serde_json::json!({ "tool": tool, "reset_at": reset }))
+        .with_details(serde_json::json!({ "limit": limit, "reset_at": reset }))
     }
 }
 
@@ -117,6 +118,7 @@ impl From<&Error> for ApiError {
         match err {
             Error::Invalid(message) => Self::new(ErrorCode::ValidationFailed, message.clone()),
             Error::NotFound => Self::new(ErrorCode::NotFound, "not found"),
+            Error::Limited { what, reset_at } => Self::rate_limited(what, *reset_at),
             Error::Unauthorized(reason) => {
                 Self::new(ErrorCode::Unauthorized, format!("unauthorized: {reason}"))
             }

@@ -21,9 +21,12 @@ use super::{
 };
 use crate::clock::{Clock, SystemClock};
 use crate::config::LedgerConfig;
-use crate::domain::tool_call::{AttemptRecord, ToolCallRecord, ToolCallStatus, ToolName};
+use crate::domain::tool_call::{
+    AttemptRecord, RefusedCall, ToolCallRecord, ToolCallStatus, ToolName,
+};
 use crate::dynamo::{
-    ConditionFailure, Item, epoch_millis, from_item, n, rfc3339, s, sdk_error, sortable_time, to_av,
+    ConditionFailure, Item, epoch_millis, from_item, n, rfc3339, s, sdk_error, sortable_time,
+    to_av, to_item,
 };
 use crate::{Error, Result};
 
@@ -201,6 +204,8 @@ struct CallItem {
     finished_at: Option<OffsetDateTime>,
     #[serde(default)]
     attempts: Vec<AttemptEntry>,
+    #[serde(default)]
+    flags: Vec<String>,
 }
 
 /// One element of the stored `attempts` list; its number is its position.
@@ -261,6 +266,7 @@ impl CallItem {
             started_at: self.started_at,
             finished_at: self.finished_at,
             attempts,
+            flags: self.flags,
         }
     }
 
@@ -678,7 +684,91 @@ impl ToolCallLedger for DynamoLedger {
             .transpose()?;
         Ok(Page { items, next_cursor })
     }
+
+    async fn flag(&self, chat_id: &str, call_id: &str, flags: &[&str]) -> Result<()> {
+        let flags: Vec<AttributeValue> = flags.iter().map(|f| s(*f)).collect();
+        self.update(chat_id, call_id)
+            .update_expression("SET flags = list_append(if_not_exists(flags, :empty), :flags)")
+            // `update` names `#status`, and DynamoDB refuses unused names.
+            .condition_expression("attribute_exists(#status)")
+            .expression_attribute_values(":empty", AttributeValue::L(vec![]))
+            .expression_attribute_values(":flags", AttributeValue::L(flags))
+            .send()
+            .await
+            .map_err(|e| sdk_error("UpdateItem", e))?;
+        Ok(())
+    }
+
+    async fn record_refused(&self, owner_id: &str, call: &RefusedCall) -> Result<()> {
+        let mut item = to_item(call)?;
+        // Not in the `by_recent` index (no `recent`): the calls listing stays calls only.
+        item.extend([
+            ("pk".to_owned(), s(format!("CHAT#{}", call.chat_id))),
+            (
+                "sk".to_owned(),
+                s(format!(
+                    "{REFUSED_PREFIX}{}#{}",
+                    sortable_time(call.created_at),
+                    call.id
+                )),
+            ),
+            ("owner_id".to_owned(), s(owner_id)),
+            ("ttl".to_owned(), self.ttl(call.created_at)),
+        ]);
+        self.client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(item))
+            .send()
+            .await
+            .map_err(|e| sdk_error("PutItem", e))?;
+        Ok(())
+    }
+
+    async fn list_refused(
+        &self,
+        owner_id: &str,
+        chat_id: &str,
+        limit: u32,
+        cursor: Option<&str>,
+    ) -> Result<Page<RefusedCall>> {
+        let pk = format!("CHAT#{chat_id}");
+        let mut query = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .key_condition_expression("pk = :pk AND begins_with(sk, :refused)")
+            .filter_expression("owner_id = :owner")
+            .expression_attribute_values(":pk", s(&pk))
+            .expression_attribute_values(":refused", s(REFUSED_PREFIX))
+            .expression_attribute_values(":owner", s(owner_id))
+            .scan_index_forward(false)
+            .consistent_read(true)
+            .limit(i32::try_from(limit.clamp(1, 100)).unwrap_or(100));
+        if let Some(cursor) = cursor {
+            let start = Cursor::decode(cursor)?;
+            if start.pk != pk || !start.sk.starts_with(REFUSED_PREFIX) {
+                return Err(Error::Invalid("cursor belongs to another listing".into()));
+            }
+            query = query.set_exclusive_start_key(Some(start.into_table_key()));
+        }
+        let out = query.send().await.map_err(|e| sdk_error("Query", e))?;
+        let items = out
+            .items
+            .unwrap_or_default()
+            .into_iter()
+            .map(from_item::<RefusedCall>)
+            .collect::<Result<Vec<_>>>()?;
+        let next_cursor = out
+            .last_evaluated_key
+            .map(|k| Cursor::from_key(&k).encode())
+            .transpose()?;
+        Ok(Page { items, next_cursor })
+    }
 }
+
+/// Sort-key prefix of refused calls, beside the `CALL#` items of the same chat.
+const REFUSED_PREFIX: &str = "REFUSED#";
 
 /// Opaque pagination cursor: the LSI's last evaluated key, hex-encoded JSON.
 #[derive(Debug, Serialize, Deserialize)]
@@ -708,6 +798,11 @@ impl Cursor {
     fn decode(text: &str) -> Result<Self> {
         let bytes = hex::decode(text).map_err(|_| Error::Invalid("malformed cursor".into()))?;
         serde_json::from_slice(&bytes).map_err(|_| Error::Invalid("malformed cursor".into()))
+    }
+
+    /// The table's own key (listings that do not use the index).
+    fn into_table_key(self) -> Item {
+        Item::from([("pk".to_owned(), s(self.pk)), ("sk".to_owned(), s(self.sk))])
     }
 
     fn into_key(self) -> Item {

@@ -19,7 +19,7 @@ pub use dedupe::{DedupeKey, write_canonical};
 pub use dynamo::DynamoLedger;
 
 use crate::Result;
-use crate::domain::tool_call::{ToolCallRecord, ToolCallStatus, ToolName};
+use crate::domain::tool_call::{RefusedCall, ToolCallRecord, ToolCallStatus, ToolName};
 
 /// What a caller asks the ledger for before executing a tool.
 #[derive(Debug, Clone)]
@@ -143,4 +143,20 @@ pub trait ToolCallLedger: Send + Sync {
         limit: u32,
         cursor: Option<&str>,
     ) -> Result<Page<ToolCallRecord>>;
+
+    /// Adds the tool-output guard's `flags` to a call's audit record (only written when a
+    /// scan found something).
+    async fn flag(&self, chat_id: &str, call_id: &str, flags: &[&str]) -> Result<()>;
+
+    /// Keeps a call that was refused before it ran, for the audit.
+    async fn record_refused(&self, owner_id: &str, call: &RefusedCall) -> Result<()>;
+
+    /// The owner's chat's refused calls, newest first.
+    async fn list_refused(
+        &self,
+        owner_id: &str,
+        chat_id: &str,
+        limit: u32,
+        cursor: Option<&str>,
+    ) -> Result<Page<RefusedCall>>;
 }

@@ -192,6 +192,8 @@ impl Rig {
                 ("JWT_ISSUER", ISSUER.to_owned()),
                 ("JWT_AUDIENCE", AUDIENCE.to_owned()),
                 ("TURN_TIMEOUT_SECS", "30".to_owned()),
+                // As on the local stack; the privilege test turns it off.
+                ("DEBUG_FOR_EVERYONE", "true".to_owned()),
             ]
             .map(|(k, v)| (k.to_owned(), v)),
         );
@@ -242,6 +244,7 @@ impl Rig {
                 aud: audience.to_owned(),
                 exp: now + expires_in,
                 iat: now,
+                groups: Vec::new(),
             },
         )
         .unwrap_or_else(|e| panic!("mint: {e}"))
