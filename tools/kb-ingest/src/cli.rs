@@ -89,6 +89,16 @@ pub struct Args {
     /// Seconds for one embeddings batch, retries included.
     #[arg(long, default_value_t = DEFAULT_EMBED_TIMEOUT.as_secs())]
     pub embed_timeout_secs: u64,
+
+    /// Every document is scanned for prompt-injection text before it is embedded; with
+    /// --strict a run that finds any ingests nothing and fails (without: a warning).
+    #[arg(
+        long,
+        env = "KB_STRICT",
+        default_value_t = false,
+        value_parser = clap::builder::BoolishValueParser::new()
+    )]
+    pub strict: bool,
 }
 
 impl Args {
@@ -112,6 +122,7 @@ impl Args {
             id_prefix: self.id_prefix.clone(),
             drop_embeddings: self.no_embeddings,
             embed_timeout: Duration::from_secs(self.embed_timeout_secs.max(1)),
+            strict: self.strict,
         }
     }
 

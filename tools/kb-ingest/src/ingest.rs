@@ -5,7 +5,8 @@
 //! Different → the file is re-chunked, only chunk texts without a stored embedding of the
 //! same model are embedded (batches span documents), and the document is replaced.
 //! Documents no longer among the files are removed when pruning. If anything changed, the
-//! version marker is bumped once at the end.
+//! version marker is bumped once at the end. Every file is scanned for injection text first
+//! ([`crate::scan`]); a strict run that finds any stops before anything is embedded.
 //!
 //! Failure guarantee: a document is written only after all its embeddings exist, and its
 //! manifest last, so an embeddings failure leaves that document (and every later one) as it
@@ -23,6 +24,7 @@ use shared::{Error, Result};
 
 use crate::files::SourceFile;
 use crate::progress::Progress;
+use crate::scan::{self, Suspicion};
 
 /// Texts per embeddings request: well under OpenAI's 2048-input limit, and small enough that
 /// one slow request does not stall the progress display for long.
@@ -45,6 +47,9 @@ pub struct IngestOptions {
     /// only (`--no-embeddings`); otherwise that is refused as a probable misconfiguration.
     pub drop_embeddings: bool,
     pub embed_timeout: Duration,
+    /// Refuse the whole run when the injection scan finds anything (`--strict`); otherwise
+    /// suspicious documents are ingested with a warning.
+    pub strict: bool,
 }
 
 impl Default for IngestOptions {
@@ -57,6 +62,7 @@ impl Default for IngestOptions {
             id_prefix: String::new(),
             drop_embeddings: false,
             embed_timeout: DEFAULT_EMBED_TIMEOUT,
+            strict: false,
         }
     }
 }
@@ -78,6 +84,9 @@ pub struct IngestReport {
     pub embeddings_reused: usize,
     /// The marker after this run's bump; `None` when nothing changed (or a dry run).
     pub version: Option<KbVersion>,
+    /// Documents the injection scan found instruction-like text in (ingested all the same,
+    /// since the run was not strict).
+    pub suspicious: Vec<Suspicion>,
     pub elapsed: Duration,
 }
 
@@ -113,6 +122,19 @@ impl fmt::Display for IngestReport {
             Some(v) => write!(f, "; KB version {}", v.version)?,
             None if !self.dry_run => f.write_str("; KB version unchanged")?,
             None => {}
+        }
+        if !self.suspicious.is_empty() {
+            let ids: Vec<&str> = self
+                .suspicious
+                .iter()
+                .map(|s| s.document_id.as_str())
+                .collect();
+            write!(
+                f,
+                "; warning: {} suspicious documents ({})",
+                ids.len(),
+                abbreviate(&ids)
+            )?;
         }
         write!(f, "; {:.2} s", self.elapsed.as_secs_f64())
     }
@@ -182,6 +204,12 @@ pub async fn ingest(
     let mut pending: Vec<Pending<'_>> = Vec::new();
     for source in sources {
         let text = read_text(source)?;
+        // Every document, changed or not: the knowledge base as a whole is what the model
+        // reads, and a strict run must refuse before anything is embedded or written.
+        if let Some(found) = scan::scan(&source.document_id, &text) {
+            progress.note(&format!("warning: suspicious document {found}"));
+            report.suspicious.push(found);
+        }
         let file_hash = content_hash(&text);
         let previous = by_id.get(source.document_id.as_str()).copied();
         let reason = match previous {
@@ -211,6 +239,19 @@ pub async fn ingest(
             reason,
             chunks,
         });
+    }
+
+    if options.strict && !report.suspicious.is_empty() {
+        let ids: Vec<&str> = report
+            .suspicious
+            .iter()
+            .map(|s| s.document_id.as_str())
+            .collect();
+        return Err(Error::Invalid(format!(
+            "--strict: the injection scan found instruction-like text in {} documents ({}); nothing was ingested. Review them (see the warnings above), or run without --strict to ingest them with a warning",
+            ids.len(),
+            abbreviate(&ids)
+        )));
     }
 
     // Say once why documents are embedded again when the model changed.
