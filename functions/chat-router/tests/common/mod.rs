@@ -229,6 +229,11 @@ impl Rig {
         }
     }
 
+    /// The JWT signing secret the router's secrets cache holds.
+    pub fn jwt_secret(&self) -> &str {
+        &self.jwt_secret
+    }
+
     /// A valid token for `user` (one hour).
     pub fn token(&self, user: &str) -> String {
         self.token_with(user, ISSUER, AUDIENCE, 3600)
@@ -236,18 +241,25 @@ impl Rig {
 
     pub fn token_with(&self, user: &str, issuer: &str, audience: &str, expires_in: i64) -> String {
         let now = time::OffsetDateTime::now_utc().unix_timestamp();
-        mint_hs256(
-            &self.jwt_secret,
-            &DevClaims {
-                sub: user.to_owned(),
-                iss: issuer.to_owned(),
-                aud: audience.to_owned(),
-                exp: now + expires_in,
-                iat: now,
-                groups: Vec::new(),
-            },
-        )
-        .unwrap_or_else(|e| panic!("mint: {e}"))
+        self.mint(&DevClaims {
+            sub: user.to_owned(),
+            iss: issuer.to_owned(),
+            aud: audience.to_owned(),
+            exp: now + expires_in,
+            iat: now,
+            groups: Vec::new(),
+        })
+    }
+
+    /// A valid token for `user` in the Cognito group `group`.
+    pub fn token_in_group(&self, user: &str, group: &str) -> String {
+        let mut claims = DevClaims::new(user, ISSUER, AUDIENCE, Duration::from_secs(3600));
+        claims.groups = vec![group.to_owned()];
+        self.mint(&claims)
+    }
+
+    fn mint(&self, claims: &DevClaims) -> String {
+        mint_hs256(&self.jwt_secret, claims).unwrap_or_else(|e| panic!("mint: {e}"))
     }
 
     /// `POST /chat` through the handler; reads the whole stream.
@@ -315,6 +327,8 @@ pub struct Turn {
     pub status: u16,
     pub events: Vec<Event>,
     pub json: Value,
+    /// The `Retry-After` header, in seconds.
+    pub retry_after: Option<u64>,
 }
 
 impl Turn {
@@ -323,6 +337,11 @@ impl Turn {
         started: Instant,
     ) -> Self {
         let status = response.status().as_u16();
+        let retry_after = response
+            .headers()
+            .get("retry-after")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse().ok());
         let is_stream = response
             .headers()
             .get("content-type")
@@ -352,6 +371,7 @@ impl Turn {
             status,
             events,
             json,
+            retry_after,
         }
     }
 
