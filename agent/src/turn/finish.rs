@@ -25,7 +25,7 @@ impl Agent {
         ending: Ending,
         events: &dyn EventSink,
     ) -> Result<()> {
-        let content = match ending {
+        let content = match self.guard_direct(state, ending) {
             Ending::Answer(text) if !text.trim().is_empty() => text,
             // A model that still wants tools when none are offered may answer with nothing.
             Ending::Answer(_) => streamed(events, NO_ANSWER.to_owned()),
@@ -68,6 +68,21 @@ impl Agent {
 }
 
 impl Agent {
+    /// A tool's message that is the answer comes from upstream text (airline names, error
+    /// texts): it passes the same output guard as a model's answer before anyone sees it.
+    fn guard_direct(&self, state: &TurnState, ending: Ending) -> Ending {
+        let Ending::Direct(text) = ending else {
+            return ending;
+        };
+        let mut guard = self.output_guard(state);
+        let mut shown = guard.push(&text);
+        shown.push_str(&guard.finish());
+        match guard.violation() {
+            Some(violation) => Ending::Guarded(violation.as_str().to_owned()),
+            None => Ending::Direct(shown),
+        }
+    }
+
     /// Ends a turn without `final`: `stored` is the chat's answer, then the error event.
     async fn end_with_error(
         &self,

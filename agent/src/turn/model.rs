@@ -20,19 +20,7 @@ impl Agent {
         events: &dyn EventSink,
     ) -> Result<(Completion, Option<Violation>)> {
         let request = self.completion_request(input, state, step, offer_tools);
-        // The secrets this container holds now (the LLM key, the JWT key, ...).
-        let secrets = self
-            .secrets
-            .held_values()
-            .iter()
-            .map(|s| s.expose().to_owned())
-            .collect();
-        let mut guard = StreamGuard::new(
-            &state.canary,
-            &state.system_prompt,
-            secrets,
-            self.settings.answer_link_hosts.clone(),
-        );
+        let mut guard = self.output_guard(state);
         let mut shown = String::new();
         let show = |text: String, shown: &mut String| {
             if !text.is_empty() {
@@ -74,6 +62,23 @@ impl Agent {
             });
         }
         Ok((completion, guard.violation()))
+    }
+
+    /// The output guard for one answer of this turn: its canary and system prompt, the
+    /// secrets this container holds now (the LLM key, the JWT key, ...), the link hosts.
+    pub(super) fn output_guard(&self, state: &TurnState) -> StreamGuard {
+        let secrets = self
+            .secrets
+            .held_values()
+            .iter()
+            .map(|s| s.expose().to_owned())
+            .collect();
+        StreamGuard::new(
+            &state.canary,
+            &state.system_prompt,
+            secrets,
+            self.settings.answer_link_hosts.clone(),
+        )
     }
 
     /// The prompt so far, with the profile's tools and tool choice when tools are offered.

@@ -10,6 +10,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::operation::query::QueryOutput;
+use aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder;
 use aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue, ReturnValuesOnConditionCheckFailure};
 use serde::{Deserialize, Serialize};
@@ -653,17 +655,9 @@ impl ToolCallLedger for DynamoLedger {
     ) -> Result<Page<ToolCallRecord>> {
         let pk = format!("CHAT#{chat_id}");
         let mut query = self
-            .client
-            .query()
-            .table_name(&self.table)
+            .owner_query(&pk, owner_id, limit)
             .index_name(RECENT_INDEX)
-            .key_condition_expression("pk = :pk")
-            .filter_expression("owner_id = :owner")
-            .expression_attribute_values(":pk", s(&pk))
-            .expression_attribute_values(":owner", s(owner_id))
-            .scan_index_forward(false)
-            .consistent_read(true)
-            .limit(i32::try_from(limit.clamp(1, 100)).unwrap_or(100));
+            .key_condition_expression("pk = :pk");
         if let Some(cursor) = cursor {
             let start = Cursor::decode(cursor)?;
             if start.pk != pk {
@@ -672,17 +666,9 @@ impl ToolCallLedger for DynamoLedger {
             query = query.set_exclusive_start_key(Some(start.into_key()));
         }
         let out = query.send().await.map_err(|e| sdk_error("Query", e))?;
-        let items = out
-            .items
-            .unwrap_or_default()
-            .into_iter()
-            .map(|item| from_item::<CallItem>(item).map(CallItem::into_record))
-            .collect::<Result<Vec<_>>>()?;
-        let next_cursor = out
-            .last_evaluated_key
-            .map(|k| Cursor::from_key(&k).encode())
-            .transpose()?;
-        Ok(Page { items, next_cursor })
+        page(out, |item| {
+            from_item::<CallItem>(item).map(CallItem::into_record)
+        })
     }
 
     async fn flag(&self, chat_id: &str, call_id: &str, flags: &[&str]) -> Result<()> {
@@ -734,17 +720,9 @@ impl ToolCallLedger for DynamoLedger {
     ) -> Result<Page<RefusedCall>> {
         let pk = format!("CHAT#{chat_id}");
         let mut query = self
-            .client
-            .query()
-            .table_name(&self.table)
+            .owner_query(&pk, owner_id, limit)
             .key_condition_expression("pk = :pk AND begins_with(sk, :refused)")
-            .filter_expression("owner_id = :owner")
-            .expression_attribute_values(":pk", s(&pk))
-            .expression_attribute_values(":refused", s(REFUSED_PREFIX))
-            .expression_attribute_values(":owner", s(owner_id))
-            .scan_index_forward(false)
-            .consistent_read(true)
-            .limit(i32::try_from(limit.clamp(1, 100)).unwrap_or(100));
+            .expression_attribute_values(":refused", s(REFUSED_PREFIX));
         if let Some(cursor) = cursor {
             let start = Cursor::decode(cursor)?;
             if start.pk != pk || !start.sk.starts_with(REFUSED_PREFIX) {
@@ -753,18 +731,39 @@ impl ToolCallLedger for DynamoLedger {
             query = query.set_exclusive_start_key(Some(start.into_table_key()));
         }
         let out = query.send().await.map_err(|e| sdk_error("Query", e))?;
-        let items = out
-            .items
-            .unwrap_or_default()
-            .into_iter()
-            .map(from_item::<RefusedCall>)
-            .collect::<Result<Vec<_>>>()?;
-        let next_cursor = out
-            .last_evaluated_key
-            .map(|k| Cursor::from_key(&k).encode())
-            .transpose()?;
-        Ok(Page { items, next_cursor })
+        page(out, from_item::<RefusedCall>)
     }
+}
+
+impl DynamoLedger {
+    /// A newest-first, strongly consistent query of one chat's items that keeps only the
+    /// owner's; the caller adds the key condition.
+    fn owner_query(&self, pk: &str, owner_id: &str, limit: u32) -> QueryFluentBuilder {
+        self.client
+            .query()
+            .table_name(&self.table)
+            .filter_expression("owner_id = :owner")
+            .expression_attribute_values(":pk", s(pk))
+            .expression_attribute_values(":owner", s(owner_id))
+            .scan_index_forward(false)
+            .consistent_read(true)
+            .limit(i32::try_from(limit.clamp(1, 100)).unwrap_or(100))
+    }
+}
+
+/// A query's items decoded, with the cursor of the next page.
+fn page<T>(out: QueryOutput, decode: impl Fn(Item) -> Result<T>) -> Result<Page<T>> {
+    let items = out
+        .items
+        .unwrap_or_default()
+        .into_iter()
+        .map(decode)
+        .collect::<Result<Vec<_>>>()?;
+    let next_cursor = out
+        .last_evaluated_key
+        .map(|k| Cursor::from_key(&k).encode())
+        .transpose()?;
+    Ok(Page { items, next_cursor })
 }
 
 /// Sort-key prefix of refused calls, beside the `CALL#` items of the same chat.
