@@ -20,15 +20,19 @@ fn is_invisible(c: char) -> bool {
         | '\u{E0000}'..='\u{E007F}')
 }
 
+/// `text` without invisible characters, then NFKC: removing them first lets a letter and a
+/// combining mark they separated compose, so the result is NFKC and normalising it again
+/// changes nothing.
 pub fn normalise(text: &str) -> Normalised {
     let mut removed_invisible = 0;
     let text = text
-        .nfkc()
+        .chars()
         .filter(|c| {
             let invisible = is_invisible(*c);
             removed_invisible += usize::from(invisible);
             !invisible
         })
+        .nfkc()
         .collect();
     Normalised {
         text,

@@ -11,6 +11,7 @@
 //! a rendered answer cannot carry data to a third party.
 
 use std::collections::HashSet;
+use std::ops::Range;
 use std::sync::LazyLock;
 
 use regex::Regex;
@@ -44,14 +45,16 @@ impl Violation {
 
 static SECRET: LazyLock<Option<Regex>> = LazyLock::new(|| {
     Regex::new(
-        r"\bsk-(proj-|ant-)?[A-Za-z0-9_-]{20,}|\bAKIA[0-9A-Z]{16}\b|\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}|\bAIza[0-9A-Za-z_-]{30,}",
+        r"\bsk-(proj-|ant-)?[A-Za-z0-9_-]{20,}|\bAKIA[0-9A-Z]{16}|\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}|\bAIza[0-9A-Za-z_-]{30,}",
     )
     .inspect_err(|e| tracing::error!(error = %e, "the secret pattern does not compile"))
     .ok()
 });
 
 static LINK: LazyLock<Option<Regex>> = LazyLock::new(|| {
-    Regex::new(r"(!?)\[([^\]\n]*)\]\(\s*<?([^)\s>]+)>?(\s+[^)]*)?\)")
+    // No brackets in the destination or title: else an allowed link could swallow another
+    // one (CommonMark reads `[a](https://allowed/x [b](https://other)` as a link to `other`).
+    Regex::new(r"(!?)\[([^\]\n]*)\]\(\s*<?([^)\s>\[\]]+)>?(\s+[^)\[\]]*)?\)")
         .inspect_err(|e| tracing::error!(error = %e, "the link pattern does not compile"))
         .ok()
 });
@@ -82,6 +85,31 @@ fn fold_into(out: &mut Vec<char>, space: &mut bool, text: &str) {
 /// Bytes before a new piece that the checks look at again: longer than the shortest
 /// complete match of any secret pattern, so a match is found by the piece that completes it.
 const RECHECK_BYTES: usize = 160;
+/// A JWT's parts have no length limit: the secret patterns are looked for from the start of
+/// the run of key characters a piece continues, up to this many bytes back.
+const MAX_SECRET_BYTES: usize = 8 * 1024;
+
+/// What the secret patterns are made of.
+fn is_key_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.')
+}
+
+/// Whether `rest`, from a `[` to the end of the text so far, could still grow into a
+/// Markdown link: its text is still open, or a `(` may follow its `]`, or its destination
+/// is still open.
+fn may_become_link(rest: &str) -> bool {
+    let Some(close) = rest[1..].find([']', '\n']) else {
+        return true;
+    };
+    // A line break ends a link's text.
+    let Some(after) = rest[1 + close..].strip_prefix(']') else {
+        return false;
+    };
+    match after.strip_prefix('(') {
+        Some(destination) => !destination.contains(')'),
+        None => after.is_empty(),
+    }
+}
 
 /// The host of an `http(s)` URL, lower-cased; `None` for anything else.
 fn host(url: &str) -> Option<String> {
@@ -110,6 +138,10 @@ pub struct StreamGuard {
     violation: Option<Violation>,
     /// Links rewritten so far.
     pub links_removed: usize,
+    /// The end of what was shown, as long as the canary or the longest stored secret.
+    shown_tail: String,
+    /// What was shown ends in `]`: a `(` next would open a link.
+    shown_bracket: bool,
 }
 
 impl StreamGuard {
@@ -138,6 +170,8 @@ impl StreamGuard {
             released: 0,
             violation: None,
             links_removed: 0,
+            shown_tail: String::new(),
+            shown_bracket: false,
         }
     }
 
@@ -181,44 +215,98 @@ impl StreamGuard {
         }
         let piece = self.text[self.released..end].to_owned();
         self.released = end;
-        self.rewrite_links(&piece)
+        let shown = self.rewrite_links(&piece);
+        // A rewritten link joins the text around it: what is shown must not spell the
+        // canary or a stored secret either.
+        let seen = format!("{}{shown}", self.shown_tail);
+        if !self.canary.is_empty() && seen.contains(&self.canary) {
+            self.violation = Some(Violation::Canary);
+            return String::new();
+        }
+        if self.secrets.iter().any(|s| seen.contains(s.as_str())) {
+            self.violation = Some(Violation::Secret);
+            return String::new();
+        }
+        let keep = self
+            .secrets
+            .iter()
+            .map(String::len)
+            .chain([self.canary.len()])
+            .max()
+            .unwrap_or(0);
+        let mut from = seen.len().saturating_sub(keep);
+        while !seen.is_char_boundary(from) {
+            from -= 1;
+        }
+        self.shown_tail = seen[from..].to_owned();
+        shown
+    }
+
+    /// Where the run of key characters that ends at `end` begins, at most
+    /// [`MAX_SECRET_BYTES`] back.
+    fn key_run_start(&self, end: usize) -> usize {
+        let bytes = self.text.as_bytes();
+        let floor = end.saturating_sub(MAX_SECRET_BYTES);
+        let mut start = end;
+        while start > floor && is_key_byte(bytes[start - 1]) {
+            start -= 1;
+        }
+        start
     }
 
     /// Bytes at the end of the text that could still become a violation and so are held
-    /// back: the longest suffix that begins the canary or a secret, or that stands in the
-    /// system prompt (an echo in the making). Ordinary text is released at once.
+    /// back: the longest suffix that begins the canary or a stored secret, from where a
+    /// secret-looking string may be starting (any word start in the trailing run of key
+    /// characters, so `key=sk-…` is held as ` sk-…` is), or that stands in the system prompt
+    /// (an echo in the making). Ordinary text is released at once.
     fn hold(&self) -> usize {
         let text = &self.text;
-        let canary = (1..=self.canary.len().min(text.len()))
-            .rev()
-            .find(|k| self.canary.is_char_boundary(*k) && text.ends_with(&self.canary[..*k]))
+        let literal = std::iter::once(&self.canary)
+            .chain(&self.secrets)
+            .map(|value| {
+                (1..=value.len().min(text.len()))
+                    .rev()
+                    .find(|k| value.is_char_boundary(*k) && text.ends_with(&value[..*k]))
+                    .unwrap_or(0)
+            })
+            .max()
             .unwrap_or(0);
-        let word_start = text.rfind(char::is_whitespace).map_or(0, |i| {
-            i + text[i..].chars().next().map_or(1, char::len_utf8)
-        });
-        let word = &text[word_start..];
-        let secret_like = SECRET_PREFIXES
-            .iter()
-            .copied()
-            .chain(self.secrets.iter().map(String::as_str))
-            .any(|p| !word.is_empty() && (word.starts_with(p) || p.starts_with(word)));
-        let secret = if secret_like { word.len() } else { 0 };
-        canary.max(secret).max(self.echo_suffix())
+        let run = &text[self.key_run_start(text.len())..];
+        let word_start = |i: usize| {
+            i == 0 || {
+                let b = run.as_bytes()[i - 1];
+                !(b.is_ascii_alphanumeric() || b == b'_')
+            }
+        };
+        let pattern = (0..run.len())
+            .filter(|&i| word_start(i))
+            .find(|&i| {
+                SECRET_PREFIXES
+                    .iter()
+                    .any(|p| run[i..].starts_with(p) || p.starts_with(&run[i..]))
+            })
+            .map_or(0, |i| run.len() - i);
+        literal.max(pattern).max(self.echo_suffix())
     }
 
     /// Bytes of the longest suffix (under a window) whose folded text stands in the folded
-    /// system prompt.
+    /// system prompt. Shortest first, from the end of the text only: a suffix whose folded
+    /// text is not in the prompt has no longer one that is (it would contain it), so the
+    /// search stops at the first miss instead of folding and looking for every length, and
+    /// never walks the whole answer (that made a streamed answer quadratic).
     fn echo_suffix(&self) -> usize {
-        let starts: Vec<usize> = self.text.char_indices().map(|(i, _)| i).collect();
-        let longest = starts.len().min(PROMPT_WINDOW - 1);
-        (1..=longest)
-            .rev()
-            .map(|k| starts[starts.len() - k])
-            .find(|&start| {
-                let suffix: String = fold(&self.text[start..]).into_iter().collect();
-                !suffix.trim().is_empty() && self.prompt_folded.contains(&suffix)
-            })
-            .map_or(0, |start| self.text.len() - start)
+        let mut longest = 0;
+        for (start, _) in self.text.char_indices().rev().take(PROMPT_WINDOW - 1) {
+            let suffix: String = fold(&self.text[start..]).into_iter().collect();
+            if suffix.trim().is_empty() {
+                continue;
+            }
+            if !self.prompt_folded.contains(&suffix) {
+                break;
+            }
+            longest = self.text.len() - start;
+        }
+        longest
     }
 
     /// Checks what the last piece could have completed: only the text from a little before
@@ -240,8 +328,16 @@ impl StreamGuard {
         if !self.canary.is_empty() && recent.contains(&self.canary) {
             return Some(Violation::Canary);
         }
+        // From where the run of key characters the piece continues begins (a JWT may be
+        // long), with what precedes it as context for `\b`; only where a secret's beginning
+        // stands (the pattern's Unicode `\b` is slow on text with umlauts).
+        let secret_from = self.key_run_start(text_before).min(start);
+        let searched = &self.text[secret_from..];
         if self.secrets.iter().any(|s| recent.contains(s.as_str()))
-            || SECRET.as_ref().is_some_and(|r| r.is_match(recent))
+            || (SECRET_PREFIXES.iter().any(|p| searched.contains(p))
+                && SECRET
+                    .as_ref()
+                    .is_some_and(|r| r.is_match_at(&self.text, secret_from)))
         {
             return Some(Violation::Secret);
         }
@@ -252,9 +348,9 @@ impl StreamGuard {
         echoed.then_some(Violation::SystemPromptEcho)
     }
 
-    /// `end`, moved back so no Markdown link is split: not through a complete link, and
-    /// not past the start of one still being written (unless it is longer than a link can
-    /// reasonably be).
+    /// `end`, moved back so no Markdown link is split: not through a complete link, not
+    /// past the first `[` that could still open one (unless it has been open longer than a
+    /// link can reasonably be), not between a `!` and what follows it.
     fn outside_links(&self, end: usize) -> usize {
         let Some(link) = LINK.as_ref() else {
             return end;
@@ -264,23 +360,20 @@ impl StreamGuard {
         while !tail.is_char_boundary(cut) {
             cut -= 1;
         }
+        if let Some(open) = tail[..cut]
+            .match_indices('[')
+            .map(|(i, _)| i)
+            .find(|&i| tail.len() - i < LINK_HOLD && may_become_link(&tail[i..]))
+        {
+            cut = open;
+        }
         for found in link.find_iter(tail) {
             if found.start() < cut && found.end() > cut {
                 cut = found.start();
             }
         }
-        if let Some(open) = tail[..cut].rfind('[') {
-            let start = if tail[..open].ends_with('!') {
-                open - 1
-            } else {
-                open
-            };
-            let complete = link
-                .find_at(tail, start)
-                .is_some_and(|found| found.start() == start);
-            if !complete && tail.len() - start < LINK_HOLD {
-                cut = start;
-            }
+        if tail[..cut].ends_with('!') {
+            cut -= 1;
         }
         self.released + cut
     }
@@ -298,29 +391,46 @@ impl StreamGuard {
         })
     }
 
-    /// Links and images to hosts off the allow-list become their text.
+    /// Links and images to hosts off the allow-list become their text. A `](` outside an
+    /// allowed link gets a space, so nothing the pattern misses (brackets or a line break in
+    /// a link's text) and no link put together by a rewrite or across pieces can still be
+    /// read as a link.
     fn rewrite_links(&mut self, piece: &str) -> String {
         let Some(link) = LINK.as_ref() else {
             return piece.to_owned();
         };
-        let mut removed = 0;
-        let rewritten = link.replace_all(piece, |caps: &regex::Captures<'_>| {
-            let url = caps.get(3).map_or("", |m| m.as_str());
-            let whole = caps.get(0).map_or("", |m| m.as_str()).to_owned();
-            if self.allowed(url) {
-                return whole;
+        let mut out = String::with_capacity(piece.len());
+        let mut kept: Vec<Range<usize>> = Vec::new();
+        let mut last = 0;
+        for caps in link.captures_iter(piece) {
+            let Some(whole) = caps.get(0) else {
+                continue;
+            };
+            out.push_str(&piece[last..whole.start()]);
+            last = whole.end();
+            if self.allowed(caps.get(3).map_or("", |m| m.as_str())) {
+                kept.push(out.len()..out.len() + whole.len());
+                out.push_str(whole.as_str());
+                continue;
             }
-            removed += 1;
+            self.links_removed += 1;
             let text = caps.get(2).map_or("", |m| m.as_str());
             match caps.get(1).map(|m| m.as_str()) {
-                Some("!") if text.is_empty() => "[image removed]".to_owned(),
-                Some("!") => format!("[image: {text}]"),
-                _ => text.to_owned(),
+                Some("!") if text.is_empty() => out.push_str("[image removed]"),
+                Some("!") => out.push_str(&format!("[image: {text}]")),
+                _ => out.push_str(text),
             }
-        });
-        let out = rewritten.into_owned();
-        self.links_removed += removed;
-        out
+        }
+        out.push_str(&piece[last..]);
+        let mut shown = String::with_capacity(out.len());
+        for (i, c) in out.char_indices() {
+            if c == '(' && self.shown_bracket && !kept.iter().any(|r| r.contains(&i)) {
+                shown.push(' ');
+            }
+            shown.push(c);
+            self.shown_bracket = c == ']';
+        }
+        shown
     }
 }
 

@@ -416,9 +416,10 @@ impl WireUsage {
         Some(TokenUsage {
             prompt_tokens,
             completion_tokens,
+            // Saturating: the counts are the provider's, and may be anything.
             total_tokens: self
                 .total_tokens
-                .unwrap_or(prompt_tokens + completion_tokens),
+                .unwrap_or(prompt_tokens.saturating_add(completion_tokens)),
         })
     }
 }

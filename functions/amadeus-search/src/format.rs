@@ -45,8 +45,11 @@ impl Amount {
         if n == 0 {
             return None;
         }
+        // `(minor + n / 2) / n` without the sum, which can pass `u128::MAX` for a price of
+        // 39 digits.
+        let (quotient, remainder) = (self.minor / n, self.minor % n);
         Some(Self {
-            minor: (self.minor + n / 2) / n,
+            minor: quotient + u128::from(remainder >= n - n / 2),
             scale: self.scale,
         })
     }

@@ -91,7 +91,8 @@ pub(crate) fn build(
     let taxes_text = |per: u64| {
         taxes_minor
             .zip(currency.as_deref())
-            .map(|(t, c)| (t * per, c))
+            // Saturating: the taxes are Seats.aero's figure, and may be any number.
+            .map(|(t, c)| (t.saturating_mul(per), c))
     };
     let price_per_person = format::price(shape.locale, miles, taxes_text(1));
     let price = format::price(

@@ -40,3 +40,4 @@ mod search;
 pub use config::Config;
 pub use deps::Deps;
 pub use handler::handle;
+pub use search::flights_from_replies;

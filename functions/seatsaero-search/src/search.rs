@@ -4,6 +4,7 @@
 use std::time::Instant;
 
 use futures::StreamExt;
+use serde::de::DeserializeOwned;
 use shared::domain::flight::{
     FlightResult, FlightSearchParams, FlightSearchResult, IataCode, SearchStats,
 };
@@ -11,10 +12,10 @@ use shared::secrets::SecretString;
 use shared::{Error, Result};
 use time::{Date, Duration};
 
-use crate::client::{SearchQuery, SeatsAero};
+use crate::client::{SERVICE, SearchQuery, SeatsAero};
 use crate::deps::Deps;
 use crate::flight::{self, Candidate, Shape};
-use crate::payload::{Availability, SearchReply};
+use crate::payload::{Availability, SearchReply, TripsReply};
 
 /// One direction of the search.
 struct Direction<'a> {
@@ -48,13 +49,7 @@ pub(crate) async fn run(
     deadline: Instant,
 ) -> Result<FlightSearchResult> {
     let key = deps.secrets.get(&deps.config.api_key_secret).await?;
-    let shape = Shape {
-        cabin: params.travel_class,
-        locale: params.locale.unwrap_or_default(),
-        seated: u64::from(params.adults) + u64::from(params.children),
-        non_stop: params.non_stop,
-        return_leg: false,
-    };
+    let shape = outbound_shape(params);
     let outbound = Direction {
         origin: &params.origin,
         destination: &params.destination,
@@ -106,6 +101,44 @@ pub(crate) async fn run(
         cabin: params.travel_class.display_name().to_owned(),
     };
     Ok(FlightSearchResult::new(found.flights, Some(stats)))
+}
+
+/// The shape of the outbound flights of a search.
+fn outbound_shape(params: &FlightSearchParams) -> Shape {
+    Shape {
+        cabin: params.travel_class,
+        locale: params.locale.unwrap_or_default(),
+        seated: u64::from(params.adults) + u64::from(params.children),
+        non_stop: params.non_stop,
+        return_leg: false,
+    }
+}
+
+/// The flights one direction of a search makes of Seats.aero's replies, without HTTP:
+/// `search` is a `GET /search` body, `trips` the `GET /trips/{id}` body every candidate
+/// gets. Bodies are read as the client reads them (one that is not the expected JSON is an
+/// `Error::Upstream`); the rest is what the search does. For tests that fuzz the replies.
+pub fn flights_from_replies(
+    params: &FlightSearchParams,
+    search: &[u8],
+    trips: &[u8],
+) -> Result<Vec<FlightResult>> {
+    let shape = outbound_shape(params);
+    let reply: SearchReply = read_body(search)?;
+    let candidates = candidates(reply, &shape, usize::from(params.max_results));
+    let replies = candidates
+        .into_iter()
+        .map(|candidate| (candidate, read_body::<TripsReply>(trips)))
+        .collect();
+    settle(&shape, replies)
+}
+
+/// A reply body as `shared::upstream::read_json` reads a successful response.
+fn read_body<T: DeserializeOwned>(body: &[u8]) -> Result<T> {
+    serde_json::from_slice(body).map_err(|e| Error::Upstream {
+        service: SERVICE,
+        message: format!("unexpected response body: {e}"),
+    })
 }
 
 async fn search_direction(
@@ -198,7 +231,6 @@ async fn load_flights(
     concurrency: usize,
     deadline: Instant,
 ) -> Result<Vec<FlightResult>> {
-    let lookups = candidates.len();
     let replies: Vec<_> = futures::stream::iter(candidates)
         .map(|candidate| async move {
             let reply = client
@@ -209,7 +241,15 @@ async fn load_flights(
         .buffered(concurrency.max(1))
         .collect()
         .await;
+    settle(shape, replies)
+}
 
+/// The flights of the candidates' trip replies, cheapest first (see [`load_flights`]).
+fn settle(
+    shape: &Shape,
+    replies: Vec<(Candidate, Result<TripsReply>)>,
+) -> Result<Vec<FlightResult>> {
+    let lookups = replies.len();
     let mut flights = Vec::with_capacity(lookups);
     let mut failed = 0;
     let mut outage: Option<Error> = None;
