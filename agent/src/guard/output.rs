@@ -17,6 +17,8 @@ use std::sync::LazyLock;
 use regex::Regex;
 use serde::Serialize;
 
+use super::links::LinkPolicy;
+
 /// Characters of the system prompt that, repeated verbatim, count as a leak.
 pub const PROMPT_WINDOW: usize = 48;
 /// How the secret-looking strings of [`SECRET`] begin.
@@ -111,23 +113,13 @@ fn may_become_link(rest: &str) -> bool {
     }
 }
 
-/// The host of an `http(s)` URL, lower-cased; `None` for anything else.
-fn host(url: &str) -> Option<String> {
-    let rest = url
-        .strip_prefix("https://")
-        .or_else(|| url.strip_prefix("http://"))?;
-    let authority = rest.split(['/', '?', '#']).next()?;
-    let host = authority.rsplit('@').next()?.split(':').next()?;
-    Some(host.to_ascii_lowercase())
-}
-
 /// Checks one answer as it streams.
 pub struct StreamGuard {
     canary: String,
     secrets: Vec<String>,
     prompt_windows: HashSet<String>,
     prompt_folded: String,
-    allowed_hosts: Vec<String>,
+    links: LinkPolicy,
     /// Everything the model sent so far.
     text: String,
     /// `text` folded, kept up to date piece by piece.
@@ -163,7 +155,7 @@ impl StreamGuard {
             secrets: secrets.into_iter().filter(|s| s.len() >= 8).collect(),
             prompt_windows,
             prompt_folded: folded.iter().collect(),
-            allowed_hosts,
+            links: LinkPolicy::new(allowed_hosts),
             text: String::new(),
             folded: Vec::new(),
             folded_space: false,
@@ -379,16 +371,7 @@ impl StreamGuard {
     }
 
     fn allowed(&self, url: &str) -> bool {
-        host(url).is_some_and(|host| {
-            url.starts_with("https://")
-                && self.allowed_hosts.iter().any(|allowed| {
-                    let allowed = allowed.trim().to_ascii_lowercase();
-                    match allowed.strip_prefix('.') {
-                        Some(suffix) => host.ends_with(&format!(".{suffix}")) || host == suffix,
-                        None => host == allowed,
-                    }
-                })
-        })
+        self.links.allows(url)
     }
 
     /// Links and images to hosts off the allow-list become their text. A `](` outside an
