@@ -18,10 +18,11 @@ use proptest::collection::{btree_map, vec};
 use proptest::option;
 use proptest::prelude::*;
 use proptest::sample::{Index, select};
-use proptest::test_runner::{Config, RngSeed, TestCaseError, TestRunner};
+use proptest::test_runner::TestCaseError;
 use regex::Regex;
 use serde_json::{Value, json};
 use shared::usage::TokenUsage;
+use test_support::fuzz::{fuzz, seeds};
 
 // ---------------------------------------------------------------------------------------
 // Harness
@@ -29,55 +30,14 @@ use shared::usage::TokenUsage;
 /// The seed of every target's random inputs, unless `PROPTEST_RNG_SEED` names another.
 const SEED: u64 = 0x5eed_0f9a_2d00;
 
-/// Runs `test` on `cases` inputs from `strategy` (or `PROPTEST_CASES` of them); a failing
-/// input is shrunk and reported.
-fn fuzz<S: Strategy>(
-    cases: u32,
-    strategy: S,
-    test: impl Fn(S::Value) -> Result<(), TestCaseError>,
-) {
-    let defaults = Config::default();
-    let config = Config {
-        cases: if std::env::var_os("PROPTEST_CASES").is_some() {
-            defaults.cases
-        } else {
-            cases
-        },
-        rng_seed: if std::env::var_os("PROPTEST_RNG_SEED").is_some() {
-            defaults.rng_seed
-        } else {
-            RngSeed::Fixed(SEED)
-        },
-        // No regression files written next to the sources: failures go into the seeds.
-        failure_persistence: None,
-        ..defaults
-    };
-    if let Err(e) = TestRunner::new(config).run(&strategy, test) {
-        panic!("{e}");
-    }
-}
-
-/// The files of `tests/fuzz-seeds/<dir>`, by name.
-fn seeds(dir: &str) -> Vec<(String, Vec<u8>)> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fuzz-seeds")
-        .join(dir);
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .filter_map(|entry| entry.ok().map(|e| e.path()))
-        .collect();
-    files.sort();
-    assert!(!files.is_empty(), "no seeds in {}", dir.display());
-    files
-        .into_iter()
-        .map(|path| {
-            let name = path
-                .file_name()
-                .map_or_else(String::new, |n| n.to_string_lossy().into());
-            let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{name}: {e}"));
-            (name, bytes)
-        })
-        .collect()
+/// The seed inputs of one target: every file in `tests/fuzz-seeds/<dir>`, by name.
+fn seeds_of(dir: &str) -> Vec<(String, Vec<u8>)> {
+    seeds(
+        &Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fuzz-seeds")
+            .join(dir),
+        "",
+    )
 }
 
 /// Lines of a text seed without comments and blank lines, `\u{…}` escapes decoded.
@@ -689,7 +649,7 @@ fn garbage(sse_seeds: Vec<Vec<u8>>) -> impl Strategy<Value = Vec<u8>> {
 
 #[test]
 fn sse_seeds() {
-    for (name, bytes) in seeds("sse") {
+    for (name, bytes) in seeds_of("sse") {
         let whole = assemble([bytes.as_slice()]);
         if name.starts_with("ok-") {
             assert!(whole.is_ok(), "{name}: {whole:?}");
@@ -711,21 +671,27 @@ fn sse_seeds() {
 /// ends and UTF-8 characters), with every line-end style.
 #[test]
 fn sse_valid_streams_reassemble_whatever_the_split() {
-    fuzz(4000, (script(), split_strategy()), |(script, split)| {
-        let bytes = script.sse();
-        let outcome = same_in_pieces(&bytes, &split)?;
-        let expected = script.expected();
-        prop_assert_eq!(outcome, Ok((expected.content.clone(), expected)));
-        Ok(())
-    });
+    fuzz(
+        SEED,
+        4000,
+        (script(), split_strategy()),
+        |(script, split)| {
+            let bytes = script.sse();
+            let outcome = same_in_pieces(&bytes, &split)?;
+            let expected = script.expected();
+            prop_assert_eq!(outcome, Ok((expected.content.clone(), expected)));
+            Ok(())
+        },
+    );
 }
 
 /// Anything else (garbage, corrupted streams, arbitrary JSON events, arbitrary
 /// non-streamed bodies) ends in a completion or a clean error, the same for every split.
 #[test]
 fn sse_garbage_never_panics() {
-    let sse_seeds: Vec<Vec<u8>> = seeds("sse").into_iter().map(|(_, b)| b).collect();
+    let sse_seeds: Vec<Vec<u8>> = seeds_of("sse").into_iter().map(|(_, b)| b).collect();
     fuzz(
+        SEED,
         6000,
         (garbage(sse_seeds), split_strategy(), json_value(SSE_KEYS)),
         |(bytes, split, body)| {
@@ -849,7 +815,7 @@ fn finding(name: &str) -> Finding {
 
 /// `(finding, text)` from the attack seeds.
 fn attacks() -> Vec<(Finding, String)> {
-    seeds("input")
+    seeds_of("input")
         .into_iter()
         .filter(|(name, _)| name.starts_with("attacks"))
         .flat_map(|(_, bytes)| seed_lines(&bytes))
@@ -864,7 +830,7 @@ fn attacks() -> Vec<(Finding, String)> {
 
 #[test]
 fn input_guard_seeds() {
-    for (name, bytes) in seeds("input") {
+    for (name, bytes) in seeds_of("input") {
         for line in seed_lines(&bytes) {
             let text = line.split_once('\t').map_or(line.as_str(), |(_, t)| t);
             if let Err(e) = check_input(text) {
@@ -879,7 +845,7 @@ fn input_guard_seeds() {
 
 #[test]
 fn input_guard_arbitrary_unicode() {
-    fuzz(3000, unicode_text(160), |text| check_input(&text));
+    fuzz(SEED, 3000, unicode_text(160), |text| check_input(&text));
 }
 
 /// A disguised attack is found as the plain one is.
@@ -900,6 +866,7 @@ fn input_guard_disguised_attacks() {
     ];
     let plan = vec((0u8..4, option::weighted(0.3, select(invisible))), 0..64);
     fuzz(
+        SEED,
         5000,
         (select(attacks()), plan),
         |((expected, attack), plan)| {
@@ -1195,7 +1162,7 @@ fn insert_at(text: &str, at: &Index, inserted: &str) -> String {
 #[test]
 fn output_guard_seeds() {
     let links = link_pattern();
-    for (name, bytes) in seeds("output") {
+    for (name, bytes) in seeds_of("output") {
         let text = String::from_utf8(bytes).unwrap_or_else(|e| panic!("{name}: {e}"));
         let mut splits = vec![Split::At(Vec::new())];
         splits.extend((1..=6).map(Split::Every));
@@ -1224,7 +1191,7 @@ fn output_guard_arbitrary_answers() {
         3 => answer(80).prop_map(|t| truncated(t, LINK_HOLD - 1)),
         1 => unicode_text(120).prop_map(|t| truncated(t, LINK_HOLD - 1)),
     ];
-    fuzz(3000, (short, split_strategy()), |(text, split)| {
+    fuzz(SEED, 3000, (short, split_strategy()), |(text, split)| {
         check_answer(&text, &split, &links).map(|_| ())
     });
 }
@@ -1242,7 +1209,7 @@ fn output_guard_long_answers() {
         .prop_map(|(open, text, middle, data)| format!("{open}{text}{middle}{data})"));
     let long = (answer(300), long_link, any::<Index>())
         .prop_map(|(text, link, at)| insert_at(&text, &at, &link));
-    fuzz(400, (long, split_strategy()), |(text, split)| {
+    fuzz(SEED, 400, (long, split_strategy()), |(text, split)| {
         check_answer(&text, &split, &links).map(|_| ())
     });
 }
@@ -1252,6 +1219,7 @@ fn output_guard_long_answers() {
 fn output_guard_canary_anywhere() {
     let links = link_pattern();
     fuzz(
+        SEED,
         2000,
         (answer(60), any::<Index>(), split_strategy()),
         |(text, at, split)| {
@@ -1278,6 +1246,7 @@ fn output_guard_secrets_anywhere() {
     ];
     let before = select(&[" ", "=", " key=", "(", "\"", ": ", "\n"][..]);
     fuzz(
+        SEED,
         2000,
         (answer(40), before, secret, any::<Index>(), split_strategy()),
         |(text, before, secret, at, split)| {
@@ -1303,6 +1272,7 @@ fn output_guard_prompt_echo() {
     let links = link_pattern();
     let prompt: Vec<char> = system_prompt().chars().collect();
     fuzz(
+        SEED,
         1500,
         (
             answer(30),

@@ -1,15 +1,17 @@
 //! Test harness shared by every crate's tests: clients for the local emulators, configured
 //! from the environment that `infra/local/emulators.sh start` writes to `.local/run/env` (the
-//! README's test command sources it), a request counter, fixtures and unique ids.
+//! README's test command sources it), a request counter, fixtures, unique ids and the
+//! fuzzing harness ([`fuzz`]).
 //!
 //! Without a reachable emulator a test fails and says how to start one; it never skips.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 pub mod fake_llm;
+pub mod fuzz;
 pub mod queues;
 pub mod serve;
 pub mod upstreams;
@@ -220,12 +222,7 @@ pub struct SampleEvent {
 /// name does not end in `-<status>.json`.
 pub fn sample_events(function: &str) -> Vec<SampleEvent> {
     let dir = event_path(function);
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .filter_map(|entry| entry.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|ext| ext == "json"))
-        .collect();
-    files.sort();
+    let files = files_in(&dir, |p| p.extension().is_some_and(|ext| ext == "json"));
     assert!(!files.is_empty(), "no sample events in {}", dir.display());
     files
         .into_iter()
@@ -248,4 +245,16 @@ pub fn sample_events(function: &str) -> Vec<SampleEvent> {
             }
         })
         .collect()
+}
+
+/// The files in `dir` that `keep` accepts, sorted, so tests read them in the same order on
+/// every machine; panics when `dir` cannot be read.
+pub(crate) fn files_in(dir: &Path, keep: impl Fn(&Path) -> bool) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|p| keep(p))
+        .collect();
+    files.sort();
+    files
 }

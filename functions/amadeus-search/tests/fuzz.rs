@@ -16,39 +16,15 @@ use amadeus_search::offers::OffersReply;
 use proptest::collection::{btree_map, vec};
 use proptest::prelude::*;
 use proptest::sample::{Index, select};
-use proptest::test_runner::{Config, RngSeed, TestCaseError, TestRunner};
+use proptest::test_runner::TestCaseError;
 use serde_json::{Map, Value, json};
 use shared::domain::flight::{Cabin, FlightSearchParams, Locale, Provider};
+use test_support::fuzz::{JsonFuzz, fuzz, mutate, pointers, seeds};
 
 const SEED: u64 = 0x05ee_da3a_de05;
+/// The seed inputs: `offers-*` bodies and `amounts*` texts.
+const SEEDS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fuzz-seeds");
 const OFFERS_FIXTURE: &str = "amadeus/flight_offers_search_response.amadeus-java.json";
-
-/// Runs `test` on `cases` inputs (or `PROPTEST_CASES`) from a fixed seed (or
-/// `PROPTEST_RNG_SEED`); a failing input is shrunk and reported.
-fn fuzz<S: Strategy>(
-    cases: u32,
-    strategy: S,
-    test: impl Fn(S::Value) -> Result<(), TestCaseError>,
-) {
-    let defaults = Config::default();
-    let config = Config {
-        cases: if std::env::var_os("PROPTEST_CASES").is_some() {
-            defaults.cases
-        } else {
-            cases
-        },
-        rng_seed: if std::env::var_os("PROPTEST_RNG_SEED").is_some() {
-            defaults.rng_seed
-        } else {
-            RngSeed::Fixed(SEED)
-        },
-        failure_persistence: None,
-        ..defaults
-    };
-    if let Err(e) = TestRunner::new(config).run(&strategy, test) {
-        panic!("{e}");
-    }
-}
 
 /// What the search makes of a body: flights that keep its promises, or a parse error
 /// (which the search reports as an upstream error).
@@ -117,28 +93,6 @@ fn params_strategy() -> impl Strategy<Value = FlightSearchParams> {
         .prop_map(|(cabin, adults, children, max, de)| {
             params(cabin, adults, children.min(9 - adults), max, de)
         })
-}
-
-/// The seeds in `tests/fuzz-seeds/` whose names start with `prefix`.
-fn seeds(prefix: &str) -> Vec<(String, Vec<u8>)> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fuzz-seeds");
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .filter_map(|entry| entry.ok().map(|e| e.path()))
-        .filter(|p| {
-            p.file_name()
-                .is_some_and(|n| n.to_string_lossy().starts_with(prefix))
-        })
-        .collect();
-    files.sort();
-    files
-        .into_iter()
-        .map(|path| {
-            let name = path.display().to_string();
-            let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{name}: {e}"));
-            (name, bytes)
-        })
-        .collect()
 }
 
 /// Prices as Amadeus writes them, and what it might write instead.
@@ -223,39 +177,24 @@ const KEYS: &[&str] = &[
     "cabin",
 ];
 
-/// Arbitrary JSON, objects keyed mostly by the field names the parser reads.
-fn json_value() -> BoxedStrategy<Value> {
-    let key =
-        prop_oneof![3 => select(KEYS).prop_map(String::from).boxed(), 1 => "\\PC{0,6}".boxed()];
-    odd_scalar()
-        .prop_recursive(5, 64, 6, move |inner| {
-            prop_oneof![
-                vec(inner.clone(), 0..5).prop_map(Value::Array),
-                btree_map(key.clone(), inner, 0..6)
-                    .prop_map(|m| Value::Object(m.into_iter().collect())),
-            ]
-        })
-        .boxed()
-}
-
-/// An object with some of `keys`, each an odd scalar or arbitrary JSON.
-fn object(keys: &'static [&'static str]) -> impl Strategy<Value = Map<String, Value>> {
-    vec(
-        (
-            select(keys),
-            prop_oneof![4 => odd_scalar(), 1 => json_value()],
-        ),
-        0..keys.len() + 1,
-    )
-    .prop_map(|fields| fields.into_iter().map(|(k, v)| (k.to_owned(), v)).collect())
-}
+/// Arbitrary and shaped JSON for the flight-offers parser.
+const JSON: JsonFuzz = JsonFuzz {
+    keys: KEYS,
+    scalar: odd_scalar,
+    depth: 5,
+    size: 64,
+    every_key: true,
+};
 
 /// Offers in the right shape with odd values, so they get past the first checks and into
 /// the price, duration and itinerary formatting.
 fn shaped_reply() -> impl Strategy<Value = Value> {
-    let endpoint = object(&["iataCode", "at"]).prop_map(Value::Object).boxed();
+    let endpoint = JSON
+        .object(&["iataCode", "at"])
+        .prop_map(Value::Object)
+        .boxed();
     let segment = (
-        object(&["carrierCode", "number"]),
+        JSON.object(&["carrierCode", "number"]),
         endpoint.clone(),
         endpoint,
     )
@@ -265,17 +204,18 @@ fn shaped_reply() -> impl Strategy<Value = Value> {
             Value::Object(fields)
         });
     let itinerary =
-        (object(&["duration"]), vec(segment, 0..4)).prop_map(|(mut fields, segments)| {
+        (JSON.object(&["duration"]), vec(segment, 0..4)).prop_map(|(mut fields, segments)| {
             fields.insert("segments".into(), Value::Array(segments));
             Value::Object(fields)
         });
-    let price = object(&["currency", "total", "base", "grandTotal"])
+    let price = JSON
+        .object(&["currency", "total", "base", "grandTotal"])
         .prop_map(Value::Object)
         .boxed();
     let traveller = (
-        object(&["travelerType"]),
+        JSON.object(&["travelerType"]),
         price.clone(),
-        vec(object(&["cabin"]), 0..3),
+        vec(JSON.object(&["cabin"]), 0..3),
     )
         .prop_map(|(mut fields, price, fares)| {
             fields.insert("price".into(), price);
@@ -284,7 +224,7 @@ fn shaped_reply() -> impl Strategy<Value = Value> {
             Value::Object(fields)
         });
     let offer = (
-        object(&[
+        JSON.object(&[
             "id",
             "lastTicketingDate",
             "numberOfBookableSeats",
@@ -310,71 +250,9 @@ fn shaped_reply() -> impl Strategy<Value = Value> {
         })
 }
 
-/// Every JSON pointer into `value`.
-fn pointers(value: &Value, at: &str, out: &mut Vec<String>) {
-    out.push(at.to_owned());
-    match value {
-        Value::Object(map) => {
-            for (k, v) in map {
-                let k = k.replace('~', "~0").replace('/', "~1");
-                pointers(v, &format!("{at}/{k}"), out);
-            }
-        }
-        Value::Array(items) => {
-            for (i, v) in items.iter().enumerate() {
-                pointers(v, &format!("{at}/{i}"), out);
-            }
-        }
-        _ => {}
-    }
-}
-
-/// A change to one place of a fixture.
-#[derive(Debug, Clone)]
-enum Mutation {
-    Remove(Index),
-    Replace(Index, Value),
-}
-
-fn mutation() -> impl Strategy<Value = Mutation> {
-    prop_oneof![
-        1 => any::<Index>().prop_map(Mutation::Remove),
-        3 => (any::<Index>(), odd_scalar()).prop_map(|(at, v)| Mutation::Replace(at, v)),
-        1 => (any::<Index>(), json_value()).prop_map(|(at, v)| Mutation::Replace(at, v)),
-    ]
-}
-
-fn mutate(value: &mut Value, paths: &[String], mutations: &[Mutation]) {
-    for m in mutations {
-        let (Mutation::Remove(at) | Mutation::Replace(at, _)) = m;
-        let path = &paths[at.index(paths.len())];
-        let Some((parent, last)) = path.rsplit_once('/') else {
-            continue;
-        };
-        match m {
-            Mutation::Remove(_) => match value.pointer_mut(parent) {
-                Some(Value::Object(map)) => {
-                    map.remove(&last.replace("~1", "/").replace("~0", "~"));
-                }
-                Some(Value::Array(items)) => {
-                    if let Some(i) = last.parse::<usize>().ok().filter(|i| *i < items.len()) {
-                        items.remove(i);
-                    }
-                }
-                _ => {}
-            },
-            Mutation::Replace(_, new) => {
-                if let Some(slot) = value.pointer_mut(path) {
-                    *slot = new.clone();
-                }
-            }
-        }
-    }
-}
-
 #[test]
 fn seeds_and_fixture() {
-    let mut bodies = seeds("offers-");
+    let mut bodies = seeds(Path::new(SEEDS), "offers-");
     bodies.push((
         OFFERS_FIXTURE.into(),
         test_support::fixture(OFFERS_FIXTURE).into_bytes(),
@@ -389,7 +267,7 @@ fn seeds_and_fixture() {
             }
         }
     }
-    for (name, bytes) in seeds("amounts") {
+    for (name, bytes) in seeds(Path::new(SEEDS), "amounts") {
         for line in String::from_utf8_lossy(&bytes).lines() {
             for people in [1, 2, 3, 9] {
                 if let Err(e) = check_texts(line, people) {
@@ -403,10 +281,10 @@ fn seeds_and_fixture() {
 #[test]
 fn arbitrary_json_and_bytes() {
     let body = prop_oneof![
-        4 => json_value().prop_map(|v| v.to_string().into_bytes()),
+        4 => JSON.value().prop_map(|v| v.to_string().into_bytes()),
         1 => vec(any::<u8>(), 0..64),
     ];
-    fuzz(6000, (params_strategy(), body), |(params, body)| {
+    fuzz(SEED, 6000, (params_strategy(), body), |(params, body)| {
         check(&params, &body)
     });
 }
@@ -414,6 +292,7 @@ fn arbitrary_json_and_bytes() {
 #[test]
 fn shaped_offers_with_odd_values() {
     fuzz(
+        SEED,
         1500,
         (params_strategy(), shaped_reply()),
         |(params, reply)| check(&params, reply.to_string().as_bytes()),
@@ -423,11 +302,15 @@ fn shaped_offers_with_odd_values() {
 #[test]
 fn mutated_fixture() {
     let fixture = test_support::fixture_json(OFFERS_FIXTURE);
-    let mut paths = Vec::new();
-    pointers(&fixture, "", &mut paths);
+    let paths = pointers(&fixture);
     fuzz(
+        SEED,
         3000,
-        (params_strategy(), vec(mutation(), 0..12), any::<Index>()),
+        (
+            params_strategy(),
+            vec(JSON.mutation(), 0..12),
+            any::<Index>(),
+        ),
         |(params, mutations, cut)| {
             let mut body = fixture.clone();
             mutate(&mut body, &paths, &mutations);
@@ -440,7 +323,7 @@ fn mutated_fixture() {
 
 #[test]
 fn price_and_duration_texts() {
-    fuzz(20000, (amount_text(), 0u32..=12), |(text, people)| {
+    fuzz(SEED, 20000, (amount_text(), 0u32..=12), |(text, people)| {
         check_texts(&text, people)
     });
 }
