@@ -1250,6 +1250,9 @@ fn output_guard_secrets_anywhere() {
         2000,
         (answer(40), before, secret, any::<Index>(), split_strategy()),
         |(text, before, secret, at, split)| {
+            // The answer may already hold the secret's beginning as ordinary text (the
+            // generator mixes in pieces like `sk-stored-`): that may be shown.
+            prop_assume!(!text.contains(&secret[..12]));
             let text = insert_at(&text, &at, &format!("{before}{secret} "));
             let (whole, pieces) = check_answer(&text, &split, &links)?;
             for shown in [whole, pieces] {

@@ -39,36 +39,36 @@ static PATTERNS: LazyLock<Vec<(Finding, Regex)>> = LazyLock::new(|| {
     let rules: [(Finding, &str); 7] = [
         (
             Finding::OverrideInstructions,
-            r"(?i)\b(ignore|disregard|forget|override|bypass)\b.{0,40}\b(previous|prior|above|earlier|all|your|the|system)\b.{0,40}\b(instructions?|rules|prompts?|guidelines|directions)\b|\b(ignorier\w*|vergiss|vergessen|missacht\w*|überschreib\w*)\b.{0,50}\b(anweisung\w*|instruktion\w*|regeln|vorgaben|systemprompt)\b|\bnew instructions?\s*:|\bneue anweisung\w*\s*:",
+            r"\b(ignore|disregard|forget|override|bypass)\b.{0,40}\b(previous|prior|above|earlier|all|your|the|system)\b.{0,40}\b(instructions?|rules|prompts?|guidelines|directions)\b|\b(ignorier\w*|vergiss|vergessen|missacht\w*|ueberschreib\w*)\b.{0,50}\b(anweisung\w*|instruktion\w*|regeln|vorgaben|systemprompt)\b|\bnew instructions?\s*:|\bneue anweisung\w*\s*:",
         ),
         (
             Finding::SystemPromptExtraction,
-            r"(?i)\b(reveal|show|print|repeat|output|display|leak|tell me|give me|what is|what are)\b.{0,40}\b(system\s*prompt|initial\s*prompt|hidden\s*(instructions?|prompt)|your\s*(instructions|rules|prompt)|canary|internal marker)\b|\b(zeig\w*|nenn\w*|verrat\w*|gib|wiederhol\w*|ausgeben)\b.{0,50}\b(systemprompt|system-prompt|systemanweisung\w*|deine\s*(anweisungen|regeln|instruktionen)|internen?\s*marker)\b",
+            r"\b(reveal|show|print|repeat|output|display|leak|tell me|give me|what is|what are)\b.{0,40}\b(system\s*prompt|initial\s*prompt|hidden\s*(instructions?|prompt)|your\s*(instructions|rules|prompt)|canary|internal marker)\b|\b(zeig\w*|nenn\w*|verrat\w*|gib|wiederhol\w*|ausgeben)\b.{0,50}\b(systemprompt|system-prompt|systemanweisung\w*|deine\s*(anweisungen|regeln|instruktionen)|internen?\s*marker)\b",
         ),
         (
             Finding::RolePlay,
-            r"(?i)\byou\s+are\s+now\b|\bact\s+as\s+(the\s+)?(system|developer|admin\w*|root)\b|\bpretend\s+(to\s+be|you\s+are)\b|\b(developer|dan|jailbreak)\s+mode\b|\bdu\s+bist\s+(jetzt|ab\s+sofort|nun)\b|\b(spiel|agier)\w*\s+(den|die|als)\s+(system|entwickler|administrator)|^\s*(system|developer|assistant)\s*:",
+            r"\byou\s+are\s+now\b|\bact\s+as\s+(the\s+)?(system|developer|admin\w*|root)\b|\bpretend\s+(to\s+be|you\s+are)\b|\b(developer|dan|jailbreak)\s+mode\b|\bdu\s+bist\s+(jetzt|ab\s+sofort|nun)\b|\b(spiel|agier)\w*\s+(den|die|als)\s+(system|entwickler|administrator)|^\s*(system|developer|assistant)\s*:",
         ),
         (
             Finding::BoundarySpoofing,
-            r"(?i)<<<\s*(data|end)\b|<\|\s*(im_start|im_end|system|endoftext)\s*\|>|\[/?inst\]|###\s*(instruction|system)",
+            r"<<<\s*(data|end)\b|<\|\s*(im_start|im_end|system|endoftext)\s*\|>|\[/?inst\]|###\s*(instruction|system)",
         ),
         (
             Finding::EncodedPayload,
-            r"(?i)\b(base64|rot13|hex)\b.{0,30}\b(decode|decoded|dekodier\w*|entschlüssel\w*)|\b(decode|dekodier\w*|entschlüssel\w*)\b.{0,30}\b(base64|rot13|hex)\b|[A-Za-z0-9+/]{60,}={0,2}",
+            r"\b(base64|rot13|hex)\b.{0,30}\b(decode|decoded|dekodier\w*|entschluessel\w*)|\b(decode|dekodier\w*|entschluessel\w*)\b.{0,30}\b(base64|rot13|hex)\b|[A-Za-z0-9+/]{60,}={0,2}",
         ),
         (
             Finding::ScriptInjection,
-            r"(?i)<\s*(script|iframe|object|embed|svg|img)\b|javascript\s*:|\bon(error|load|click)\s*=",
+            r"<\s*(script|iframe|object|embed|svg|img)\b|javascript\s*:|\bon(error|load|click)\s*=",
         ),
         (
             Finding::SqlInjection,
-            r"(?i)('|\b)\s*(or|and)\s+'?\d+'?\s*=\s*'?\d+|\bunion\s+(all\s+)?select\b|;\s*(drop|delete|truncate|alter)\s+(table|database)\b",
+            r"('|\b)\s*(or|and)\s+'?\d+'?\s*=\s*'?\d+|\bunion\s+(all\s+)?select\b|;\s*(drop|delete|truncate|alter)\s+(table|database)\b",
         ),
     ];
     rules
         .into_iter()
-        .filter_map(|(finding, pattern)| match Regex::new(pattern) {
+        .filter_map(|(finding, pattern)| match Regex::new(&ascii_words(pattern)) {
             Ok(regex) => Some((finding, regex)),
             Err(e) => {
                 tracing::error!(finding = finding.as_str(), error = %e, "a guard pattern does not compile");
@@ -78,40 +78,66 @@ static PATTERNS: LazyLock<Vec<(Finding, Regex)>> = LazyLock::new(|| {
         .collect()
 });
 
+/// `pattern` with ASCII word boundaries and word characters. Unicode ones make the regex
+/// engine leave its DFA for a slow one on any text with a non-ASCII letter; the detector
+/// reads German letters spelt out ([`canonical`]), so ASCII ones see the same words.
+fn ascii_words(pattern: &str) -> String {
+    pattern
+        .replace(r"\b", r"(?-u:\b)")
+        .replace(r"\w", r"(?-u:\w)")
+}
+
 /// Cyrillic and Greek letters that look like Latin ones, folded so `іgnоrе` reads `ignore`.
-fn fold_lookalikes(text: &str) -> String {
-    text.chars()
-        .map(|c| match c {
-            'а' | 'α' => 'a',
-            'е' | 'ε' => 'e',
-            'о' | 'ο' => 'o',
-            'р' | 'ρ' => 'p',
-            'с' => 'c',
-            'у' => 'y',
-            'х' | 'χ' => 'x',
-            'і' | 'ι' => 'i',
-            'ѕ' => 's',
-            'ј' => 'j',
-            'А' | 'Α' => 'A',
-            'Е' | 'Ε' => 'E',
-            'О' | 'Ο' => 'O',
-            'Р' | 'Ρ' => 'P',
-            'С' => 'C',
-            'Т' | 'Τ' => 'T',
-            'Н' | 'Η' => 'H',
-            'К' | 'Κ' => 'K',
-            'М' | 'Μ' => 'M',
-            'В' | 'Β' => 'B',
-            'І' | 'Ι' => 'I',
-            other => other,
-        })
-        .collect()
+fn fold_lookalike(c: char) -> char {
+    match c {
+        'а' | 'α' => 'a',
+        'е' | 'ε' => 'e',
+        'о' | 'ο' => 'o',
+        'р' | 'ρ' => 'p',
+        'с' => 'c',
+        'у' => 'y',
+        'х' | 'χ' => 'x',
+        'і' | 'ι' => 'i',
+        'ѕ' => 's',
+        'ј' => 'j',
+        'А' | 'Α' => 'A',
+        'Е' | 'Ε' => 'E',
+        'О' | 'Ο' => 'O',
+        'Р' | 'Ρ' => 'P',
+        'С' => 'C',
+        'Т' | 'Τ' => 'T',
+        'Н' | 'Η' => 'H',
+        'К' | 'Κ' => 'K',
+        'М' | 'Μ' => 'M',
+        'В' | 'Β' => 'B',
+        'І' | 'Ι' => 'I',
+        other => other,
+    }
 }
 
 /// `text` as the detector reads it: normalised, invisible characters removed, look-alike
-/// letters folded to Latin.
+/// letters folded to Latin, lower-cased, German letters spelt out in ASCII (`ü` → `ue`),
+/// as the patterns are written. Lower case lets the patterns go without `(?i)`, which keeps
+/// their words usable as a fast prefilter.
 pub fn canonical(text: &str) -> String {
-    fold_lookalikes(&super::input::normalise(text).text)
+    let text = super::input::normalise(text).text;
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars().map(fold_lookalike) {
+        if c.is_ascii() {
+            out.push(c.to_ascii_lowercase());
+            continue;
+        }
+        for c in c.to_lowercase() {
+            match c {
+                'ä' => out.push_str("ae"),
+                'ö' => out.push_str("oe"),
+                'ü' => out.push_str("ue"),
+                'ß' => out.push_str("ss"),
+                other => out.push(other),
+            }
+        }
+    }
+    out
 }
 
 /// Every kind of attack `text` looks like, each once, in a fixed order.

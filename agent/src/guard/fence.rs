@@ -25,6 +25,11 @@ impl Fence {
         }
     }
 
+    /// The rule's fixed texts, around where the boundary goes.
+    pub fn rule_parts() -> impl Iterator<Item = &'static str> {
+        RULE.split("{b}")
+    }
+
     /// The system prompt's rule about data blocks.
     pub fn rule(&self) -> String {
         RULE.replace("{b}", &self.boundary)

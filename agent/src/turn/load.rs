@@ -55,7 +55,10 @@ impl Agent {
         let fence = Fence::new();
         let canary = format!("CANARY-{}", shared::ids::new_id());
         let system_prompt = prompt::system_prompt(&input.profile, &fence, &canary);
-        let mut prompt = vec![PromptMessage::system(system_prompt.clone())];
+        let echo = self
+            .echo_indexes
+            .get(&prompt::system_prompt_parts(&input.profile));
+        let mut prompt = vec![PromptMessage::system(system_prompt)];
         prompt.extend(prompt::session_context(&turn.chat.session_state, &fence));
         prompt.extend(history::select(
             &turn.history,
@@ -68,7 +71,7 @@ impl Agent {
             chat: turn.chat.clone(),
             fence,
             canary,
-            system_prompt,
+            echo,
             cut: None,
             locale: Locale::guess(&input.message),
             prompt,

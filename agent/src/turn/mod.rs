@@ -32,6 +32,7 @@ use self::decide::Decision;
 use crate::events::{EventSink, TurnErrorCode, TurnEvent};
 use crate::guard::fence::Fence;
 use crate::guard::output::Violation;
+use crate::guard::output::echo::{EchoIndex, EchoIndexes};
 use crate::llm::{LlmProvider, PromptMessage, ToolSpec};
 use crate::pipeline::{CallOutcome, Pipeline};
 use crate::profiles::AgentProfile;
@@ -104,6 +105,8 @@ pub struct Agent {
     pipeline: Arc<Pipeline>,
     secrets: Arc<SecretsCache>,
     settings: TurnSettings,
+    /// The profiles' system prompts, indexed once for the output guard.
+    echo_indexes: EchoIndexes,
 }
 
 /// What a turn carries from step to step.
@@ -113,8 +116,8 @@ struct TurnState {
     fence: Fence,
     /// In the system prompt; an answer that contains it leaked the prompt.
     canary: String,
-    /// The system prompt as sent, for the output guard.
-    system_prompt: String,
+    /// The system prompt's fixed texts, indexed for the output guard's echo check.
+    echo: Arc<EchoIndex>,
     /// The output guard stopped a model step.
     cut: Option<Violation>,
     locale: Locale,
@@ -152,6 +155,7 @@ impl Agent {
             pipeline: runtime.pipeline.clone(),
             secrets: runtime.secrets.clone(),
             settings,
+            echo_indexes: EchoIndexes::default(),
         }
     }
 

@@ -2,6 +2,8 @@
 //! the text to the sink as it arrives, and returns the whole completion with its tool calls.
 //! The call's usage is recorded with its cost.
 
+use std::sync::Arc;
+
 use serde_json::json;
 use shared::Result;
 
@@ -73,9 +75,9 @@ impl Agent {
             .iter()
             .map(|s| s.expose().to_owned())
             .collect();
-        StreamGuard::new(
+        StreamGuard::with_echo_index(
             &state.canary,
-            &state.system_prompt,
+            Arc::clone(&state.echo),
             secrets,
             self.settings.answer_link_hosts.clone(),
         )

@@ -9,22 +9,37 @@
 //!
 //! Markdown links and images to hosts not on the allow-list are rewritten to their text, so
 //! a rendered answer cannot carry data to a third party.
+//!
+//! Each piece costs time in proportion to its length, not to the answer's: the canary and
+//! stored secrets are followed byte by byte ([`literal`]), echoes character by character
+//! ([`echo`]), and the patterns only run where a secret's beginning or a link stands.
 
-use std::collections::HashSet;
+pub mod echo;
+mod literal;
+
 use std::ops::Range;
-use std::sync::LazyLock;
+use std::sync::{Arc, LazyLock};
 
 use regex::Regex;
 use serde::Serialize;
 
+use self::echo::{EchoCursor, EchoIndex, Folder};
+use self::literal::Literals;
 use super::links::LinkPolicy;
 
 /// Characters of the system prompt that, repeated verbatim, count as a leak.
 pub const PROMPT_WINDOW: usize = 48;
 /// How the secret-looking strings of [`SECRET`] begin.
 const SECRET_PREFIXES: [&str; 4] = ["sk-", "AKIA", "eyJ", "AIza"];
+/// The first bytes of [`SECRET_PREFIXES`].
+const SECRET_FIRST_BYTES: [u8; 3] = [b's', b'A', b'e'];
 /// An unclosed Markdown link is held back at most this long before it is released.
 const LINK_HOLD: usize = 400;
+/// Folded characters whose origin is kept: more than an echo shorter than a window.
+const FOLDED_KEPT: usize = 64;
+const _: () = assert!(FOLDED_KEPT > PROMPT_WINDOW);
+/// Stored secrets shorter than this are not looked for (they would match ordinary words).
+const MIN_SECRET_LEN: usize = 8;
 
 /// Why an answer was cut.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -45,9 +60,11 @@ impl Violation {
     }
 }
 
+/// ASCII word boundaries: the keys are ASCII, and a Unicode `\b` would make the regex
+/// engine leave its DFA on text with umlauts.
 static SECRET: LazyLock<Option<Regex>> = LazyLock::new(|| {
     Regex::new(
-        r"\bsk-(proj-|ant-)?[A-Za-z0-9_-]{20,}|\bAKIA[0-9A-Z]{16}|\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}|\bAIza[0-9A-Za-z_-]{30,}",
+        r"(?-u:\b)sk-(proj-|ant-)?[A-Za-z0-9_-]{20,}|(?-u:\b)AKIA[0-9A-Z]{16}|(?-u:\b)eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}|(?-u:\b)AIza[0-9A-Za-z_-]{30,}",
     )
     .inspect_err(|e| tracing::error!(error = %e, "the secret pattern does not compile"))
     .ok()
@@ -61,32 +78,6 @@ static LINK: LazyLock<Option<Regex>> = LazyLock::new(|| {
         .ok()
 });
 
-/// Whitespace folded and lower-cased, so reflowed or re-cased copies still match.
-fn fold(text: &str) -> Vec<char> {
-    let mut out = Vec::with_capacity(text.len());
-    fold_into(&mut out, &mut false, text);
-    out
-}
-
-/// Appends `text` folded to `out`; `space` carries "the last character was whitespace"
-/// across calls, so a stream folds piece by piece as it would whole.
-fn fold_into(out: &mut Vec<char>, space: &mut bool, text: &str) {
-    for c in text.chars().flat_map(char::to_lowercase) {
-        if c.is_whitespace() {
-            if !*space && !out.is_empty() {
-                out.push(' ');
-            }
-            *space = true;
-        } else {
-            out.push(c);
-            *space = false;
-        }
-    }
-}
-
-/// Bytes before a new piece that the checks look at again: longer than the shortest
-/// complete match of any secret pattern, so a match is found by the piece that completes it.
-const RECHECK_BYTES: usize = 160;
 /// A JWT's parts have no length limit: the secret patterns are looked for from the start of
 /// the run of key characters a piece continues, up to this many bytes back.
 const MAX_SECRET_BYTES: usize = 8 * 1024;
@@ -96,11 +87,29 @@ fn is_key_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.')
 }
 
+/// Where in `text` (preceded by no key character) a word begins with a secret's prefix, or
+/// with the start of one (`whole`: only complete prefixes count).
+fn secret_start(text: &str, whole: bool) -> Option<usize> {
+    let bytes = text.as_bytes();
+    (0..bytes.len())
+        .filter(|&i| SECRET_FIRST_BYTES.contains(&bytes[i]))
+        .filter(|&i| i == 0 || !(bytes[i - 1].is_ascii_alphanumeric() || bytes[i - 1] == b'_'))
+        .find(|&i| {
+            SECRET_PREFIXES.iter().any(|p| {
+                let p = p.as_bytes();
+                bytes[i..].starts_with(p) || (!whole && p.starts_with(&bytes[i..]))
+            })
+        })
+}
+
 /// Whether `rest`, from a `[` to the end of the text so far, could still grow into a
 /// Markdown link: its text is still open, or a `(` may follow its `]`, or its destination
 /// is still open.
 fn may_become_link(rest: &str) -> bool {
-    let Some(close) = rest[1..].find([']', '\n']) else {
+    let Some(close) = rest.as_bytes()[1..]
+        .iter()
+        .position(|&b| b == b']' || b == b'\n')
+    else {
         return true;
     };
     // A line break ends a link's text.
@@ -115,23 +124,27 @@ fn may_become_link(rest: &str) -> bool {
 
 /// Checks one answer as it streams.
 pub struct StreamGuard {
-    canary: String,
-    secrets: Vec<String>,
-    prompt_windows: HashSet<String>,
-    prompt_folded: String,
+    /// The canary and the stored secrets, followed in what the model sent (what could
+    /// still become one is held back) ...
+    sent: Literals<Violation>,
+    /// ... and in what was shown (a rewritten link joins the text around it), from the
+    /// first rewrite on: until then what was shown is what was sent.
+    shown: Option<Literals<Violation>>,
+    echo: Arc<EchoIndex>,
+    echo_at: EchoCursor,
+    folder: Folder,
+    /// Where in `text` each of the last [`PROMPT_WINDOW`] folded characters came from.
+    folded_from: [usize; FOLDED_KEPT],
+    /// Characters folded so far; the one numbered `n` came from `folded_from[n % FOLDED_KEPT]`.
+    folded: usize,
     links: LinkPolicy,
     /// Everything the model sent so far.
     text: String,
-    /// `text` folded, kept up to date piece by piece.
-    folded: Vec<char>,
-    folded_space: bool,
     /// Bytes of `text` handed out.
     released: usize,
     violation: Option<Violation>,
     /// Links rewritten so far.
     pub links_removed: usize,
-    /// The end of what was shown, as long as the canary or the longest stored secret.
-    shown_tail: String,
     /// What was shown ends in `]`: a `(` next would open a link.
     shown_bracket: bool,
 }
@@ -145,24 +158,38 @@ impl StreamGuard {
         secrets: Vec<String>,
         allowed_hosts: Vec<String>,
     ) -> Self {
-        let folded = fold(system_prompt);
-        let prompt_windows = folded
-            .windows(PROMPT_WINDOW)
-            .map(|w| w.iter().collect())
-            .collect();
+        let echo = Arc::new(EchoIndex::new(&[system_prompt]));
+        Self::with_echo_index(canary, echo, secrets, allowed_hosts)
+    }
+
+    /// As [`Self::new`], with the system prompt's index already built (see
+    /// [`echo::EchoIndexes`]).
+    pub fn with_echo_index(
+        canary: &str,
+        echo: Arc<EchoIndex>,
+        secrets: Vec<String>,
+        allowed_hosts: Vec<String>,
+    ) -> Self {
+        let literals = std::iter::once((Violation::Canary, canary)).chain(
+            secrets
+                .iter()
+                .filter(|s| s.len() >= MIN_SECRET_LEN)
+                .map(|s| (Violation::Secret, s.as_str())),
+        );
+        let sent = Literals::new(literals);
         Self {
-            canary: canary.to_owned(),
-            secrets: secrets.into_iter().filter(|s| s.len() >= 8).collect(),
-            prompt_windows,
-            prompt_folded: folded.iter().collect(),
+            shown: None,
+            sent,
+            echo,
+            echo_at: EchoCursor::default(),
+            folder: Folder::default(),
+            folded_from: [0; FOLDED_KEPT],
+            folded: 0,
             links: LinkPolicy::new(allowed_hosts),
             text: String::new(),
-            folded: Vec::new(),
-            folded_space: false,
             released: 0,
             violation: None,
             links_removed: 0,
-            shown_tail: String::new(),
             shown_bracket: false,
         }
     }
@@ -176,9 +203,8 @@ impl StreamGuard {
         if self.violation.is_some() {
             return String::new();
         }
-        let before = (self.text.len(), self.folded.len());
+        let before = self.text.len();
         self.text.push_str(token);
-        fold_into(&mut self.folded, &mut self.folded_space, token);
         self.violation = self.check(before);
         if self.violation.is_some() {
             return String::new();
@@ -196,6 +222,34 @@ impl StreamGuard {
         self.release(self.text.len())
     }
 
+    /// What the piece that begins at `before` completed, if anything.
+    fn check(&mut self, before: usize) -> Option<Violation> {
+        let piece = &self.text[before..];
+        if let Some(found) = self.sent.feed(piece.as_bytes()) {
+            return Some(found);
+        }
+        let mut echoed = false;
+        let (echo, at) = (&self.echo, &mut self.echo_at);
+        let (from, folded) = (&mut self.folded_from, &mut self.folded);
+        self.folder.fold(piece, |c, offset| {
+            echo.step(at, c);
+            from[*folded % FOLDED_KEPT] = before + offset;
+            *folded += 1;
+            echoed |= at.len >= PROMPT_WINDOW;
+        });
+        if echoed {
+            return Some(Violation::SystemPromptEcho);
+        }
+        // Only from where the run of key characters the piece continues begins (a JWT may be
+        // long), and only where a secret's beginning stands.
+        let from = self.key_run_start(before);
+        let secret = secret_start(&self.text[from..], true).is_some()
+            && SECRET
+                .as_ref()
+                .is_some_and(|r| r.is_match_at(&self.text, from));
+        secret.then_some(Violation::Secret)
+    }
+
     /// The text shown so far, links rewritten; what the client saw.
     fn release(&mut self, end: usize) -> String {
         let mut end = end.max(self.released);
@@ -205,32 +259,27 @@ impl StreamGuard {
         if end <= self.released {
             return String::new();
         }
-        let piece = self.text[self.released..end].to_owned();
+        let start = self.released;
+        let piece = self.text[start..end].to_owned();
         self.released = end;
-        let shown = self.rewrite_links(&piece);
-        // A rewritten link joins the text around it: what is shown must not spell the
-        // canary or a stored secret either.
-        let seen = format!("{}{shown}", self.shown_tail);
-        if !self.canary.is_empty() && seen.contains(&self.canary) {
-            self.violation = Some(Violation::Canary);
+        let shown = if piece.bytes().any(|b| b == b'[' || b == b'(') {
+            let shown = self.rewrite_links(&piece);
+            if shown != piece && self.shown.is_none() {
+                // The first change: until here the client saw exactly `text[..start]`.
+                let mut literals = self.sent.restarted();
+                let seen = start.saturating_sub(literals.longest());
+                literals.feed(&self.text.as_bytes()[seen..start]);
+                self.shown = Some(literals);
+            }
+            shown
+        } else {
+            self.shown_bracket = piece.ends_with(']');
+            piece
+        };
+        if let Some(found) = self.shown.as_mut().and_then(|l| l.feed(shown.as_bytes())) {
+            self.violation = Some(found);
             return String::new();
         }
-        if self.secrets.iter().any(|s| seen.contains(s.as_str())) {
-            self.violation = Some(Violation::Secret);
-            return String::new();
-        }
-        let keep = self
-            .secrets
-            .iter()
-            .map(String::len)
-            .chain([self.canary.len()])
-            .max()
-            .unwrap_or(0);
-        let mut from = seen.len().saturating_sub(keep);
-        while !seen.is_char_boundary(from) {
-            from -= 1;
-        }
-        self.shown_tail = seen[from..].to_owned();
         shown
     }
 
@@ -252,117 +301,42 @@ impl StreamGuard {
     /// characters, so `key=sk-…` is held as ` sk-…` is), or that stands in the system prompt
     /// (an echo in the making). Ordinary text is released at once.
     fn hold(&self) -> usize {
-        let text = &self.text;
-        let literal = std::iter::once(&self.canary)
-            .chain(&self.secrets)
-            .map(|value| {
-                (1..=value.len().min(text.len()))
-                    .rev()
-                    .find(|k| value.is_char_boundary(*k) && text.ends_with(&value[..*k]))
-                    .unwrap_or(0)
-            })
-            .max()
-            .unwrap_or(0);
-        let run = &text[self.key_run_start(text.len())..];
-        let word_start = |i: usize| {
-            i == 0 || {
-                let b = run.as_bytes()[i - 1];
-                !(b.is_ascii_alphanumeric() || b == b'_')
-            }
+        let run = &self.text[self.key_run_start(self.text.len())..];
+        let pattern = secret_start(run, false).map_or(0, |i| run.len() - i);
+        // Under a window (else the answer was cut), so still in `folded_from`.
+        let echo = match self.echo_at.len {
+            0 => 0,
+            n => self.text.len() - self.folded_from[self.folded.saturating_sub(n) % FOLDED_KEPT],
         };
-        let pattern = (0..run.len())
-            .filter(|&i| word_start(i))
-            .find(|&i| {
-                SECRET_PREFIXES
-                    .iter()
-                    .any(|p| run[i..].starts_with(p) || p.starts_with(&run[i..]))
-            })
-            .map_or(0, |i| run.len() - i);
-        literal.max(pattern).max(self.echo_suffix())
-    }
-
-    /// Bytes of the longest suffix (under a window) whose folded text stands in the folded
-    /// system prompt. Shortest first, from the end of the text only: a suffix whose folded
-    /// text is not in the prompt has no longer one that is (it would contain it), so the
-    /// search stops at the first miss instead of folding and looking for every length, and
-    /// never walks the whole answer (that made a streamed answer quadratic).
-    fn echo_suffix(&self) -> usize {
-        let mut longest = 0;
-        for (start, _) in self.text.char_indices().rev().take(PROMPT_WINDOW - 1) {
-            let suffix: String = fold(&self.text[start..]).into_iter().collect();
-            if suffix.trim().is_empty() {
-                continue;
-            }
-            if !self.prompt_folded.contains(&suffix) {
-                break;
-            }
-            longest = self.text.len() - start;
-        }
-        longest
-    }
-
-    /// Checks what the last piece could have completed: only the text from a little before
-    /// it (`before`: the text's and the folded text's lengths before the piece), so a long
-    /// answer costs linear time, not quadratic.
-    fn check(&self, (text_before, folded_before): (usize, usize)) -> Option<Violation> {
-        let longest_literal = self
-            .secrets
-            .iter()
-            .map(String::len)
-            .chain([self.canary.len(), RECHECK_BYTES])
-            .max()
-            .unwrap_or(RECHECK_BYTES);
-        let mut start = text_before.saturating_sub(longest_literal);
-        while !self.text.is_char_boundary(start) {
-            start -= 1;
-        }
-        let recent = &self.text[start..];
-        if !self.canary.is_empty() && recent.contains(&self.canary) {
-            return Some(Violation::Canary);
-        }
-        // From where the run of key characters the piece continues begins (a JWT may be
-        // long), with what precedes it as context for `\b`; only where a secret's beginning
-        // stands (the pattern's Unicode `\b` is slow on text with umlauts).
-        let secret_from = self.key_run_start(text_before).min(start);
-        let searched = &self.text[secret_from..];
-        if self.secrets.iter().any(|s| recent.contains(s.as_str()))
-            || (SECRET_PREFIXES.iter().any(|p| searched.contains(p))
-                && SECRET
-                    .as_ref()
-                    .is_some_and(|r| r.is_match_at(&self.text, secret_from)))
-        {
-            return Some(Violation::Secret);
-        }
-        let from = folded_before.saturating_sub(PROMPT_WINDOW - 1);
-        let echoed = self.folded[from..]
-            .windows(PROMPT_WINDOW)
-            .any(|w| self.prompt_windows.contains(&w.iter().collect::<String>()));
-        echoed.then_some(Violation::SystemPromptEcho)
+        self.sent.partial().max(pattern).max(echo)
     }
 
     /// `end`, moved back so no Markdown link is split: not through a complete link, not
     /// past the first `[` that could still open one (unless it has been open longer than a
     /// link can reasonably be), not between a `!` and what follows it.
     fn outside_links(&self, end: usize) -> usize {
-        let Some(link) = LINK.as_ref() else {
-            return end;
-        };
         let tail = &self.text[self.released..];
         let mut cut = end.saturating_sub(self.released).min(tail.len());
         while !tail.is_char_boundary(cut) {
             cut -= 1;
         }
-        if let Some(open) = tail[..cut]
-            .match_indices('[')
-            .map(|(i, _)| i)
-            .find(|&i| tail.len() - i < LINK_HOLD && may_become_link(&tail[i..]))
-        {
-            cut = open;
-        }
-        for found in link.find_iter(tail) {
-            if found.start() < cut && found.end() > cut {
-                cut = found.start();
+        let before_cut = &tail.as_bytes()[..cut];
+        let open = (0..cut)
+            .filter(|&i| before_cut[i] == b'[')
+            .find(|&i| tail.len() - i < LINK_HOLD && may_become_link(&tail[i..]));
+        match open {
+            // A complete link has no `[` that may still open one: none crosses `open`.
+            Some(open) => cut = open,
+            None if before_cut.contains(&b'[') => {
+                if let Some(link) = LINK.as_ref() {
+                    for found in link.find_iter(tail) {
+                        if found.start() < cut && found.end() > cut {
+                            cut = found.start();
+                        }
+                    }
+                }
             }
+            None => {}
         }
         if tail[..cut].ends_with('!') {
             cut -= 1;
@@ -442,6 +416,16 @@ mod tests {
         }
         seen.push_str(&guard.finish());
         (seen, guard.violation())
+    }
+
+    #[test]
+    fn every_secret_prefix_begins_with_a_listed_byte() {
+        for prefix in SECRET_PREFIXES {
+            assert!(
+                SECRET_FIRST_BYTES.contains(&prefix.as_bytes()[0]),
+                "{prefix}"
+            );
+        }
     }
 
     #[test]
