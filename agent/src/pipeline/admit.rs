@@ -1,16 +1,17 @@
 //! Phase 1 of a step: may this call run, and under which ledger record?
 //!
 //! The checks that need no I/O come first (position in the step, known tool, allowed by the
-//! profile, valid arguments), then the turn's remaining tool time, the user's rate limit,
-//! and last the ledger's record-and-claim, which dedupes identical calls.
+//! profile, valid arguments), then the turn's remaining tool time, the ledger's
+//! record-and-claim, which dedupes identical calls, and last the user's rate limit, so that
+//! only calls that will run count against it.
 
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use shared::Error;
-use shared::domain::tool_call::{RefusalReason, ToolCallRecord, ToolName};
+use shared::domain::tool_call::{RefusalReason, ToolCallRecord, ToolCallStatus, ToolName};
 use shared::domain::tool_result::ToolExecutionResult;
-use shared::ledger::{Claim, ClaimMode, ClaimRequest, ClaimedCall};
+use shared::ledger::{Claim, ClaimMode, ClaimRequest, ClaimedCall, Outcome};
 use shared::limits::Decision;
 
 use super::{CallOutcome, CallStatus, Pipeline, StepLimits, lease_for};
@@ -93,11 +94,40 @@ impl Pipeline {
             let outcome = CallOutcome::new(call, Some(name), CallStatus::Skipped, None, result);
             return refused(outcome, Some(RefusalReason::NoTimeLeft));
         }
-        if let Some((limited, reason)) = self.rate_limit(ctx, call, tool).await {
-            return refused(limited, Some(reason));
+        // The quota counts work, not requests: a call the ledger serves (a duplicate) or
+        // cannot record uses none, so the limiter is asked only once the call is claimed.
+        let admission = self
+            .claim(ctx, call, tool, request, deadline, background)
+            .await;
+        let Admission::Claimed(claimed) = admission else {
+            return admission;
+        };
+        match self.rate_limit(ctx, call, tool).await {
+            None => Admission::Claimed(claimed),
+            Some((limited, reason)) => {
+                self.release(&claimed.claimed, &limited.result.message)
+                    .await;
+                refused(limited, Some(reason))
+            }
         }
-        self.claim(ctx, call, tool, request, deadline, background)
-            .await
+    }
+
+    /// Gives up a claim the rate limit refused: the attempt ends `canceled` (a queued one is
+    /// withdrawn), so the next identical call starts afresh. If that write fails, a running
+    /// claim frees itself when its lease ends.
+    async fn release(&self, claimed: &ClaimedCall, reason: &str) {
+        let released = if claimed.status == ToolCallStatus::Queued {
+            let (chat, id) = (&claimed.chat_id, &claimed.id);
+            self.ledger
+                .withdraw(chat, id, claimed.attempt, reason)
+                .await
+        } else {
+            let outcome = Outcome::Canceled(reason.to_owned());
+            self.ledger.finish(claimed, outcome).await
+        };
+        if let Err(e) = released {
+            tracing::warn!(call_id = %claimed.id, error = %e, "releasing a rate-limited claim failed");
+        }
     }
 
     /// Records the call in the ledger and claims it (to run now, or queued for the worker);

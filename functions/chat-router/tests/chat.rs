@@ -497,6 +497,50 @@ async fn a_rate_limited_tool_tells_the_llm_and_the_client_when_to_retry() {
     assert!(told.contains("Rate limit reached"), "{told}");
 }
 
+/// A call the ledger serves (dedupe) runs nothing and so uses no quota: with a limit of 2,
+/// one search, five repeats of it, then a second search all get through; a third is limited.
+#[tokio::test]
+async fn calls_served_by_dedupe_use_no_rate_limit_quota() {
+    let agents = TIGHT_AGENTS.replace("max = 1,", "max = 2,");
+    let rig = Rig::with(|_| {}, Some(&agents)).await;
+    let token = rig.token(&test_support::unique("quota"));
+    let kb_call =
+        |query: &str| Reply::tool_calls(vec![("search_knowledge_base", json!({"query": query}))]);
+    rig.llm.push(kb_call("lounges"));
+    rig.llm.push(Reply::text("ok"));
+    let first = rig.chat(Some(&token), json!({"message": "lounges"})).await;
+    assert_eq!(first.first("tool_result")["status"], json!("succeeded"));
+    let chat_id = first.chat_id();
+    let ask = |message: &str| json!({"chat_id": chat_id, "message": message});
+    for _ in 0..5 {
+        rig.llm.push(kb_call("lounges"));
+        rig.llm.push(Reply::text("ok"));
+        let again = rig.chat(Some(&token), ask("lounges again")).await;
+        assert_eq!(again.first("tool_started")["deduped"], json!(true));
+        assert_eq!(again.first("tool_result")["status"], json!("succeeded"));
+    }
+    for (query, expected) in [("baggage", "succeeded"), ("upgrades", "rate_limited")] {
+        rig.llm.push(kb_call(query));
+        rig.llm.push(Reply::text("ok"));
+        let turn = rig.chat(Some(&token), ask(query)).await;
+        assert_eq!(
+            turn.first("tool_result")["status"],
+            json!(expected),
+            "{query}"
+        );
+    }
+    // The limited call was recorded, then released: a later identical one starts afresh.
+    let (status, calls) = rig
+        .get(&token, &format!("/chats/{chat_id}/tool-calls"))
+        .await;
+    assert_eq!(status, 200);
+    let statuses: Vec<&Value> = calls["items"]
+        .as_array()
+        .map(|items| items.iter().map(|c| &c["status"]).collect())
+        .unwrap_or_default();
+    assert!(statuses.contains(&&json!("canceled")), "{calls}");
+}
+
 #[tokio::test]
 async fn an_llm_failure_ends_the_stream_with_error_then_done() {
     let rig = Rig::start().await;
