@@ -152,7 +152,8 @@ async fn streams_text_and_captures_usage() {
             usage: Some(TokenUsage {
                 prompt_tokens: 25,
                 completion_tokens: 3,
-                total_tokens: 28
+                total_tokens: 28,
+                estimated: false,
             }),
         }
     );

@@ -80,6 +80,10 @@ pub struct TokenUsage {
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
     pub total_tokens: u64,
+    /// Counted by us, not reported by the provider (it sent no figures, or the call broke
+    /// off after tokens were billed).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub estimated: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -93,6 +97,9 @@ pub struct UsageRecord {
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
     pub total_tokens: u64,
+    /// The token counts are our estimate (see [`TokenUsage::estimated`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub estimated: bool,
     pub cost_usd: Option<f64>,
     #[serde(with = "time::serde::rfc3339")]
     pub created_at: OffsetDateTime,
@@ -173,6 +180,7 @@ impl UsageStore for DynamoUsageStore {
             total_tokens: usage
                 .total_tokens
                 .max(usage.prompt_tokens + usage.completion_tokens),
+            estimated: usage.estimated,
             cost_usd,
             created_at: now,
         };

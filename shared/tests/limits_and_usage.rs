@@ -122,6 +122,7 @@ async fn usage_records_carry_tokens_and_cost() {
         prompt_tokens: 1200,
         completion_tokens: 300,
         total_tokens: 1500,
+        estimated: false,
     };
     let priced = store
         .record(&user, Some("chat-1"), "gpt-4o-mini", "chat", usage)

@@ -3,6 +3,7 @@
 //! OpenRouter, vLLM and Ollama. Other providers (e.g. Bedrock Converse) implement
 //! [`LlmProvider`] and plug in the same way.
 
+pub mod metered;
 mod openai;
 mod stream;
 

@@ -420,6 +420,7 @@ impl WireUsage {
             total_tokens: self
                 .total_tokens
                 .unwrap_or(prompt_tokens.saturating_add(completion_tokens)),
+            estimated: false,
         })
     }
 }
@@ -478,6 +479,7 @@ mod tests {
                 prompt_tokens: 120,
                 completion_tokens: 42,
                 total_tokens: 162,
+                estimated: false,
             }),
         }
     }
@@ -730,7 +732,8 @@ mod tests {
             Some(TokenUsage {
                 prompt_tokens: 3,
                 completion_tokens: 2,
-                total_tokens: 5
+                total_tokens: 5,
+                estimated: false,
             })
         );
     }

@@ -7,6 +7,7 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use super::{Tool, ToolContext, ToolSchema};
+use crate::llm::metered::{UsageScope, complete_metered};
 use crate::llm::{CompletionRequest, LlmProvider, NoTokens, PromptMessage, ToolChoice};
 use crate::{Error, Result};
 use shared::domain::session::SessionState;
@@ -100,25 +101,20 @@ impl Tool for AskGptTool {
                 .then(|| args.temperature() as f32),
             max_tokens: Some(self.config.max_tokens),
         };
-        let completion = self
-            .llm
-            .complete(&request, ctx.deadline, &mut NoTokens)
-            .await?;
-        if let Some(usage) = completion.usage
-            && let Err(e) = self
-                .usage
-                .record(
-                    &ctx.user_id,
-                    Some(&ctx.chat_id),
-                    &completion.model,
-                    "ask_gpt",
-                    usage,
-                )
-                .await
-        {
-            // Losing a usage record must not lose the user's answer.
-            tracing::error!(error = %e, "recording ask_gpt usage failed");
-        }
+        let scope = UsageScope {
+            user_id: &ctx.user_id,
+            chat_id: Some(&ctx.chat_id),
+            operation: "ask_gpt",
+        };
+        let completion = complete_metered(
+            self.llm.as_ref(),
+            self.usage.as_ref(),
+            scope,
+            &request,
+            ctx.deadline,
+            &mut NoTokens,
+        )
+        .await?;
         let content = completion.content.trim().to_owned();
         if content.is_empty() {
             return Err(Error::Upstream {

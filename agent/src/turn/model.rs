@@ -10,6 +10,7 @@ use shared::Result;
 use super::{Agent, TurnInput, TurnState};
 use crate::events::{self, EventSink, TurnEvent};
 use crate::guard::output::{StreamGuard, Violation};
+use crate::llm::metered::{UsageScope, complete_metered};
 use crate::llm::{Completion, CompletionRequest, ToolChoice};
 
 impl Agent {
@@ -31,14 +32,23 @@ impl Agent {
             }
         };
         let mut on_token = |text: &str| show(guard.push(text), &mut shown);
-        let completion = self
-            .llm
-            .complete(&request, input.deadline, &mut on_token)
-            .await;
+        let scope = UsageScope {
+            user_id: &input.user_id,
+            chat_id: Some(&state.chat.id),
+            operation: "chat",
+        };
+        let completion = complete_metered(
+            self.llm.as_ref(),
+            self.usage.as_ref(),
+            scope,
+            &request,
+            input.deadline,
+            &mut on_token,
+        )
+        .await;
         let tail = guard.finish();
         show(tail, &mut shown);
         let mut completion = completion?;
-        self.record_usage(input, state, &completion).await;
         // What the client saw (links rewritten) is the answer; a cut one is replaced.
         completion.content = shown;
         if let Some(violation) = guard.violation() {
@@ -111,21 +121,6 @@ impl Agent {
                     .max_tokens
                     .unwrap_or(self.settings.default_max_tokens),
             ),
-        }
-    }
-
-    /// Best effort: a lost usage record must not fail the user's turn.
-    async fn record_usage(&self, input: &TurnInput, state: &TurnState, completion: &Completion) {
-        let Some(usage) = completion.usage else {
-            return;
-        };
-        let chat_id = Some(state.chat.id.as_str());
-        if let Err(e) = self
-            .usage
-            .record(&input.user_id, chat_id, &completion.model, "chat", usage)
-            .await
-        {
-            tracing::error!(error = %e, "recording chat usage failed");
         }
     }
 }

@@ -541,6 +541,29 @@ async fn calls_served_by_dedupe_use_no_rate_limit_quota() {
     assert!(statuses.contains(&&json!("canceled")), "{calls}");
 }
 
+/// A stream that breaks after billed tokens still leaves a usage record (an estimate, as
+/// the provider's figures never came), so a daily budget does not under-count.
+#[tokio::test]
+async fn a_stream_cut_off_after_tokens_still_records_its_usage() {
+    let rig = Rig::start().await;
+    let user = test_support::unique("cut");
+    let answer = (1..=80).map(|i| format!("word{i}")).collect::<Vec<_>>().join(" ");
+    rig.llm.push(Reply::text(answer).cut_off_after(50));
+    let since = time::OffsetDateTime::now_utc() - time::Duration::minutes(5);
+    let turn = rig
+        .chat(Some(&rig.token(&user)), json!({"message": "tell me a story"}))
+        .await;
+    assert_eq!(turn.shape().last(), Some(&"done"), "{:?}", turn.shape());
+    assert!(!turn.all("assistant_token").is_empty(), "tokens were streamed");
+    assert!(!turn.all("error").is_empty(), "{:?}", turn.shape());
+    assert_eq!(rig.llm.request_count(), 1, "not retried after text was sent");
+    let usage = rig.deps.usage.list_for_user(&user, since).await.unwrap();
+    assert_eq!(usage.len(), 1, "{usage:?}");
+    assert!(usage[0].estimated, "{usage:?}");
+    assert!(usage[0].completion_tokens >= 40, "{usage:?}");
+    assert!(usage[0].prompt_tokens > 0, "{usage:?}");
+}
+
 #[tokio::test]
 async fn an_llm_failure_ends_the_stream_with_error_then_done() {
     let rig = Rig::start().await;

@@ -1,0 +1,102 @@
+//! Every billed token is counted: an LLM call's usage is recorded however the call ends.
+//! The provider's figures when it sent them; otherwise (a provider that reports none, a
+//! stream cut off or failed after text was produced) an estimate, marked `estimated`, so a
+//! daily budget never under-counts what was billed.
+
+use std::time::Instant;
+
+use shared::Result;
+use shared::usage::{TokenUsage, UsageStore};
+
+use super::{Completion, CompletionRequest, LlmProvider, TokenSink};
+
+/// Whose call it is and what for, as the usage record says.
+#[derive(Debug, Clone, Copy)]
+pub struct UsageScope<'a> {
+    pub user_id: &'a str,
+    pub chat_id: Option<&'a str>,
+    /// e.g. `chat`, `ask_gpt`.
+    pub operation: &'a str,
+}
+
+/// Characters per token in the estimate (the usual rule of thumb for English text).
+const CHARS_PER_TOKEN: usize = 4;
+
+/// About how many tokens `chars` characters are.
+fn tokens_for(chars: usize) -> u64 {
+    u64::try_from(chars.div_ceil(CHARS_PER_TOKEN)).unwrap_or(u64::MAX)
+}
+
+/// An estimate for `request` with `completion_chars` characters produced.
+pub fn estimate(request: &CompletionRequest, completion_chars: usize) -> TokenUsage {
+    let prompt_chars: usize = request
+        .messages
+        .iter()
+        .map(|m| {
+            m.content.len()
+                + m.tool_calls
+                    .iter()
+                    .map(|c| c.arguments.len())
+                    .sum::<usize>()
+        })
+        .sum::<usize>()
+        + request
+            .tools
+            .iter()
+            .map(|t| t.description.len() + t.parameters.to_string().len())
+            .sum::<usize>();
+    let (prompt_tokens, completion_tokens) =
+        (tokens_for(prompt_chars), tokens_for(completion_chars));
+    TokenUsage {
+        prompt_tokens,
+        completion_tokens,
+        total_tokens: prompt_tokens.saturating_add(completion_tokens),
+        estimated: true,
+    }
+}
+
+/// What a completion produced, in characters: its text and its tool calls' arguments.
+fn produced(completion: &Completion) -> usize {
+    completion.content.len()
+        + completion
+            .tool_calls
+            .iter()
+            .map(|c| c.name.len() + c.arguments.len())
+            .sum::<usize>()
+}
+
+/// Runs `request` on `llm` and records its usage in `store` for `scope`. A failure to record
+/// is logged, never the caller's failure: losing a usage record must not lose an answer.
+pub async fn complete_metered(
+    llm: &dyn LlmProvider,
+    store: &dyn UsageStore,
+    scope: UsageScope<'_>,
+    request: &CompletionRequest,
+    deadline: Instant,
+    tokens: &mut dyn TokenSink,
+) -> Result<Completion> {
+    let mut streamed = 0;
+    let mut counting = |text: &str| {
+        streamed += text.len();
+        tokens.token(text);
+    };
+    let result = llm.complete(request, deadline, &mut counting).await;
+    let (model, usage) = match &result {
+        Ok(completion) => (
+            completion.model.as_str(),
+            completion
+                .usage
+                .unwrap_or_else(|| estimate(request, produced(completion))),
+        ),
+        // Text was produced, so tokens were billed; the provider's figures never came.
+        Err(_) if streamed > 0 => (request.model.as_str(), estimate(request, streamed)),
+        Err(_) => return result,
+    };
+    if let Err(e) = store
+        .record(scope.user_id, scope.chat_id, model, scope.operation, usage)
+        .await
+    {
+        tracing::error!(operation = scope.operation, error = %e, "recording LLM usage failed");
+    }
+    result
+}
