@@ -55,6 +55,64 @@ pub(crate) fn build(
 
     let mut segments = trip.segments.clone();
     segments.sort_by_key(|s| s.order);
+    let outbound = outbound_leg(shape, &trip, &segments, availability)?;
+    let price = Price::of(shape, candidate, &trip);
+    let total_stops = trip.stop_count();
+    let source = trip.source.clone().or_else(|| availability.source.clone());
+
+    Ok(FlightResult {
+        id: availability.id.clone(),
+        provider: Provider::Seatsaero,
+        price: price.total,
+        price_per_person: price.per_person,
+        airline: airline(&trip, &segments, offer),
+        cabin: shape.cabin.display_name().to_owned(),
+        tags: tags(shape, total_stops, source),
+        total_stops: u32::try_from(total_stops).unwrap_or(u32::MAX),
+        miles: Some(price.miles),
+        taxes: price.taxes,
+        seats_left: seats_left(&trip, offer),
+        booking_links: booking_links(reply.booking_links),
+        outbound,
+        inbound: None,
+    })
+}
+
+/// The one leg a Seats.aero trip describes. `segments` are the trip's, in flight order.
+fn outbound_leg(
+    shape: &Shape,
+    trip: &Trip,
+    segments: &[Segment],
+    availability: &Availability,
+) -> Result<FlightLeg, &'static str> {
+    let (departure, arrival) = endpoints(trip, segments, availability)?;
+    // Every segment after the first starts at a stop.
+    let via: Vec<String> = segments
+        .iter()
+        .skip(1)
+        .filter_map(|s| s.origin.clone())
+        .collect();
+    Ok(FlightLeg {
+        departure,
+        arrival,
+        duration: trip
+            .total_duration
+            .filter(|m| *m > 0)
+            .map(format::duration)
+            .unwrap_or_default(),
+        stops: format::stops(shape.locale, trip.stop_count(), &via),
+        flight_numbers: flight_numbers(trip, segments),
+    })
+}
+
+/// Departure and arrival: from the first and last segments, else the trip's own fields,
+/// else (airports only) the availability's route. A flight needs both airports and a
+/// departure time; an unknown arrival time is left empty.
+fn endpoints(
+    trip: &Trip,
+    segments: &[Segment],
+    availability: &Availability,
+) -> Result<(FlightEndpoint, FlightEndpoint), &'static str> {
     let first = segments.first();
     let last = segments.last();
     let departure_airport = first
@@ -75,47 +133,84 @@ pub(crate) fn build(
         .and_then(|s| s.arrives_at.clone())
         .or_else(|| trip.arrives_at.clone())
         .unwrap_or_default();
+    Ok((
+        FlightEndpoint {
+            airport: departure_airport,
+            time: format::local_time(&departure_time),
+        },
+        FlightEndpoint {
+            airport: arrival_airport,
+            time: format::local_time(&arrival_time),
+        },
+    ))
+}
 
-    let miles = trip
-        .mileage_cost
-        .filter(|m| *m > 0)
-        .unwrap_or(candidate.miles);
-    let taxes_minor = trip.total_taxes.or(offer.taxes_minor);
-    let currency = taxes_minor.map(|_| {
-        trip.taxes_currency
-            .clone()
-            .or_else(|| availability.taxes_currency.clone())
-            .map(|c| c.to_ascii_uppercase())
-            .unwrap_or_else(|| DEFAULT_TAXES_CURRENCY.to_owned())
-    });
-    let taxes_text = |per: u64| {
-        taxes_minor
-            .zip(currency.as_deref())
-            // Saturating: the taxes are Seats.aero's figure, and may be any number.
-            .map(|(t, c)| (t.saturating_mul(per), c))
-    };
-    let price_per_person = format::price(shape.locale, miles, taxes_text(1));
-    let price = format::price(
-        shape.locale,
-        miles.saturating_mul(shape.seated),
-        taxes_text(shape.seated),
-    );
+/// A flight's cost: per passenger, and in total for the seated travellers.
+struct Price {
+    /// Miles per passenger.
+    miles: u64,
+    /// Taxes per passenger.
+    taxes: Taxes,
+    per_person: String,
+    total: String,
+}
 
-    let total_stops = trip.stop_count();
-    let via: Vec<String> = segments
-        .iter()
-        .skip(1)
-        .filter_map(|s| s.origin.clone())
-        .collect();
-    let flight_numbers = trip.flight_numbers.clone().unwrap_or_else(|| {
+impl Price {
+    /// The trip's miles and taxes, which are more precise than the availability's summary
+    /// that stands in for them when the trip leaves them out.
+    fn of(shape: &Shape, candidate: &Candidate, trip: &Trip) -> Self {
+        let miles = trip
+            .mileage_cost
+            .filter(|m| *m > 0)
+            .unwrap_or(candidate.miles);
+        let taxes_minor = trip.total_taxes.or(candidate.offer.taxes_minor);
+        let currency = taxes_minor.map(|_| taxes_currency(trip, &candidate.availability));
+        let taxes_text = |per: u64| {
+            taxes_minor
+                .zip(currency.as_deref())
+                // Saturating: the taxes are Seats.aero's figure, and may be any number.
+                .map(|(t, c)| (t.saturating_mul(per), c))
+        };
+        let per_person = format::price(shape.locale, miles, taxes_text(1));
+        let total = format::price(
+            shape.locale,
+            miles.saturating_mul(shape.seated),
+            taxes_text(shape.seated),
+        );
+        Self {
+            miles,
+            taxes: Taxes {
+                amount: taxes_minor.map(|t| t as f64 / 100.0),
+                currency,
+            },
+            per_person,
+            total,
+        }
+    }
+}
+
+/// The taxes' currency code: the trip's, else the availability's, else [`DEFAULT_TAXES_CURRENCY`].
+fn taxes_currency(trip: &Trip, availability: &Availability) -> String {
+    trip.taxes_currency
+        .clone()
+        .or_else(|| availability.taxes_currency.clone())
+        .map(|c| c.to_ascii_uppercase())
+        .unwrap_or_else(|| DEFAULT_TAXES_CURRENCY.to_owned())
+}
+
+/// The trip's flight numbers, else those of its segments, comma-separated.
+fn flight_numbers(trip: &Trip, segments: &[Segment]) -> String {
+    trip.flight_numbers.clone().unwrap_or_else(|| {
         let numbers: Vec<&str> = segments
             .iter()
             .filter_map(|s| s.flight_number.as_deref())
             .collect();
         numbers.join(", ")
-    });
-    let source = trip.source.clone().or_else(|| availability.source.clone());
+    })
+}
 
+/// "return" for the reverse search, "direct" without stops, then the mileage programme.
+fn tags(shape: &Shape, total_stops: u64, source: Option<String>) -> Vec<String> {
     let mut tags = Vec::new();
     if shape.return_leg {
         tags.push("return".to_owned());
@@ -124,46 +219,15 @@ pub(crate) fn build(
         tags.push("direct".to_owned());
     }
     tags.extend(source);
+    tags
+}
 
-    Ok(FlightResult {
-        id: availability.id.clone(),
-        provider: Provider::Seatsaero,
-        price,
-        price_per_person,
-        airline: airline(&trip, &segments, offer),
-        cabin: shape.cabin.display_name().to_owned(),
-        tags,
-        total_stops: u32::try_from(total_stops).unwrap_or(u32::MAX),
-        miles: Some(miles),
-        taxes: Taxes {
-            amount: taxes_minor.map(|t| t as f64 / 100.0),
-            currency,
-        },
-        seats_left: trip
-            .remaining_seats
-            .filter(|s| *s > 0)
-            .or(offer.seats.filter(|s| *s > 0))
-            .map(|s| u32::try_from(s).unwrap_or(u32::MAX)),
-        booking_links: booking_links(reply.booking_links),
-        outbound: FlightLeg {
-            departure: FlightEndpoint {
-                airport: departure_airport,
-                time: format::local_time(&departure_time),
-            },
-            arrival: FlightEndpoint {
-                airport: arrival_airport,
-                time: format::local_time(&arrival_time),
-            },
-            duration: trip
-                .total_duration
-                .filter(|m| *m > 0)
-                .map(format::duration)
-                .unwrap_or_default(),
-            stops: format::stops(shape.locale, total_stops, &via),
-            flight_numbers,
-        },
-        inbound: None,
-    })
+/// Seats left: the trip's count, else the availability's; zero counts as unknown.
+fn seats_left(trip: &Trip, offer: &CabinOffer) -> Option<u32> {
+    trip.remaining_seats
+        .filter(|s| *s > 0)
+        .or(offer.seats.filter(|s| *s > 0))
+        .map(|s| u32::try_from(s).unwrap_or(u32::MAX))
 }
 
 fn best_trip(shape: &Shape, data: Vec<Value>) -> Option<Trip> {

@@ -124,11 +124,7 @@ impl fmt::Display for IngestReport {
             None => {}
         }
         if !self.suspicious.is_empty() {
-            let ids: Vec<&str> = self
-                .suspicious
-                .iter()
-                .map(|s| s.document_id.as_str())
-                .collect();
+            let ids = suspicious_ids(&self.suspicious);
             write!(
                 f,
                 "; warning: {} suspicious documents ({})",
@@ -147,6 +143,13 @@ struct Target {
 }
 
 impl Target {
+    fn of(embedder: Option<&EmbeddingsClient>) -> Self {
+        Self {
+            model: embedder.map(|e| e.model().to_owned()),
+            dimensions: embedder.and_then(EmbeddingsClient::dimensions),
+        }
+    }
+
     fn matches(&self, m: &DocumentManifest) -> bool {
         m.embedding_model == self.model
             && (self.dimensions.is_none() || m.dimensions == self.dimensions)
@@ -174,6 +177,17 @@ struct Pending<'a> {
     chunks: Vec<Chunk>,
 }
 
+/// Everything a run will write, decided before it writes anything.
+struct Plan<'a> {
+    pending: Vec<Pending<'a>>,
+    /// Stored documents to remove (only when pruning).
+    removals: Vec<&'a str>,
+    /// Embeddings already at hand, by chunk hash: stored ones that are reused.
+    embedded: HashMap<String, Vec<f32>>,
+    /// Chunk texts still to embed (hash, text), each once, in document order.
+    queue: VecDeque<(String, String)>,
+}
+
 /// Ingests `sources` into `store`, embedding with `embedder` (`None`: text only).
 pub async fn ingest(
     store: &dyn KbStore,
@@ -184,222 +198,41 @@ pub async fn ingest(
 ) -> Result<IngestReport> {
     let started = Instant::now();
     let (stored, version) = tokio::try_join!(store.documents(), store.version())?;
-    let target = Target {
-        model: embedder.map(|e| e.model().to_owned()),
-        dimensions: embedder.and_then(EmbeddingsClient::dimensions),
-    };
-    let chunking = options.chunker.fingerprint();
-    let by_id: HashMap<&str, &DocumentManifest> =
-        stored.iter().map(|m| (m.document_id.as_str(), m)).collect();
+    let ctx = Context::new(store, embedder, options, progress);
     let mut report = IngestReport {
         dry_run: options.dry_run,
-        embedding_model: target.model.clone(),
+        embedding_model: ctx.target.model.clone(),
         ..IngestReport::default()
     };
 
     if embedder.is_none() {
         progress.note("no embeddings endpoint: storing text only (BM25 mode)");
     }
-    // Classify the files.
-    let mut pending: Vec<Pending<'_>> = Vec::new();
-    for source in sources {
-        let text = read_text(source)?;
-        // Every document, changed or not: the knowledge base as a whole is what the model
-        // reads, and a strict run must refuse before anything is embedded or written.
-        if let Some(found) = scan::scan(&source.document_id, &text) {
-            progress.note(&format!("warning: suspicious document {found}"));
-            report.suspicious.push(found);
-        }
-        let file_hash = content_hash(&text);
-        let previous = by_id.get(source.document_id.as_str()).copied();
-        let reason = match previous {
-            None => None,
-            Some(m) => match change_reason(m, &file_hash, &chunking, &target) {
-                None => {
-                    report.unchanged.push(source.document_id.clone());
-                    continue;
-                }
-                Some(reason) => Some(reason),
-            },
-        };
-        let drops_embeddings = previous.filter(|m| m.embedding_model.is_some());
-        if let Some(m) = drops_embeddings.filter(|_| embedder.is_none() && !options.drop_embeddings)
-        {
-            return Err(Error::Config(format!(
-                "document {} is stored with embeddings of {}, but no embeddings endpoint is configured; set EMBEDDINGS_BASE_URL (or OPENAI_BASE_URL), or pass --no-embeddings to store text only",
-                m.document_id,
-                Target::describe(m.embedding_model.as_deref(), m.dimensions)
-            )));
-        }
-        let chunks = chunk_document(&source.document_id, &text, &options.chunker);
-        pending.push(Pending {
-            source,
-            file_hash,
-            previous,
-            reason,
-            chunks,
-        });
-    }
-
-    if options.strict && !report.suspicious.is_empty() {
-        let ids: Vec<&str> = report
-            .suspicious
-            .iter()
-            .map(|s| s.document_id.as_str())
-            .collect();
-        return Err(Error::Invalid(format!(
-            "--strict: the injection scan found instruction-like text in {} documents ({}); nothing was ingested. Review them (see the warnings above), or run without --strict to ingest them with a warning",
-            ids.len(),
-            abbreviate(&ids)
-        )));
-    }
-
-    // Say once why documents are embedded again when the model changed.
-    let re_embedding = pending
-        .iter()
-        .filter(|d| {
-            d.previous
-                .is_some_and(|m| m.content_hash == d.file_hash && !target.matches(m))
-        })
-        .count();
-    if re_embedding > 0 {
-        let held = match &version {
-            Some(v) => format!(
-                "KB version {} holds {}",
-                v.version,
-                Target::describe(v.embedding_model.as_deref(), v.dimensions)
-            ),
-            None => "the stored documents hold other embeddings".to_owned(),
-        };
-        progress.note(&format!(
-            "{held}; this run uses {}: {re_embedding} unchanged documents are embedded again",
-            target.describe_self()
-        ));
-    }
-
-    // Stored documents that are not among the files.
-    let listed: HashSet<&str> = sources.iter().map(|s| s.document_id.as_str()).collect();
-    let (in_scope, outside): (Vec<&DocumentManifest>, Vec<&DocumentManifest>) = stored
-        .iter()
-        .filter(|m| !listed.contains(m.document_id.as_str()))
-        .partition(|m| m.document_id.starts_with(&options.id_prefix));
-    let removals: Vec<&str> = if options.prune {
-        in_scope.iter().map(|m| m.document_id.as_str()).collect()
-    } else {
-        Vec::new()
-    };
-    let any_written = !pending.is_empty() || !removals.is_empty();
-    if any_written && !options.prune {
-        let stale: Vec<&str> = in_scope
-            .iter()
-            .filter(|m| !target.matches(m))
-            .map(|m| m.document_id.as_str())
-            .collect();
-        if !stale.is_empty() {
-            return Err(Error::Invalid(format!(
-                "{} stored documents not among the given files ({}) hold other embeddings than {}; ingest them too, or prune them (--prune), so the knowledge base stays on one embedding model",
-                stale.len(),
-                abbreviate(&stale),
-                target.describe_self()
-            )));
-        }
-    }
-    let foreign = outside.iter().filter(|m| !target.matches(m)).count();
-    if any_written && foreign > 0 {
-        progress.note(&format!(
-            "note: {foreign} documents outside the id prefix {:?} hold other embeddings than {}",
-            options.id_prefix,
-            target.describe_self()
-        ));
-    }
-
-    // Stored embeddings of unchanged chunk texts are reused.
-    let mut embedded: HashMap<String, Vec<f32>> = HashMap::new();
-    if embedder.is_some() {
-        for doc in &pending {
-            if doc.previous.is_some_and(|m| target.matches(m)) {
-                for chunk in store.document_chunks(&doc.source.document_id).await? {
-                    if let Some(vector) = chunk.embedding {
-                        embedded.entry(chunk.content_hash).or_insert(vector);
-                    }
-                }
-            }
-        }
-    }
-    let mut queue: VecDeque<(String, String)> = VecDeque::new();
-    let mut queued: HashSet<&str> = HashSet::new();
-    if embedder.is_some() {
-        for chunk in pending.iter().flat_map(|d| &d.chunks) {
-            if embedded.contains_key(&chunk.content_hash) {
-                report.embeddings_reused += 1;
-            } else if queued.insert(&chunk.content_hash) {
-                queue.push_back((chunk.content_hash.clone(), chunk.content.clone()));
-            }
-        }
-    }
-
+    let plan = ctx
+        .plan(sources, &stored, version.as_ref(), &mut report)
+        .await?;
     if options.dry_run {
-        for doc in &pending {
-            progress.step(describe_write(doc, true));
-            record_write(&mut report, doc);
-        }
-        for id in &removals {
-            progress.step(format!("would remove {id}"));
-            report.removed.push((*id).to_owned());
-        }
-        report.embeddings_computed = queue.len();
+        ctx.preview(&plan, &mut report);
         report.elapsed = started.elapsed();
         return Ok(report);
     }
 
-    progress.start(u64::try_from(pending.len() + removals.len()).unwrap_or(u64::MAX));
-    let mut run = Run {
-        store,
-        embedder,
-        options,
-        progress,
-        target: &target,
-        embedded,
-        queue,
-        report,
-        dimensions: None,
-    };
-    let outcome = run.apply(&mut pending, &removals).await;
-    let Run {
-        mut report,
-        dimensions,
-        ..
-    } = run;
-
+    let (mut report, dimensions, outcome) = ctx.write(plan, report).await;
     if report.changed() || (version.is_none() && !sources.is_empty()) {
-        let wrote_documents = !(report.added.is_empty() && report.updated.is_empty());
-        let (model, dimensions) = match &version {
-            // Only removals: the stored embeddings are still those the marker names.
-            Some(v) if !wrote_documents => (v.embedding_model.clone(), v.dimensions),
-            _ => {
-                let dimensions = dimensions
-                    .or_else(|| {
-                        stored
-                            .iter()
-                            .find(|m| target.model.is_some() && m.embedding_model == target.model)
-                            .and_then(|m| m.dimensions)
-                    })
-                    .or(target.dimensions);
-                (
-                    target.model.clone(),
-                    dimensions.filter(|_| target.model.is_some()),
-                )
-            }
-        };
-        let bumped = store.bump_version(model.as_deref(), dimensions).await;
-        match (bumped, &outcome) {
-            (Ok(v), _) => report.version = Some(v),
-            (Err(e), Ok(())) => return Err(e),
-            (Err(e), Err(_)) => tracing::warn!(error = %e, "bumping the KB version failed too"),
-        }
+        let marker = ctx.marker_embeddings(&report, &stored, version.as_ref(), dimensions);
+        ctx.bump_version(&mut report, marker, &outcome).await?;
     }
     progress.finish();
     report.elapsed = started.elapsed();
+    conclude(progress, report, outcome)
+}
+
+/// The run's result. A run that failed after writing says so: the next run finishes it.
+fn conclude(
+    progress: &Progress,
+    report: IngestReport,
+    outcome: Result<()>,
+) -> Result<IngestReport> {
     if let Err(e) = outcome {
         if report.changed() {
             progress.note(&format!(
@@ -412,13 +245,371 @@ pub async fn ingest(
     Ok(report)
 }
 
-/// The part of a run that writes; keeps what it did in `report` even when it fails.
-struct Run<'a> {
+/// What every step of a run reads: the store and endpoint, the options, the progress
+/// display, and the embeddings and chunking the stored documents should have.
+struct Context<'a> {
     store: &'a dyn KbStore,
     embedder: Option<&'a EmbeddingsClient>,
     options: &'a IngestOptions,
     progress: &'a Progress,
-    target: &'a Target,
+    target: Target,
+    /// The chunker's fingerprint.
+    chunking: String,
+}
+
+impl<'a> Context<'a> {
+    fn new(
+        store: &'a dyn KbStore,
+        embedder: Option<&'a EmbeddingsClient>,
+        options: &'a IngestOptions,
+        progress: &'a Progress,
+    ) -> Self {
+        Self {
+            store,
+            embedder,
+            options,
+            progress,
+            target: Target::of(embedder),
+            chunking: options.chunker.fingerprint(),
+        }
+    }
+}
+
+/// Planning: reads the table, writes nothing, and refuses a run before it writes anything.
+impl Context<'_> {
+    /// Compares the files with the stored documents and decides what to write, remove and
+    /// embed. Suspicious and unchanged documents are recorded in `report`.
+    async fn plan<'s>(
+        &self,
+        sources: &'s [SourceFile],
+        stored: &'s [DocumentManifest],
+        version: Option<&KbVersion>,
+        report: &mut IngestReport,
+    ) -> Result<Plan<'s>> {
+        let pending = self.classify(sources, stored, report)?;
+        self.refuse_suspicious(&report.suspicious)?;
+        self.note_re_embedding(&pending, version);
+        let removals = self.removals(sources, stored, !pending.is_empty())?;
+        let embedded = self.reusable_embeddings(&pending).await?;
+        let queue = self.embedding_queue(&pending, &embedded, report);
+        Ok(Plan {
+            pending,
+            removals,
+            embedded,
+            queue,
+        })
+    }
+
+    /// Reads and scans every file; the ones that differ from their stored manifest (or are
+    /// new) come back chunked, the others are counted as unchanged.
+    fn classify<'s>(
+        &self,
+        sources: &'s [SourceFile],
+        stored: &'s [DocumentManifest],
+        report: &mut IngestReport,
+    ) -> Result<Vec<Pending<'s>>> {
+        let by_id: HashMap<&str, &DocumentManifest> =
+            stored.iter().map(|m| (m.document_id.as_str(), m)).collect();
+        let mut pending = Vec::new();
+        for source in sources {
+            let text = read_text(source)?;
+            // Every document, changed or not: the knowledge base as a whole is what the model
+            // reads, and a strict run must refuse before anything is embedded or written.
+            if let Some(found) = scan::scan(&source.document_id, &text) {
+                self.progress
+                    .note(&format!("warning: suspicious document {found}"));
+                report.suspicious.push(found);
+            }
+            let previous = by_id.get(source.document_id.as_str()).copied();
+            pending.extend(self.pending(source, &text, previous, report)?);
+        }
+        Ok(pending)
+    }
+
+    /// The document to write for `source`, or `None` (counted as unchanged) when its stored
+    /// manifest `previous` is up to date.
+    fn pending<'s>(
+        &self,
+        source: &'s SourceFile,
+        text: &str,
+        previous: Option<&'s DocumentManifest>,
+        report: &mut IngestReport,
+    ) -> Result<Option<Pending<'s>>> {
+        let file_hash = content_hash(text);
+        let reason = match previous {
+            None => None,
+            Some(m) => match change_reason(m, &file_hash, &self.chunking, &self.target) {
+                None => {
+                    report.unchanged.push(source.document_id.clone());
+                    return Ok(None);
+                }
+                Some(reason) => Some(reason),
+            },
+        };
+        self.refuse_dropping_embeddings(previous)?;
+        let chunks = chunk_document(&source.document_id, text, &self.options.chunker);
+        Ok(Some(Pending {
+            source,
+            file_hash,
+            previous,
+            reason,
+            chunks,
+        }))
+    }
+
+    /// Rewriting a document stored with embeddings as text only is most likely a missing
+    /// endpoint setting, so it needs `--no-embeddings`.
+    fn refuse_dropping_embeddings(&self, previous: Option<&DocumentManifest>) -> Result<()> {
+        let drops_embeddings = previous.filter(|m| m.embedding_model.is_some());
+        if let Some(m) =
+            drops_embeddings.filter(|_| self.embedder.is_none() && !self.options.drop_embeddings)
+        {
+            return Err(Error::Config(format!(
+                "document {} is stored with embeddings of {}, but no embeddings endpoint is configured; set EMBEDDINGS_BASE_URL (or OPENAI_BASE_URL), or pass --no-embeddings to store text only",
+                m.document_id,
+                Target::describe(m.embedding_model.as_deref(), m.dimensions)
+            )));
+        }
+        Ok(())
+    }
+
+    /// A strict run stops when the injection scan found anything.
+    fn refuse_suspicious(&self, suspicious: &[Suspicion]) -> Result<()> {
+        if self.options.strict && !suspicious.is_empty() {
+            let ids = suspicious_ids(suspicious);
+            return Err(Error::Invalid(format!(
+                "--strict: the injection scan found instruction-like text in {} documents ({}); nothing was ingested. Review them (see the warnings above), or run without --strict to ingest them with a warning",
+                ids.len(),
+                abbreviate(&ids)
+            )));
+        }
+        Ok(())
+    }
+
+    /// Says once why documents are embedded again when the model changed.
+    fn note_re_embedding(&self, pending: &[Pending<'_>], version: Option<&KbVersion>) {
+        let re_embedding = pending
+            .iter()
+            .filter(|d| {
+                d.previous
+                    .is_some_and(|m| m.content_hash == d.file_hash && !self.target.matches(m))
+            })
+            .count();
+        if re_embedding > 0 {
+            let held = match version {
+                Some(v) => format!(
+                    "KB version {} holds {}",
+                    v.version,
+                    Target::describe(v.embedding_model.as_deref(), v.dimensions)
+                ),
+                None => "the stored documents hold other embeddings".to_owned(),
+            };
+            self.progress.note(&format!(
+                "{held}; this run uses {}: {re_embedding} unchanged documents are embedded again",
+                self.target.describe_self()
+            ));
+        }
+    }
+
+    /// Stored documents within the id prefix that are not among the files: removed when
+    /// pruning. When anything is written, they (and, as a note, documents outside the
+    /// prefix) are checked for other embeddings, so the knowledge base stays on one model.
+    fn removals<'s>(
+        &self,
+        sources: &[SourceFile],
+        stored: &'s [DocumentManifest],
+        any_pending: bool,
+    ) -> Result<Vec<&'s str>> {
+        let listed: HashSet<&str> = sources.iter().map(|s| s.document_id.as_str()).collect();
+        let (in_scope, outside): (Vec<&DocumentManifest>, Vec<&DocumentManifest>) = stored
+            .iter()
+            .filter(|m| !listed.contains(m.document_id.as_str()))
+            .partition(|m| m.document_id.starts_with(&self.options.id_prefix));
+        let removals: Vec<&str> = if self.options.prune {
+            in_scope.iter().map(|m| m.document_id.as_str()).collect()
+        } else {
+            Vec::new()
+        };
+        let any_written = any_pending || !removals.is_empty();
+        if any_written && !self.options.prune {
+            self.refuse_stale(&in_scope)?;
+        }
+        if any_written {
+            self.note_foreign(&outside);
+        }
+        Ok(removals)
+    }
+
+    /// Unlisted documents within the prefix that are kept must hold this run's embeddings.
+    fn refuse_stale(&self, in_scope: &[&DocumentManifest]) -> Result<()> {
+        let stale: Vec<&str> = in_scope
+            .iter()
+            .filter(|m| !self.target.matches(m))
+            .map(|m| m.document_id.as_str())
+            .collect();
+        if !stale.is_empty() {
+            return Err(Error::Invalid(format!(
+                "{} stored documents not among the given files ({}) hold other embeddings than {}; ingest them too, or prune them (--prune), so the knowledge base stays on one embedding model",
+                stale.len(),
+                abbreviate(&stale),
+                self.target.describe_self()
+            )));
+        }
+        Ok(())
+    }
+
+    /// Documents outside the prefix are not this run's business, but worth a note.
+    fn note_foreign(&self, outside: &[&DocumentManifest]) {
+        let foreign = outside.iter().filter(|m| !self.target.matches(m)).count();
+        if foreign > 0 {
+            self.progress.note(&format!(
+                "note: {foreign} documents outside the id prefix {:?} hold other embeddings than {}",
+                self.options.id_prefix,
+                self.target.describe_self()
+            ));
+        }
+    }
+
+    /// Stored embeddings of the pending documents that are of this run's model, by chunk
+    /// hash, so that unchanged chunk texts are not embedded again.
+    async fn reusable_embeddings(
+        &self,
+        pending: &[Pending<'_>],
+    ) -> Result<HashMap<String, Vec<f32>>> {
+        let mut embedded: HashMap<String, Vec<f32>> = HashMap::new();
+        if self.embedder.is_none() {
+            return Ok(embedded);
+        }
+        for doc in pending {
+            if doc.previous.is_some_and(|m| self.target.matches(m)) {
+                for chunk in self.store.document_chunks(&doc.source.document_id).await? {
+                    if let Some(vector) = chunk.embedding {
+                        embedded.entry(chunk.content_hash).or_insert(vector);
+                    }
+                }
+            }
+        }
+        Ok(embedded)
+    }
+
+    /// The chunk texts without an embedding at hand, each once, in document order; counts
+    /// the reused ones in `report`.
+    fn embedding_queue(
+        &self,
+        pending: &[Pending<'_>],
+        embedded: &HashMap<String, Vec<f32>>,
+        report: &mut IngestReport,
+    ) -> VecDeque<(String, String)> {
+        let mut queue: VecDeque<(String, String)> = VecDeque::new();
+        if self.embedder.is_none() {
+            return queue;
+        }
+        let mut queued: HashSet<&str> = HashSet::new();
+        for chunk in pending.iter().flat_map(|d| &d.chunks) {
+            if embedded.contains_key(&chunk.content_hash) {
+                report.embeddings_reused += 1;
+            } else if queued.insert(&chunk.content_hash) {
+                queue.push_back((chunk.content_hash.clone(), chunk.content.clone()));
+            }
+        }
+        queue
+    }
+}
+
+/// Carrying out a plan: writing it (or, in a dry run, describing it) and the version marker.
+impl Context<'_> {
+    /// A dry run: reports what [`Context::write`] would do.
+    fn preview(&self, plan: &Plan<'_>, report: &mut IngestReport) {
+        for doc in &plan.pending {
+            self.progress.step(describe_write(doc, true));
+            record_write(report, doc);
+        }
+        for id in &plan.removals {
+            self.progress.step(format!("would remove {id}"));
+            report.removed.push((*id).to_owned());
+        }
+        report.embeddings_computed = plan.queue.len();
+    }
+
+    /// Writes the plan. Returns the report of what was written (also when writing failed),
+    /// the length of the embeddings written, and how the writing ended.
+    async fn write(
+        &self,
+        plan: Plan<'_>,
+        report: IngestReport,
+    ) -> (IngestReport, Option<u32>, Result<()>) {
+        let Plan {
+            mut pending,
+            removals,
+            embedded,
+            queue,
+        } = plan;
+        self.progress
+            .start(u64::try_from(pending.len() + removals.len()).unwrap_or(u64::MAX));
+        let mut run = Run {
+            ctx: self,
+            embedded,
+            queue,
+            report,
+            dimensions: None,
+        };
+        let outcome = run.apply(&mut pending, &removals).await;
+        (run.report, run.dimensions, outcome)
+    }
+
+    /// The embedding model and length the version marker names after this run: the
+    /// marker's own when only removals happened, else this run's (`written`: the length
+    /// of the embeddings written, else that of stored ones of the same model).
+    fn marker_embeddings(
+        &self,
+        report: &IngestReport,
+        stored: &[DocumentManifest],
+        version: Option<&KbVersion>,
+        written: Option<u32>,
+    ) -> (Option<String>, Option<u32>) {
+        let target = &self.target;
+        let wrote_documents = !(report.added.is_empty() && report.updated.is_empty());
+        match version {
+            // Only removals: the stored embeddings are still those the marker names.
+            Some(v) if !wrote_documents => (v.embedding_model.clone(), v.dimensions),
+            _ => {
+                let dimensions = written
+                    .or_else(|| {
+                        stored
+                            .iter()
+                            .find(|m| target.model.is_some() && m.embedding_model == target.model)
+                            .and_then(|m| m.dimensions)
+                    })
+                    .or(target.dimensions);
+                (
+                    target.model.clone(),
+                    dimensions.filter(|_| target.model.is_some()),
+                )
+            }
+        }
+    }
+
+    /// Bumps the version marker to `(model, dimensions)`. Failing to is the run's error,
+    /// unless the run had already failed (`outcome`): then it is only logged.
+    async fn bump_version(
+        &self,
+        report: &mut IngestReport,
+        (model, dimensions): (Option<String>, Option<u32>),
+        outcome: &Result<()>,
+    ) -> Result<()> {
+        let bumped = self.store.bump_version(model.as_deref(), dimensions).await;
+        match (bumped, outcome) {
+            (Ok(v), _) => report.version = Some(v),
+            (Err(e), Ok(())) => return Err(e),
+            (Err(e), Err(_)) => tracing::warn!(error = %e, "bumping the KB version failed too"),
+        }
+        Ok(())
+    }
+}
+
+/// The part of a run that writes; keeps what it did in `report` even when it fails.
+struct Run<'a> {
+    ctx: &'a Context<'a>,
     embedded: HashMap<String, Vec<f32>>,
     /// Chunk texts still to embed (hash, text), in document order.
     queue: VecDeque<(String, String)>,
@@ -429,8 +620,9 @@ struct Run<'a> {
 
 impl Run<'_> {
     async fn apply(&mut self, pending: &mut [Pending<'_>], removals: &[&str]) -> Result<()> {
+        let ctx = self.ctx;
         for doc in pending.iter_mut() {
-            if let Some(embedder) = self.embedder {
+            if let Some(embedder) = ctx.embedder {
                 while doc
                     .chunks
                     .iter()
@@ -447,8 +639,8 @@ impl Run<'_> {
                 .first()
                 .and_then(|c| c.embedding.as_ref())
                 .and_then(|v| u32::try_from(v.len()).ok())
-                .or(self.target.dimensions);
-            if self.target.model.is_some() {
+                .or(ctx.target.dimensions);
+            if ctx.target.model.is_some() {
                 self.dimensions = self.dimensions.or(dimensions);
             }
             let manifest = DocumentManifest {
@@ -456,25 +648,25 @@ impl Run<'_> {
                 content_hash: doc.file_hash.clone(),
                 chunk_count: u32::try_from(doc.chunks.len()).unwrap_or(u32::MAX),
                 source_path: doc.source.path.display().to_string(),
-                chunking: self.options.chunker.fingerprint(),
-                embedding_model: self.target.model.clone(),
-                dimensions: dimensions.filter(|_| self.target.model.is_some()),
+                chunking: ctx.chunking.clone(),
+                embedding_model: ctx.target.model.clone(),
+                dimensions: dimensions.filter(|_| ctx.target.model.is_some()),
                 updated_at: now_rfc3339(),
             };
-            self.store.replace_document(&manifest, &doc.chunks).await?;
-            self.progress.step(describe_write(doc, false));
+            ctx.store.replace_document(&manifest, &doc.chunks).await?;
+            ctx.progress.step(describe_write(doc, false));
             record_write(&mut self.report, doc);
         }
         for id in removals {
-            self.store.remove_document(id).await?;
-            self.progress.step(format!("removed {id}"));
+            ctx.store.remove_document(id).await?;
+            ctx.progress.step(format!("removed {id}"));
             self.report.removed.push((*id).to_owned());
         }
         Ok(())
     }
 
     async fn embed_next_batch(&mut self, embedder: &EmbeddingsClient) -> Result<()> {
-        let take = self.options.batch_size.max(1).min(self.queue.len());
+        let take = self.ctx.options.batch_size.max(1).min(self.queue.len());
         if take == 0 {
             return Err(Error::Upstream {
                 service: "embeddings",
@@ -483,12 +675,12 @@ impl Run<'_> {
         }
         let batch: Vec<(String, String)> = self.queue.drain(..take).collect();
         let texts: Vec<String> = batch.iter().map(|(_, text)| text.clone()).collect();
-        self.progress.status(format!(
+        self.ctx.progress.status(format!(
             "embedding {} chunks ({} computed so far)",
             texts.len(),
             self.report.embeddings_computed
         ));
-        let deadline = Instant::now() + self.options.embed_timeout;
+        let deadline = Instant::now() + self.ctx.options.embed_timeout;
         let vectors = embedder.embed(&texts, deadline).await?;
         self.report.embeddings_computed += vectors.len();
         for ((hash, _), vector) in batch.into_iter().zip(vectors) {
@@ -546,6 +738,11 @@ fn read_text(source: &SourceFile) -> Result<String> {
         Some(rest) => rest.to_owned(),
         None => text,
     })
+}
+
+/// The ids of the documents the injection scan flagged.
+fn suspicious_ids(suspicious: &[Suspicion]) -> Vec<&str> {
+    suspicious.iter().map(|s| s.document_id.as_str()).collect()
 }
 
 fn abbreviate(ids: &[&str]) -> String {
