@@ -13,6 +13,27 @@ use crate::{Error, Result};
 
 pub(crate) type Item = HashMap<String, AttributeValue>;
 
+/// Service error codes that say "try again": a transaction holds the item, or the table or
+/// account is throttled, or DynamoDB failed internally. The SDK retries throttling itself a
+/// few times, but never a transaction conflict.
+const TRANSIENT_CODES: [&str; 5] = [
+    "TransactionConflictException",
+    "ThrottlingException",
+    "ProvisionedThroughputExceededException",
+    "RequestLimitExceeded",
+    "InternalServerError",
+];
+
+/// Whether `err` is worth retrying after a pause (see [`TRANSIENT_CODES`]).
+pub(crate) fn is_transient<E, R>(err: &SdkError<E, R>) -> bool
+where
+    E: ProvideErrorMetadata,
+{
+    err.as_service_error()
+        .and_then(|e| e.code())
+        .is_some_and(|code| TRANSIENT_CODES.contains(&code))
+}
+
 /// Maps any SDK error to [`Error::Dynamo`], keeping the service's code and message for logs.
 pub(crate) fn sdk_error<E, R>(op: &'static str, err: SdkError<E, R>) -> Error
 where
@@ -116,5 +137,25 @@ mod tests {
         let b = a + time::Duration::milliseconds(5);
         assert!(sortable_time(a) < sortable_time(b));
         assert_eq!(sortable_time(a).len(), 24);
+    }
+
+    #[test]
+    fn transaction_conflicts_throttling_and_internal_errors_are_transient() {
+        use aws_sdk_dynamodb::error::ErrorMetadata;
+        use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
+        let error = |code: &str| {
+            let source = UpdateItemError::generic(ErrorMetadata::builder().code(code).build());
+            SdkError::<UpdateItemError, ()>::service_error(source, ())
+        };
+        for code in TRANSIENT_CODES {
+            assert!(is_transient(&error(code)), "{code}");
+        }
+        for code in [
+            "ConditionalCheckFailedException",
+            "ValidationException",
+            "ResourceNotFoundException",
+        ] {
+            assert!(!is_transient(&error(code)), "{code}");
+        }
     }
 }

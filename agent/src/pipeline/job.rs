@@ -26,7 +26,11 @@ pub enum JobReport {
         retry: Option<(u32, Duration)>,
         result: Box<ToolExecutionResult>,
     },
-    /// Nothing to run (done, canceled, superseded or held elsewhere); acknowledge the message.
+    /// The attempt had succeeded already (a redelivery): its stored result, so the worker
+    /// can finish what follows a success (the session-state patch) if that failed before.
+    AlreadySucceeded(Box<ToolExecutionResult>),
+    /// Nothing to run (failed, canceled, superseded or held elsewhere); acknowledge the
+    /// message.
     Skipped(String),
 }
 
@@ -100,6 +104,13 @@ impl Pipeline {
                 "attempt {} was superseded by attempt {}",
                 job.attempt, record.attempt
             ));
+        }
+        if record.status == ToolCallStatus::Succeeded
+            && let Some(result) = record
+                .response
+                .and_then(|r| serde_json::from_value::<ToolExecutionResult>(r).ok())
+        {
+            return Ok(Err(JobReport::AlreadySucceeded(Box::new(result))));
         }
         if record.status != ToolCallStatus::Queued {
             return skipped(format!(

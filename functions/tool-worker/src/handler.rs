@@ -4,9 +4,12 @@
 //! Per message:
 //! - not a tool job → reported as failed; after `maxReceiveCount` receives the queue's
 //!   redrive policy moves it to the DLQ, and the rest of the batch is unaffected;
-//! - a job whose attempt is no longer queued (already done, canceled, superseded, held by
-//!   another worker) → acknowledged without running anything;
-//! - a job that ran: succeeded, or failed with the next attempt queued → acknowledged;
+//! - a job whose attempt is no longer queued (failed, canceled, superseded, held by another
+//!   worker) → acknowledged without running anything;
+//! - a job that ran and succeeded → its session-state patch is merged into the chat, then it
+//!   is acknowledged; if the patch cannot be written it is reported as failed, and the
+//!   redelivery (which finds the attempt succeeded) applies the stored patch;
+//! - a job that failed with the next attempt queued → acknowledged;
 //!   failed with no retry left (or not retryable) → parked in the DLQ with the reason, the
 //!   call stays `failed`/`timeout`;
 //! - the ledger unreachable → reported as failed, so SQS delivers it again.
@@ -15,6 +18,7 @@ use agent::jobs::ToolJob;
 use agent::pipeline::{CallStatus, JobReport};
 use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent, SqsMessage};
 use futures::future::join_all;
+use shared::domain::tool_result::ToolExecutionResult;
 
 use crate::Deps;
 
@@ -53,6 +57,31 @@ async fn process(deps: &Deps, message: &SqsMessage) -> bool {
     }
 }
 
+/// Merges a succeeded job's session-state patch into its chat. A failed write is never
+/// acknowledged: the redelivered job finds the call succeeded and applies the stored patch
+/// then. (A patch merges fields, so applying it twice sets the same values again; a field a
+/// later turn changed in between would be set back, a window of one redelivery.)
+async fn apply_patch(deps: &Deps, job: &ToolJob, result: &ToolExecutionResult) -> bool {
+    let Some(patch) = &result.state_patch else {
+        return true;
+    };
+    match deps
+        .chats
+        .patch_state(&job.owner_id, &job.chat_id, patch)
+        .await
+    {
+        Ok(_) => true,
+        Err(shared::Error::NotFound) => {
+            tracing::warn!("the job's chat is gone; its session-state patch is dropped");
+            true
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "applying the job's session-state patch failed; SQS will deliver the job again");
+            false
+        }
+    }
+}
+
 /// What a job's report means for its message; `false` asks SQS to deliver it again.
 async fn settle(deps: &Deps, job: &ToolJob, body: &str, report: JobReport) -> bool {
     match report {
@@ -66,15 +95,11 @@ async fn settle(deps: &Deps, job: &ToolJob, body: &str, report: JobReport) -> bo
             ..
         } => {
             tracing::info!("tool job succeeded");
-            if let Some(patch) = &result.state_patch
-                && let Err(e) = deps
-                    .chats
-                    .patch_state(&job.owner_id, &job.chat_id, patch)
-                    .await
-            {
-                tracing::warn!(error = %e, "applying the job's session-state patch failed");
-            }
-            true
+            apply_patch(deps, job, &result).await
+        }
+        JobReport::AlreadySucceeded(result) => {
+            tracing::info!("tool job had succeeded already");
+            apply_patch(deps, job, &result).await
         }
         JobReport::Ran {
             status,

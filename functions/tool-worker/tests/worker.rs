@@ -15,6 +15,9 @@ use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
 use aws_sdk_sqs::types::Message;
 use common::Rig;
 use serde_json::{Value, json};
+use shared::chats::ChatStore;
+use shared::domain::chat::{Chat, NewMessage};
+use shared::domain::session::SessionStatePatch;
 use test_support::fake_llm::Reply;
 use test_support::queues::ToolQueues;
 use wiremock::matchers::{method, path};
@@ -466,4 +469,120 @@ async fn sample_events_report_their_failures() {
         );
     }
     assert_eq!(s.kb_calls().await, 0);
+}
+
+/// A chat store whose first `failures` session-state patches fail as a DynamoDB outage would.
+struct FlakyPatches {
+    inner: std::sync::Arc<dyn ChatStore>,
+    failures: std::sync::atomic::AtomicUsize,
+}
+
+#[async_trait::async_trait]
+impl ChatStore for FlakyPatches {
+    async fn create(&self, owner_id: &str) -> shared::Result<Chat> {
+        self.inner.create(owner_id).await
+    }
+    async fn get(&self, owner_id: &str, chat_id: &str) -> shared::Result<Chat> {
+        self.inner.get(owner_id, chat_id).await
+    }
+    async fn patch_state(
+        &self,
+        owner_id: &str,
+        chat_id: &str,
+        patch: &SessionStatePatch,
+    ) -> shared::Result<Chat> {
+        use std::sync::atomic::Ordering;
+        let left = self.failures.load(Ordering::SeqCst);
+        if left > 0 {
+            self.failures.store(left - 1, Ordering::SeqCst);
+            return Err(shared::Error::Dynamo {
+                op: "UpdateItem",
+                message: "InternalServerError: injected".into(),
+            });
+        }
+        self.inner.patch_state(owner_id, chat_id, patch).await
+    }
+    async fn append_messages(
+        &self,
+        owner_id: &str,
+        chat_id: &str,
+        messages: Vec<NewMessage>,
+    ) -> shared::Result<Vec<shared::domain::chat::Message>> {
+        self.inner
+            .append_messages(owner_id, chat_id, messages)
+            .await
+    }
+    async fn record_step(
+        &self,
+        chat: &Chat,
+        messages: Vec<NewMessage>,
+        patch: &SessionStatePatch,
+    ) -> shared::Result<Chat> {
+        self.inner.record_step(chat, messages, patch).await
+    }
+    async fn open(
+        &self,
+        owner_id: &str,
+        chat_id: &str,
+        limit: u32,
+    ) -> shared::Result<(Chat, Vec<shared::domain::chat::Message>)> {
+        self.inner.open(owner_id, chat_id, limit).await
+    }
+    async fn recent_messages(
+        &self,
+        owner_id: &str,
+        chat_id: &str,
+        limit: u32,
+    ) -> shared::Result<Vec<shared::domain::chat::Message>> {
+        self.inner.recent_messages(owner_id, chat_id, limit).await
+    }
+}
+
+/// A background search with no hits leaves `pending_gpt_query` in the session state. When
+/// that write fails, the job is not acknowledged; its redelivery finds the call succeeded,
+/// applies the stored patch, and runs nothing again.
+#[tokio::test]
+async fn a_failed_patch_is_not_acknowledged_and_is_applied_on_redelivery() {
+    let mut s = Setup::start(3).await;
+    s.kb_answers(
+        ResponseTemplate::new(200).set_body_json(json!({"results": [], "mode": "hybrid"})),
+    )
+    .await;
+    s.worker.chats = std::sync::Arc::new(FlakyPatches {
+        inner: s.worker.chats.clone(),
+        failures: std::sync::atomic::AtomicUsize::new(1),
+    });
+    let user = test_support::unique("pat");
+    let token = s.rig.token(&user);
+    let turn = s.kb_turn(&token, "background").await;
+    let chat_id = turn.chat_id();
+    let messages = s.queues.receive(1, WAIT).await;
+    assert_eq!(messages.len(), 1);
+    let first = s.deliver(&messages).await;
+    assert_eq!(failed_ids(&first).len(), 1, "not acknowledged: {first:?}");
+    let state = s
+        .rig
+        .deps
+        .chats
+        .get(&user, &chat_id)
+        .await
+        .unwrap()
+        .session_state;
+    assert!(state.pending_gpt_query.is_none(), "{state:?}");
+
+    let again = s.deliver(&messages).await;
+    assert!(again.batch_item_failures.is_empty(), "{again:?}");
+    let state = s
+        .rig
+        .deps
+        .chats
+        .get(&user, &chat_id)
+        .await
+        .unwrap()
+        .session_state;
+    assert!(
+        state.pending_gpt_query.is_some(),
+        "the patch arrived: {state:?}"
+    );
+    assert_eq!(s.kb_calls().await, 1, "executed once");
 }

@@ -18,12 +18,17 @@ use super::ChatStore;
 use crate::clock::{Clock, SystemClock};
 use crate::domain::chat::{Chat, Message, MessageToolCall, NewMessage, Role};
 use crate::domain::session::{SessionState, SessionStatePatch};
-use crate::dynamo::{ConditionFailure, Item, from_item, n, rfc3339, s, sdk_error, to_av, to_item};
+use crate::dynamo::{
+    ConditionFailure, Item, from_item, is_transient, n, rfc3339, s, sdk_error, to_av, to_item,
+};
 use crate::ids::{monotonic_id, new_id};
 use crate::{Error, Result};
 
 /// Enough for dozens of writers patching one chat at once (each round one of them wins).
 const MAX_PATCH_ROUNDS: u32 = 64;
+/// Rounds a patch retries a transient failure (transaction conflict, throttling) before it
+/// reports it; with the growing pauses of [`backoff`], about a second.
+const MAX_TRANSIENT_ROUNDS: u32 = 12;
 /// DynamoDB allows 100 actions per transaction; one is the owner check.
 const MESSAGES_PER_TRANSACTION: usize = 99;
 
@@ -161,6 +166,11 @@ impl DynamoChatStore {
                     .iter()
                     .map(|r| r.code().unwrap_or("None").to_owned())
                     .collect(),
+                _ if is_transient(&err) && round < MAX_TRANSIENT_ROUNDS => {
+                    round += 1;
+                    backoff(round).await;
+                    continue;
+                }
                 _ => return Err(sdk_error("TransactWriteItems", err)),
             };
             if reasons
@@ -169,7 +179,9 @@ impl DynamoChatStore {
             {
                 return Ok(Transacted::ConditionFailed);
             }
-            if reasons.iter().any(|code| code == "TransactionConflict") && round < 5 {
+            if reasons.iter().any(|code| code == "TransactionConflict")
+                && round < MAX_TRANSIENT_ROUNDS
+            {
                 round += 1;
                 backoff(round).await;
                 continue;
@@ -321,6 +333,7 @@ impl ChatStore for DynamoChatStore {
         patch: &SessionStatePatch,
     ) -> Result<Chat> {
         let mut current = self.owned(owner_id, chat_id).await?;
+        let mut transient = 0;
         for round in 0..MAX_PATCH_ROUNDS {
             let mut state = current.session_state.clone();
             state.apply(patch);
@@ -358,6 +371,13 @@ impl ChatStore for DynamoChatStore {
                             return Err(Error::NotFound);
                         }
                         backoff(round).await;
+                    }
+                    // A transaction on the chat item (a turn's step) or throttling: the
+                    // same write again after a pause, never given up silently.
+                    None if is_transient(&err) && transient < MAX_TRANSIENT_ROUNDS => {
+                        transient += 1;
+                        tracing::warn!(chat_id, transient, error = %sdk_error("UpdateItem", err), "session-state patch retried");
+                        backoff(transient).await;
                     }
                     None => return Err(sdk_error("UpdateItem", err)),
                 },
