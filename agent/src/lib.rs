@@ -52,6 +52,7 @@ pub mod llm;
 pub mod pipeline;
 pub mod profiles;
 pub mod runtime;
+pub mod timezone;
 pub mod tools;
 pub mod turn;
 

@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use agent::profiles::AgentCatalog;
 use agent::runtime::{ToolClients, ToolRuntime, ToolsConfig};
+use agent::timezone::UserTimeZone;
 use agent::{Agent, EventSink, TurnErrorCode, TurnEvent, TurnInput, TurnSettings};
 use serde_json::json;
 use shared::chats::{ChatStore, DynamoChatStore};
@@ -115,6 +116,7 @@ impl Rig {
                 .unwrap_or_else(|| panic!("no default profile")),
             message: message.to_owned(),
             deadline: Instant::now() + Duration::from_secs(20),
+            timezone: None,
         }
     }
 
@@ -256,4 +258,69 @@ async fn a_foreign_chat_is_refused_before_any_event() {
         Err(shared::Error::NotFound)
     ));
     assert_eq!(rig.llm.request_count(), 0);
+}
+
+/// At 22:00 UTC it is already the next morning in Sydney: "today" in the prompt is the
+/// Sydney date, a search for the UTC date is refused as in the past, one for the Sydney
+/// "tomorrow" is not, and the chat remembers the zone for its next turn.
+#[tokio::test]
+async fn today_is_the_users_date_in_their_time_zone() {
+    let mut rig = Rig::start().await;
+    let clock = shared::clock::ManualClock::new(time::macros::datetime!(2027-03-01 22:00 UTC));
+    rig.agent = rig.agent.with_clock(Arc::new(clock));
+    let search = |date: &str| {
+        (
+            "search_flights",
+            json!({"origin": "FRA", "destination": "SYD", "depart_date": date, "cabin": "BUSINESS"}),
+        )
+    };
+    rig.llm.push(Reply::tool_calls(vec![
+        search("2027-03-01"),
+        search("2027-03-03"),
+    ]));
+    rig.llm.push(Reply::text("Here is what I found."));
+    let user = test_support::unique("sydney");
+    let mut input = rig.input(&user, "Flights to Sydney tomorrow?");
+    input.timezone = Some(UserTimeZone::parse("Australia/Sydney").unwrap());
+    let (chat_id, events) = rig.run(input).await;
+    let system = |request: &serde_json::Value| request["messages"][0]["content"].to_string();
+    let requests = rig.llm.requests();
+    assert!(
+        system(&requests[0]).contains("Today is 2027-03-02."),
+        "{}",
+        system(&requests[0])
+    );
+    let refused: Vec<String> = events
+        .iter()
+        .filter_map(|e| match e {
+            TurnEvent::ToolRefused { message, .. } => Some(message.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        refused.len(),
+        1,
+        "only the UTC date is refused: {refused:?}"
+    );
+    assert!(
+        refused[0].contains("2027-03-01 is in the past"),
+        "{refused:?}"
+    );
+    let chat = rig.chats.get(&user, &chat_id).await.unwrap();
+    assert_eq!(
+        chat.session_state.timezone.as_deref(),
+        Some("Australia/Sydney")
+    );
+
+    // The next message sends no zone: the remembered one applies.
+    rig.llm.push(Reply::text("Anything else?"));
+    let mut again = rig.input(&user, "Thanks");
+    again.chat_id = Some(chat_id);
+    rig.run(again).await;
+    let last = rig.llm.requests().last().cloned().unwrap_or_default();
+    assert!(
+        system(&last).contains("Today is 2027-03-02."),
+        "{}",
+        system(&last)
+    );
 }

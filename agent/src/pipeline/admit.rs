@@ -226,7 +226,7 @@ impl Pipeline {
                 "The arguments are not valid JSON ({e}). Send a JSON object."
             ))
         })?;
-        match tool.tool.prepare(args, &ctx.session_state) {
+        match tool.tool.prepare(args, ctx) {
             Ok(request) => Ok((tool, request)),
             Err(Error::Invalid(problem)) => Err(invalid(format!(
                 "Invalid arguments for {name}: {problem}. Correct them and call again."

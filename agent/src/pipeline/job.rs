@@ -61,6 +61,8 @@ impl Pipeline {
             chat_id: job.chat_id.clone(),
             caller: Caller::Service,
             session_state: SessionState::default(),
+            // The job's request was checked in its turn; nothing here reads the date.
+            today: time::OffsetDateTime::now_utc().date(),
             locale: job.locale,
             deadline: Instant::now() + registered.settings.timeout,
         };

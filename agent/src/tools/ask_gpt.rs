@@ -10,7 +10,6 @@ use super::{Tool, ToolContext, ToolSchema};
 use crate::llm::metered::{UsageScope, complete_metered};
 use crate::llm::{CompletionRequest, LlmProvider, NoTokens, PromptMessage, ToolChoice};
 use crate::{Error, Result};
-use shared::domain::session::SessionState;
 use shared::domain::tool_args::AskGptArgs;
 use shared::domain::tool_call::ToolName;
 use shared::domain::tool_result::ToolExecutionResult;
@@ -70,7 +69,7 @@ impl Tool for AskGptTool {
         &self.schema
     }
 
-    fn prepare(&self, mut args: Value, _: &SessionState) -> Result<Value> {
+    fn prepare(&self, mut args: Value, _: &ToolContext) -> Result<Value> {
         // Seed 000 §8.5 clamps an out-of-range temperature rather than refusing the call.
         if let Some(t) = args.get_mut("temperature")
             && let Some(n) = t.as_f64()

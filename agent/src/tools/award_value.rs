@@ -8,7 +8,6 @@ use serde_json::{Value, json};
 use super::{Tool, ToolContext, ToolSchema};
 use crate::{Error, Result};
 use shared::domain::flight::Locale;
-use shared::domain::session::SessionState;
 use shared::domain::tool_args::AwardValueArgs;
 use shared::domain::tool_call::ToolName;
 use shared::domain::tool_result::ToolExecutionResult;
@@ -35,7 +34,7 @@ impl Tool for AwardValueTool {
         &self.schema
     }
 
-    fn prepare(&self, args: Value, _: &SessionState) -> Result<Value> {
+    fn prepare(&self, args: Value, _: &ToolContext) -> Result<Value> {
         let args: AwardValueArgs = self.schema.parse(&args)?;
         args.validate()?;
         Ok(args.canonical())
@@ -143,6 +142,7 @@ mod tests {
 
     use super::*;
     use crate::tools::Caller;
+    use shared::domain::session::SessionState;
 
     fn tool() -> AwardValueTool {
         AwardValueTool::new().unwrap()
@@ -154,6 +154,7 @@ mod tests {
             chat_id: "c1".into(),
             caller: Caller::Service,
             session_state: SessionState::default(),
+            today: time::macros::date!(2027 - 03 - 01),
             locale,
             deadline: Instant::now() + Duration::from_secs(2),
         }
@@ -169,7 +170,7 @@ mod tests {
         let request = tool()
             .prepare(
                 json!({"cash_price": 2000, "currency": "eur", "miles": 60000}),
-                &SessionState::default(),
+                &ctx(Locale::En),
             )
             .unwrap();
         assert_eq!(
@@ -187,7 +188,7 @@ mod tests {
     #[tokio::test]
     async fn worked_example_is_a_good_redemption() {
         let tool = tool();
-        let request = tool.prepare(example(), &SessionState::default()).unwrap();
+        let request = tool.prepare(example(), &ctx(Locale::En)).unwrap();
         let result = tool.execute(&ctx(Locale::En), &request).await.unwrap();
         assert!(result.is_success());
         let raw = result.raw.unwrap();
@@ -233,7 +234,7 @@ mod tests {
             if args[field].is_null() {
                 args.as_object_mut().unwrap().remove(field);
             }
-            let err = tool.prepare(args, &SessionState::default()).unwrap_err();
+            let err = tool.prepare(args, &ctx(Locale::En)).unwrap_err();
             assert!(
                 matches!(&err, Error::Invalid(message) if message.contains(field)),
                 "{field}: {err}"
@@ -244,7 +245,7 @@ mod tests {
     #[tokio::test]
     async fn the_message_is_german_for_a_german_user() {
         let tool = tool();
-        let request = tool.prepare(example(), &SessionState::default()).unwrap();
+        let request = tool.prepare(example(), &ctx(Locale::En)).unwrap();
         let result = tool.execute(&ctx(Locale::De), &request).await.unwrap();
         assert_eq!(
             result.message,

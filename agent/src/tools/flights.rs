@@ -99,11 +99,19 @@ impl Tool for SearchFlightsTool {
         &self.schema
     }
 
-    fn prepare(&self, mut args: Value, state: &SessionState) -> Result<Value> {
-        fill_from_last(&mut args, state);
+    fn prepare(&self, mut args: Value, ctx: &ToolContext) -> Result<Value> {
+        fill_from_last(&mut args, &ctx.session_state);
         normalise_cabin(&mut args);
         let input: FlightSearchInput = self.schema.parse(&args)?;
         input.validate()?;
+        // The user's date, not UTC's: late in the evening in San Francisco it is already
+        // tomorrow in UTC, and early in the morning in Sydney it is still yesterday.
+        if input.depart_date < ctx.today {
+            return Err(Error::Invalid(format!(
+                "depart_date {} is in the past: today is {} for the user",
+                input.depart_date, ctx.today
+            )));
+        }
         Ok(input.canonical())
     }
 

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use super::{FunctionClient, Tool, ToolContext, ToolSchema};
 use crate::{Error, Result};
 use shared::domain::flight::Locale;
-use shared::domain::session::{PendingGptQuery, SessionState, SessionStatePatch};
+use shared::domain::session::{PendingGptQuery, SessionStatePatch};
 use shared::domain::tool_args::KnowledgeBaseArgs;
 use shared::domain::tool_call::ToolName;
 use shared::domain::tool_result::ToolExecutionResult;
@@ -73,7 +73,7 @@ impl Tool for SearchKnowledgeBaseTool {
         &self.schema
     }
 
-    fn prepare(&self, args: Value, _: &SessionState) -> Result<Value> {
+    fn prepare(&self, args: Value, _: &ToolContext) -> Result<Value> {
         let args: KnowledgeBaseArgs = self.schema.parse(&args)?;
         args.validate()?;
         Ok(args.canonical())

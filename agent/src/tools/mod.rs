@@ -40,6 +40,8 @@ pub struct ToolContext {
     /// On whose behalf calls to the other functions are made.
     pub caller: Caller,
     pub session_state: SessionState,
+    /// The user's date (in their time zone, else UTC): dates before it are in the past.
+    pub today: time::Date,
     pub locale: Locale,
     /// The tool must answer before this instant; the pipeline also enforces it.
     pub deadline: Instant,
@@ -55,7 +57,7 @@ pub trait Tool: Send + Sync {
     /// Checks the LLM's arguments and returns the canonical request: defaults applied and
     /// spelling normalised, so it is both the dedupe input and what [`Tool::execute`] runs.
     /// An `Error::Invalid` goes back to the LLM, which may correct its call.
-    fn prepare(&self, args: Value, state: &SessionState) -> Result<Value>;
+    fn prepare(&self, args: Value, ctx: &ToolContext) -> Result<Value>;
 
     /// Runs the canonical request. `Err` means the tool could not do its job (upstream
     /// down, ...); the message for the LLM is derived from it by the pipeline.

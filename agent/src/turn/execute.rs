@@ -77,6 +77,7 @@ impl Agent {
                 authorization: input.authorization.clone(),
             },
             session_state: state.chat.session_state.clone(),
+            today: state.today,
             locale: state.locale,
             deadline: state.tool_budget,
         }

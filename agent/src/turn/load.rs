@@ -12,8 +12,10 @@ use super::{Agent, OpenTurn, TurnInput, TurnState, history, prompt};
 use crate::guard::fence::Fence;
 use crate::guard::input;
 use crate::llm::PromptMessage;
+use crate::timezone::{UserTimeZone, local_date};
 use shared::domain::chat::NewMessage;
 use shared::domain::flight::Locale;
+use shared::domain::session::SessionStatePatch;
 
 impl Agent {
     pub async fn open(&self, mut input: TurnInput) -> Result<OpenTurn> {
@@ -54,7 +56,22 @@ impl Agent {
         let settings = &self.settings;
         let fence = Fence::new();
         let canary = format!("CANARY-{}", shared::ids::new_id());
-        let system_prompt = prompt::system_prompt(&input.profile, &fence, &canary);
+        let remembered = &turn.chat.session_state.timezone;
+        let zone = input.timezone.clone().or_else(|| {
+            remembered
+                .as_deref()
+                .and_then(|name| UserTimeZone::parse(name).ok())
+        });
+        let today = local_date(zone.as_ref(), self.clock.now());
+        let first_patch = SessionStatePatch {
+            timezone: input
+                .timezone
+                .as_ref()
+                .map(|z| z.name().to_owned())
+                .filter(|name| remembered.as_deref() != Some(name.as_str())),
+            ..SessionStatePatch::default()
+        };
+        let system_prompt = prompt::system_prompt(&input.profile, &fence, &canary, today);
         let echo = self
             .echo_indexes
             .get(&prompt::system_prompt_parts(&input.profile));
@@ -81,6 +98,8 @@ impl Agent {
             repaired: false,
             last_results: Vec::new(),
             calls_left: settings.max_tool_calls,
+            today,
+            first_patch,
         }
     }
 }

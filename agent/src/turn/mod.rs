@@ -18,7 +18,10 @@ mod prompt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use time::Date;
+
 use shared::chats::ChatStore;
+use shared::clock::{Clock, SystemClock};
 use shared::domain::chat::{Chat, Message, NewMessage};
 use shared::domain::flight::Locale;
 use shared::domain::session::SessionStatePatch;
@@ -37,6 +40,7 @@ use crate::llm::{LlmProvider, PromptMessage, ToolSpec};
 use crate::pipeline::{CallOutcome, Pipeline};
 use crate::profiles::AgentProfile;
 use crate::runtime::ToolRuntime;
+use crate::timezone::UserTimeZone;
 
 /// How turns run; read once per container (chat-router's configuration).
 #[derive(Debug, Clone)]
@@ -80,6 +84,8 @@ pub struct TurnInput {
     pub message: String,
     /// When the whole turn must be over (the Lambda deadline, less a margin).
     pub deadline: Instant,
+    /// The user's time zone as sent with this message; remembered in the chat.
+    pub timezone: Option<UserTimeZone>,
 }
 
 /// A turn whose chat is loaded: nothing can be refused any more.
@@ -107,6 +113,8 @@ pub struct Agent {
     settings: TurnSettings,
     /// The profiles' system prompts, indexed once for the output guard.
     echo_indexes: EchoIndexes,
+    /// What "today" is decided by (a fixed clock in tests).
+    clock: Arc<dyn Clock>,
 }
 
 /// What a turn carries from step to step.
@@ -131,6 +139,10 @@ struct TurnState {
     last_results: Vec<CallOutcome>,
     /// Tool calls this message may still make.
     calls_left: usize,
+    /// The user's date now ("today" in the prompt, the past-date check).
+    today: Date,
+    /// Written with the turn's first step: the time zone sent with the message, if new.
+    first_patch: SessionStatePatch,
 }
 
 /// How the loop ended.
@@ -156,7 +168,14 @@ impl Agent {
             secrets: runtime.secrets.clone(),
             settings,
             echo_indexes: EchoIndexes::default(),
+            clock: Arc::new(SystemClock),
         }
+    }
+
+    /// The same agent, reading the time from `clock`.
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
     }
 
     /// Runs `turn` to its end and emits `Done` last, always.
@@ -239,7 +258,12 @@ impl Agent {
     /// Writes this turn's unwritten messages, with `patch`, in one chat write.
     async fn save(&self, state: &mut TurnState, patch: &SessionStatePatch) -> Result<()> {
         let messages = std::mem::take(&mut state.unsaved);
-        state.chat = self.chats.record_step(&state.chat, messages, patch).await?;
+        let mut merged = std::mem::take(&mut state.first_patch);
+        merged.merge(patch.clone());
+        state.chat = self
+            .chats
+            .record_step(&state.chat, messages, &merged)
+            .await?;
         Ok(())
     }
 

@@ -10,11 +10,15 @@ use crate::pipeline::{CallOutcome, CallStatus};
 use crate::profiles::{AgentProfile, ToolChoiceMode};
 use crate::tools::ToolRegistry;
 
-/// The profile's prompt plus what the model needs to know every turn: today's date (for
-/// relative dates), the rule about data blocks, and the turn's canary. Only our own text:
+/// The profile's prompt plus what the model needs to know every turn: the user's date
+/// today (for relative dates), the rule about data blocks, and the turn's canary. Only our own text:
 /// anything a user or an upstream wrote goes into data blocks.
-pub(super) fn system_prompt(profile: &AgentProfile, fence: &Fence, canary: &str) -> String {
-    let today = time::OffsetDateTime::now_utc().date();
+pub(super) fn system_prompt(
+    profile: &AgentProfile,
+    fence: &Fence,
+    canary: &str,
+    today: time::Date,
+) -> String {
     format!(
         "{}\n\nToday is {today}.\n{}\n{CANARY_LINE}{canary}.",
         profile.system_prompt,

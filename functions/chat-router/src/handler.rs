@@ -17,6 +17,7 @@ use shared::http::{ApiError, ErrorCode};
 
 use crate::Deps;
 use crate::events::{self, Emitter};
+use agent::timezone::UserTimeZone;
 use agent::{OpenTurn, TurnEvent, TurnInput};
 
 /// Most tool calls returned by one audit page.
@@ -33,6 +34,9 @@ pub struct ChatRequest {
     pub agent: Option<String>,
     #[serde(default)]
     pub debug: bool,
+    /// The user's IANA time zone (e.g. `Europe/Berlin`); remembered in the chat.
+    #[serde(default)]
+    pub timezone: Option<String>,
 }
 
 enum Route<'a> {
@@ -183,6 +187,15 @@ async fn chat(deps: &Deps, req: &Request, user: AuthenticatedUser) -> Response<B
             .with_details(json!({ "agents": known })),
         );
     };
+    let timezone = match body
+        .timezone
+        .as_deref()
+        .map(UserTimeZone::parse)
+        .transpose()
+    {
+        Ok(zone) => zone,
+        Err(e) => return error(&ApiError::from(&e)),
+    };
     let input = TurnInput {
         authorization: user.authorization_header(),
         user_id: user.user_id,
@@ -190,6 +203,7 @@ async fn chat(deps: &Deps, req: &Request, user: AuthenticatedUser) -> Response<B
         profile,
         message,
         deadline: deadline(req, deps.config.turn_timeout),
+        timezone,
     };
     // A foreign or missing chat is refused here, before the stream starts.
     match deps.agent.open(input).await {

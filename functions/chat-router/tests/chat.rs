@@ -547,16 +547,29 @@ async fn calls_served_by_dedupe_use_no_rate_limit_quota() {
 async fn a_stream_cut_off_after_tokens_still_records_its_usage() {
     let rig = Rig::start().await;
     let user = test_support::unique("cut");
-    let answer = (1..=80).map(|i| format!("word{i}")).collect::<Vec<_>>().join(" ");
+    let answer = (1..=80)
+        .map(|i| format!("word{i}"))
+        .collect::<Vec<_>>()
+        .join(" ");
     rig.llm.push(Reply::text(answer).cut_off_after(50));
     let since = time::OffsetDateTime::now_utc() - time::Duration::minutes(5);
     let turn = rig
-        .chat(Some(&rig.token(&user)), json!({"message": "tell me a story"}))
+        .chat(
+            Some(&rig.token(&user)),
+            json!({"message": "tell me a story"}),
+        )
         .await;
     assert_eq!(turn.shape().last(), Some(&"done"), "{:?}", turn.shape());
-    assert!(!turn.all("assistant_token").is_empty(), "tokens were streamed");
+    assert!(
+        !turn.all("assistant_token").is_empty(),
+        "tokens were streamed"
+    );
     assert!(!turn.all("error").is_empty(), "{:?}", turn.shape());
-    assert_eq!(rig.llm.request_count(), 1, "not retried after text was sent");
+    assert_eq!(
+        rig.llm.request_count(),
+        1,
+        "not retried after text was sent"
+    );
     let usage = rig.deps.usage.list_for_user(&user, since).await.unwrap();
     assert_eq!(usage.len(), 1, "{usage:?}");
     assert!(usage[0].estimated, "{usage:?}");
@@ -581,6 +594,45 @@ async fn an_llm_failure_ends_the_stream_with_error_then_done() {
     assert_eq!(turn.first("error")["code"], json!("llm_error"));
     let message = turn.first("error")["message"].as_str().unwrap_or_default();
     assert!(!message.contains("500"), "no upstream detail: {message}");
+}
+
+/// The time zone travels with the message and is remembered in the chat; an unknown one is
+/// a validation error before anything is stored.
+#[tokio::test]
+async fn the_time_zone_is_validated_and_remembered() {
+    let rig = Rig::start().await;
+    let user = test_support::unique("tz");
+    let token = rig.token(&user);
+    let bad = rig
+        .chat(
+            Some(&token),
+            json!({"message": "hi", "timezone": "Mars/Olympus_Mons"}),
+        )
+        .await;
+    assert_eq!(bad.status, 400);
+    assert_eq!(bad.json["error"]["code"], json!("validation_failed"));
+    assert!(
+        bad.json["error"]["message"]
+            .to_string()
+            .contains("timezone"),
+        "{}",
+        bad.json
+    );
+    assert_eq!(rig.llm.request_count(), 0);
+
+    rig.llm.push(Reply::text("Hello!"));
+    let turn = rig
+        .chat(
+            Some(&token),
+            json!({"message": "hi", "timezone": "America/Los_Angeles"}),
+        )
+        .await;
+    assert_eq!(turn.status, 200);
+    let chat = rig.deps.chats.get(&user, &turn.chat_id()).await.unwrap();
+    assert_eq!(
+        chat.session_state.timezone.as_deref(),
+        Some("America/Los_Angeles")
+    );
 }
 
 #[tokio::test]

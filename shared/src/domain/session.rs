@@ -31,6 +31,9 @@ pub struct SessionState {
     #[serde_as(as = "DefaultOnNull")]
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub memory: Vec<MemoryEntry>,
+    /// The user's IANA time zone, as last sent with a message: "today" is their date.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timezone: Option<String>,
 }
 
 fn default_pax() -> u8 {
@@ -182,6 +185,9 @@ pub struct SessionStatePatch {
     #[serde_as(as = "DefaultOnNull")]
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub memory: Vec<MemoryEntry>,
+    /// Replaces the remembered time zone when present.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timezone: Option<String>,
 }
 
 impl SessionStatePatch {
@@ -193,6 +199,7 @@ impl SessionStatePatch {
             && self.selected_itineraries.is_none()
             && self.preferences.is_empty()
             && self.memory.is_empty()
+            && self.timezone.is_none()
     }
 
     /// Folds a later patch into this one, so several tools' patches from one turn can be
@@ -213,6 +220,9 @@ impl SessionStatePatch {
         // Null markers are kept: they must still remove the key from the stored state.
         self.preferences.extend(later.preferences);
         self.memory.extend(later.memory);
+        if later.timezone.is_some() {
+            self.timezone = later.timezone;
+        }
     }
 }
 
@@ -239,6 +249,9 @@ impl SessionState {
             }
         }
         self.memory.extend(patch.memory.iter().cloned());
+        if let Some(zone) = &patch.timezone {
+            self.timezone = Some(zone.clone());
+        }
     }
 }
 

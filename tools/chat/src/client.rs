@@ -21,6 +21,8 @@ pub struct TurnRequest {
     pub message: String,
     pub agent: Option<String>,
     pub debug: bool,
+    /// The user's IANA time zone ("today" for the assistant is the user's date).
+    pub timezone: Option<String>,
 }
 
 /// The chat-router client.
@@ -61,6 +63,9 @@ impl Client {
         }
         if request.debug {
             body["debug"] = json!(true);
+        }
+        if let Some(zone) = &request.timezone {
+            body["timezone"] = json!(zone);
         }
         let mut response = self
             .http

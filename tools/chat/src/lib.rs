@@ -61,10 +61,13 @@ pub async fn run(args: Args) -> Result<()> {
         debug: args.debug,
     };
     let mut renderer = Renderer::new(std::io::stdout(), std::io::stderr(), options);
+    // The system's zone (`TZ` or the OS setting), so "tomorrow" means the user's tomorrow.
+    let timezone = jiff::tz::TimeZone::system().iana_name().map(str::to_owned);
     let turn = |message: String| client::TurnRequest {
         message,
         agent: args.agent.clone(),
         debug: args.debug,
+        timezone: timezone.clone(),
     };
 
     if let Some(message) = args.message.clone() {

@@ -184,6 +184,7 @@ async fn run_turn(args: &Args, message: &str) -> (Result<(), Error>, String, Str
         message: message.to_owned(),
         agent: args.agent.clone(),
         debug: args.debug,
+        timezone: Some("Europe/Berlin".into()),
     };
     let result = client.turn(&mut session, &request, &mut renderer).await;
     let (out, err) = renderer.into_parts();
@@ -225,13 +226,16 @@ async fn a_streamed_turn_is_rendered_and_the_chat_is_continued() {
     assert_eq!(seen[0].content_type, "application/json");
     assert_eq!(
         seen[0].body,
-        json!({"message": "Business class FRA to JFK on 2027-03-15", "agent": "travel"})
+        json!({"message": "Business class FRA to JFK on 2027-03-15", "agent": "travel", "timezone": "Europe/Berlin"})
     );
     assert_eq!(
         seen[1].body,
-        json!({"message": "and in First?", "chat_id": "chat-42", "agent": "travel"})
+        json!({"message": "and in First?", "chat_id": "chat-42", "agent": "travel", "timezone": "Europe/Berlin"})
     );
-    assert_eq!(seen[2].body, json!({"message": "hi", "debug": true}));
+    assert_eq!(
+        seen[2].body,
+        json!({"message": "hi", "debug": true, "timezone": "Europe/Berlin"})
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
