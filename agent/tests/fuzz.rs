@@ -435,6 +435,7 @@ impl Script {
                         prompt_tokens: *prompt,
                         completion_tokens: *completion,
                         total_tokens: total.unwrap_or(prompt.saturating_add(*completion)),
+                        cached_tokens: 0,
                         estimated: false,
                     });
                 }

@@ -153,6 +153,7 @@ async fn streams_text_and_captures_usage() {
                 prompt_tokens: 25,
                 completion_tokens: 3,
                 total_tokens: 28,
+                cached_tokens: 0,
                 estimated: false,
             }),
         }

@@ -283,7 +283,7 @@ async fn today_is_the_users_date_in_their_time_zone() {
     let mut input = rig.input(&user, "Flights to Sydney tomorrow?");
     input.timezone = Some(UserTimeZone::parse("Australia/Sydney").unwrap());
     let (chat_id, events) = rig.run(input).await;
-    let system = |request: &serde_json::Value| request["messages"][0]["content"].to_string();
+    let system = |request: &serde_json::Value| request["messages"][1]["content"].to_string();
     let requests = rig.llm.requests();
     assert!(
         system(&requests[0]).contains("Today is 2027-03-02."),

@@ -19,6 +19,9 @@ use crate::{Error, Result};
 pub struct ModelPrice {
     pub input_per_million: f64,
     pub output_per_million: f64,
+    /// Input tokens the provider served from its prompt cache; unset: the input price.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached_input_per_million: Option<f64>,
 }
 
 /// Prices by model-name prefix; the longest matching prefix wins, so
@@ -30,21 +33,22 @@ impl Default for PriceTable {
     /// List prices of common OpenAI models at the time of writing; override with
     /// `LLM_PRICES_JSON` when they change or for other providers.
     fn default() -> Self {
-        let price = |i, o| ModelPrice {
+        let price = |i, c, o| ModelPrice {
             input_per_million: i,
             output_per_million: o,
+            cached_input_per_million: Some(c),
         };
         Self(BTreeMap::from([
-            ("gpt-4o".into(), price(2.50, 10.00)),
-            ("gpt-4o-mini".into(), price(0.15, 0.60)),
-            ("gpt-4.1".into(), price(2.00, 8.00)),
-            ("gpt-4.1-mini".into(), price(0.40, 1.60)),
-            ("gpt-4.1-nano".into(), price(0.10, 0.40)),
-            ("gpt-5".into(), price(1.25, 10.00)),
-            ("gpt-5-mini".into(), price(0.25, 2.00)),
-            ("gpt-5-nano".into(), price(0.05, 0.40)),
-            ("text-embedding-3-small".into(), price(0.02, 0.0)),
-            ("text-embedding-3-large".into(), price(0.13, 0.0)),
+            ("gpt-4o".into(), price(2.50, 1.25, 10.00)),
+            ("gpt-4o-mini".into(), price(0.15, 0.075, 0.60)),
+            ("gpt-4.1".into(), price(2.00, 0.50, 8.00)),
+            ("gpt-4.1-mini".into(), price(0.40, 0.10, 1.60)),
+            ("gpt-4.1-nano".into(), price(0.10, 0.025, 0.40)),
+            ("gpt-5".into(), price(1.25, 0.125, 10.00)),
+            ("gpt-5-mini".into(), price(0.25, 0.025, 2.00)),
+            ("gpt-5-nano".into(), price(0.05, 0.005, 0.40)),
+            ("text-embedding-3-small".into(), price(0.02, 0.02, 0.0)),
+            ("text-embedding-3-large".into(), price(0.13, 0.13, 0.0)),
         ]))
     }
 }
@@ -65,13 +69,22 @@ impl PriceTable {
     }
 
     /// Cost in USD; `None` for a model without a price (recorded as unpriced, not as free).
-    pub fn cost(&self, model: &str, prompt_tokens: u64, completion_tokens: u64) -> Option<f64> {
+    /// Cached input tokens (a part of the prompt tokens) are priced at the cached rate.
+    pub fn cost(&self, model: &str, usage: &TokenUsage) -> Option<f64> {
         self.price(model).map(|p| {
-            let cost = prompt_tokens as f64 * p.input_per_million / 1e6
-                + completion_tokens as f64 * p.output_per_million / 1e6;
+            let cached = usage.cached_tokens.min(usage.prompt_tokens);
+            let fresh = usage.prompt_tokens - cached;
+            let cached_rate = p.cached_input_per_million.unwrap_or(p.input_per_million);
+            let cost = fresh as f64 * p.input_per_million / 1e6
+                + cached as f64 * cached_rate / 1e6
+                + usage.completion_tokens as f64 * p.output_per_million / 1e6;
             (cost * 1e9).round() / 1e9
         })
     }
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Token counts as an OpenAI-compatible API reports them.
@@ -80,6 +93,10 @@ pub struct TokenUsage {
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
     pub total_tokens: u64,
+    /// Of the prompt tokens, those the provider served from its prompt cache (OpenAI's
+    /// `prompt_tokens_details.cached_tokens`); billed at a lower rate.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cached_tokens: u64,
     /// Counted by us, not reported by the provider (it sent no figures, or the call broke
     /// off after tokens were billed).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -97,6 +114,9 @@ pub struct UsageRecord {
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
     pub total_tokens: u64,
+    /// Prompt tokens served from the provider's cache (see [`TokenUsage::cached_tokens`]).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cached_tokens: u64,
     /// The token counts are our estimate (see [`TokenUsage::estimated`]).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub estimated: bool,
@@ -162,9 +182,7 @@ impl UsageStore for DynamoUsageStore {
         usage: TokenUsage,
     ) -> Result<UsageRecord> {
         let now = self.clock.now();
-        let cost_usd = self
-            .prices
-            .cost(model, usage.prompt_tokens, usage.completion_tokens);
+        let cost_usd = self.prices.cost(model, &usage);
         if cost_usd.is_none() {
             tracing::warn!(model, "no price for model; usage recorded without cost");
         }
@@ -180,6 +198,7 @@ impl UsageStore for DynamoUsageStore {
             total_tokens: usage
                 .total_tokens
                 .max(usage.prompt_tokens + usage.completion_tokens),
+            cached_tokens: usage.cached_tokens,
             estimated: usage.estimated,
             cost_usd,
             created_at: now,
@@ -231,15 +250,42 @@ impl UsageStore for DynamoUsageStore {
 mod tests {
     use super::*;
 
+    fn tokens(prompt: u64, cached: u64, completion: u64) -> TokenUsage {
+        TokenUsage {
+            prompt_tokens: prompt,
+            completion_tokens: completion,
+            total_tokens: prompt + completion,
+            cached_tokens: cached,
+            estimated: false,
+        }
+    }
+
+    #[test]
+    fn cached_input_tokens_cost_the_cached_rate() {
+        let prices = PriceTable::default();
+        // gpt-4o: 2.50 per million fresh, 1.25 cached.
+        let all_fresh = prices.cost("gpt-4o", &tokens(1_000_000, 0, 0));
+        let half_cached = prices.cost("gpt-4o", &tokens(1_000_000, 500_000, 0));
+        assert_eq!((all_fresh, half_cached), (Some(2.5), Some(1.875)));
+        // Without a cached price, cached tokens cost the input price.
+        let table =
+            PriceTable::from_json(r#"{"m": {"input_per_million": 1, "output_per_million": 2}}"#)
+                .unwrap();
+        assert_eq!(table.cost("m", &tokens(1_000_000, 1_000_000, 0)), Some(1.0));
+    }
+
     #[test]
     fn longest_prefix_wins_and_unknown_models_are_unpriced() {
         let prices = PriceTable::default();
         assert_eq!(
-            prices.cost("gpt-4o-mini-2024-07-18", 1_000_000, 1_000_000),
+            prices.cost("gpt-4o-mini-2024-07-18", &tokens(1_000_000, 0, 1_000_000)),
             Some(0.75)
         );
-        assert_eq!(prices.cost("gpt-4o-2024-08-06", 1_000_000, 0), Some(2.5));
-        assert_eq!(prices.cost("llama3.1:8b", 10, 10), None);
+        assert_eq!(
+            prices.cost("gpt-4o-2024-08-06", &tokens(1_000_000, 0, 0)),
+            Some(2.5)
+        );
+        assert_eq!(prices.cost("llama3.1:8b", &tokens(10, 0, 10)), None);
     }
 
     #[test]
@@ -248,7 +294,9 @@ mod tests {
             r#"{"llama": {"input_per_million": 0, "output_per_million": 0}}"#,
         );
         assert_eq!(
-            table.ok().and_then(|t| t.cost("llama3.1:8b", 5, 5)),
+            table
+                .ok()
+                .and_then(|t| t.cost("llama3.1:8b", &tokens(5, 0, 5))),
             Some(0.0)
         );
         assert!(PriceTable::from_json("[]").is_err());

@@ -122,6 +122,7 @@ async fn usage_records_carry_tokens_and_cost() {
         prompt_tokens: 1200,
         completion_tokens: 300,
         total_tokens: 1500,
+        cached_tokens: 0,
         estimated: false,
     };
     let priced = store

@@ -168,6 +168,7 @@ pub struct Reply {
     chunk_delay: Duration,
     first_byte_delay: Duration,
     usage: Option<(u64, u64)>,
+    cached_tokens: Option<u64>,
     finish_reason: Option<String>,
     headers: Vec<(String, String)>,
     streamed: bool,
@@ -190,6 +191,7 @@ impl Reply {
             chunk_delay: Duration::ZERO,
             first_byte_delay: Duration::ZERO,
             usage: None,
+            cached_tokens: None,
             finish_reason: None,
             headers: Vec::new(),
             streamed: true,
@@ -278,6 +280,19 @@ impl Reply {
     /// token per streamed text or arguments piece.
     pub fn with_usage(mut self, prompt_tokens: u64, completion_tokens: u64) -> Self {
         self.usage = Some((prompt_tokens, completion_tokens));
+        self
+    }
+
+    /// As [`Reply::with_usage`], `cached_tokens` of the prompt served from the provider's
+    /// prompt cache (`prompt_tokens_details.cached_tokens`, as OpenAI reports it).
+    pub fn with_cached_usage(
+        mut self,
+        prompt_tokens: u64,
+        cached_tokens: u64,
+        completion_tokens: u64,
+    ) -> Self {
+        self.usage = Some((prompt_tokens, completion_tokens));
+        self.cached_tokens = Some(cached_tokens);
         self
     }
 
@@ -606,7 +621,11 @@ fn finish_reason(reply: &Reply) -> String {
 
 fn usage(reply: &Reply, produced: u64) -> Value {
     let (prompt, completion) = reply.usage.unwrap_or((DEFAULT_PROMPT_TOKENS, produced));
-    json!({"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion})
+    let mut usage = json!({"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion});
+    if let Some(cached) = reply.cached_tokens {
+        usage["prompt_tokens_details"] = json!({"cached_tokens": cached});
+    }
+    usage
 }
 
 fn stream(reply: Reply, model: String, number: usize) -> http::Response<ResponseBody> {

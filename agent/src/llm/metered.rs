@@ -51,6 +51,7 @@ pub fn estimate(request: &CompletionRequest, completion_chars: usize) -> TokenUs
         prompt_tokens,
         completion_tokens,
         total_tokens: prompt_tokens.saturating_add(completion_tokens),
+        cached_tokens: 0,
         estimated: true,
     }
 }

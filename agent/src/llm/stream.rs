@@ -404,6 +404,14 @@ struct WireUsage {
     completion_tokens: Option<u64>,
     #[serde(default)]
     total_tokens: Option<u64>,
+    #[serde(default)]
+    prompt_tokens_details: Option<WirePromptDetails>,
+}
+
+#[derive(Deserialize)]
+struct WirePromptDetails {
+    #[serde(default)]
+    cached_tokens: Option<u64>,
 }
 
 impl WireUsage {
@@ -420,6 +428,10 @@ impl WireUsage {
             total_tokens: self
                 .total_tokens
                 .unwrap_or(prompt_tokens.saturating_add(completion_tokens)),
+            cached_tokens: self
+                .prompt_tokens_details
+                .and_then(|d| d.cached_tokens)
+                .unwrap_or(0),
             estimated: false,
         })
     }
@@ -479,6 +491,7 @@ mod tests {
                 prompt_tokens: 120,
                 completion_tokens: 42,
                 total_tokens: 162,
+                cached_tokens: 0,
                 estimated: false,
             }),
         }
@@ -733,6 +746,7 @@ mod tests {
                 prompt_tokens: 3,
                 completion_tokens: 2,
                 total_tokens: 5,
+                cached_tokens: 0,
                 estimated: false,
             })
         );

@@ -71,11 +71,14 @@ impl Agent {
                 .filter(|name| remembered.as_deref() != Some(name.as_str())),
             ..SessionStatePatch::default()
         };
-        let system_prompt = prompt::system_prompt(&input.profile, &fence, &canary, today);
+        let turn_prompt = prompt::turn_prompt(&fence, &canary, today);
         let echo = self
             .echo_indexes
             .get(&prompt::system_prompt_parts(&input.profile));
-        let mut prompt = vec![PromptMessage::system(system_prompt)];
+        let mut prompt = vec![
+            PromptMessage::system(prompt::static_prompt(&input.profile)),
+            PromptMessage::system(turn_prompt),
+        ];
         prompt.extend(prompt::session_context(&turn.chat.session_state, &fence));
         prompt.extend(history::select(
             &turn.history,

@@ -577,6 +577,57 @@ async fn a_stream_cut_off_after_tokens_still_records_its_usage() {
     assert!(usage[0].prompt_tokens > 0, "{usage:?}");
 }
 
+/// What a provider can cache: every turn of a profile starts with the same bytes (the
+/// profile's prompt, the data-block rule, the tools); what changes per turn (date, data
+/// boundary, canary) comes after. Cached input tokens are recorded and priced lower.
+#[tokio::test]
+async fn turns_of_a_profile_share_a_static_prefix_and_cached_tokens_are_recorded() {
+    let rig = Rig::start().await;
+    let users = [test_support::unique("pfx"), test_support::unique("pfx")];
+    for user in &users {
+        rig.llm
+            .push(Reply::text("Hello!").with_cached_usage(2_000, 1_536, 10));
+        let turn = rig
+            .chat(
+                Some(&rig.token(user)),
+                json!({"message": "hi", "agent": "travel"}),
+            )
+            .await;
+        assert_eq!(turn.status, 200);
+    }
+    let requests = rig.llm.requests();
+    let (first, second) = (&requests[0], &requests[1]);
+    assert_eq!(
+        first["messages"][0], second["messages"][0],
+        "same static system message"
+    );
+    assert_eq!(first["tools"], second["tools"], "same tools");
+    assert_ne!(
+        first["messages"][1], second["messages"][1],
+        "per-turn parts differ"
+    );
+    let turn_part = first["messages"][1]["content"].to_string();
+    assert!(
+        turn_part.contains("Today is") && turn_part.contains("CANARY-"),
+        "{turn_part}"
+    );
+    let static_part = first["messages"][0]["content"].to_string();
+    assert!(!static_part.contains("CANARY-") && !static_part.contains("Today is"));
+
+    let since = time::OffsetDateTime::now_utc() - time::Duration::hours(1);
+    let usage = rig
+        .deps
+        .usage
+        .list_for_user(&users[0], since)
+        .await
+        .unwrap();
+    assert_eq!(usage[0].cached_tokens, 1_536, "{usage:?}");
+    // gpt-4o-mini: 464 fresh at 0.15, 1,536 cached at 0.075, 10 out at 0.60 per million.
+    let expected = (464.0 * 0.15 + 1_536.0 * 0.075 + 10.0 * 0.60) / 1e6;
+    let cost = usage[0].cost_usd.unwrap_or_default();
+    assert!((cost - expected).abs() < 1e-9, "{cost} vs {expected}");
+}
+
 #[tokio::test]
 async fn an_llm_failure_ends_the_stream_with_error_then_done() {
     let rig = Rig::start().await;
