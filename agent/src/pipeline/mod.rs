@@ -55,6 +55,8 @@ pub enum CallStatus {
     Skipped,
     /// Sent to the tool queue; the result comes on a later turn.
     Queued,
+    /// Canceled (by its owner) while it ran: whatever it returned was discarded.
+    Canceled,
 }
 
 impl CallStatus {
@@ -67,6 +69,7 @@ impl CallStatus {
             Self::Rejected => "rejected",
             Self::Skipped => "skipped",
             Self::Queued => "queued",
+            Self::Canceled => "canceled",
         }
     }
 }

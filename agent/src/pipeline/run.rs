@@ -200,7 +200,12 @@ impl Pipeline {
                 "duration_ms": started.elapsed().as_millis() as u64,
             })
         });
-        self.finish(claimed, ledger_outcome).await;
+        if !self.finish(claimed, ledger_outcome).await {
+            let discarded = ToolExecutionResult::failed(format!(
+                "{name} was canceled while it ran; its result was discarded."
+            ));
+            return (CallStatus::Canceled, discarded, false);
+        }
         self.guard_output(claimed, &result, events).await;
         (status, result, retryable)
     }

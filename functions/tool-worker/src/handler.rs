@@ -9,6 +9,7 @@
 //! - a job that ran and succeeded → its session-state patch is merged into the chat, then it
 //!   is acknowledged; if the patch cannot be written it is reported as failed, and the
 //!   redelivery (which finds the attempt succeeded) applies the stored patch;
+//! - a job canceled by its owner while it ran → its result is discarded, acknowledged;
 //! - a job that failed with the next attempt queued → acknowledged;
 //!   failed with no retry left (or not retryable) → parked in the DLQ with the reason, the
 //!   call stays `failed`/`timeout`;
@@ -96,6 +97,13 @@ async fn settle(deps: &Deps, job: &ToolJob, body: &str, report: JobReport) -> bo
         } => {
             tracing::info!("tool job succeeded");
             apply_patch(deps, job, &result).await
+        }
+        JobReport::Ran {
+            status: CallStatus::Canceled,
+            ..
+        } => {
+            tracing::info!("tool job canceled while it ran; its result was discarded");
+            true
         }
         JobReport::AlreadySucceeded(result) => {
             tracing::info!("tool job had succeeded already");

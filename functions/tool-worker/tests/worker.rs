@@ -586,3 +586,60 @@ async fn a_failed_patch_is_not_acknowledged_and_is_applied_on_redelivery() {
     );
     assert_eq!(s.kb_calls().await, 1, "executed once");
 }
+
+/// Cancel means stop: a call canceled while its search is still running ends `canceled`;
+/// the result that arrives later is discarded by the ledger's fence, and neither the
+/// client nor the model sees it as succeeded.
+#[tokio::test]
+async fn a_call_canceled_while_running_never_reports_its_late_result() {
+    let s = Setup::start(3).await;
+    s.kb_answers(kb_hit().set_delay(Duration::from_millis(1500)))
+        .await;
+    let token = s.rig.token(&test_support::unique("hal"));
+    s.rig.llm.push(Reply::text("Hi!"));
+    let chat_id = s
+        .rig
+        .chat(
+            Some(&token),
+            json!({"message": "hello", "agent": "support"}),
+        )
+        .await
+        .chat_id();
+    let cancel = async {
+        let deadline = std::time::Instant::now() + WAIT;
+        while std::time::Instant::now() < deadline {
+            let (_, calls) = s
+                .rig
+                .get(&token, &format!("/chats/{chat_id}/tool-calls"))
+                .await;
+            let running = calls["items"].as_array().and_then(|items| {
+                items
+                    .iter()
+                    .find(|c| c["status"] == json!("running"))
+                    .and_then(|c| c["id"].as_str().map(str::to_owned))
+            });
+            if let Some(job) = running {
+                let path = format!("/chats/{chat_id}/tool-calls/{job}/cancel");
+                let (status, _) = s.rig.post(&token, &path).await;
+                return (status, job);
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("the call never showed as running");
+    };
+    let (turn, (cancel_status, job)) =
+        tokio::join!(s.kb_turn_in(&token, "support", Some(&chat_id)), cancel);
+    assert_eq!(cancel_status, 200);
+    let result = turn.first("tool_result");
+    assert_eq!(result["status"], json!("canceled"), "{result}");
+    assert_eq!(
+        s.record(&token, &chat_id, &job).await["status"],
+        json!("canceled")
+    );
+    let prompt = last_prompt(&s.rig);
+    assert!(prompt.contains("was canceled while it ran"), "{prompt}");
+    assert!(
+        !prompt.contains(KB_ANSWER),
+        "the late result never reaches the model"
+    );
+}
