@@ -80,6 +80,7 @@ async fn main() {
     let config = tool_worker::Config {
         tools,
         dead_letter_queue_url: test_support::require_env("TOOL_DLQ_URL"),
+        function_timeout: std::time::Duration::from_secs(30),
     };
     let agents = AgentCatalog::built_in().unwrap_or_else(|e| panic!("agents: {e}"));
     let deps =

@@ -17,6 +17,7 @@ use agent::profiles::AgentCatalog;
 use agent::runtime::{ToolClients, ToolRuntime, ToolsConfig};
 use shared::chats::{ChatStore, DynamoChatStore};
 use shared::config::Env;
+use shared::domain::tool_call::ToolName;
 use shared::{Error, Result};
 
 /// The worker's configuration: the shared tool settings plus the dead-letter queue.
@@ -25,7 +26,14 @@ pub struct Config {
     pub tools: ToolsConfig,
     /// Where jobs that end failed are parked for inspection (`TOOL_DLQ_URL`).
     pub dead_letter_queue_url: String,
+    /// The worker function's own timeout (`WORKER_TIMEOUT_SECS`, set by the template from
+    /// the same parameter as the function's `Timeout`): every tool must finish inside it.
+    pub function_timeout: std::time::Duration,
 }
+
+/// Time a job needs besides its tool: reading and writing the ledger, the session-state
+/// patch, scheduling a retry.
+pub const JOB_OVERHEAD: std::time::Duration = std::time::Duration::from_secs(3);
 
 impl Config {
     pub fn from_env(env: &Env) -> Result<Self> {
@@ -35,9 +43,12 @@ impl Config {
             "TOOL_DLQ_URL",
             "the tool queue's dead-letter queue; set by template.yaml",
         );
+        let function_timeout =
+            std::time::Duration::from_secs(r.parse_or("WORKER_TIMEOUT_SECS", 30u64));
         let config = r.finish(Self {
             tools,
             dead_letter_queue_url,
+            function_timeout,
         })?;
         if config.tools.tool_queue_url.is_none() {
             return Err(Error::Config(
@@ -59,6 +70,7 @@ pub struct Deps {
 
 impl Deps {
     pub fn new(config: Config, agents: &AgentCatalog, clients: ToolClients) -> Result<Self> {
+        check_tool_timeouts(agents, config.function_timeout)?;
         let chats = Arc::new(DynamoChatStore::new(
             clients.dynamodb.clone(),
             config.tools.storage.chats_table.clone(),
@@ -72,4 +84,27 @@ impl Deps {
             dead_letters,
         })
     }
+}
+
+/// A tool that cannot finish inside the worker's own timeout would be killed mid-job and
+/// leave its call `running`: a configuration error, refused at start-up.
+pub fn check_tool_timeouts(
+    agents: &AgentCatalog,
+    function_timeout: std::time::Duration,
+) -> Result<()> {
+    let too_long: Vec<String> = ToolName::ALL
+        .iter()
+        .map(|tool| (tool, agents.tool_settings(*tool).timeout))
+        .filter(|(_, timeout)| *timeout + JOB_OVERHEAD > function_timeout)
+        .map(|(tool, timeout)| format!("{tool} ({} s)", timeout.as_secs_f64()))
+        .collect();
+    if too_long.is_empty() {
+        return Ok(());
+    }
+    Err(Error::Config(format!(
+        "tool timeouts do not fit in the worker's {} s (WORKER_TIMEOUT_SECS) with {} s for its ledger writes: {}. Lower timeout_secs in config/agents.toml or raise the template parameter ToolWorkerTimeoutSeconds.",
+        function_timeout.as_secs(),
+        JOB_OVERHEAD.as_secs(),
+        too_long.join(", ")
+    )))
 }

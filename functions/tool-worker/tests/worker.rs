@@ -81,6 +81,7 @@ impl Setup {
         let config = tool_worker::Config {
             tools: rig.deps.config.tools.clone(),
             dead_letter_queue_url: queues.dlq_url.clone(),
+            function_timeout: std::time::Duration::from_secs(30),
         };
         let clients = ToolClients {
             dynamodb: test_support::dynamodb().await,
@@ -642,4 +643,24 @@ async fn a_call_canceled_while_running_never_reports_its_late_result() {
         !prompt.contains(KB_ANSWER),
         "the late result never reaches the model"
     );
+}
+
+/// A tool whose timeout does not fit in the worker's own would be killed mid-job and leave
+/// its call `running`: the worker refuses to start with it and names it.
+#[test]
+fn a_tool_timeout_above_the_workers_is_refused_at_start_up() {
+    let too_long = AgentCatalog::from_toml(
+        "default_agent = \"a\"\n[tools.ask_gpt]\ntimeout_secs = 28\n[agents.a]\nsystem_prompt = \"x\"\ntools = [\"ask_gpt\"]\n",
+        "test agents",
+    )
+    .unwrap();
+    let error = tool_worker::check_tool_timeouts(&too_long, Duration::from_secs(30))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains("ask_gpt (28 s)") && error.contains("WORKER_TIMEOUT_SECS"),
+        "{error}"
+    );
+    let shipped = AgentCatalog::built_in().unwrap();
+    assert!(tool_worker::check_tool_timeouts(&shipped, Duration::from_secs(30)).is_ok());
 }
