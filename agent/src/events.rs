@@ -32,6 +32,8 @@ pub enum TurnEvent {
     Init {
         chat_id: String,
         created: bool,
+        /// This turn: it holds the chat until `done` (a second message meanwhile is 409).
+        turn_id: String,
     },
     ToolStarted {
         tool: ToolName,

@@ -48,6 +48,11 @@ pub enum Error {
         reset_at: time::OffsetDateTime,
     },
 
+    /// Another turn of the chat is running (and its lease has not expired): one turn at a
+    /// time per chat. `turn_id` names it, so a client can follow it instead (409).
+    #[error("turn {turn_id} of this chat is still running")]
+    TurnInProgress { turn_id: String },
+
     /// Optimistic-concurrency retries ran out.
     #[error("too much contention updating {0}")]
     Contention(String),

@@ -13,6 +13,7 @@ use crate::guard::fence::Fence;
 use crate::guard::input;
 use crate::llm::PromptMessage;
 use crate::timezone::{UserTimeZone, local_date};
+use shared::chats::TurnLease;
 use shared::domain::chat::NewMessage;
 use shared::domain::flight::Locale;
 use shared::domain::session::SessionStatePatch;
@@ -30,15 +31,24 @@ impl Agent {
         }
         input.message = normalised.text;
         let owner = &input.user_id;
+        // One turn at a time per chat: the turn holds its chat until it ends, or until its
+        // deadline if its host ends it first.
+        let left = input.deadline.saturating_duration_since(Instant::now());
+        let lease = TurnLease {
+            turn_id: shared::ids::new_id(),
+            until: self.clock.now() + left,
+        };
         let (chat, created, mut history) = match input.chat_id.as_deref() {
             Some(id) => {
-                let (chat, history) = self
-                    .chats
-                    .open(owner, id, self.settings.history_max_messages)
-                    .await?;
+                let limit = self.settings.history_max_messages;
+                let (chat, history) = self.chats.open_held(owner, id, &lease, limit).await?;
                 (chat, false, history)
             }
-            None => (self.chats.create(owner).await?, true, Vec::new()),
+            None => (
+                self.chats.create_held(owner, &lease).await?,
+                true,
+                Vec::new(),
+            ),
         };
         history::refresh_background(self.ledger.as_ref(), owner, &chat.id, &mut history).await;
         tracing::info!(chat_id = %chat.id, agent = %input.profile.name, created, "chat turn");
@@ -47,6 +57,7 @@ impl Agent {
             chat,
             created,
             history,
+            turn_id: lease.turn_id,
         })
     }
 

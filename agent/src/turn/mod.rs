@@ -94,11 +94,17 @@ pub struct OpenTurn {
     chat: Chat,
     created: bool,
     history: Vec<Message>,
+    /// Holds the chat until the turn ends (see `ChatStore::open_held`).
+    turn_id: String,
 }
 
 impl OpenTurn {
     pub fn chat_id(&self) -> &str {
         &self.chat.id
+    }
+
+    pub fn turn_id(&self) -> &str {
+        &self.turn_id
     }
 }
 
@@ -183,6 +189,7 @@ impl Agent {
         events.emit(TurnEvent::Init {
             chat_id: turn.chat.id.clone(),
             created: turn.created,
+            turn_id: turn.turn_id.clone(),
         });
         let input = &turn.input;
         let mut state = self.start(&turn);
@@ -197,6 +204,10 @@ impl Agent {
                 code: error_code(&e),
                 message: ApiError::from(&e).message,
             });
+        }
+        // Before `done`: a client may send its next message as soon as it sees it.
+        if let Err(e) = self.chats.release(&state.chat.id, &turn.turn_id).await {
+            tracing::error!(chat_id = %state.chat.id, error = %e, "releasing the chat failed; it frees itself at the turn's deadline");
         }
         events.emit(TurnEvent::Done);
     }

@@ -18,7 +18,11 @@ struct FinalMessage<'a> {
 /// The event's `data` object, as the HTTP contract spells it.
 pub fn data(event: &TurnEvent) -> Value {
     match event {
-        TurnEvent::Init { chat_id, created } => json!({ "chat_id": chat_id, "created": created }),
+        TurnEvent::Init {
+            chat_id,
+            created,
+            turn_id,
+        } => json!({ "chat_id": chat_id, "created": created, "turn_id": turn_id }),
         TurnEvent::ToolStarted {
             tool,
             job_id,

@@ -628,6 +628,56 @@ async fn turns_of_a_profile_share_a_static_prefix_and_cached_tokens_are_recorded
     assert!((cost - expected).abs() < 1e-9, "{cost} vs {expected}");
 }
 
+/// One turn at a time per chat: a message sent while a turn runs is refused with 409 and
+/// that turn's id (from its `init`), nothing of it stored; once the turn is done, the chat
+/// takes messages again.
+#[tokio::test]
+async fn a_second_message_during_a_running_turn_gets_409_with_the_turn_id() {
+    let rig = Rig::start().await;
+    let user = test_support::unique("busy");
+    let token = rig.token(&user);
+    rig.llm.push(Reply::text("First."));
+    let chat_id = rig
+        .chat(Some(&token), json!({"message": "hello"}))
+        .await
+        .chat_id();
+    rig.llm
+        .push(Reply::text("A slow answer.").with_first_byte_delay(Duration::from_millis(800)));
+    let ask = |message: &str| json!({"chat_id": chat_id, "message": message});
+    let second = async {
+        // Sent while the slow turn waits for the model.
+        eventually(Duration::from_secs(5), || async {
+            rig.llm.request_count() == 2
+        })
+        .await;
+        rig.chat(Some(&token), ask("are you there?")).await
+    };
+    let (slow, busy) = tokio::join!(rig.chat(Some(&token), ask("tell me more")), second);
+    assert_eq!(slow.status, 200);
+    assert_eq!(busy.status, 409, "{}", busy.json);
+    assert_eq!(busy.json["error"]["code"], json!("turn_in_progress"));
+    let turn_id = &slow.first("init")["turn_id"];
+    assert!(turn_id.is_string(), "init carries the turn id");
+    assert_eq!(&busy.json["error"]["details"]["turn_id"], turn_id);
+
+    rig.llm.push(Reply::text("Yes."));
+    let after = rig.chat(Some(&token), ask("and now?")).await;
+    assert_eq!(after.status, 200, "released at the end of the turn");
+    assert_ne!(&after.first("init")["turn_id"], turn_id);
+    let history = rig
+        .deps
+        .chats
+        .recent_messages(&user, &chat_id, 20)
+        .await
+        .unwrap();
+    let users: Vec<&str> = history
+        .iter()
+        .filter(|m| m.role == shared::domain::chat::Role::User)
+        .map(|m| m.content.as_str())
+        .collect();
+    assert_eq!(users, ["hello", "tell me more", "and now?"]);
+}
+
 #[tokio::test]
 async fn an_llm_failure_ends_the_stream_with_error_then_done() {
     let rig = Rig::start().await;

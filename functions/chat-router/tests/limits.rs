@@ -59,8 +59,22 @@ async fn twenty_concurrent_turns_of_one_user_get_429_beyond_the_per_minute_limit
         assert!(turn.json["error"]["details"]["reset_at"].is_string());
         assert!(turn.retry_after.is_some_and(|s| (1..=60).contains(&s)));
     }
+    // The 5 turns within the limit race for the chat: one turn at a time, the others get
+    // 409 with the running turn's id (the limiter counted them all the same).
+    let answered = turns.iter().filter(|t| t.status == 200).count();
+    let busy: Vec<_> = turns.iter().filter(|t| t.status == 409).collect();
+    assert!(answered >= 1, "one turn holds the chat");
+    assert_eq!(answered + busy.len(), 5);
+    for turn in &busy {
+        assert_eq!(turn.json["error"]["code"], json!("turn_in_progress"));
+        assert!(
+            turn.json["error"]["details"]["turn_id"].is_string(),
+            "{}",
+            turn.json
+        );
+    }
     // Nothing of the refused turns was stored or sent to the model.
-    assert_eq!(rig.llm.request_count(), 6);
+    assert_eq!(rig.llm.request_count(), 1 + answered);
     let stored = rig
         .deps
         .chats
@@ -68,7 +82,7 @@ async fn twenty_concurrent_turns_of_one_user_get_429_beyond_the_per_minute_limit
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     let users = stored.iter().filter(|m| m.role == Role::User).count();
-    assert_eq!(users, 6);
+    assert_eq!(users, 1 + answered);
 }
 
 #[tokio::test]

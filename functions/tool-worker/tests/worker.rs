@@ -15,7 +15,7 @@ use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
 use aws_sdk_sqs::types::Message;
 use common::Rig;
 use serde_json::{Value, json};
-use shared::chats::ChatStore;
+use shared::chats::{ChatStore, TurnLease};
 use shared::domain::chat::{Chat, NewMessage};
 use shared::domain::session::SessionStatePatch;
 use test_support::fake_llm::Reply;
@@ -536,6 +536,21 @@ impl ChatStore for FlakyPatches {
         limit: u32,
     ) -> shared::Result<Vec<shared::domain::chat::Message>> {
         self.inner.recent_messages(owner_id, chat_id, limit).await
+    }
+    async fn create_held(&self, owner_id: &str, lease: &TurnLease) -> shared::Result<Chat> {
+        self.inner.create_held(owner_id, lease).await
+    }
+    async fn open_held(
+        &self,
+        owner_id: &str,
+        chat_id: &str,
+        lease: &TurnLease,
+        limit: u32,
+    ) -> shared::Result<(Chat, Vec<shared::domain::chat::Message>)> {
+        self.inner.open_held(owner_id, chat_id, lease, limit).await
+    }
+    async fn release(&self, chat_id: &str, turn_id: &str) -> shared::Result<()> {
+        self.inner.release(chat_id, turn_id).await
     }
 }
 

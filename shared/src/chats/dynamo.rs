@@ -14,12 +14,13 @@ use aws_sdk_dynamodb::types::{
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 
-use super::ChatStore;
+use super::{ChatStore, TurnLease};
 use crate::clock::{Clock, SystemClock};
 use crate::domain::chat::{Chat, Message, MessageToolCall, NewMessage, Role};
 use crate::domain::session::{SessionState, SessionStatePatch};
 use crate::dynamo::{
-    ConditionFailure, Item, from_item, is_transient, n, rfc3339, s, sdk_error, to_av, to_item,
+    ConditionFailure, Item, from_item, is_transient, n, rfc3339, s, sdk_error, sortable_time,
+    to_av, to_item,
 };
 use crate::ids::{monotonic_id, new_id};
 use crate::{Error, Result};
@@ -146,6 +147,73 @@ impl DynamoChatStore {
         Ok(TransactWriteItem::builder().condition_check(check).build())
     }
 
+    /// A new chat item, held by `lease` when given.
+    async fn create_item(&self, owner_id: &str, lease: Option<&TurnLease>) -> Result<Chat> {
+        let now = self.clock.now();
+        let chat_id = new_id();
+        let item = ChatItem {
+            pk: format!("CHAT#{chat_id}"),
+            sk: "META".into(),
+            chat_id,
+            owner_id: owner_id.to_owned(),
+            session_state: SessionState::default(),
+            version: 0,
+            created_at: now,
+            updated_at: now,
+            turn_id: lease.map(|l| l.turn_id.clone()),
+            turn_until: lease.map(|l| sortable_time(l.until)),
+        };
+        self.client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(to_item(&item)?))
+            .condition_expression("attribute_not_exists(pk)")
+            .send()
+            .await
+            .map_err(|e| sdk_error("PutItem", e))?;
+        Ok(item.into())
+    }
+
+    /// Takes the chat for `lease`'s turn: a conditional update that also reads it (the
+    /// chat as written comes back), so holding costs no extra request.
+    async fn take(&self, owner_id: &str, chat_id: &str, lease: &TurnLease) -> Result<Chat> {
+        let now = sortable_time(self.clock.now());
+        let result = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .set_key(Some(Self::meta_key(chat_id)))
+            .update_expression("SET turn_id = :turn, turn_until = :until")
+            .condition_expression(
+                "owner_id = :owner AND (attribute_not_exists(turn_id) OR turn_until < :now)",
+            )
+            .expression_attribute_values(":turn", s(&lease.turn_id))
+            .expression_attribute_values(":until", s(sortable_time(lease.until)))
+            .expression_attribute_values(":owner", s(owner_id))
+            .expression_attribute_values(":now", s(now))
+            .return_values(ReturnValue::AllNew)
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .send()
+            .await;
+        match result {
+            Ok(out) => from_item::<ChatItem>(out.attributes.unwrap_or_default()).map(Chat::from),
+            Err(err) => match err.condition_failed_item() {
+                Some(Some(item)) => {
+                    let held: ChatItem = from_item(item)?;
+                    if held.owner_id != owner_id {
+                        return Err(Error::NotFound);
+                    }
+                    Err(Error::TurnInProgress {
+                        turn_id: held.turn_id.unwrap_or_default(),
+                    })
+                }
+                // No such chat: the owner condition failed on a missing item.
+                Some(None) => Err(Error::NotFound),
+                None => Err(sdk_error("UpdateItem", err)),
+            },
+        }
+    }
+
     /// Runs a transaction whose first action is the chat item's condition. Conflicts with
     /// a concurrent write to the chat item pass quickly and are retried a few times.
     async fn transact(&self, actions: Vec<TransactWriteItem>) -> Result<Transacted> {
@@ -237,6 +305,12 @@ struct ChatItem {
     created_at: OffsetDateTime,
     #[serde(with = "time::serde::rfc3339")]
     updated_at: OffsetDateTime,
+    /// The turn holding the chat, until `turn_until` (sortable UTC time, so a condition
+    /// can compare it with now as text).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    turn_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    turn_until: Option<String>,
 }
 
 impl From<ChatItem> for Chat {
@@ -299,27 +373,44 @@ async fn backoff(round: u32) {
 #[async_trait]
 impl ChatStore for DynamoChatStore {
     async fn create(&self, owner_id: &str) -> Result<Chat> {
-        let now = self.clock.now();
-        let chat_id = new_id();
-        let item = ChatItem {
-            pk: format!("CHAT#{chat_id}"),
-            sk: "META".into(),
-            chat_id,
-            owner_id: owner_id.to_owned(),
-            session_state: SessionState::default(),
-            version: 0,
-            created_at: now,
-            updated_at: now,
-        };
-        self.client
-            .put_item()
+        self.create_item(owner_id, None).await
+    }
+
+    async fn create_held(&self, owner_id: &str, lease: &TurnLease) -> Result<Chat> {
+        self.create_item(owner_id, Some(lease)).await
+    }
+
+    async fn open_held(
+        &self,
+        owner_id: &str,
+        chat_id: &str,
+        lease: &TurnLease,
+        limit: u32,
+    ) -> Result<(Chat, Vec<Message>)> {
+        let (chat, messages) = tokio::join!(
+            self.take(owner_id, chat_id, lease),
+            self.query_messages(chat_id, limit)
+        );
+        Ok((chat?, messages?))
+    }
+
+    async fn release(&self, chat_id: &str, turn_id: &str) -> Result<()> {
+        let result = self
+            .client
+            .update_item()
             .table_name(&self.table)
-            .set_item(Some(to_item(&item)?))
-            .condition_expression("attribute_not_exists(pk)")
+            .set_key(Some(Self::meta_key(chat_id)))
+            .update_expression("REMOVE turn_id, turn_until")
+            .condition_expression("turn_id = :turn")
+            .expression_attribute_values(":turn", s(turn_id))
             .send()
-            .await
-            .map_err(|e| sdk_error("PutItem", e))?;
-        Ok(item.into())
+            .await;
+        match result {
+            Ok(_) => Ok(()),
+            // Taken over after its lease ran out: the chat belongs to that turn now.
+            Err(err) if err.condition_failed_item().is_some() => Ok(()),
+            Err(err) => Err(sdk_error("UpdateItem", err)),
+        }
     }
 
     async fn get(&self, owner_id: &str, chat_id: &str) -> Result<Chat> {

@@ -13,6 +13,14 @@ use crate::Result;
 use crate::domain::chat::{Chat, Message, NewMessage};
 use crate::domain::session::SessionStatePatch;
 
+/// A running turn's hold on its chat: one turn at a time per chat. It ends when the turn
+/// releases it or, if its host ended the turn, at `until` (the turn's deadline).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TurnLease {
+    pub turn_id: String,
+    pub until: time::OffsetDateTime,
+}
+
 #[async_trait]
 pub trait ChatStore: Send + Sync {
     /// A new, empty chat owned by `owner_id`.
@@ -52,6 +60,23 @@ pub trait ChatStore: Send + Sync {
     /// starts from.
     async fn open(&self, owner_id: &str, chat_id: &str, limit: u32)
     -> Result<(Chat, Vec<Message>)>;
+
+    /// A new chat, held by `lease` from the start.
+    async fn create_held(&self, owner_id: &str, lease: &TurnLease) -> Result<Chat>;
+
+    /// As [`ChatStore::open`], taking the chat for a turn in the same request that reads it:
+    /// `Error::TurnInProgress` while another turn's lease holds it, `Error::NotFound` for a
+    /// missing or foreign chat.
+    async fn open_held(
+        &self,
+        owner_id: &str,
+        chat_id: &str,
+        lease: &TurnLease,
+        limit: u32,
+    ) -> Result<(Chat, Vec<Message>)>;
+
+    /// Lets go of the chat if `turn_id` still holds it (a lease taken over is left alone).
+    async fn release(&self, chat_id: &str, turn_id: &str) -> Result<()>;
 
     /// The last `limit` messages, oldest first.
     async fn recent_messages(

@@ -17,6 +17,7 @@ pub enum ErrorCode {
     NotFound,
     MethodNotAllowed,
     Conflict,
+    TurnInProgress,
     PayloadTooLarge,
     UnsupportedMediaType,
     RateLimited,
@@ -32,7 +33,7 @@ impl ErrorCode {
             Self::Unauthorized => 401,
             Self::NotFound => 404,
             Self::MethodNotAllowed => 405,
-            Self::Conflict => 409,
+            Self::Conflict | Self::TurnInProgress => 409,
             Self::PayloadTooLarge => 413,
             Self::UnsupportedMediaType => 415,
             Self::RateLimited => 429,
@@ -130,6 +131,11 @@ impl From<&Error> for ApiError {
                 ErrorCode::Conflict,
                 "the tool call was taken over by a newer attempt",
             ),
+            Error::TurnInProgress { turn_id } => Self::new(
+                ErrorCode::TurnInProgress,
+                "another message of this chat is still being answered; wait for it or follow it",
+            )
+            .with_details(serde_json::json!({ "turn_id": turn_id })),
             Error::Contention(_) => Self::new(
                 ErrorCode::Conflict,
                 "too many concurrent changes; try again",
