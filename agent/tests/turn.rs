@@ -181,8 +181,8 @@ async fn a_text_turn_streams_in_contract_order_and_writes_the_chat_once() {
         ]
     );
     // Create the chat (held by the turn), record the LLM usage, write the turn's messages
-    // together, release the chat.
-    assert_eq!(requests, 4, "DynamoDB requests of a new chat's text turn");
+    // together and let go of the chat in the same transaction.
+    assert_eq!(requests, 3, "DynamoDB requests of a new chat's text turn");
 }
 
 #[tokio::test]

@@ -5,7 +5,7 @@ mod common;
 
 use serde_json::json;
 use shared::Error;
-use shared::chats::{ChatStore, DynamoChatStore};
+use shared::chats::{ChatStore, DynamoChatStore, TurnLease};
 use shared::domain::chat::{MessageToolCall, NewMessage, Role};
 use shared::domain::session::{MemoryEntry, PendingGptQuery, SessionStatePatch};
 
@@ -288,4 +288,91 @@ async fn a_step_and_open_refuse_a_foreign_chat() {
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     assert!(messages.is_empty(), "nothing was written for the stranger");
+}
+
+fn lease(turn_id: &str, secs: i64) -> TurnLease {
+    TurnLease {
+        turn_id: turn_id.to_owned(),
+        until: time::OffsetDateTime::now_utc() + time::Duration::seconds(secs),
+    }
+}
+
+/// One turn at a time: a held chat refuses another turn with the holder's id; the last
+/// step lets go of it in its own write; an expired lease is taken over, and the late last
+/// step of the turn that lost it writes its messages but leaves the new holder's lease.
+#[tokio::test]
+async fn a_turn_lease_holds_the_chat_until_the_last_step_or_its_deadline() {
+    let store = store().await;
+    let owner = common::unique("lease");
+    let chat = store
+        .create_held(&owner, &lease("t1", 60))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    match store
+        .open_held(&owner, &chat.id, &lease("t2", 60), 10)
+        .await
+    {
+        Err(Error::TurnInProgress { turn_id }) => assert_eq!(turn_id, "t1"),
+        other => panic!("expected TurnInProgress, got {other:?}"),
+    }
+    assert!(matches!(
+        store
+            .open_held("someone-else", &chat.id, &lease("t9", 60), 10)
+            .await,
+        Err(Error::NotFound)
+    ));
+    let patch = SessionStatePatch {
+        timezone: Some("Europe/Berlin".into()),
+        ..SessionStatePatch::default()
+    };
+    let answer = vec![
+        NewMessage::user("hi"),
+        NewMessage::assistant("hello", Vec::new()),
+    ];
+    let written = store
+        .record_last_step(&chat, answer, &patch, "t1")
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        written.session_state.timezone.as_deref(),
+        Some("Europe/Berlin")
+    );
+
+    // Released: the next turn takes it, and sees the first turn's messages.
+    let (_, history) = store
+        .open_held(&owner, &chat.id, &lease("t2", -1), 10)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(history.len(), 2);
+    // t2's lease is already past its deadline (its host ended it): t3 takes over.
+    let (held, _) = store
+        .open_held(&owner, &chat.id, &lease("t3", 60), 10)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    // t2's late last step is written, but t3 keeps the chat.
+    store
+        .record_last_step(
+            &held,
+            vec![NewMessage::user("late")],
+            &SessionStatePatch::default(),
+            "t2",
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    match store
+        .open_held(&owner, &chat.id, &lease("t4", 60), 10)
+        .await
+    {
+        Err(Error::TurnInProgress { turn_id }) => assert_eq!(turn_id, "t3"),
+        other => panic!("expected TurnInProgress, got {other:?}"),
+    }
+    store
+        .release(&chat.id, "t3")
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let (_, history) = store
+        .open_held(&owner, &chat.id, &lease("t4", 60), 10)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(history.last().map(|m| m.content.as_str()), Some("late"));
 }

@@ -55,7 +55,7 @@ impl Agent {
         state
             .unsaved
             .push(NewMessage::assistant(content.clone(), Vec::new()));
-        self.save(state, &SessionStatePatch::default()).await?;
+        self.save_last(state, &SessionStatePatch::default()).await?;
         tracing::debug!(chat_id = %state.chat.id, agent = %input.profile.name, "turn answered");
         events.emit(TurnEvent::Final {
             content,
@@ -95,7 +95,7 @@ impl Agent {
         state
             .unsaved
             .push(NewMessage::assistant(stored, Vec::new()));
-        self.save(state, &SessionStatePatch::default()).await?;
+        self.save_last(state, &SessionStatePatch::default()).await?;
         events.emit(TurnEvent::Error { code, message });
         Ok(())
     }

@@ -114,6 +114,8 @@ impl Agent {
             calls_left: settings.max_tool_calls,
             today,
             first_patch,
+            turn_id: turn.turn_id.clone(),
+            released: false,
         }
     }
 }

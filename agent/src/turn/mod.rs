@@ -149,6 +149,9 @@ struct TurnState {
     today: Date,
     /// Written with the turn's first step: the time zone sent with the message, if new.
     first_patch: SessionStatePatch,
+    /// This turn, which holds the chat until its last write lets go of it.
+    turn_id: String,
+    released: bool,
 }
 
 /// How the loop ended.
@@ -205,8 +208,11 @@ impl Agent {
                 message: ApiError::from(&e).message,
             });
         }
-        // Before `done`: a client may send its next message as soon as it sees it.
-        if let Err(e) = self.chats.release(&state.chat.id, &turn.turn_id).await {
+        // Before `done`: a client may send its next message as soon as it sees it. Usually
+        // the turn's last write let go of the chat already.
+        if !state.released
+            && let Err(e) = self.chats.release(&state.chat.id, &turn.turn_id).await
+        {
             tracing::error!(chat_id = %state.chat.id, error = %e, "releasing the chat failed; it frees itself at the turn's deadline");
         }
         events.emit(TurnEvent::Done);
@@ -278,12 +284,26 @@ impl Agent {
         Ok(())
     }
 
+    /// The turn's last write: as [`Agent::save`], and it lets go of the chat in the same
+    /// request.
+    async fn save_last(&self, state: &mut TurnState, patch: &SessionStatePatch) -> Result<()> {
+        let messages = std::mem::take(&mut state.unsaved);
+        let mut merged = std::mem::take(&mut state.first_patch);
+        merged.merge(patch.clone());
+        state.chat = self
+            .chats
+            .record_last_step(&state.chat, messages, &merged, &state.turn_id)
+            .await?;
+        state.released = true;
+        Ok(())
+    }
+
     /// After a failure: best effort, so the user's message is not lost with the turn.
     async fn save_unsaved(&self, state: &mut TurnState) {
         if state.unsaved.is_empty() {
             return;
         }
-        if let Err(e) = self.save(state, &SessionStatePatch::default()).await {
+        if let Err(e) = self.save_last(state, &SessionStatePatch::default()).await {
             tracing::error!(chat_id = %state.chat.id, error = %e, "saving the failed turn's messages failed");
         }
     }

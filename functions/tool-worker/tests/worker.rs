@@ -549,6 +549,17 @@ impl ChatStore for FlakyPatches {
     ) -> shared::Result<(Chat, Vec<shared::domain::chat::Message>)> {
         self.inner.open_held(owner_id, chat_id, lease, limit).await
     }
+    async fn record_last_step(
+        &self,
+        chat: &Chat,
+        messages: Vec<NewMessage>,
+        patch: &SessionStatePatch,
+        turn_id: &str,
+    ) -> shared::Result<Chat> {
+        self.inner
+            .record_last_step(chat, messages, patch, turn_id)
+            .await
+    }
     async fn release(&self, chat_id: &str, turn_id: &str) -> shared::Result<()> {
         self.inner.release(chat_id, turn_id).await
     }

@@ -147,6 +147,40 @@ impl DynamoChatStore {
         Ok(TransactWriteItem::builder().condition_check(check).build())
     }
 
+    /// The chat item's part of a turn's last write: the state (when the step has a patch)
+    /// and the end of the lease, conditioned on the owner, the version read and the lease.
+    fn releasing_update(
+        &self,
+        current: &Chat,
+        state: Option<&SessionState>,
+        turn_id: &str,
+        now: OffsetDateTime,
+    ) -> Result<Update> {
+        let builder = Update::builder()
+            .table_name(&self.table)
+            .set_key(Some(Self::meta_key(&current.id)))
+            .expression_attribute_values(":owner", s(&current.owner_id))
+            .expression_attribute_values(":turn", s(turn_id));
+        let builder = match state {
+            Some(state) => builder
+                .update_expression(
+                    "SET session_state = :state, version = :next, updated_at = :now \
+                     REMOVE turn_id, turn_until",
+                )
+                .condition_expression(
+                    "owner_id = :owner AND version = :version AND turn_id = :turn",
+                )
+                .expression_attribute_values(":state", to_av(state)?)
+                .expression_attribute_values(":next", n(current.version + 1))
+                .expression_attribute_values(":now", rfc3339(now))
+                .expression_attribute_values(":version", n(current.version)),
+            None => builder
+                .update_expression("REMOVE turn_id, turn_until")
+                .condition_expression("owner_id = :owner AND turn_id = :turn"),
+        };
+        builder.build().map_err(invalid_action)
+    }
+
     /// A new chat item, held by `lease` when given.
     async fn create_item(&self, owner_id: &str, lease: Option<&TurnLease>) -> Result<Chat> {
         let now = self.clock.now();
@@ -545,6 +579,60 @@ impl ChatStore for DynamoChatStore {
                 // read it again and re-apply the patch on top.
                 Transacted::ConditionFailed => {
                     current = self.owned(owner_id, chat_id).await?.into();
+                    backoff(round).await;
+                }
+            }
+        }
+        Err(Error::Contention(format!(
+            "session state of chat {chat_id}"
+        )))
+    }
+
+    async fn record_last_step(
+        &self,
+        chat: &Chat,
+        messages: Vec<NewMessage>,
+        patch: &SessionStatePatch,
+        turn_id: &str,
+    ) -> Result<Chat> {
+        let (owner_id, chat_id) = (chat.owner_id.as_str(), chat.id.as_str());
+        if messages.len() > MESSAGES_PER_TRANSACTION {
+            let written = self.record_step(chat, messages, patch).await?;
+            self.release(chat_id, turn_id).await?;
+            return Ok(written);
+        }
+        let items = self.message_items(owner_id, chat_id, messages.clone());
+        let mut current = chat.clone();
+        for round in 0..MAX_PATCH_ROUNDS {
+            let mut state = current.session_state.clone();
+            state.apply(patch);
+            let now = self.clock.now();
+            let update = self.releasing_update(
+                &current,
+                (!patch.is_empty()).then_some(&state),
+                turn_id,
+                now,
+            )?;
+            let mut actions = vec![TransactWriteItem::builder().update(update).build()];
+            actions.extend(puts(&self.table, &items)?);
+            match self.transact(actions).await? {
+                Transacted::Written if patch.is_empty() => return Ok(current),
+                Transacted::Written => {
+                    return Ok(Chat {
+                        session_state: state,
+                        version: current.version + 1,
+                        updated_at: now,
+                        ..current
+                    });
+                }
+                Transacted::ConditionFailed => {
+                    let item = self.owned(owner_id, chat_id).await?;
+                    if item.turn_id.as_deref() != Some(turn_id) {
+                        // The lease ran out and another turn holds the chat: write the step
+                        // alone and leave that turn's lease be.
+                        return self.record_step(&item.into(), messages, patch).await;
+                    }
+                    current = item.into();
                     backoff(round).await;
                 }
             }

@@ -75,6 +75,17 @@ pub trait ChatStore: Send + Sync {
         limit: u32,
     ) -> Result<(Chat, Vec<Message>)>;
 
+    /// As [`ChatStore::record_step`] for a turn's last write: it also lets go of the chat,
+    /// in the same request, if `turn_id` still holds it (otherwise the step is written
+    /// alone and the other turn's lease is left alone).
+    async fn record_last_step(
+        &self,
+        chat: &Chat,
+        messages: Vec<NewMessage>,
+        patch: &SessionStatePatch,
+        turn_id: &str,
+    ) -> Result<Chat>;
+
     /// Lets go of the chat if `turn_id` still holds it (a lease taken over is left alone).
     async fn release(&self, chat_id: &str, turn_id: &str) -> Result<()>;
 
