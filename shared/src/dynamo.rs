@@ -51,6 +51,92 @@ where
     Error::Dynamo { op, message }
 }
 
+/// How a transaction ended, short of an error: written, or canceled with one reason code
+/// per action (`"None"` for actions that were fine, `"ConditionalCheckFailed"`, …).
+pub(crate) enum Transaction {
+    Written,
+    Canceled(Vec<String>),
+}
+
+impl Transaction {
+    /// Whether action `index`'s condition failed.
+    pub(crate) fn failed_at(&self, index: usize) -> bool {
+        matches!(self, Self::Canceled(reasons)
+            if reasons.get(index).is_some_and(|code| code == "ConditionalCheckFailed"))
+    }
+}
+
+/// Rounds a transaction retries a conflict or throttling before it reports it; with the
+/// growing pauses of [`backoff`], about a second.
+pub(crate) const MAX_TRANSIENT_ROUNDS: u32 = 12;
+
+/// Runs a transaction, retrying transaction conflicts and throttling (bounded, jittered);
+/// a failed condition comes back as [`Transaction::Canceled`], for the caller to read.
+pub(crate) async fn transact(
+    client: &aws_sdk_dynamodb::Client,
+    actions: Vec<aws_sdk_dynamodb::types::TransactWriteItem>,
+) -> Result<Transaction> {
+    use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
+    let mut round = 0;
+    loop {
+        let result = client
+            .transact_write_items()
+            .set_transact_items(Some(actions.clone()))
+            .send()
+            .await;
+        let Err(err) = result else {
+            return Ok(Transaction::Written);
+        };
+        let reasons: Vec<String> = match err.as_service_error() {
+            Some(TransactWriteItemsError::TransactionCanceledException(e)) => e
+                .cancellation_reasons()
+                .iter()
+                .map(|r| r.code().unwrap_or("None").to_owned())
+                .collect(),
+            _ if is_transient(&err) && round < MAX_TRANSIENT_ROUNDS => {
+                round += 1;
+                backoff(round).await;
+                continue;
+            }
+            _ => return Err(sdk_error("TransactWriteItems", err)),
+        };
+        let conflicted = reasons
+            .iter()
+            .any(|code| code == "TransactionConflict" || code == "ThrottlingError");
+        let condition_failed = reasons.iter().any(|code| code == "ConditionalCheckFailed");
+        if conflicted && !condition_failed && round < MAX_TRANSIENT_ROUNDS {
+            round += 1;
+            backoff(round).await;
+            continue;
+        }
+        if condition_failed {
+            return Ok(Transaction::Canceled(reasons));
+        }
+        return Err(Error::Dynamo {
+            op: "TransactWriteItems",
+            message: format!("canceled: {}", reasons.join(", ")),
+        });
+    }
+}
+
+/// Random pause before retrying a lost round, growing with the round so many writers
+/// spread out instead of colliding again in lockstep.
+pub(crate) async fn backoff(round: u32) {
+    let cap_ms = 2u64.saturating_pow(round.min(7)).min(100);
+    tokio::time::sleep(std::time::Duration::from_millis(fastrand::u64(
+        1..=cap_ms.max(2),
+    )))
+    .await;
+}
+
+/// A transaction action the SDK refused to build (a missing required field: our bug).
+pub(crate) fn invalid_action(e: aws_sdk_dynamodb::error::BuildError) -> Error {
+    Error::Dynamo {
+        op: "TransactWriteItems",
+        message: e.to_string(),
+    }
+}
+
 pub(crate) fn to_av<T: Serialize + ?Sized>(value: &T) -> Result<AttributeValue> {
     serde_dynamo::to_attribute_value(value).map_err(|e| Error::Corrupt(format!("encode: {e}")))
 }

@@ -21,6 +21,7 @@ pub mod ledger;
 pub mod limits;
 pub mod observability;
 pub mod secrets;
+pub mod turns;
 pub mod upstream;
 pub mod usage;
 

@@ -2,11 +2,9 @@
 //! state, version) and `sk = MSG#<monotonic ulid>` for each message.
 
 use std::sync::Arc;
-use std::time::Duration as StdDuration;
 
 use async_trait::async_trait;
 use aws_sdk_dynamodb::Client;
-use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{
     ConditionCheck, Put, ReturnValue, ReturnValuesOnConditionCheckFailure, TransactWriteItem,
     Update,
@@ -19,17 +17,14 @@ use crate::clock::{Clock, SystemClock};
 use crate::domain::chat::{Chat, Message, MessageToolCall, NewMessage, Role};
 use crate::domain::session::{SessionState, SessionStatePatch};
 use crate::dynamo::{
-    ConditionFailure, Item, from_item, is_transient, n, rfc3339, s, sdk_error, sortable_time,
-    to_av, to_item,
+    ConditionFailure, Item, MAX_TRANSIENT_ROUNDS, Transaction, backoff, from_item, invalid_action,
+    is_transient, n, rfc3339, s, sdk_error, sortable_time, to_av, to_item, transact,
 };
 use crate::ids::{monotonic_id, new_id};
 use crate::{Error, Result};
 
 /// Enough for dozens of writers patching one chat at once (each round one of them wins).
 const MAX_PATCH_ROUNDS: u32 = 64;
-/// Rounds a patch retries a transient failure (transaction conflict, throttling) before it
-/// reports it; with the growing pauses of [`backoff`], about a second.
-const MAX_TRANSIENT_ROUNDS: u32 = 12;
 /// DynamoDB allows 100 actions per transaction; one is the owner check.
 const MESSAGES_PER_TRANSACTION: usize = 99;
 
@@ -248,50 +243,16 @@ impl DynamoChatStore {
         }
     }
 
-    /// Runs a transaction whose first action is the chat item's condition. Conflicts with
-    /// a concurrent write to the chat item pass quickly and are retried a few times.
+    /// Runs a transaction whose first action is the chat item's condition (conflicts and
+    /// throttling are retried by [`transact`]).
     async fn transact(&self, actions: Vec<TransactWriteItem>) -> Result<Transacted> {
-        let mut round = 0;
-        loop {
-            let result = self
-                .client
-                .transact_write_items()
-                .set_transact_items(Some(actions.clone()))
-                .send()
-                .await;
-            let Err(err) = result else {
-                return Ok(Transacted::Written);
-            };
-            let reasons: Vec<String> = match err.as_service_error() {
-                Some(TransactWriteItemsError::TransactionCanceledException(e)) => e
-                    .cancellation_reasons()
-                    .iter()
-                    .map(|r| r.code().unwrap_or("None").to_owned())
-                    .collect(),
-                _ if is_transient(&err) && round < MAX_TRANSIENT_ROUNDS => {
-                    round += 1;
-                    backoff(round).await;
-                    continue;
-                }
-                _ => return Err(sdk_error("TransactWriteItems", err)),
-            };
-            if reasons
-                .first()
-                .is_some_and(|code| code == "ConditionalCheckFailed")
-            {
-                return Ok(Transacted::ConditionFailed);
-            }
-            if reasons.iter().any(|code| code == "TransactionConflict")
-                && round < MAX_TRANSIENT_ROUNDS
-            {
-                round += 1;
-                backoff(round).await;
-                continue;
-            }
-            return Err(Error::Dynamo {
+        match transact(&self.client, actions).await? {
+            Transaction::Written => Ok(Transacted::Written),
+            canceled if canceled.failed_at(0) => Ok(Transacted::ConditionFailed),
+            Transaction::Canceled(reasons) => Err(Error::Dynamo {
                 op: "TransactWriteItems",
                 message: format!("canceled: {}", reasons.join(", ")),
-            });
+            }),
         }
     }
 }
@@ -301,14 +262,6 @@ enum Transacted {
     Written,
     /// The first action's condition (owner, version) did not hold.
     ConditionFailed,
-}
-
-/// A transaction action the SDK refused to build (a missing required field: our bug).
-fn invalid_action(e: aws_sdk_dynamodb::error::BuildError) -> Error {
-    Error::Dynamo {
-        op: "TransactWriteItems",
-        message: e.to_string(),
-    }
 }
 
 /// `Put` actions for message items.
@@ -395,13 +348,6 @@ impl From<MessageItem> for Message {
             created_at: item.created_at,
         }
     }
-}
-
-/// Random pause before retrying a lost optimistic-concurrency round, growing with the round
-/// so many writers spread out instead of colliding again in lockstep.
-async fn backoff(round: u32) {
-    let cap_ms = 2u64.saturating_pow(round.min(7)).min(100);
-    tokio::time::sleep(StdDuration::from_millis(fastrand::u64(1..=cap_ms.max(2)))).await;
 }
 
 #[async_trait]
