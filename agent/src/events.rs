@@ -21,6 +21,10 @@ pub enum TurnErrorCode {
     /// A guard stopped the turn: an attack in the message (profile in `block` mode), or the
     /// answer leaked the system prompt, its canary or a secret.
     Guardrail,
+    /// A cancel stopped the turn (`POST …/turns/{turn_id}/cancel`).
+    Canceled,
+    /// The turn's host ended it before it finished; a resume reports it.
+    Interrupted,
     NotFound,
     Conflict,
     RateLimited,

@@ -52,10 +52,12 @@ pub mod llm;
 pub mod pipeline;
 pub mod profiles;
 pub mod runtime;
+pub mod stop;
 pub mod timezone;
 pub mod tools;
 pub mod turn;
 
 pub use events::{EventSink, NoEvents, TurnErrorCode, TurnEvent};
 pub use shared::{Error, Result};
+pub use stop::StopSignal;
 pub use turn::{Agent, OpenTurn, TurnInput, TurnSettings};

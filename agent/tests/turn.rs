@@ -117,6 +117,9 @@ impl Rig {
             message: message.to_owned(),
             deadline: Instant::now() + Duration::from_secs(20),
             timezone: None,
+            turn_id: shared::ids::new_id(),
+            new_chat_id: shared::ids::new_id(),
+            stop: agent::StopSignal::default(),
         }
     }
 

@@ -305,7 +305,7 @@ async fn a_turn_lease_holds_the_chat_until_the_last_step_or_its_deadline() {
     let store = store().await;
     let owner = common::unique("lease");
     let chat = store
-        .create_held(&owner, &lease("t1", 60))
+        .create_held(&owner, &shared::ids::new_id(), &lease("t1", 60))
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     match store

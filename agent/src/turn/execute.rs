@@ -1,9 +1,13 @@
 //! Step 4: execute the step's tool calls through the pipeline, then write the step: the
 //! assistant's calls, each call's result and the merged state patch, in one chat write.
-//! The prompt grows by the same messages for the next model step.
+//! The prompt grows by the same messages for the next model step. A cancel seen while the
+//! calls run aborts them: their calls in the ledger are cancelled (so a late finish is
+//! fenced off) and nothing of the step is written.
 
 use shared::Result;
 use shared::domain::chat::{MessageToolCall, NewMessage};
+use shared::domain::tool_call::ToolCallStatus;
+use time::OffsetDateTime;
 
 use super::{Agent, TurnInput, TurnState, prompt};
 use crate::events::EventSink;
@@ -18,22 +22,30 @@ impl Agent {
         state: &mut TurnState,
         reply: Completion,
         events: &dyn EventSink,
-    ) -> Result<StepOutcome> {
+    ) -> Result<Option<StepOutcome>> {
+        if input.stop.is_stopped() {
+            return Ok(None);
+        }
         let ctx = self.tool_context(input, state);
         let limits = StepLimits {
             budget: state.tool_budget,
             calls_left: state.calls_left,
         };
-        let outcome = self
-            .pipeline
-            .run_step(
-                &ctx,
-                input.profile.tool_policy(),
-                &reply.tool_calls,
-                limits,
-                events,
-            )
-            .await;
+        let started = self.clock.now();
+        let run = self.pipeline.run_step(
+            &ctx,
+            input.profile.tool_policy(),
+            &reply.tool_calls,
+            limits,
+            events,
+        );
+        let outcome = tokio::select! {
+            outcome = run => outcome,
+            () = input.stop.stopped() => {
+                self.cancel_calls_since(input, state, started).await;
+                return Ok(None);
+            }
+        };
         let used = limits.used_by(reply.tool_calls.len(), self.pipeline.max_parallel);
         state.calls_left = state.calls_left.saturating_sub(used);
 
@@ -65,7 +77,37 @@ impl Agent {
                 prompt::fenced_tool_message(call, &state.fence, max_chars),
             )
         }));
-        Ok(outcome)
+        Ok(Some(outcome))
+    }
+
+    /// Cancels the chat's calls this step left queued or running (their futures are gone).
+    async fn cancel_calls_since(
+        &self,
+        input: &TurnInput,
+        state: &TurnState,
+        since: OffsetDateTime,
+    ) {
+        let (owner, chat_id) = (&input.user_id, &state.chat.id);
+        let page = match self.ledger.list(owner, chat_id, 20, None).await {
+            Ok(page) => page,
+            Err(e) => {
+                tracing::error!(chat_id, error = %e, "listing the stopped step's calls failed");
+                return;
+            }
+        };
+        for call in page.items.iter().filter(|c| {
+            c.updated_at >= since
+                && matches!(c.status, ToolCallStatus::Queued | ToolCallStatus::Running)
+        }) {
+            match self.ledger.cancel(owner, chat_id, &call.id).await {
+                Ok(_) => {
+                    tracing::info!(chat_id, call_id = %call.id, "tool call cancelled with its turn")
+                }
+                Err(e) => {
+                    tracing::warn!(chat_id, call_id = %call.id, error = %e, "cancelling a stopped turn's call failed")
+                }
+            }
+        }
     }
 
     /// What the tools of this turn's steps are told about the caller and the chat.

@@ -14,6 +14,8 @@ use crate::pipeline::CallOutcome;
 
 /// Said when the model ends without a usable answer.
 const NO_ANSWER: &str = "Sorry, I could not finish this request. Please try again or rephrase it.";
+/// The stored answer of a turn stopped by a cancel.
+pub const STOPPED: &str = "Stopped at your request.";
 /// Said when the model kept making invalid tool calls.
 const UNREPAIRABLE: &str = "Sorry, I could not complete that request. Please rephrase it.";
 
@@ -36,6 +38,14 @@ impl Agent {
                 let message = "A guardrail stopped this turn.".to_owned();
                 return self
                     .end_with_error(state, events, REFUSAL, TurnErrorCode::Guardrail, message)
+                    .await;
+            }
+            Ending::Stopped => {
+                tracing::info!(chat_id = %state.chat.id, "turn stopped by a cancel");
+                streamed(events, STOPPED.to_owned());
+                let message = "The turn was stopped on request.".to_owned();
+                return self
+                    .end_with_error(state, events, STOPPED, TurnErrorCode::Canceled, message)
                     .await;
             }
             Ending::Unrepairable(problems) => {

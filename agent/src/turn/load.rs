@@ -35,7 +35,7 @@ impl Agent {
         // deadline if its host ends it first.
         let left = input.deadline.saturating_duration_since(Instant::now());
         let lease = TurnLease {
-            turn_id: shared::ids::new_id(),
+            turn_id: input.turn_id.clone(),
             until: self.clock.now() + left,
         };
         let (chat, created, mut history) = match input.chat_id.as_deref() {
@@ -45,7 +45,9 @@ impl Agent {
                 (chat, false, history)
             }
             None => (
-                self.chats.create_held(owner, &lease).await?,
+                self.chats
+                    .create_held(owner, &input.new_chat_id, &lease)
+                    .await?,
                 true,
                 Vec::new(),
             ),

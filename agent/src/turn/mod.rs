@@ -40,6 +40,7 @@ use crate::llm::{LlmProvider, PromptMessage, ToolSpec};
 use crate::pipeline::{CallOutcome, Pipeline};
 use crate::profiles::AgentProfile;
 use crate::runtime::ToolRuntime;
+use crate::stop::StopSignal;
 use crate::timezone::UserTimeZone;
 
 /// How turns run; read once per container (chat-router's configuration).
@@ -86,6 +87,12 @@ pub struct TurnInput {
     pub deadline: Instant,
     /// The user's time zone as sent with this message; remembered in the chat.
     pub timezone: Option<UserTimeZone>,
+    /// This turn's id (the caller's, so a resent request can name the same turn).
+    pub turn_id: String,
+    /// The id of the chat this turn creates when `chat_id` is `None`.
+    pub new_chat_id: String,
+    /// Set when the turn is cancelled; it stops at its next safe point.
+    pub stop: StopSignal,
 }
 
 /// A turn whose chat is loaded: nothing can be refused any more.
@@ -160,6 +167,8 @@ enum Ending {
     Answer(String),
     /// The tools' messages are the answer (seed 000 §12.1); not yet streamed.
     Direct(String),
+    /// A cancel stopped the turn at a safe point.
+    Stopped,
     /// The model made invalid calls twice; the problems, for the log and the error event.
     Unrepairable(String),
     /// A guard stopped the turn; why, for the log and the error event.
@@ -230,6 +239,10 @@ impl Agent {
         }
         let max_steps = self.settings.max_tool_steps;
         for step in 0..=max_steps {
+            // Safe point: no model call for a stopped turn.
+            if input.stop.is_stopped() {
+                return Ok(Ending::Stopped);
+            }
             // After the last tool round, or once the message's calls are used up, the model
             // must answer in text.
             let offer_tools = step < max_steps && !state.tools.is_empty() && state.calls_left > 0;
@@ -251,7 +264,11 @@ impl Agent {
             if reply.tool_calls.is_empty() || !offer_tools {
                 return Ok(Ending::Answer(reply.content));
             }
-            let outcome = self.execute_step(input, state, reply, events).await?;
+            // Safe point: the calls of a stopped turn are not started, and running ones
+            // are aborted.
+            let Some(outcome) = self.execute_step(input, state, reply, events).await? else {
+                return Ok(Ending::Stopped);
+            };
             let registry = &self.pipeline.registry;
             let answers_directly = |tool| {
                 registry

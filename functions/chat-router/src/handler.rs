@@ -2,29 +2,37 @@
 //!
 //! Everything that can be refused is refused before the stream starts, as a JSON error with
 //! a proper status: bad token (401), bad body (400/413), unknown agent (400), foreign or
-//! missing chat (404). Once `200 text/event-stream` is sent, problems arrive as `error`
-//! events followed by `done`.
+//! missing chat (404), a reused idempotency key (422). Once `200 text/event-stream` is
+//! sent, problems arrive as `error` events followed by `done`.
+//!
+//! A turn is begun by writing its record (the `Idempotency-Key`'s turn, or a new one)
+//! before anything else: a resent request finds the record and follows that turn's event
+//! log instead of starting another (see `turn_log`).
 
-use bytes::Bytes;
 use lambda_http::http::{HeaderValue, Method, Response, header};
 use lambda_http::lambda_runtime::streaming::{Body, channel};
 use lambda_http::{Request, RequestExt};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::json;
+use sha2::{Digest, Sha256};
 use shared::http::auth::AuthenticatedUser;
 use shared::http::lambda::{deadline, error_response, json_body, json_response};
 use shared::http::{ApiError, ErrorCode};
+use shared::turns::{Begun, TurnRecord, TurnStatus, turn_id_for_key};
 
 use crate::Deps;
-use crate::events::{self, Emitter};
+use crate::events::Emitter;
+use crate::turn_log;
 use agent::timezone::UserTimeZone;
-use agent::{OpenTurn, TurnEvent, TurnInput};
+use agent::{OpenTurn, StopSignal, TurnInput};
 
 /// Most tool calls returned by one audit page.
 const MAX_PAGE: u32 = 100;
+/// Longest `Idempotency-Key` accepted.
+const MAX_KEY_CHARS: usize = 255;
 
 /// Body of `POST /chat`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct ChatRequest {
     #[serde(default)]
@@ -45,6 +53,8 @@ enum Route<'a> {
     RefusedCalls { chat_id: &'a str },
     ToolCall { chat_id: &'a str, call_id: &'a str },
     Cancel { chat_id: &'a str, call_id: &'a str },
+    TurnEvents { chat_id: &'a str, turn_id: &'a str },
+    TurnCancel { chat_id: &'a str, turn_id: &'a str },
 }
 
 /// Matches on the path's trailing segments, so the router works under any prefix (a
@@ -57,6 +67,12 @@ fn route(path: &str) -> Option<Route<'_>> {
         [.., "chats", chat_id, "tool-calls", call_id] => Some(Route::ToolCall { chat_id, call_id }),
         [.., "chats", chat_id, "tool-calls", call_id, "cancel"] => {
             Some(Route::Cancel { chat_id, call_id })
+        }
+        [.., "chats", chat_id, "turns", turn_id, "events"] => {
+            Some(Route::TurnEvents { chat_id, turn_id })
+        }
+        [.., "chats", chat_id, "turns", turn_id, "cancel"] => {
+            Some(Route::TurnCancel { chat_id, turn_id })
         }
         [.., "chat"] => Some(Route::Chat),
         _ => None,
@@ -77,7 +93,9 @@ pub async fn handle(deps: &Deps, req: Request) -> Response<Body> {
         ));
     };
     let (allowed, method_ok) = match route {
-        Route::Chat | Route::Cancel { .. } => ("POST", req.method() == Method::POST),
+        Route::Chat | Route::Cancel { .. } | Route::TurnCancel { .. } => {
+            ("POST", req.method() == Method::POST)
+        }
         _ => ("GET", req.method() == Method::GET),
     };
     if !method_ok {
@@ -100,6 +118,27 @@ pub async fn handle(deps: &Deps, req: Request) -> Response<Body> {
     };
     match route {
         Route::Chat => chat(deps, &req, user).await,
+        Route::TurnEvents { chat_id, turn_id } => {
+            let after = match resume_point(&req) {
+                Ok(after) => after,
+                Err(e) => return error(&e),
+            };
+            match deps.turns.get(&user.user_id, chat_id, turn_id).await {
+                Ok(turn) => follow(deps, &req, turn, after),
+                Err(e) => error(&ApiError::from(&e)),
+            }
+        }
+        // Stops the turn at its next safe point; a turn already over is left as it is.
+        Route::TurnCancel { chat_id, turn_id } => {
+            match deps
+                .turns
+                .request_cancel(&user.user_id, chat_id, turn_id)
+                .await
+            {
+                Ok(turn) => json_response(200, &turn_log::cancel_response(&turn)),
+                Err(e) => error(&ApiError::from(&e)),
+            }
+        }
         Route::ToolCalls { chat_id } => {
             let (limit, cursor) = page_request(&req);
             let page = async {
@@ -196,47 +235,172 @@ async fn chat(deps: &Deps, req: &Request, user: AuthenticatedUser) -> Response<B
         Ok(zone) => zone,
         Err(e) => return error(&ApiError::from(&e)),
     };
+    let key = match idempotency_key(req) {
+        Ok(key) => key,
+        Err(e) => return error(&e),
+    };
+    let turn_deadline = deadline(req, deps.config.turn_timeout);
+    let now = time::OffsetDateTime::now_utc();
+    let left = turn_deadline.saturating_duration_since(std::time::Instant::now());
+    let record = TurnRecord {
+        turn_id: match &key {
+            Some(key) => turn_id_for_key(&user.user_id, key),
+            None => shared::ids::new_id(),
+        },
+        owner_id: user.user_id.clone(),
+        chat_id: body.chat_id.clone().unwrap_or_else(shared::ids::new_id),
+        created: body.chat_id.is_none(),
+        fingerprint: fingerprint(&body, &message),
+        status: TurnStatus::Running,
+        cancel_requested: false,
+        deadline: now + left,
+        created_at: now,
+        refusal: None,
+    };
+    match deps.turns.begin(&record).await {
+        Ok(Begun::New) => {}
+        // A resend: the same turn, followed from its first event; never a second one.
+        Ok(Begun::Existing(turn)) if turn.fingerprint == record.fingerprint => {
+            tracing::info!(turn_id = %turn.turn_id, "resent message; following its turn");
+            return follow(deps, req, turn, None);
+        }
+        Ok(Begun::Existing(_)) => {
+            return error(&ApiError::new(
+                ErrorCode::IdempotencyKeyReused,
+                "Idempotency-Key: this key was used for a different request",
+            ));
+        }
+        Err(e) => return error(&ApiError::from(&e)),
+    }
+    let stop = StopSignal::default();
     let input = TurnInput {
         authorization: user.authorization_header(),
         user_id: user.user_id,
         chat_id: body.chat_id,
         profile,
         message,
-        deadline: deadline(req, deps.config.turn_timeout),
+        deadline: turn_deadline,
         timezone,
+        turn_id: record.turn_id.clone(),
+        new_chat_id: record.chat_id.clone(),
+        stop: stop.clone(),
     };
-    // A foreign or missing chat is refused here, before the stream starts.
+    // A foreign or missing chat, a busy chat or a used-up limit is refused here, before the
+    // stream starts; the record keeps why, for a resend that is following it.
     match deps.agent.open(input).await {
-        Ok(turn) => stream(deps.clone(), turn, debug),
-        Err(e) => error(&ApiError::from(&e)),
+        Ok(turn) => stream(deps.clone(), turn, record, stop, debug),
+        Err(e) => {
+            let api = ApiError::from(&e);
+            if let Err(e) = deps.turns.refuse(&record, json!(api)).await {
+                tracing::error!(turn_id = %record.turn_id, error = %e, "recording the refusal failed");
+            }
+            error(&api)
+        }
     }
 }
 
-/// Starts the turn on its own task and returns the stream its events are written to.
-fn stream(deps: Deps, turn: OpenTurn, debug: bool) -> Response<Body> {
-    let (emitter, mut queue) = Emitter::new(debug);
-    let (mut sender, body) = channel();
-    tokio::spawn(async move { deps.agent.run_turn(turn, &emitter).await });
-    tokio::spawn(async move {
-        let mut connected = true;
-        // Drain until the turn drops its emitter. A gone client only stops the writing:
-        // holding the body open until the turn ends keeps the invocation (and so the
-        // turn's writes) alive on Lambda.
-        while let Some(event) = queue.recv().await {
-            if connected
-                && sender
-                    .send_data(Bytes::from(events::to_sse(&event)))
-                    .await
-                    .is_err()
-            {
-                tracing::warn!("client disconnected; finishing the turn without it");
-                connected = false;
-            }
-            if matches!(event, TurnEvent::Done) {
-                break;
-            }
-        }
+/// The request's `Idempotency-Key` (a string, or a structured-field string in quotes).
+fn idempotency_key(req: &Request) -> Result<Option<String>, ApiError> {
+    let Some(value) = req.headers().get("idempotency-key") else {
+        return Ok(None);
+    };
+    let invalid = || {
+        ApiError::new(
+            ErrorCode::ValidationFailed,
+            format!("Idempotency-Key: 1 to {MAX_KEY_CHARS} visible ASCII characters"),
+        )
+    };
+    let text = value.to_str().map_err(|_| invalid())?.trim();
+    let text = text
+        .strip_prefix('"')
+        .and_then(|t| t.strip_suffix('"'))
+        .unwrap_or(text);
+    if text.is_empty()
+        || text.len() > MAX_KEY_CHARS
+        || !text.bytes().all(|b| b.is_ascii_graphic() || b == b' ')
+    {
+        return Err(invalid());
+    }
+    Ok(Some(text.to_owned()))
+}
+
+/// What makes two requests "the same" for an idempotency key: the body as understood.
+fn fingerprint(body: &ChatRequest, message: &str) -> String {
+    let canonical = json!({
+        "chat_id": body.chat_id,
+        "message": message,
+        "agent": body.agent,
+        "debug": body.debug,
+        "timezone": body.timezone,
     });
+    hex::encode(Sha256::digest(canonical.to_string().as_bytes()))
+}
+
+/// Where a resume starts: after `Last-Event-ID` (or `?after=`); `None` replays from `init`.
+fn resume_point(req: &Request) -> Result<Option<u64>, ApiError> {
+    let header = req
+        .headers()
+        .get("last-event-id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::trim)
+        .filter(|v| !v.is_empty())
+        .map(str::to_owned);
+    let query = req
+        .query_string_parameters_ref()
+        .and_then(|q| q.first("after"))
+        .map(str::to_owned);
+    header
+        .or(query)
+        .map(|v| {
+            v.parse::<u64>().map_err(|_| {
+                ApiError::new(
+                    ErrorCode::ValidationFailed,
+                    "Last-Event-ID / after: must be an event id (a whole number)",
+                )
+            })
+        })
+        .transpose()
+}
+
+/// Starts the turn on its own task and returns the stream its events are written to.
+fn stream(
+    deps: Deps,
+    turn: OpenTurn,
+    record: TurnRecord,
+    stop: StopSignal,
+    debug: bool,
+) -> Response<Body> {
+    let (emitter, queue) = Emitter::new(debug);
+    let (sender, body) = channel();
+    let agent = deps.agent.clone();
+    tokio::spawn(async move { agent.run_turn(turn, &emitter).await });
+    // A gone client only stops the sending: holding the body open until the turn's log is
+    // written keeps the invocation (and so the turn) alive on Lambda.
+    tokio::spawn(turn_log::record(
+        deps.turns.clone(),
+        record,
+        stop,
+        queue,
+        sender,
+    ));
+    event_stream(body)
+}
+
+/// Streams a turn's stored events after `after`, following it until `done`.
+fn follow(deps: &Deps, req: &Request, turn: TurnRecord, after: Option<u64>) -> Response<Body> {
+    let (sender, body) = channel();
+    let until = deadline(req, deps.config.turn_timeout);
+    tokio::spawn(turn_log::follow(
+        deps.turns.clone(),
+        turn,
+        after,
+        until,
+        sender,
+    ));
+    event_stream(body)
+}
+
+fn event_stream(body: Body) -> Response<Body> {
     let mut response = Response::new(body);
     let headers = response.headers_mut();
     headers.insert(

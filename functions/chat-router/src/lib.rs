@@ -8,6 +8,7 @@
 pub mod config;
 pub mod events;
 pub mod handler;
+pub mod turn_log;
 
 use std::sync::Arc;
 
@@ -18,6 +19,7 @@ use shared::Result;
 use shared::chats::{ChatStore, DynamoChatStore};
 use shared::http::auth::{AuthConfig, Authenticator};
 use shared::ledger::ToolCallLedger;
+use shared::turns::{DynamoTurnStore, TurnStore};
 use shared::usage::UsageStore;
 
 pub use config::Config;
@@ -33,6 +35,8 @@ pub struct Deps {
     pub usage: Arc<dyn UsageStore>,
     pub agents: Arc<AgentCatalog>,
     pub agent: Arc<Agent>,
+    /// Turn records and event logs (resume, resend, cancel).
+    pub turns: Arc<dyn TurnStore>,
 }
 
 impl Deps {
@@ -44,6 +48,10 @@ impl Deps {
         clients: ToolClients,
     ) -> Result<Self> {
         let chats: Arc<dyn ChatStore> = Arc::new(DynamoChatStore::new(
+            clients.dynamodb.clone(),
+            config.tools.storage.chats_table.clone(),
+        ));
+        let turns: Arc<dyn TurnStore> = Arc::new(DynamoTurnStore::new(
             clients.dynamodb.clone(),
             config.tools.storage.chats_table.clone(),
         ));
@@ -62,6 +70,7 @@ impl Deps {
             usage: runtime.usage,
             agents: Arc::new(agents),
             agent: Arc::new(agent),
+            turns,
         })
     }
 }

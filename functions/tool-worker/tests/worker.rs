@@ -537,8 +537,13 @@ impl ChatStore for FlakyPatches {
     ) -> shared::Result<Vec<shared::domain::chat::Message>> {
         self.inner.recent_messages(owner_id, chat_id, limit).await
     }
-    async fn create_held(&self, owner_id: &str, lease: &TurnLease) -> shared::Result<Chat> {
-        self.inner.create_held(owner_id, lease).await
+    async fn create_held(
+        &self,
+        owner_id: &str,
+        chat_id: &str,
+        lease: &TurnLease,
+    ) -> shared::Result<Chat> {
+        self.inner.create_held(owner_id, chat_id, lease).await
     }
     async fn open_held(
         &self,

@@ -177,9 +177,14 @@ impl DynamoChatStore {
     }
 
     /// A new chat item, held by `lease` when given.
-    async fn create_item(&self, owner_id: &str, lease: Option<&TurnLease>) -> Result<Chat> {
+    async fn create_item(
+        &self,
+        owner_id: &str,
+        chat_id: &str,
+        lease: Option<&TurnLease>,
+    ) -> Result<Chat> {
         let now = self.clock.now();
-        let chat_id = new_id();
+        let chat_id = chat_id.to_owned();
         let item = ChatItem {
             pk: format!("CHAT#{chat_id}"),
             sk: "META".into(),
@@ -199,7 +204,10 @@ impl DynamoChatStore {
             .condition_expression("attribute_not_exists(pk)")
             .send()
             .await
-            .map_err(|e| sdk_error("PutItem", e))?;
+            .map_err(|e| match e.condition_failed_item() {
+                Some(_) => Error::Contention(format!("chat id {} is taken", item.chat_id)),
+                None => sdk_error("PutItem", e),
+            })?;
         Ok(item.into())
     }
 
@@ -353,11 +361,11 @@ impl From<MessageItem> for Message {
 #[async_trait]
 impl ChatStore for DynamoChatStore {
     async fn create(&self, owner_id: &str) -> Result<Chat> {
-        self.create_item(owner_id, None).await
+        self.create_item(owner_id, &new_id(), None).await
     }
 
-    async fn create_held(&self, owner_id: &str, lease: &TurnLease) -> Result<Chat> {
-        self.create_item(owner_id, Some(lease)).await
+    async fn create_held(&self, owner_id: &str, chat_id: &str, lease: &TurnLease) -> Result<Chat> {
+        self.create_item(owner_id, chat_id, Some(lease)).await
     }
 
     async fn open_held(

@@ -61,8 +61,9 @@ pub trait ChatStore: Send + Sync {
     async fn open(&self, owner_id: &str, chat_id: &str, limit: u32)
     -> Result<(Chat, Vec<Message>)>;
 
-    /// A new chat, held by `lease` from the start.
-    async fn create_held(&self, owner_id: &str, lease: &TurnLease) -> Result<Chat>;
+    /// A new chat with the id `chat_id`, held by `lease` from the start; `Error::Conflict`
+    /// if that id is taken.
+    async fn create_held(&self, owner_id: &str, chat_id: &str, lease: &TurnLease) -> Result<Chat>;
 
     /// As [`ChatStore::open`], taking the chat for a turn in the same request that reads it:
     /// `Error::TurnInProgress` while another turn's lease holds it, `Error::NotFound` for a

@@ -18,6 +18,8 @@ pub enum ErrorCode {
     MethodNotAllowed,
     Conflict,
     TurnInProgress,
+    /// The `Idempotency-Key` was used before with a different request (422).
+    IdempotencyKeyReused,
     PayloadTooLarge,
     UnsupportedMediaType,
     RateLimited,
@@ -36,6 +38,7 @@ impl ErrorCode {
             Self::Conflict | Self::TurnInProgress => 409,
             Self::PayloadTooLarge => 413,
             Self::UnsupportedMediaType => 415,
+            Self::IdempotencyKeyReused => 422,
             Self::RateLimited => 429,
             Self::Internal => 500,
             Self::UpstreamError => 502,

@@ -269,6 +269,43 @@ impl Rig {
         Turn::read(response, started).await
     }
 
+    /// `POST /chat` with an `Idempotency-Key`.
+    pub async fn chat_keyed(&self, token: &str, key: &str, body: Value) -> Turn {
+        let mut req = post_chat(Some(token), &body);
+        req.headers_mut().insert(
+            "idempotency-key",
+            key.parse().unwrap_or_else(|e| panic!("key: {e}")),
+        );
+        self.send(req).await
+    }
+
+    /// Any request through the handler; reads the whole response.
+    pub async fn send(&self, req: Request) -> Turn {
+        let started = Instant::now();
+        Turn::read(chat_router::handler::handle(&self.deps, req).await, started).await
+    }
+
+    /// `GET …/turns/{turn_id}/events`, resuming after `last_event_id` when given.
+    pub async fn resume(
+        &self,
+        token: &str,
+        chat_id: &str,
+        turn_id: &str,
+        last_event_id: Option<u64>,
+    ) -> Turn {
+        let mut builder = lambda_http::http::Request::builder()
+            .method(Method::GET)
+            .uri(format!("/chats/{chat_id}/turns/{turn_id}/events"))
+            .header("authorization", format!("Bearer {token}"));
+        if let Some(id) = last_event_id {
+            builder = builder.header("last-event-id", id.to_string());
+        }
+        let req = builder
+            .body(lambda_http::Body::Empty)
+            .unwrap_or_else(|e| panic!("request: {e}"));
+        self.send(req).await
+    }
+
     pub async fn get(&self, token: &str, path: &str) -> (u16, Value) {
         self.call(Method::GET, token, path).await
     }
@@ -316,6 +353,8 @@ pub fn post_chat(token: Option<&str>, body: &Value) -> Request {
 /// One SSE event as received, with its arrival time since the request.
 #[derive(Debug, Clone)]
 pub struct Event {
+    /// The SSE `id:` (the event's sequence in its turn), if it had one.
+    pub id: Option<u64>,
     pub name: String,
     pub data: Value,
     pub at: Duration,
@@ -335,6 +374,16 @@ impl Turn {
     pub async fn read(
         response: lambda_http::http::Response<lambda_http::lambda_runtime::streaming::Body>,
         started: Instant,
+    ) -> Self {
+        Self::read_until(response, started, |_| false).await
+    }
+
+    /// As [`Turn::read`], but hangs up (drops the body) right after an event for which
+    /// `hang_up` is true: a client whose connection dropped.
+    pub async fn read_until(
+        response: lambda_http::http::Response<lambda_http::lambda_runtime::streaming::Body>,
+        started: Instant,
+        hang_up: impl Fn(&Event) -> bool,
     ) -> Self {
         let status = response.status().as_u16();
         let retry_after = response
@@ -358,7 +407,17 @@ impl Turn {
             if is_stream {
                 while let Some(end) = buffer.find("\n\n") {
                     let block: String = buffer.drain(..end + 2).collect();
-                    events.push(parse_event(&block, started.elapsed()));
+                    let event = parse_event(&block, started.elapsed());
+                    let stop = hang_up(&event);
+                    events.push(event);
+                    if stop {
+                        return Self {
+                            status,
+                            events,
+                            json: Value::Null,
+                            retry_after,
+                        };
+                    }
                 }
             }
         }
@@ -424,14 +483,18 @@ impl Turn {
 fn parse_event(block: &str, at: Duration) -> Event {
     let mut name = String::new();
     let mut data = String::new();
+    let mut id = None;
     for line in block.lines() {
-        if let Some(n) = line.strip_prefix("event: ") {
+        if let Some(i) = line.strip_prefix("id: ") {
+            id = i.parse().ok();
+        } else if let Some(n) = line.strip_prefix("event: ") {
             name = n.to_owned();
         } else if let Some(d) = line.strip_prefix("data: ") {
             data.push_str(d);
         }
     }
     Event {
+        id,
         name,
         data: serde_json::from_str(&data).unwrap_or(Value::Null),
         at,

@@ -1,0 +1,269 @@
+//! A turn's events on the wire and in its log. Every event gets its sequence number in the
+//! turn (`init` is 0), sent as the SSE `id:`; the same numbers are stored, so a client that
+//! resumes with `Last-Event-ID` gets exactly the events it missed.
+//!
+//! Recording: the turn's own stream sends each event at once and hands it to a flusher that
+//! writes them in chunks: about once a second while the turn streams, and last the
+//! remaining events with `done`, before `done` is sent. A flush also reads whether a cancel
+//! was asked for; a turn that waits on its tools without events checks every few seconds.
+//!
+//! Following: a resent request or `GET …/events` reads the log after a sequence and polls it
+//! until `done`. A turn past its deadline without `done` was ended by its host: the first
+//! follower to see it appends `error{code:"interrupted"}` and `done`.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use agent::{StopSignal, TurnErrorCode, TurnEvent};
+use bytes::Bytes;
+use lambda_http::lambda_runtime::streaming::Sender;
+use serde_json::json;
+use shared::turns::{StoredEvent, TurnRecord, TurnStatus, TurnStore};
+use tokio::sync::mpsc;
+
+use crate::events;
+
+/// How often a streaming turn writes its events at most.
+pub const FLUSH_EVERY: Duration = Duration::from_secs(1);
+/// How often a turn without new events (waiting on tools) checks for a cancel.
+const IDLE_CHECK: Duration = Duration::from_secs(2);
+/// How often a follower reads the log of a running turn.
+const POLL_EVERY: Duration = Duration::from_millis(250);
+/// A running turn is declared interrupted this long after its deadline (its host had until
+/// about then to write its last events).
+pub const GRACE: time::Duration = time::Duration::seconds(5);
+
+/// The event as stored (and framed) with its sequence number.
+pub fn stored(seq: u64, event: &TurnEvent) -> StoredEvent {
+    StoredEvent {
+        seq,
+        event: event.name().to_owned(),
+        data: events::data(event).to_string(),
+    }
+}
+
+/// `id: SEQ\nevent: NAME\ndata: JSON\n\n`.
+pub fn frame(event: &StoredEvent) -> Bytes {
+    Bytes::from(format!(
+        "id: {}\nevent: {}\ndata: {}\n\n",
+        event.seq, event.event, event.data
+    ))
+}
+
+/// An event that ends a stream outside the log (no `id:`: it is not part of the turn).
+fn unlogged(event: &TurnEvent) -> Bytes {
+    Bytes::from(events::to_sse(event))
+}
+
+struct Batch {
+    events: Vec<StoredEvent>,
+    last: bool,
+}
+
+/// Sends a turn's events to its client and its log, in order; returns once `done` is
+/// stored and sent (or the turn dropped its queue).
+pub async fn record(
+    store: Arc<dyn TurnStore>,
+    turn: TurnRecord,
+    stop: StopSignal,
+    mut queue: mpsc::UnboundedReceiver<TurnEvent>,
+    mut client: Sender,
+) {
+    let (batches, flushed) = mpsc::unbounded_channel::<Batch>();
+    let flusher = tokio::spawn(flush(store, turn.clone(), stop, flushed));
+    let mut connected = true;
+    let mut seq = 0u64;
+    let mut pending: Vec<StoredEvent> = Vec::new();
+    let mut last_flush = Instant::now();
+    let done = loop {
+        let wait = if pending.is_empty() {
+            IDLE_CHECK
+        } else {
+            FLUSH_EVERY.saturating_sub(last_flush.elapsed())
+        };
+        let event = match tokio::time::timeout(wait, queue.recv()).await {
+            Ok(Some(event)) => event,
+            // The turn ended without `done` (it panicked): end the log as it would have.
+            Ok(None) => TurnEvent::Done,
+            // Due: write what is pending, or (nothing pending) just read for a cancel.
+            Err(_) => {
+                let _ = batches.send(Batch {
+                    events: std::mem::take(&mut pending),
+                    last: false,
+                });
+                last_flush = Instant::now();
+                continue;
+            }
+        };
+        let event = stored(seq, &event);
+        seq += 1;
+        if event.event == "done" {
+            pending.push(event.clone());
+            let _ = batches.send(Batch {
+                events: std::mem::take(&mut pending),
+                last: true,
+            });
+            break event;
+        }
+        if connected && client.send_data(frame(&event)).await.is_err() {
+            tracing::warn!(turn_id = %turn.turn_id, "client disconnected; finishing the turn without it");
+            connected = false;
+        }
+        // `init` is the record's; everything after it goes to the log.
+        if event.seq > 0 {
+            pending.push(event);
+        }
+        if !pending.is_empty() && last_flush.elapsed() >= FLUSH_EVERY {
+            let _ = batches.send(Batch {
+                events: std::mem::take(&mut pending),
+                last: false,
+            });
+            last_flush = Instant::now();
+        }
+    };
+    drop(batches);
+    // Stored before shown: `done` goes out once the log has it, and the response (and so
+    // the invocation) stays open until then.
+    if let Err(e) = flusher.await {
+        tracing::error!(error = %e, "the turn's event flusher failed");
+    }
+    if connected {
+        let _ = client.send_data(frame(&done)).await;
+    }
+}
+
+/// Writes the batches in order; a flush that reads a cancel stops the turn.
+async fn flush(
+    store: Arc<dyn TurnStore>,
+    turn: TurnRecord,
+    stop: StopSignal,
+    mut batches: mpsc::UnboundedReceiver<Batch>,
+) {
+    while let Some(batch) = batches.recv().await {
+        if batch.last {
+            match store.finish(&turn, &batch.events).await {
+                Ok(true) => {}
+                Ok(false) => {
+                    tracing::warn!(turn_id = %turn.turn_id, "the turn was marked interrupted before it finished")
+                }
+                Err(e) => {
+                    tracing::error!(turn_id = %turn.turn_id, error = %e, "storing the turn's last events failed; a resume reports it interrupted")
+                }
+            }
+            return;
+        }
+        match store.append(&turn, &batch.events).await {
+            Ok(true) if !stop.is_stopped() => {
+                tracing::info!(turn_id = %turn.turn_id, "cancel requested; stopping the turn");
+                stop.stop();
+            }
+            Ok(_) => {}
+            Err(e) => {
+                tracing::error!(turn_id = %turn.turn_id, error = %e, "storing the turn's events failed")
+            }
+        }
+    }
+}
+
+/// Streams `turn`'s events after `after` (all of them, `init` first, for `None`) to
+/// `client`, following the log until `done` or until `until` (the follower's own deadline;
+/// the client then resumes from the last id it got).
+pub async fn follow(
+    store: Arc<dyn TurnStore>,
+    mut turn: TurnRecord,
+    after: Option<u64>,
+    until: Instant,
+    mut client: Sender,
+) {
+    let mut last = match after {
+        Some(seq) => seq,
+        None => {
+            if client.send_data(frame(&turn.init_event())).await.is_err() {
+                return;
+            }
+            0
+        }
+    };
+    loop {
+        let events = match store.events_after(&turn, last).await {
+            Ok(events) => events,
+            Err(e) => {
+                tracing::error!(turn_id = %turn.turn_id, error = %e, "reading the turn's events failed");
+                let error = json!({ "code": TurnErrorCode::Internal, "message": "The turn's events could not be read; resume later." });
+                end_with(&mut client, error).await;
+                return;
+            }
+        };
+        for event in &events {
+            if client.send_data(frame(event)).await.is_err() {
+                return;
+            }
+            last = event.seq;
+            if event.event == "done" {
+                return;
+            }
+        }
+        if !events.is_empty() {
+            continue;
+        }
+        if Instant::now() + POLL_EVERY >= until {
+            // Out of time here; the client resumes with the last id it got.
+            return;
+        }
+        tokio::time::sleep(POLL_EVERY).await;
+        turn = match store
+            .get(&turn.owner_id, &turn.chat_id, &turn.turn_id)
+            .await
+        {
+            Ok(record) => record,
+            Err(e) => {
+                tracing::error!(turn_id = %turn.turn_id, error = %e, "reading the turn failed");
+                continue;
+            }
+        };
+        match turn.status {
+            // The request that began it was refused (a limit, a busy chat): its error.
+            TurnStatus::Refused => {
+                let error = turn.refusal.clone().unwrap_or_else(|| {
+                    json!({ "code": "conflict", "message": "The turn was refused; send the message again." })
+                });
+                end_with(&mut client, error).await;
+                return;
+            }
+            TurnStatus::Running if turn.overdue(time::OffsetDateTime::now_utc() - GRACE) => {
+                let ending = [
+                    stored(
+                        last + 1,
+                        &TurnEvent::Error {
+                            code: TurnErrorCode::Interrupted,
+                            message: "The turn was interrupted before it finished; send the message again.".into(),
+                        },
+                    ),
+                    stored(last + 2, &TurnEvent::Done),
+                ];
+                if let Err(e) = store.interrupt(&turn, &ending).await {
+                    tracing::error!(turn_id = %turn.turn_id, error = %e, "marking the turn interrupted failed");
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Ends a follower's stream with an `error` (`data`: code and message) that is not part of
+/// the turn's log, so it carries no `id:`.
+async fn end_with(client: &mut Sender, error: serde_json::Value) {
+    let error = Bytes::from(format!("event: error\ndata: {error}\n\n"));
+    let _ = client.send_data(error).await;
+    let _ = client.send_data(unlogged(&TurnEvent::Done)).await;
+}
+
+/// The cancel route's answer.
+pub fn cancel_response(turn: &TurnRecord) -> serde_json::Value {
+    json!({
+        "turn_id": turn.turn_id,
+        "chat_id": turn.chat_id,
+        "status": turn.status,
+        "cancel_requested": turn.cancel_requested,
+    })
+}

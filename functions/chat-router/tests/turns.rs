@@ -1,0 +1,333 @@
+//! Exactly-once turns through the router against DynamoDB Local and the fakes: resent
+//! requests with one `Idempotency-Key`, resuming a dropped stream with `Last-Event-ID`,
+//! cancelling a running turn, and a turn its host ended.
+
+mod common;
+
+use std::collections::HashSet;
+use std::time::{Duration, Instant};
+
+use common::{Event, Rig, Turn, flight_args};
+use serde_json::{Value, json};
+use shared::domain::chat::Role;
+use shared::domain::tool_call::ToolCallStatus;
+use shared::turns::{StoredEvent, TurnRecord, TurnStatus};
+use test_support::fake_llm::Reply;
+
+/// (id, name, data) of every event: what must be identical for every response of a turn.
+fn sequence(turn: &Turn) -> Vec<(Option<u64>, String, Value)> {
+    turn.events
+        .iter()
+        .map(|e| (e.id, e.name.clone(), e.data.clone()))
+        .collect()
+}
+
+fn ids(events: &[Event]) -> Vec<u64> {
+    events.iter().filter_map(|e| e.id).collect()
+}
+
+async fn ten_resends(with_chat: bool) {
+    let rig = Rig::start().await;
+    let user = test_support::unique("resend");
+    let token = rig.token(&user);
+    let mut body = json!({"message": "Tell me about lounges."});
+    let mut earlier_llm_calls = 0;
+    if with_chat {
+        rig.llm.push(Reply::text("Hi."));
+        let chat_id = rig
+            .chat(Some(&token), json!({"message": "hi"}))
+            .await
+            .chat_id();
+        body["chat_id"] = json!(chat_id);
+        earlier_llm_calls = 1;
+    }
+    let answer = "Lounges are quiet rooms at airports where you can wait in comfort.";
+    rig.llm
+        .push(Reply::text(answer).with_chunk_delay(Duration::from_millis(20)));
+    let turns = futures::future::join_all(
+        (0..10).map(|_| rig.chat_keyed(&token, "msg-0001", body.clone())),
+    )
+    .await;
+
+    assert!(
+        turns.iter().all(|t| t.status == 200),
+        "{:?}",
+        turns.iter().map(|t| t.status).collect::<Vec<_>>()
+    );
+    assert_eq!(
+        rig.llm.request_count(),
+        earlier_llm_calls + 1,
+        "one LLM call for ten requests"
+    );
+    let first = sequence(&turns[0]);
+    assert_eq!(turns[0].text(), answer);
+    assert_eq!(first.last().map(|e| e.1.as_str()), Some("done"));
+    for turn in &turns {
+        assert_eq!(
+            sequence(turn),
+            first,
+            "every response carries the same event sequence"
+        );
+    }
+    let ids: Vec<u64> = ids(&turns[0].events);
+    assert_eq!(
+        ids,
+        (0..ids.len() as u64).collect::<Vec<_>>(),
+        "ids count up from 0 without gaps"
+    );
+    let chats: HashSet<String> = turns.iter().map(Turn::chat_id).collect();
+    assert_eq!(chats.len(), 1, "one chat");
+    let chat_id = turns[0].chat_id();
+    let history = rig
+        .deps
+        .chats
+        .recent_messages(&user, &chat_id, 50)
+        .await
+        .unwrap();
+    let count = |role: Role, text: &str| {
+        history
+            .iter()
+            .filter(|m| m.role == role && m.content == text)
+            .count()
+    };
+    assert_eq!(
+        count(Role::User, "Tell me about lounges."),
+        1,
+        "one user message"
+    );
+    assert_eq!(count(Role::Assistant, answer), 1, "one answer");
+
+    // After the turn: a resend replays it from the log, still without a model call.
+    let replay = rig.chat_keyed(&token, "msg-0001", body.clone()).await;
+    assert_eq!(sequence(&replay), first);
+    assert_eq!(rig.llm.request_count(), earlier_llm_calls + 1);
+
+    // The same key with another body is refused.
+    body["message"] = json!("Something else.");
+    let reused = rig.chat_keyed(&token, "msg-0001", body).await;
+    assert_eq!(reused.status, 422, "{}", reused.json);
+    assert_eq!(
+        reused.json["error"]["code"],
+        json!("idempotency_key_reused")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn ten_resends_with_one_key_make_one_turn_in_a_new_chat() {
+    ten_resends(false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn ten_resends_with_one_key_make_one_turn_in_an_existing_chat() {
+    ten_resends(true).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_client_that_drops_after_the_first_token_resumes_without_gap_or_duplicate() {
+    let rig = Rig::start().await;
+    let user = test_support::unique("train");
+    let token = rig.token(&user);
+    let answer =
+        "The train went into a tunnel, but every word of this answer still arrives in order.";
+    rig.llm
+        .push(Reply::text(answer).with_chunk_delay(Duration::from_millis(40)));
+    let started = Instant::now();
+    let response = chat_router::handler::handle(
+        &rig.deps,
+        common::post_chat(Some(&token), &json!({"message": "Tell me a story."})),
+    )
+    .await;
+    let dropped = Turn::read_until(response, started, |e| e.name == "assistant_token").await;
+    let last = dropped.events.last().and_then(|e| e.id).unwrap_or(0);
+    let turn_id = dropped.first("init")["turn_id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let chat_id = dropped.chat_id();
+
+    let resumed = rig.resume(&token, &chat_id, &turn_id, Some(last)).await;
+    assert_eq!(resumed.status, 200, "{}", resumed.json);
+    let mut all = dropped.events.clone();
+    all.extend(resumed.events.clone());
+    assert_eq!(
+        ids(&all),
+        (0..all.len() as u64).collect::<Vec<_>>(),
+        "no gap, no duplicate"
+    );
+    let text: String = all
+        .iter()
+        .filter(|e| e.name == "assistant_token")
+        .filter_map(|e| e.data["content"].as_str())
+        .collect();
+    assert_eq!(text, answer);
+    assert_eq!(resumed.names().last(), Some(&"done"));
+    assert_eq!(rig.llm.request_count(), 1, "one LLM call");
+    let history = rig
+        .deps
+        .chats
+        .recent_messages(&user, &chat_id, 10)
+        .await
+        .unwrap();
+    assert_eq!(
+        history.last().map(|m| m.content.as_str()),
+        Some(answer),
+        "the stored answer is complete"
+    );
+
+    // `?after=` works like the header; another user sees nothing.
+    let (status, _) = rig
+        .get(
+            &rig.token("intruder"),
+            &format!("/chats/{chat_id}/turns/{turn_id}/events"),
+        )
+        .await;
+    assert_eq!(status, 404);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn cancel_stops_a_turn_whose_tool_is_slow_and_its_result_never_counts() {
+    use wiremock::matchers::path;
+    use wiremock::{Mock, ResponseTemplate};
+    let rig = Rig::start().await;
+    // The award search hangs for 4 s; the cancel comes long before.
+    Mock::given(path("/search"))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .set_body_json(json!({"data": []}))
+                .set_delay(Duration::from_secs(4)),
+        )
+        .with_priority(1)
+        .mount(&rig.functions.seats_upstream)
+        .await;
+    let user = test_support::unique("stop");
+    let token = rig.token(&user);
+    rig.llm
+        .push(Reply::tool_call("search_flights", flight_args()));
+    rig.llm.push(Reply::text("This must never be asked for."));
+    let started = Instant::now();
+    let response = chat_router::handler::handle(
+        &rig.deps,
+        common::post_chat(
+            Some(&token),
+            &json!({"message": "Flights to Tokyo, please."}),
+        ),
+    )
+    .await;
+    // Hang up once the call started, then stop the turn from "another device".
+    let seen = Turn::read_until(response, started, |e| e.name == "tool_started").await;
+    let turn_id = seen.first("init")["turn_id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let chat_id = seen.chat_id();
+    let (status, body) = rig
+        .post(&token, &format!("/chats/{chat_id}/turns/{turn_id}/cancel"))
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["cancel_requested"], json!(true));
+    let (status, _) = rig
+        .post(
+            &rig.token("intruder"),
+            &format!("/chats/{chat_id}/turns/{turn_id}/cancel"),
+        )
+        .await;
+    assert_eq!(status, 404, "only the owner may stop a turn");
+
+    let rest = rig.resume(&token, &chat_id, &turn_id, Some(0)).await;
+    let took = started.elapsed();
+    assert_eq!(rest.names().last(), Some(&"done"), "{:?}", rest.names());
+    assert_eq!(rest.first("error")["code"], json!("canceled"));
+    assert!(
+        took < Duration::from_secs(4),
+        "stopped before the slow tool answered ({took:?})"
+    );
+    assert!(
+        rest.all("tool_result")
+            .iter()
+            .all(|r| r["status"] != json!("succeeded")),
+        "no succeeded result: {:?}",
+        rest.all("tool_result")
+    );
+    assert_eq!(rig.llm.request_count(), 1, "no model call after the cancel");
+
+    // The aborted call is cancelled in the ledger, and stays so after the slow answer.
+    tokio::time::sleep(Duration::from_millis(4500).saturating_sub(started.elapsed())).await;
+    let calls = rig
+        .deps
+        .ledger
+        .list(&user, &chat_id, 10, None)
+        .await
+        .unwrap();
+    assert!(!calls.items.is_empty());
+    for call in &calls.items {
+        assert_eq!(
+            call.status,
+            ToolCallStatus::Canceled,
+            "{}: {:?}",
+            call.tool,
+            call.status
+        );
+    }
+    let history = rig
+        .deps
+        .chats
+        .recent_messages(&user, &chat_id, 10)
+        .await
+        .unwrap();
+    let roles: Vec<Role> = history.iter().map(|m| m.role).collect();
+    assert_eq!(
+        roles,
+        [Role::User, Role::Assistant],
+        "user, then the stopped answer"
+    );
+    assert_eq!(history[1].content, "Stopped at your request.");
+    let record = rig.deps.turns.get(&user, &chat_id, &turn_id).await.unwrap();
+    assert_eq!(record.status, TurnStatus::Finished);
+}
+
+#[tokio::test]
+async fn a_turn_its_host_ended_reads_as_interrupted() {
+    let rig = Rig::start().await;
+    let user = test_support::unique("gone");
+    let token = rig.token(&user);
+    let now = time::OffsetDateTime::now_utc();
+    let turn = TurnRecord {
+        turn_id: shared::ids::new_id(),
+        owner_id: user.clone(),
+        chat_id: shared::ids::new_id(),
+        created: true,
+        fingerprint: "f".into(),
+        status: TurnStatus::Running,
+        cancel_requested: false,
+        deadline: now - time::Duration::seconds(60),
+        created_at: now - time::Duration::seconds(90),
+        refusal: None,
+    };
+    rig.deps.turns.begin(&turn).await.unwrap();
+    let token_event = StoredEvent {
+        seq: 1,
+        event: "assistant_token".into(),
+        data: json!({"content": "Half an ans"}).to_string(),
+    };
+    rig.deps.turns.append(&turn, &[token_event]).await.unwrap();
+
+    let resumed = rig.resume(&token, &turn.chat_id, &turn.turn_id, None).await;
+    assert_eq!(
+        resumed.names(),
+        ["init", "assistant_token", "error", "done"]
+    );
+    assert_eq!(resumed.first("error")["code"], json!("interrupted"));
+    assert_eq!(ids(&resumed.events), [0, 1, 2, 3]);
+    // Read again: the same ending, written once.
+    let again = rig
+        .resume(&token, &turn.chat_id, &turn.turn_id, Some(1))
+        .await;
+    assert_eq!(ids(&again.events), [2, 3]);
+    let record = rig
+        .deps
+        .turns
+        .get(&user, &turn.chat_id, &turn.turn_id)
+        .await
+        .unwrap();
+    assert_eq!(record.status, TurnStatus::Interrupted);
+}
