@@ -1,4 +1,11 @@
 //! One turn: `POST {url}/chat`, then the SSE stream read chunk by chunk into the renderer.
+//!
+//! Every message gets its own `Idempotency-Key`, so sending it again never starts a second
+//! turn. A lost connection is retried (at most [`MAX_RETRIES`] times per message, with a
+//! growing pause): before the turn's `init` arrived, by sending the same `POST` with the same
+//! key (the router answers with that turn's events from `init`); after it, by resuming with
+//! `GET {url}/chats/{chat_id}/turns/{turn_id}/events` and `Last-Event-ID`, which sends only
+//! the events after the last one shown. Answers other than 2xx are never retried.
 
 use std::io::Write;
 use std::time::Duration;
@@ -7,13 +14,17 @@ use reqwest::header::ACCEPT;
 use serde_json::{Value, json};
 
 use crate::render::Renderer;
-use crate::sse::SseParser;
+use crate::sse::{SseEvent, SseParser};
 use crate::state::Session;
 use crate::token::Credentials;
 use crate::{Error, Result};
 
 /// Longest piece of a non-JSON error body that is shown.
 const MAX_ERROR_BODY_CHARS: usize = 500;
+/// Most retries (resends and resumes together) for one message.
+pub const MAX_RETRIES: u32 = 3;
+/// Pause before the first retry; it doubles for each further one (0.5 s, 1 s, 2 s).
+const FIRST_RETRY_PAUSE: Duration = Duration::from_millis(500);
 
 /// What the user sends in one turn.
 #[derive(Debug, Clone)]
@@ -28,8 +39,61 @@ pub struct TurnRequest {
 /// The chat-router client.
 pub struct Client {
     http: reqwest::Client,
+    /// The router's base URL, without a trailing slash.
+    base: String,
     endpoint: String,
     credentials: Credentials,
+    first_retry_pause: Duration,
+}
+
+/// How far this message's turn has been shown: enough to resume it.
+#[derive(Debug, Default)]
+struct Progress {
+    chat_id: Option<String>,
+    turn_id: Option<String>,
+    /// `id` of the last event shown.
+    last_id: Option<u64>,
+    /// Any event was shown (then a turn without ids cannot be resumed without repeats).
+    shown: bool,
+}
+
+impl Progress {
+    /// Chat, turn and last event id, once `init` (with its `turn_id`) was shown.
+    fn resume_point(&self) -> Option<(&str, &str, u64)> {
+        Some((
+            self.chat_id.as_deref()?,
+            self.turn_id.as_deref()?,
+            self.last_id?,
+        ))
+    }
+
+    /// A retry can continue without showing anything twice: by resuming, or (nothing shown
+    /// yet) by sending the message again.
+    fn can_continue(&self) -> bool {
+        self.resume_point().is_some() || !self.shown
+    }
+
+    /// Whether `event` is new (a resend replays from `init`); records it if so.
+    fn take(&mut self, event: &SseEvent) -> bool {
+        if let (Some(id), Some(last)) = (event.id, self.last_id)
+            && id <= last
+        {
+            return false;
+        }
+        if event.id.is_some() {
+            self.last_id = event.id;
+        }
+        self.shown = true;
+        true
+    }
+}
+
+/// How one response's stream ended.
+enum Ended {
+    /// With `done`.
+    Done,
+    /// Broken off: a transport error, or the end of the body without `done`.
+    Broken(Error),
 }
 
 impl Client {
@@ -39,15 +103,28 @@ impl Client {
         let http = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(10))
             .build()?;
+        let base = base_url.trim_end_matches('/').to_owned();
         Ok(Self {
             http,
-            endpoint: format!("{}/chat", base_url.trim_end_matches('/')),
+            endpoint: format!("{base}/chat"),
+            base,
             credentials,
+            first_retry_pause: FIRST_RETRY_PAUSE,
         })
+    }
+
+    /// Sets the pause before the first retry (it doubles for each further one); tests use a
+    /// short one.
+    #[must_use]
+    pub fn with_retry_pause(mut self, first: Duration) -> Self {
+        self.first_retry_pause = first;
+        self
     }
 
     /// Sends one message in `session`'s chat and renders the answer as it streams. The chat
     /// id from `init` is remembered at once, so even an interrupted turn can be continued.
+    /// A lost connection is retried as the module docs describe; each retry is one line on
+    /// the renderer's stderr.
     pub async fn turn<W: Write, E: Write>(
         &self,
         session: &mut Session,
@@ -67,49 +144,160 @@ impl Client {
         if let Some(zone) = &request.timezone {
             body["timezone"] = json!(zone);
         }
-        let mut response = self
+        // One key per message, reused by every resend of it.
+        let key = shared::ids::new_id();
+        let mut progress = Progress::default();
+        let mut retries = 0u32;
+        let mut begun = false;
+        loop {
+            let sent = match progress.resume_point() {
+                Some((chat_id, turn_id, last_id)) => self.resume(chat_id, turn_id, last_id).await,
+                None => self.send(&body, &key).await,
+            };
+            let (broken, cause) = match sent {
+                Ok(response) if !response.status().is_success() => {
+                    let status = response.status();
+                    let text = response.text().await.unwrap_or_default();
+                    if begun {
+                        renderer.finish()?;
+                    }
+                    return Err(Error::Refused {
+                        status: status.as_u16(),
+                        message: error_message(&text),
+                    });
+                }
+                Ok(mut response) => {
+                    if !begun {
+                        renderer.begin_turn();
+                        begun = true;
+                    }
+                    match read(&mut response, &mut progress, session, renderer).await? {
+                        Ended::Done => {
+                            return if renderer.failed() {
+                                Err(Error::TurnFailed)
+                            } else {
+                                Ok(())
+                            };
+                        }
+                        Ended::Broken(error) => (error, "connection lost"),
+                    }
+                }
+                Err(Error::Http(error)) if retryable(&error) => {
+                    (Error::Http(error), "request failed")
+                }
+                Err(error) => {
+                    if begun {
+                        renderer.finish()?;
+                    }
+                    return Err(error);
+                }
+            };
+            if retries >= MAX_RETRIES || !progress.can_continue() {
+                renderer.finish()?;
+                return Err(if renderer.failed() {
+                    Error::TurnFailed
+                } else {
+                    broken
+                });
+            }
+            retries += 1;
+            let next = match progress.resume_point() {
+                Some((_, turn_id, last_id)) => {
+                    format!("resuming turn {turn_id} after event {last_id}")
+                }
+                None => "sending the message again".to_owned(),
+            };
+            renderer.notice(&format!(
+                "{cause}; {next} (retry {retries} of {MAX_RETRIES})"
+            ))?;
+            tokio::time::sleep(self.first_retry_pause * 2u32.pow(retries - 1)).await;
+        }
+    }
+
+    /// `POST /chat` with the message's idempotency key.
+    async fn send(&self, body: &Value, key: &str) -> Result<reqwest::Response> {
+        Ok(self
             .http
             .post(&self.endpoint)
             .bearer_auth(self.credentials.bearer()?)
             .header(ACCEPT, "text/event-stream")
-            .json(&body)
+            .header("idempotency-key", key)
+            .json(body)
             .send()
-            .await?;
-        let status = response.status();
-        if !status.is_success() {
-            let text = response.text().await.unwrap_or_default();
-            return Err(Error::Refused {
-                status: status.as_u16(),
-                message: error_message(&text),
-            });
-        }
+            .await?)
+    }
 
-        renderer.begin_turn();
-        let mut parser = SseParser::default();
-        while let Some(chunk) = response.chunk().await? {
-            for event in parser.push(&chunk) {
-                if event.name == "init"
-                    && let Some(chat_id) = event.data["chat_id"].as_str()
-                {
+    /// `GET /chats/{chat_id}/turns/{turn_id}/events` after event `last_id`.
+    async fn resume(
+        &self,
+        chat_id: &str,
+        turn_id: &str,
+        last_id: u64,
+    ) -> Result<reqwest::Response> {
+        let url = events_url(&self.base, chat_id, turn_id)?;
+        Ok(self
+            .http
+            .get(url)
+            .bearer_auth(self.credentials.bearer()?)
+            .header(ACCEPT, "text/event-stream")
+            .header("last-event-id", last_id.to_string())
+            .send()
+            .await?)
+    }
+}
+
+/// `{base}/chats/{chat_id}/turns/{turn_id}/events`, the ids percent-encoded as segments.
+fn events_url(base: &str, chat_id: &str, turn_id: &str) -> Result<reqwest::Url> {
+    let invalid = || Error::Setup(format!("--url {base} cannot take a path"));
+    let mut url = reqwest::Url::parse(base).map_err(|_| invalid())?;
+    url.path_segments_mut()
+        .map_err(|()| invalid())?
+        .pop_if_empty()
+        .extend(["chats", chat_id, "turns", turn_id, "events"]);
+    Ok(url)
+}
+
+/// Reads one response's events into the renderer until `done` or until the stream breaks.
+/// Only new events are shown (a resent `POST` replays the turn from `init`). Errors other
+/// than the stream's own (writing the output, remembering the chat) end the turn.
+async fn read<W: Write, E: Write>(
+    response: &mut reqwest::Response,
+    progress: &mut Progress,
+    session: &mut Session,
+    renderer: &mut Renderer<W, E>,
+) -> Result<Ended> {
+    // A fresh parser per response: a half event before the break is dropped, and sent
+    // again whole by the resume.
+    let mut parser = SseParser::default();
+    loop {
+        let chunk = match response.chunk().await {
+            Ok(Some(chunk)) => chunk,
+            Ok(None) => return Ok(Ended::Broken(Error::Truncated)),
+            Err(error) => return Ok(Ended::Broken(Error::Http(error))),
+        };
+        for event in parser.push(&chunk) {
+            if !progress.take(&event) {
+                continue;
+            }
+            if event.name == "init" {
+                if let Some(chat_id) = event.data["chat_id"].as_str() {
                     session.remember(chat_id)?;
+                    progress.chat_id = Some(chat_id.to_owned());
                 }
-                renderer.event(&event)?;
-                if event.name == "done" {
-                    return if renderer.failed() {
-                        Err(Error::TurnFailed)
-                    } else {
-                        Ok(())
-                    };
-                }
+                progress.turn_id = event.data["turn_id"].as_str().map(str::to_owned);
+            }
+            renderer.event(&event)?;
+            if event.name == "done" {
+                return Ok(Ended::Done);
             }
         }
-        renderer.finish()?;
-        Err(if renderer.failed() {
-            Error::TurnFailed
-        } else {
-            Error::Truncated
-        })
     }
+}
+
+/// A transport failure (no answer, or the connection dropped) that a retry may get past;
+/// not a request that could not even be built.
+fn retryable(error: &reqwest::Error) -> bool {
+    !(error.is_builder() || error.is_redirect() || error.is_status())
 }
 
 /// `error.message` of the router's JSON error envelope, else the (shortened) raw body.
@@ -137,5 +325,19 @@ mod tests {
         assert_eq!(error_message(envelope), "token expired");
         assert_eq!(error_message(" Bad Gateway \n"), "Bad Gateway");
         assert_eq!(error_message(""), "(empty body)");
+    }
+
+    #[test]
+    fn the_resume_url_keeps_the_base_path_and_encodes_the_ids() {
+        let url = events_url("http://127.0.0.1:9000/lambda-url/chat-router", "c 1", "t/2").unwrap();
+        assert_eq!(
+            url.as_str(),
+            "http://127.0.0.1:9000/lambda-url/chat-router/chats/c%201/turns/t%2F2/events"
+        );
+        let url = events_url("https://chat.example", "c1", "t1").unwrap();
+        assert_eq!(
+            url.as_str(),
+            "https://chat.example/chats/c1/turns/t1/events"
+        );
     }
 }

@@ -1,6 +1,8 @@
 //! A small client for the chat-router's `POST /chat` stream, for local runs and demos:
 //! mints a dev token, sends the message, renders events as they arrive (tokens inline, tool
 //! calls as status lines, flight results as a table), and remembers the chat for follow-ups.
+//! Each message carries an `Idempotency-Key`; a lost connection is retried without a second
+//! turn and without showing anything twice (see [`client`]).
 
 pub mod args;
 pub mod client;

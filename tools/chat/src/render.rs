@@ -132,6 +132,25 @@ impl<W: Write, E: Write> Renderer<W, E> {
         Ok(())
     }
 
+    /// One line about the client itself (a retry) on stderr. On a terminal the open line of
+    /// text is ended first so the notice gets a line of its own; piped output is left as it
+    /// is, so the answer stays intact in it.
+    pub fn notice(&mut self, text: &str) -> io::Result<()> {
+        if self.options.spinners {
+            self.end_line()?;
+        }
+        let line = self.paint(YELLOW, text);
+        let err = &mut self.err;
+        let mut write = move || {
+            writeln!(err, "{line}")?;
+            err.flush()
+        };
+        match &self.progress {
+            Some(progress) => progress.suspend(write),
+            None => write(),
+        }
+    }
+
     /// Ends the turn's output when the stream stopped early: closes the line and stops
     /// spinners that will never get a result.
     pub fn finish(&mut self) -> io::Result<()> {

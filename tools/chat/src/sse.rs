@@ -3,11 +3,13 @@
 
 use serde_json::Value;
 
-/// One event: its name (`message` when the block has no `event:` line) and its data, parsed
-/// as JSON (or kept as a string when it is not JSON).
+/// One event: its name (`message` when the block has no `event:` line), its `id:` (the
+/// router's sequence number in the turn; `None` when the block has none or it is not a whole
+/// number) and its data, parsed as JSON (or kept as a string when it is not JSON).
 #[derive(Debug, Clone, PartialEq)]
 pub struct SseEvent {
     pub name: String,
+    pub id: Option<u64>,
     pub data: Value,
 }
 
@@ -45,10 +47,13 @@ fn block_end(buffer: &[u8]) -> Option<(usize, usize)> {
 
 fn parse_block(block: &str) -> Option<SseEvent> {
     let mut name = None;
+    let mut id = None;
     let mut data: Option<String> = None;
     for line in block.lines() {
         if let Some(value) = line.strip_prefix("event:") {
             name = Some(value.trim().to_owned());
+        } else if let Some(value) = line.strip_prefix("id:") {
+            id = value.trim().parse::<u64>().ok();
         } else if let Some(value) = line.strip_prefix("data:") {
             let value = value.strip_prefix(' ').unwrap_or(value);
             match &mut data {
@@ -67,6 +72,7 @@ fn parse_block(block: &str) -> Option<SseEvent> {
     let data = serde_json::from_str(&data).unwrap_or(Value::String(data));
     Some(SseEvent {
         name: name.unwrap_or_else(|| "message".to_owned()),
+        id,
         data,
     })
 }
@@ -77,13 +83,15 @@ mod tests {
 
     use super::*;
 
-    const STREAM: &str = "event: init\ndata: {\"chat_id\":\"c1\",\"created\":true}\n\n: keep-alive\n\nevent: assistant_token\ndata: {\"content\":\"Grüße → ✈\"}\n\nevent: done\ndata: {}\n\n";
+    const STREAM: &str = "id: 0\nevent: init\ndata: {\"chat_id\":\"c1\",\"created\":true,\"turn_id\":\"t1\"}\n\n: keep-alive\n\nid: 1\nevent: assistant_token\ndata: {\"content\":\"Grüße → ✈\"}\n\nid: 12\nevent: done\ndata: {}\n\n";
 
     #[test]
     fn events_survive_any_split() {
         let whole = SseParser::default().push(STREAM.as_bytes());
         let names: Vec<&str> = whole.iter().map(|e| e.name.as_str()).collect();
         assert_eq!(names, ["init", "assistant_token", "done"]);
+        let ids: Vec<Option<u64>> = whole.iter().map(|e| e.id).collect();
+        assert_eq!(ids, [Some(0), Some(1), Some(12)]);
         assert_eq!(whole[1].data["content"], "Grüße → ✈");
         let bytes = STREAM.as_bytes();
         for split in 1..bytes.len() {
@@ -116,5 +124,19 @@ mod tests {
         assert_eq!(events[0].data, json!({"x": 1}));
         let events = parser.push(b"\n\n");
         assert_eq!(events[0].data, json!("plain"));
+        assert_eq!(events[0].id, None);
+    }
+
+    #[test]
+    fn ids_are_kept_per_event() {
+        let mut parser = SseParser::default();
+        // An event the router writes outside the turn's log has no `id:`; an id that is not
+        // a whole number is no id. The id line may come anywhere in the block.
+        let events = parser.push(
+            b"id:7\nevent: a\ndata: {}\n\nevent: error\ndata: {}\n\nid: x\ndata: 1\n\nevent: b\ndata: 2\nid: 8\r\n\r\n",
+        );
+        let ids: Vec<Option<u64>> = events.iter().map(|e| e.id).collect();
+        assert_eq!(ids, [Some(7), None, None, Some(8)]);
+        assert_eq!(events[2].name, "message");
     }
 }
