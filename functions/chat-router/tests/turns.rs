@@ -331,3 +331,71 @@ async fn a_turn_its_host_ended_reads_as_interrupted() {
         .unwrap();
     assert_eq!(record.status, TurnStatus::Interrupted);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_clients_interleaving_fifty_times_keep_history_alternating() {
+    // 200 requests of one user in seconds: no turn limit here.
+    let rig = Rig::with(
+        |vars| vars.push(("USER_TURNS_PER_MINUTE".into(), "0".into())),
+        None,
+    )
+    .await;
+    let user = test_support::unique("tabs");
+    let token = rig.token(&user);
+    rig.llm.push(Reply::text("Hello."));
+    let chat_id = rig
+        .chat(Some(&token), json!({"message": "hi"}))
+        .await
+        .chat_id();
+    for _ in 0..100 {
+        rig.llm.push(
+            Reply::text("An answer.").with_chunk_delay(Duration::from_millis(fastrand::u64(0..4))),
+        );
+    }
+    // Each client sends its message; on 409 it follows the running turn, then sends again
+    // (same key), as a client of the contract would.
+    let client = |name: &'static str, round: usize| {
+        let (rig, token, chat_id) = (&rig, token.clone(), chat_id.clone());
+        async move {
+            tokio::time::sleep(Duration::from_millis(fastrand::u64(0..15))).await;
+            let key = format!("{name}-{round}");
+            let body = json!({"chat_id": chat_id, "message": format!("{name} {round}")});
+            loop {
+                let turn = rig.chat_keyed(&token, &key, body.clone()).await;
+                match turn.status {
+                    200 => return turn,
+                    409 => {
+                        let running = turn.json["error"]["details"]["turn_id"]
+                            .as_str()
+                            .unwrap_or_default()
+                            .to_owned();
+                        let followed = rig.resume(&token, &chat_id, &running, None).await;
+                        assert_eq!(followed.names().last(), Some(&"done"));
+                    }
+                    other => panic!("{other}: {}", turn.json),
+                }
+            }
+        }
+    };
+    for round in 0..50 {
+        let (a, b) = tokio::join!(client("a", round), client("b", round));
+        assert_eq!(a.names().last(), Some(&"done"));
+        assert_eq!(b.names().last(), Some(&"done"));
+    }
+    let history = rig
+        .deps
+        .chats
+        .recent_messages(&user, &chat_id, 500)
+        .await
+        .unwrap();
+    assert_eq!(
+        history.len(),
+        2 + 200,
+        "every message and every answer, once"
+    );
+    for pair in history.chunks(2) {
+        assert_eq!(pair[0].role, Role::User, "{history:?}");
+        assert_eq!(pair[1].role, Role::Assistant, "{history:?}");
+    }
+    assert_eq!(rig.llm.request_count(), 101);
+}
