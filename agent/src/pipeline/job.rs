@@ -114,7 +114,8 @@ impl Pipeline {
         {
             return Ok(Err(JobReport::AlreadySucceeded(Box::new(result))));
         }
-        if record.status != ToolCallStatus::Queued {
+        let running = record.status == ToolCallStatus::Running;
+        if record.status != ToolCallStatus::Queued && !running {
             return skipped(format!(
                 "attempt {} is already {}",
                 job.attempt, record.status
@@ -125,16 +126,19 @@ impl Pipeline {
             .get(record.tool)
             .map(|r| r.settings)
             .unwrap_or_default();
-        match self
-            .ledger
-            .start_queued(
-                &job.chat_id,
-                &job.call_id,
-                job.attempt,
-                lease_for(settings.timeout),
-            )
-            .await
-        {
+        let lease = lease_for(settings.timeout);
+        // A job redelivered while its attempt runs: the worker that ran it may have died.
+        // Only an expired lease is taken over (under a new attempt, which fences the old).
+        let claim = if running {
+            self.ledger
+                .take_over_expired(&job.chat_id, &job.call_id, job.attempt, lease)
+                .await
+        } else {
+            self.ledger
+                .start_queued(&job.chat_id, &job.call_id, job.attempt, lease)
+                .await
+        };
+        match claim {
             Ok(claimed) => Ok(Ok((claimed, record.request))),
             Err(Error::Fenced { current, .. }) => skipped(format!(
                 "attempt {} was superseded by attempt {current}",

@@ -392,6 +392,60 @@ async fn duplicate_deliveries_execute_once() {
     );
 }
 
+/// A worker that claimed a job and died leaves its call `running`: a redelivery while the
+/// lease holds leaves it alone; after the lease, ten concurrent redeliveries take it over
+/// exactly once, under a new attempt.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_abandoned_job_is_taken_over_once_after_its_lease() {
+    let s = Setup::start(3).await;
+    s.kb_answers(kb_hit().set_delay(Duration::from_millis(100)))
+        .await;
+    let token = s.rig.token(&test_support::unique("ivy"));
+    let turn = s.kb_turn(&token, "background").await;
+    let (chat_id, job) = (turn.chat_id(), job_id(&turn));
+    let messages = s.queues.receive(1, WAIT).await;
+    assert_eq!(messages.len(), 1);
+    // The dead worker's claim: running, with a short lease, never finished.
+    s.rig
+        .deps
+        .ledger
+        .start_queued(&chat_id, &job, 1, time::Duration::milliseconds(600))
+        .await
+        .unwrap();
+    let early = tool_worker::handler::handle(&s.worker, sqs_event(&messages)).await;
+    assert!(early.batch_item_failures.is_empty(), "{early:?}");
+    assert_eq!(s.kb_calls().await, 0, "a live lease is not taken over");
+
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    let copies = vec![messages[0].clone(); 10];
+    let redelivered = futures::future::join_all(
+        copies
+            .chunks(1)
+            .map(|one| tool_worker::handler::handle(&s.worker, sqs_event(one))),
+    )
+    .await;
+    assert!(
+        redelivered.iter().all(|r| r.batch_item_failures.is_empty()),
+        "{redelivered:?}"
+    );
+    assert_eq!(
+        s.kb_calls().await,
+        1,
+        "taken over and executed exactly once"
+    );
+    let record = s.record(&token, &chat_id, &job).await;
+    assert_eq!(
+        (&record["status"], &record["attempt"]),
+        (&json!("succeeded"), &json!(2)),
+        "{record}"
+    );
+    assert_eq!(
+        statuses(&record),
+        ["succeeded", "timeout"],
+        "newest first; the dead attempt reads as ended"
+    );
+}
+
 #[tokio::test]
 async fn a_poison_message_fails_alone_and_moves_to_the_dead_letter_queue() {
     let s = Setup::start(3).await;

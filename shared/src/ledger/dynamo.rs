@@ -480,6 +480,57 @@ impl ToolCallLedger for DynamoLedger {
             .map(drop)
     }
 
+    async fn take_over_expired(
+        &self,
+        chat_id: &str,
+        call_id: &str,
+        attempt: u32,
+        lease: Duration,
+    ) -> Result<ClaimedCall> {
+        let now = self.clock.now();
+        let entry = AttemptEntry {
+            status: Some(ToolCallStatus::Running),
+            started_at: Some(now),
+            ..AttemptEntry::default()
+        };
+        let attributes = self
+            .transition(
+                self.update(chat_id, call_id)
+                    .update_expression(
+                        "SET attempt = attempt + :one, attempts = list_append(attempts, :entry), \
+                         started_at = :now, updated_at = :now, lease_until = :lease, recent = :recent",
+                    )
+                    .condition_expression(
+                        "attribute_exists(pk) AND #status = :running AND attempt = :attempt \
+                         AND lease_until < :now_ms",
+                    )
+                    .expression_attribute_values(":one", n(1))
+                    .expression_attribute_values(
+                        ":entry",
+                        AttributeValue::L(vec![to_av(&entry)?]),
+                    )
+                    .expression_attribute_values(":running", status_av(ToolCallStatus::Running))
+                    .expression_attribute_values(":now", rfc3339(now))
+                    .expression_attribute_values(":now_ms", n(epoch_millis(now)))
+                    .expression_attribute_values(":lease", n(epoch_millis(now + lease)))
+                    .expression_attribute_values(
+                        ":recent",
+                        s(format!("{}#{call_id}", sortable_time(now))),
+                    )
+                    .expression_attribute_values(":attempt", n(attempt))
+                    .return_values(ReturnValue::AllNew),
+                chat_id,
+                call_id,
+                attempt,
+                ToolCallStatus::Running,
+            )
+            .await?;
+        let call = from_item::<CallItem>(attributes.unwrap_or_default())?.claimed(true);
+        tracing::warn!(call_id = %call.id, attempt = call.attempt, "redelivered job took over a call whose lease expired");
+        self.close_superseded_attempt(&call, now).await;
+        Ok(call)
+    }
+
     async fn start_queued(
         &self,
         chat_id: &str,

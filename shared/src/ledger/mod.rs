@@ -102,6 +102,19 @@ pub trait ToolCallLedger: Send + Sync {
     /// with `Error::Fenced` when a newer attempt holds the call.
     async fn finish(&self, call: &ClaimedCall, outcome: Outcome) -> Result<()>;
 
+    /// running → running under a new attempt, for a redelivered job whose attempt
+    /// `attempt` is `running` but whose lease has expired (its worker died): the new attempt
+    /// fences the old one off, and only one of several concurrent redeliveries gets it.
+    /// `Error::IllegalTransition` while the lease holds, `Error::Fenced` if another attempt
+    /// took it first.
+    async fn take_over_expired(
+        &self,
+        chat_id: &str,
+        call_id: &str,
+        attempt: u32,
+        lease: Duration,
+    ) -> Result<ClaimedCall>;
+
     /// queued → running for the attempt a worker was handed.
     async fn start_queued(
         &self,
