@@ -45,6 +45,11 @@ struct Rig {
 
 impl Rig {
     async fn start() -> Self {
+        Self::start_with_chats(|chats| chats).await
+    }
+
+    /// As [`Rig::start`], with the agent's chat store wrapped by `wrap` (fault injection).
+    async fn start_with_chats(wrap: impl FnOnce(Arc<dyn ChatStore>) -> Arc<dyn ChatStore>) -> Self {
         let llm = FakeLlm::start().await;
         let mut pairs: Vec<(String, String)> = std::env::vars()
             .filter(|(k, _)| !matches!(k.as_str(), "OPENAI_API_KEY_SECRET" | "TOOL_QUEUE_URL"))
@@ -94,7 +99,7 @@ impl Rig {
             stack_notice: None,
             answer_link_hosts: vec!["seats.aero".into()],
         };
-        let agent = Agent::new(&runtime, chats.clone(), settings);
+        let agent = Agent::new(&runtime, wrap(chats.clone()), settings);
         Self {
             llm,
             agent,
@@ -326,5 +331,36 @@ async fn today_is_the_users_date_in_their_time_zone() {
         system(&last).contains("Today is 2027-03-02."),
         "{}",
         system(&last)
+    );
+}
+
+/// Stored before shown: when the answer cannot be written, the client gets `error` and
+/// `done`, never `final`; the failed turn's fallback write keeps the user's message.
+#[tokio::test]
+async fn an_answer_that_cannot_be_stored_is_never_final() {
+    let rig = Rig::start_with_chats(|chats| {
+        let faulty = shared::chats::FaultyChats::new(chats);
+        faulty
+            .last_step_failures
+            .store(1, std::sync::atomic::Ordering::SeqCst);
+        Arc::new(faulty)
+    })
+    .await;
+    rig.llm
+        .push(Reply::text("An answer that history must not lack."));
+    let user = shared::ids::new_id();
+    let (chat_id, events) = rig.run(rig.input(&user, "hello")).await;
+    let names: Vec<&str> = events.iter().map(TurnEvent::name).collect();
+    assert!(!names.contains(&"final"), "{names:?}");
+    assert_eq!(names[names.len() - 2..], ["error", "done"], "{names:?}");
+    let history = rig
+        .chats
+        .recent_messages(&user, &chat_id, 10)
+        .await
+        .unwrap();
+    assert_eq!(
+        history.first().map(|m| m.content.as_str()),
+        Some("hello"),
+        "the user's message is kept"
     );
 }

@@ -305,14 +305,25 @@ impl Agent {
     /// request.
     async fn save_last(&self, state: &mut TurnState, patch: &SessionStatePatch) -> Result<()> {
         let messages = std::mem::take(&mut state.unsaved);
-        let mut merged = std::mem::take(&mut state.first_patch);
+        let mut merged = state.first_patch.clone();
         merged.merge(patch.clone());
-        state.chat = self
+        match self
             .chats
-            .record_last_step(&state.chat, messages, &merged, &state.turn_id)
-            .await?;
-        state.released = true;
-        Ok(())
+            .record_last_step(&state.chat, messages.clone(), &merged, &state.turn_id)
+            .await
+        {
+            Ok(chat) => {
+                state.chat = chat;
+                state.first_patch = SessionStatePatch::default();
+                state.released = true;
+                Ok(())
+            }
+            // Kept for the failed turn's last attempt to store them (`save_unsaved`).
+            Err(e) => {
+                state.unsaved = messages;
+                Err(e)
+            }
+        }
     }
 
     /// After a failure: best effort, so the user's message is not lost with the turn.

@@ -15,9 +15,6 @@ use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
 use aws_sdk_sqs::types::Message;
 use common::Rig;
 use serde_json::{Value, json};
-use shared::chats::{ChatStore, TurnLease};
-use shared::domain::chat::{Chat, NewMessage};
-use shared::domain::session::SessionStatePatch;
 use test_support::fake_llm::Reply;
 use test_support::queues::ToolQueues;
 use wiremock::matchers::{method, path};
@@ -526,104 +523,6 @@ async fn sample_events_report_their_failures() {
     assert_eq!(s.kb_calls().await, 0);
 }
 
-/// A chat store whose first `failures` session-state patches fail as a DynamoDB outage would.
-struct FlakyPatches {
-    inner: std::sync::Arc<dyn ChatStore>,
-    failures: std::sync::atomic::AtomicUsize,
-}
-
-#[async_trait::async_trait]
-impl ChatStore for FlakyPatches {
-    async fn create(&self, owner_id: &str) -> shared::Result<Chat> {
-        self.inner.create(owner_id).await
-    }
-    async fn get(&self, owner_id: &str, chat_id: &str) -> shared::Result<Chat> {
-        self.inner.get(owner_id, chat_id).await
-    }
-    async fn patch_state(
-        &self,
-        owner_id: &str,
-        chat_id: &str,
-        patch: &SessionStatePatch,
-    ) -> shared::Result<Chat> {
-        use std::sync::atomic::Ordering;
-        let left = self.failures.load(Ordering::SeqCst);
-        if left > 0 {
-            self.failures.store(left - 1, Ordering::SeqCst);
-            return Err(shared::Error::Dynamo {
-                op: "UpdateItem",
-                message: "InternalServerError: injected".into(),
-            });
-        }
-        self.inner.patch_state(owner_id, chat_id, patch).await
-    }
-    async fn append_messages(
-        &self,
-        owner_id: &str,
-        chat_id: &str,
-        messages: Vec<NewMessage>,
-    ) -> shared::Result<Vec<shared::domain::chat::Message>> {
-        self.inner
-            .append_messages(owner_id, chat_id, messages)
-            .await
-    }
-    async fn record_step(
-        &self,
-        chat: &Chat,
-        messages: Vec<NewMessage>,
-        patch: &SessionStatePatch,
-    ) -> shared::Result<Chat> {
-        self.inner.record_step(chat, messages, patch).await
-    }
-    async fn open(
-        &self,
-        owner_id: &str,
-        chat_id: &str,
-        limit: u32,
-    ) -> shared::Result<(Chat, Vec<shared::domain::chat::Message>)> {
-        self.inner.open(owner_id, chat_id, limit).await
-    }
-    async fn recent_messages(
-        &self,
-        owner_id: &str,
-        chat_id: &str,
-        limit: u32,
-    ) -> shared::Result<Vec<shared::domain::chat::Message>> {
-        self.inner.recent_messages(owner_id, chat_id, limit).await
-    }
-    async fn create_held(
-        &self,
-        owner_id: &str,
-        chat_id: &str,
-        lease: &TurnLease,
-    ) -> shared::Result<Chat> {
-        self.inner.create_held(owner_id, chat_id, lease).await
-    }
-    async fn open_held(
-        &self,
-        owner_id: &str,
-        chat_id: &str,
-        lease: &TurnLease,
-        limit: u32,
-    ) -> shared::Result<(Chat, Vec<shared::domain::chat::Message>)> {
-        self.inner.open_held(owner_id, chat_id, lease, limit).await
-    }
-    async fn record_last_step(
-        &self,
-        chat: &Chat,
-        messages: Vec<NewMessage>,
-        patch: &SessionStatePatch,
-        turn_id: &str,
-    ) -> shared::Result<Chat> {
-        self.inner
-            .record_last_step(chat, messages, patch, turn_id)
-            .await
-    }
-    async fn release(&self, chat_id: &str, turn_id: &str) -> shared::Result<()> {
-        self.inner.release(chat_id, turn_id).await
-    }
-}
-
 /// A background search with no hits leaves `pending_gpt_query` in the session state. When
 /// that write fails, the job is not acknowledged; its redelivery finds the call succeeded,
 /// applies the stored patch, and runs nothing again.
@@ -634,10 +533,11 @@ async fn a_failed_patch_is_not_acknowledged_and_is_applied_on_redelivery() {
         ResponseTemplate::new(200).set_body_json(json!({"results": [], "mode": "hybrid"})),
     )
     .await;
-    s.worker.chats = std::sync::Arc::new(FlakyPatches {
-        inner: s.worker.chats.clone(),
-        failures: std::sync::atomic::AtomicUsize::new(1),
-    });
+    let faulty = shared::chats::FaultyChats::new(s.worker.chats.clone());
+    faulty
+        .patch_failures
+        .store(1, std::sync::atomic::Ordering::SeqCst);
+    s.worker.chats = std::sync::Arc::new(faulty);
     let user = test_support::unique("pat");
     let token = s.rig.token(&user);
     let turn = s.kb_turn(&token, "background").await;
