@@ -71,6 +71,7 @@ pub async fn refresh_background(
     owner_id: &str,
     chat_id: &str,
     messages: &mut [Message],
+    now: time::OffsetDateTime,
 ) {
     let pending: Vec<(usize, String)> = messages
         .iter()
@@ -86,16 +87,23 @@ pub async fn refresh_background(
     .await;
     for ((i, id), record) in pending.iter().zip(records) {
         match record {
-            Ok(record) => messages[*i].content = background_update(&record, &messages[*i].content),
+            Ok(record) => {
+                messages[*i].content = background_update(&record, &messages[*i].content, now);
+            }
             Err(e) => tracing::warn!(call_id = %id, error = %e, "reading a background call failed"),
         }
     }
 }
 
 /// The tool message for a background call in its current state.
-fn background_update(record: &ToolCallRecord, stored: &str) -> String {
+fn background_update(record: &ToolCallRecord, stored: &str, now: time::OffsetDateTime) -> String {
     let attempts = record.attempt;
+    let lease_expired = record.lease_until.is_some_and(|until| until < now);
     match record.status {
+        // Its worker died; a redelivery of the job may still take it over.
+        ToolCallStatus::Running if lease_expired => format!(
+            "[interrupted] The call stopped before it finished (attempt {attempts}); it has no result."
+        ),
         ToolCallStatus::Succeeded => {
             let message = record
                 .response
@@ -220,6 +228,7 @@ mod tests {
             finished_at: None,
             attempts: Vec::new(),
             flags: Vec::new(),
+            lease_until: None,
         }
     }
 
@@ -227,18 +236,33 @@ mod tests {
     fn background_messages_show_the_calls_current_state() {
         let done = ToolExecutionResult::succeeded("Found: miles expire after 36 months.");
         let succeeded = record(ToolCallStatus::Succeeded, serde_json::to_value(&done).ok());
-        let text = background_update(&succeeded, "[queued] runs in the background");
+        let text = background_update(&succeeded, "[queued] runs in the background", now());
         assert!(text.contains("completed in the background"), "{text}");
         assert!(text.contains("miles expire after 36 months"), "{text}");
-        let failed = background_update(&record(ToolCallStatus::Failed, None), "x");
+        let failed = background_update(&record(ToolCallStatus::Failed, None), "x", now());
         assert!(
             failed.contains("failed in the background after 2 attempts"),
             "{failed}"
         );
         assert!(failed.contains("upstream unavailable"), "{failed}");
-        let waiting = background_update(&record(ToolCallStatus::Queued, None), "[queued] job");
+        let waiting =
+            background_update(&record(ToolCallStatus::Queued, None), "[queued] job", now());
         assert!(waiting.starts_with("[queued] job"), "{waiting}");
         assert!(waiting.contains("still queued"), "{waiting}");
+        let mut running = record(ToolCallStatus::Running, None);
+        running.lease_until = Some(now() + time::Duration::seconds(5));
+        let live = background_update(&running, "[queued] job", now());
+        assert!(live.contains("still running"), "{live}");
+        running.lease_until = Some(now() - time::Duration::seconds(5));
+        let dead = background_update(&running, "[queued] job", now());
+        assert!(
+            dead.starts_with("[interrupted]"),
+            "a call whose lease expired: {dead}"
+        );
+    }
+
+    fn now() -> time::OffsetDateTime {
+        time::OffsetDateTime::UNIX_EPOCH + time::Duration::days(20_000)
     }
 
     fn exchange() -> Vec<Message> {

@@ -52,7 +52,8 @@ impl Agent {
                 Vec::new(),
             ),
         };
-        history::refresh_background(self.ledger.as_ref(), owner, &chat.id, &mut history).await;
+        let now = self.clock.now();
+        history::refresh_background(self.ledger.as_ref(), owner, &chat.id, &mut history, now).await;
         tracing::info!(chat_id = %chat.id, agent = %input.profile.name, created, "chat turn");
         Ok(OpenTurn {
             input,

@@ -180,6 +180,10 @@ pub struct ToolCallRecord {
     )]
     pub finished_at: Option<OffsetDateTime>,
     pub attempts: Vec<AttemptRecord>,
+    /// Until when a `running` attempt's worker holds the call; past it, that worker is
+    /// gone. Internal (history reads it), not part of the audit API.
+    #[serde(skip)]
+    pub lease_until: Option<OffsetDateTime>,
     /// What the tool-output guard found in a result (e.g. `override_instructions`); the
     /// result reached the model as data, but an operator should look.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

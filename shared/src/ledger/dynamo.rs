@@ -208,6 +208,9 @@ struct CallItem {
     attempts: Vec<AttemptEntry>,
     #[serde(default)]
     flags: Vec<String>,
+    /// Epoch milliseconds.
+    #[serde(default)]
+    lease_until: Option<i64>,
 }
 
 /// One element of the stored `attempts` list; its number is its position.
@@ -269,6 +272,9 @@ impl CallItem {
             finished_at: self.finished_at,
             attempts,
             flags: self.flags,
+            lease_until: self.lease_until.and_then(|ms| {
+                OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000).ok()
+            }),
         }
     }
 
