@@ -168,6 +168,31 @@ impl DynamoTurnStore {
     }
 }
 
+impl DynamoTurnStore {
+    /// Ends a running turn as `to` and appends its last `events`, in one transaction; false
+    /// if it was not running (or, with `overdue_only`, not yet past its deadline).
+    async fn end(
+        &self,
+        turn: &TurnRecord,
+        to: TurnStatus,
+        overdue_only: bool,
+        events: &[StoredEvent],
+    ) -> Result<bool> {
+        let mut actions = vec![
+            TransactWriteItem::builder()
+                .update(self.status_update(&turn.turn_id, to, overdue_only)?)
+                .build(),
+        ];
+        if let Some(put) = self.chunk_put(turn, events)? {
+            actions.push(TransactWriteItem::builder().put(put).build());
+        }
+        Ok(matches!(
+            transact(&self.client, actions).await?,
+            Transaction::Written
+        ))
+    }
+}
+
 #[async_trait]
 impl TurnStore for DynamoTurnStore {
     async fn begin(&self, record: &TurnRecord) -> Result<Begun> {
@@ -261,18 +286,7 @@ impl TurnStore for DynamoTurnStore {
     }
 
     async fn finish(&self, turn: &TurnRecord, events: &[StoredEvent]) -> Result<bool> {
-        let mut actions = vec![
-            TransactWriteItem::builder()
-                .update(self.status_update(&turn.turn_id, TurnStatus::Finished, false)?)
-                .build(),
-        ];
-        if let Some(put) = self.chunk_put(turn, events)? {
-            actions.push(TransactWriteItem::builder().put(put).build());
-        }
-        match transact(&self.client, actions).await? {
-            Transaction::Written => Ok(true),
-            _ => Ok(false),
-        }
+        self.end(turn, TurnStatus::Finished, false, events).await
     }
 
     async fn cancel_requested(&self, turn: &TurnRecord) -> Result<bool> {
@@ -354,17 +368,6 @@ impl TurnStore for DynamoTurnStore {
     }
 
     async fn interrupt(&self, turn: &TurnRecord, events: &[StoredEvent]) -> Result<bool> {
-        let mut actions = vec![
-            TransactWriteItem::builder()
-                .update(self.status_update(&turn.turn_id, TurnStatus::Interrupted, true)?)
-                .build(),
-        ];
-        if let Some(put) = self.chunk_put(turn, events)? {
-            actions.push(TransactWriteItem::builder().put(put).build());
-        }
-        match transact(&self.client, actions).await? {
-            Transaction::Written => Ok(true),
-            _ => Ok(false),
-        }
+        self.end(turn, TurnStatus::Interrupted, true, events).await
     }
 }
