@@ -6,6 +6,7 @@ mod common;
 use serde_json::json;
 use shared::Error;
 use shared::chats::{ChatStore, DynamoChatStore, TurnLease};
+use shared::clock::ManualClock;
 use shared::domain::chat::{MessageToolCall, NewMessage, Role};
 use shared::domain::session::{MemoryEntry, PendingGptQuery, SessionStatePatch};
 
@@ -140,10 +141,150 @@ async fn messages_keep_their_order() {
         (Role::Tool, Some("call_1"))
     );
     assert!(
-        all.windows(2).all(|w| w[0].id < w[1].id),
-        "ids follow insertion order"
+        all.iter().zip(0u64..).all(|(m, seq)| m.seq == seq),
+        "messages are numbered 0, 1, 2, … in insertion order"
     );
     assert_eq!(all[4].content, "m0");
+    let chat = store
+        .get(&owner, &chat.id)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(chat.message_count, 274);
+}
+
+/// Writers that hold an old view of the chat (other hosts, other clocks) append after
+/// whatever was written since, each step's messages together, none lost or reordered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn steps_from_stale_views_are_numbered_after_the_chat_not_by_a_clock() {
+    let client = common::dynamodb().await;
+    let table = common::storage().chats_table;
+    let store = DynamoChatStore::new(client.clone(), table.clone());
+    let owner = common::unique("user");
+    let stale = store.create(&owner).await.unwrap_or_else(|e| panic!("{e}"));
+
+    let steps = futures::future::join_all((0..10).map(|i| {
+        // Half the writers run an hour behind: the order must not care.
+        let offset = if i % 2 == 0 { 0 } else { -3600 };
+        let clock =
+            ManualClock::new(time::OffsetDateTime::now_utc() + time::Duration::seconds(offset));
+        let store =
+            DynamoChatStore::with_clock(client.clone(), table.clone(), std::sync::Arc::new(clock));
+        let chat = stale.clone();
+        tokio::spawn(async move {
+            let messages = vec![
+                NewMessage::user(format!("q{i}")),
+                NewMessage::assistant(format!("a{i}"), vec![]),
+            ];
+            store
+                .record_step(&chat, messages, &SessionStatePatch::default())
+                .await
+        })
+    }))
+    .await;
+    assert!(
+        steps.iter().all(|s| matches!(s, Ok(Ok(_)))),
+        "every step is written"
+    );
+
+    let all = store
+        .recent_messages(&owner, &stale.id, 100)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(all.len(), 20);
+    assert!(all.iter().zip(0u64..).all(|(m, seq)| m.seq == seq));
+    for pair in all.chunks(2) {
+        let question = pair[0].content.trim_start_matches('q');
+        assert_eq!(
+            (
+                pair[0].role,
+                pair[1].role,
+                pair[1].content.trim_start_matches('a')
+            ),
+            (Role::User, Role::Assistant, question),
+            "a step's messages stay together"
+        );
+    }
+}
+
+/// A chat written before messages were numbered: its ULID-keyed messages stay first.
+#[tokio::test]
+async fn a_chat_from_before_numbering_keeps_its_old_messages_first() {
+    let client = common::dynamodb().await;
+    let table = common::storage().chats_table;
+    let store = DynamoChatStore::new(client.clone(), table.clone());
+    let owner = common::unique("user");
+    let chat_id = common::unique("legacy");
+    let now = "2026-11-01T10:00:00Z";
+    let av = |v: &str| aws_sdk_dynamodb::types::AttributeValue::S(v.to_owned());
+    let mut items = vec![std::collections::HashMap::from([
+        ("pk".to_owned(), av(&format!("CHAT#{chat_id}"))),
+        ("sk".to_owned(), av("META")),
+        ("chat_id".to_owned(), av(&chat_id)),
+        ("owner_id".to_owned(), av(&owner)),
+        (
+            "version".to_owned(),
+            aws_sdk_dynamodb::types::AttributeValue::N("0".into()),
+        ),
+        ("created_at".to_owned(), av(now)),
+        ("updated_at".to_owned(), av(now)),
+    ])];
+    for (ulid, role, content) in [
+        ("01JBX0000000000000000000A1", "user", "old question"),
+        ("01JBX0000000000000000000A2", "assistant", "old answer"),
+    ] {
+        items.push(std::collections::HashMap::from([
+            ("pk".to_owned(), av(&format!("CHAT#{chat_id}"))),
+            ("sk".to_owned(), av(&format!("MSG#{ulid}"))),
+            ("chat_id".to_owned(), av(&chat_id)),
+            ("owner_id".to_owned(), av(&owner)),
+            ("message_id".to_owned(), av(ulid)),
+            ("role".to_owned(), av(role)),
+            ("content".to_owned(), av(content)),
+            ("created_at".to_owned(), av(now)),
+        ]));
+    }
+    for item in items {
+        client
+            .put_item()
+            .table_name(&table)
+            .set_item(Some(item))
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+
+    let chat = store
+        .get(&owner, &chat_id)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let messages = vec![
+        NewMessage::user("new question"),
+        NewMessage::assistant("new answer", vec![]),
+    ];
+    let chat = store
+        .record_step(&chat, messages, &SessionStatePatch::default())
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(chat.message_count, 2);
+    store
+        .append_messages(&owner, &chat_id, vec![NewMessage::user("next")])
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let all = store
+        .recent_messages(&owner, &chat_id, 10)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let texts: Vec<_> = all.iter().map(|m| m.content.as_str()).collect();
+    assert_eq!(
+        texts,
+        [
+            "old question",
+            "old answer",
+            "new question",
+            "new answer",
+            "next"
+        ]
+    );
 }
 
 #[tokio::test]

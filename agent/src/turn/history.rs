@@ -200,6 +200,7 @@ mod tests {
         Message {
             id: String::new(),
             chat_id: String::new(),
+            seq: 0,
             role,
             content: content.into(),
             tool_calls: Vec::new(),

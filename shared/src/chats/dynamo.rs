@@ -1,13 +1,13 @@
 //! [`ChatStore`] on DynamoDB: `pk = CHAT#<chat>`, `sk = META` for the chat (owner, session
-//! state, version) and `sk = MSG#<monotonic ulid>` for each message.
+//! state, version, message count) and `sk = MSG#S<seq>` for each message, numbered by the
+//! chat in the write that stores it.
 
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::types::{
-    ConditionCheck, Put, ReturnValue, ReturnValuesOnConditionCheckFailure, TransactWriteItem,
-    Update,
+    Put, ReturnValue, ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update,
 };
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
@@ -100,80 +100,152 @@ impl DynamoChatStore {
         Ok(messages)
     }
 
-    /// Items for `messages`, with ids that sort in the given order.
-    fn message_items(
-        &self,
-        owner_id: &str,
-        chat_id: &str,
-        messages: Vec<NewMessage>,
-    ) -> Vec<MessageItem> {
+    /// Items for `messages`, numbered on from the chat's message count, in the given order.
+    fn message_items(&self, chat: &Chat, messages: &[NewMessage]) -> Vec<MessageItem> {
         let now = self.clock.now();
-        messages
-            .into_iter()
-            .map(|m| {
-                let message_id = monotonic_id();
-                MessageItem {
-                    pk: format!("CHAT#{chat_id}"),
-                    sk: format!("MSG#{message_id}"),
-                    chat_id: chat_id.to_owned(),
-                    owner_id: owner_id.to_owned(),
-                    message_id,
-                    role: m.role,
-                    content: m.content,
-                    tool_calls: m.tool_calls,
-                    tool_call_id: m.tool_call_id,
-                    ledger_call_id: m.ledger_call_id,
-                    background: m.background,
-                    created_at: now,
-                }
+        (chat.message_count..)
+            .zip(messages.iter().cloned())
+            .map(|(seq, m)| MessageItem {
+                pk: format!("CHAT#{}", chat.id),
+                sk: message_sort_key(seq),
+                chat_id: chat.id.clone(),
+                owner_id: chat.owner_id.clone(),
+                message_id: monotonic_id(),
+                seq: Some(seq),
+                role: m.role,
+                content: m.content,
+                tool_calls: m.tool_calls,
+                tool_call_id: m.tool_call_id,
+                ledger_call_id: m.ledger_call_id,
+                background: m.background,
+                created_at: now,
             })
             .collect()
     }
 
-    /// A transaction action that holds only if `owner_id` owns the chat.
-    fn owner_check(&self, owner_id: &str, chat_id: &str) -> Result<TransactWriteItem> {
-        let check = ConditionCheck::builder()
-            .table_name(&self.table)
-            .set_key(Some(Self::meta_key(chat_id)))
-            .condition_expression("owner_id = :owner")
-            .expression_attribute_values(":owner", s(owner_id))
-            .build()
-            .map_err(invalid_action)?;
-        Ok(TransactWriteItem::builder().condition_check(check).build())
-    }
-
-    /// The chat item's part of a turn's last write: the state (when the step has a patch)
-    /// and the end of the lease, conditioned on the owner, the version read and the lease.
-    fn releasing_update(
+    /// The chat item's part of a step's write: the next message count, the state (when the
+    /// step has a patch) and the end of the lease (when `release` names the holding turn),
+    /// conditioned on the owner, the message count and version read, and the lease.
+    fn step_update(
         &self,
         current: &Chat,
+        appended: u64,
         state: Option<&SessionState>,
-        turn_id: &str,
+        release: Option<&str>,
         now: OffsetDateTime,
     ) -> Result<Update> {
-        let builder = Update::builder()
+        let mut set = vec!["message_seq = :count"];
+        // A chat from before message numbering has no count yet; its first numbered write
+        // sets it.
+        let mut condition = vec![
+            "owner_id = :owner",
+            "(message_seq = :seq OR attribute_not_exists(message_seq))",
+        ];
+        let mut builder = Update::builder()
             .table_name(&self.table)
             .set_key(Some(Self::meta_key(&current.id)))
             .expression_attribute_values(":owner", s(&current.owner_id))
-            .expression_attribute_values(":turn", s(turn_id));
-        let builder = match state {
-            Some(state) => builder
-                .update_expression(
-                    "SET session_state = :state, version = :next, updated_at = :now \
-                     REMOVE turn_id, turn_until",
-                )
-                .condition_expression(
-                    "owner_id = :owner AND version = :version AND turn_id = :turn",
-                )
+            .expression_attribute_values(":seq", n(current.message_count))
+            .expression_attribute_values(":count", n(current.message_count + appended));
+        if let Some(state) = state {
+            set.extend([
+                "session_state = :state",
+                "version = :next",
+                "updated_at = :now",
+            ]);
+            condition.push("version = :version");
+            builder = builder
                 .expression_attribute_values(":state", to_av(state)?)
                 .expression_attribute_values(":next", n(current.version + 1))
                 .expression_attribute_values(":now", rfc3339(now))
-                .expression_attribute_values(":version", n(current.version)),
-            None => builder
-                .update_expression("REMOVE turn_id, turn_until")
-                .condition_expression("owner_id = :owner AND turn_id = :turn"),
-        };
-        builder.build().map_err(invalid_action)
+                .expression_attribute_values(":version", n(current.version));
+        }
+        let mut expression = format!("SET {}", set.join(", "));
+        if let Some(turn_id) = release {
+            expression.push_str(" REMOVE turn_id, turn_until");
+            condition.push("turn_id = :turn");
+            builder = builder.expression_attribute_values(":turn", s(turn_id));
+        }
+        builder
+            .update_expression(expression)
+            .condition_expression(condition.join(" AND "))
+            .build()
+            .map_err(invalid_action)
+    }
+
+    /// Appends `messages` after the chat's last one and merges `patch`, in one transaction
+    /// per 99 messages (the patch and the release go with the last). A writer that read an
+    /// older count or version reads the chat again and numbers and patches anew, so no
+    /// message or patch is lost or misplaced. If `release`'s lease was taken over, the step
+    /// is written alone and the other turn's lease is left alone.
+    async fn write_step(
+        &self,
+        chat: &Chat,
+        messages: &[NewMessage],
+        patch: &SessionStatePatch,
+        release: Option<&str>,
+    ) -> Result<(Chat, Vec<Message>)> {
+        let mut chunks: Vec<&[NewMessage]> = messages.chunks(MESSAGES_PER_TRANSACTION).collect();
+        let last = chunks.pop().unwrap_or_default();
+        let none = SessionStatePatch::default();
+        let mut current = chat.clone();
+        let mut written = Vec::with_capacity(messages.len());
+        for chunk in chunks {
+            current = self
+                .write_chunk(current, chunk, &none, None, &mut written)
+                .await?;
+        }
+        let current = self
+            .write_chunk(current, last, patch, release, &mut written)
+            .await?;
+        Ok((current, written))
+    }
+
+    async fn write_chunk(
+        &self,
+        mut current: Chat,
+        messages: &[NewMessage],
+        patch: &SessionStatePatch,
+        mut release: Option<&str>,
+        written: &mut Vec<Message>,
+    ) -> Result<Chat> {
+        let chat_id = current.id.clone();
+        for round in 0..MAX_PATCH_ROUNDS {
+            let mut state = current.session_state.clone();
+            state.apply(patch);
+            let now = self.clock.now();
+            let items = self.message_items(&current, messages);
+            let appended = items.len() as u64;
+            let state = (!patch.is_empty()).then_some(state);
+            let update = self.step_update(&current, appended, state.as_ref(), release, now)?;
+            let mut actions = vec![TransactWriteItem::builder().update(update).build()];
+            actions.extend(puts(&self.table, &items)?);
+            match self.transact(actions).await? {
+                Transacted::Written => {
+                    written.extend(items.into_iter().map(Message::from));
+                    current.message_count += appended;
+                    if let Some(state) = state {
+                        current.session_state = state;
+                        current.version += 1;
+                        current.updated_at = now;
+                    }
+                    return Ok(current);
+                }
+                // Another writer moved the count or version on (or the chat is not the
+                // owner's): read it again and number and patch on top.
+                Transacted::ConditionFailed => {
+                    let item = self.owned(&current.owner_id, &chat_id).await?;
+                    if release.is_some() && item.turn_id.as_deref() != release {
+                        release = None;
+                    }
+                    current = item.into();
+                    backoff(round).await;
+                }
+            }
+        }
+        Err(Error::Contention(format!(
+            "messages and session state of chat {chat_id}"
+        )))
     }
 
     /// A new chat item, held by `lease` when given.
@@ -192,6 +264,7 @@ impl DynamoChatStore {
             owner_id: owner_id.to_owned(),
             session_state: SessionState::default(),
             version: 0,
+            message_seq: Some(0),
             created_at: now,
             updated_at: now,
             turn_id: lease.map(|l| l.turn_id.clone()),
@@ -272,6 +345,13 @@ enum Transacted {
     ConditionFailed,
 }
 
+/// The sort key of a chat's `seq`-th message. Zero-padded so text order is number order;
+/// the `S` sorts after any ULID (they start with 0–7), the keys of messages written before
+/// messages were numbered, so those keep their place ahead of the numbered ones.
+fn message_sort_key(seq: u64) -> String {
+    format!("MSG#S{seq:012}")
+}
+
 /// `Put` actions for message items.
 fn puts(table: &str, items: &[MessageItem]) -> Result<Vec<TransactWriteItem>> {
     items
@@ -296,6 +376,9 @@ struct ChatItem {
     #[serde(default)]
     session_state: SessionState,
     version: u64,
+    /// How many messages the chat has (absent on chats from before numbering).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    message_seq: Option<u64>,
     #[serde(with = "time::serde::rfc3339")]
     created_at: OffsetDateTime,
     #[serde(with = "time::serde::rfc3339")]
@@ -315,6 +398,7 @@ impl From<ChatItem> for Chat {
             owner_id: item.owner_id,
             session_state: item.session_state,
             version: item.version,
+            message_count: item.message_seq.unwrap_or(0),
             created_at: item.created_at,
             updated_at: item.updated_at,
         }
@@ -328,6 +412,9 @@ struct MessageItem {
     chat_id: String,
     owner_id: String,
     message_id: String,
+    /// Absent on messages from before numbering.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    seq: Option<u64>,
     role: Role,
     content: String,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -347,6 +434,7 @@ impl From<MessageItem> for Message {
         Message {
             id: item.message_id,
             chat_id: item.chat_id,
+            seq: item.seq.unwrap_or(0),
             role: item.role,
             content: item.content,
             tool_calls: item.tool_calls,
@@ -473,16 +561,10 @@ impl ChatStore for DynamoChatStore {
         chat_id: &str,
         messages: Vec<NewMessage>,
     ) -> Result<Vec<Message>> {
-        let items = self.message_items(owner_id, chat_id, messages);
-        for chunk in items.chunks(MESSAGES_PER_TRANSACTION) {
-            let mut actions = vec![self.owner_check(owner_id, chat_id)?];
-            actions.extend(puts(&self.table, chunk)?);
-            match self.transact(actions).await? {
-                Transacted::Written => {}
-                Transacted::ConditionFailed => return Err(Error::NotFound),
-            }
-        }
-        Ok(items.into_iter().map(Message::from).collect())
+        let chat = self.owned(owner_id, chat_id).await?.into();
+        let none = SessionStatePatch::default();
+        let (_, written) = self.write_step(&chat, &messages, &none, None).await?;
+        Ok(written)
     }
 
     async fn record_step(
@@ -491,55 +573,8 @@ impl ChatStore for DynamoChatStore {
         messages: Vec<NewMessage>,
         patch: &SessionStatePatch,
     ) -> Result<Chat> {
-        let (owner_id, chat_id) = (chat.owner_id.as_str(), chat.id.as_str());
-        if patch.is_empty() {
-            self.append_messages(owner_id, chat_id, messages).await?;
-            return Ok(chat.clone());
-        }
-        if messages.len() > MESSAGES_PER_TRANSACTION {
-            self.append_messages(owner_id, chat_id, messages).await?;
-            return self.patch_state(owner_id, chat_id, patch).await;
-        }
-        let items = self.message_items(owner_id, chat_id, messages);
-        let mut current = chat.clone();
-        for round in 0..MAX_PATCH_ROUNDS {
-            let mut state = current.session_state.clone();
-            state.apply(patch);
-            let now = self.clock.now();
-            let update = Update::builder()
-                .table_name(&self.table)
-                .set_key(Some(Self::meta_key(chat_id)))
-                .update_expression("SET session_state = :state, version = :next, updated_at = :now")
-                .condition_expression("owner_id = :owner AND version = :version")
-                .expression_attribute_values(":state", to_av(&state)?)
-                .expression_attribute_values(":next", n(current.version + 1))
-                .expression_attribute_values(":now", rfc3339(now))
-                .expression_attribute_values(":owner", s(owner_id))
-                .expression_attribute_values(":version", n(current.version))
-                .build()
-                .map_err(invalid_action)?;
-            let mut actions = vec![TransactWriteItem::builder().update(update).build()];
-            actions.extend(puts(&self.table, &items)?);
-            match self.transact(actions).await? {
-                Transacted::Written => {
-                    return Ok(Chat {
-                        session_state: state,
-                        version: current.version + 1,
-                        updated_at: now,
-                        ..current
-                    });
-                }
-                // Another writer moved the version on (or the chat is not the owner's):
-                // read it again and re-apply the patch on top.
-                Transacted::ConditionFailed => {
-                    current = self.owned(owner_id, chat_id).await?.into();
-                    backoff(round).await;
-                }
-            }
-        }
-        Err(Error::Contention(format!(
-            "session state of chat {chat_id}"
-        )))
+        let (chat, _) = self.write_step(chat, &messages, patch, None).await?;
+        Ok(chat)
     }
 
     async fn record_last_step(
@@ -549,51 +584,10 @@ impl ChatStore for DynamoChatStore {
         patch: &SessionStatePatch,
         turn_id: &str,
     ) -> Result<Chat> {
-        let (owner_id, chat_id) = (chat.owner_id.as_str(), chat.id.as_str());
-        if messages.len() > MESSAGES_PER_TRANSACTION {
-            let written = self.record_step(chat, messages, patch).await?;
-            self.release(chat_id, turn_id).await?;
-            return Ok(written);
-        }
-        let items = self.message_items(owner_id, chat_id, messages.clone());
-        let mut current = chat.clone();
-        for round in 0..MAX_PATCH_ROUNDS {
-            let mut state = current.session_state.clone();
-            state.apply(patch);
-            let now = self.clock.now();
-            let update = self.releasing_update(
-                &current,
-                (!patch.is_empty()).then_some(&state),
-                turn_id,
-                now,
-            )?;
-            let mut actions = vec![TransactWriteItem::builder().update(update).build()];
-            actions.extend(puts(&self.table, &items)?);
-            match self.transact(actions).await? {
-                Transacted::Written if patch.is_empty() => return Ok(current),
-                Transacted::Written => {
-                    return Ok(Chat {
-                        session_state: state,
-                        version: current.version + 1,
-                        updated_at: now,
-                        ..current
-                    });
-                }
-                Transacted::ConditionFailed => {
-                    let item = self.owned(owner_id, chat_id).await?;
-                    if item.turn_id.as_deref() != Some(turn_id) {
-                        // The lease ran out and another turn holds the chat: write the step
-                        // alone and leave that turn's lease be.
-                        return self.record_step(&item.into(), messages, patch).await;
-                    }
-                    current = item.into();
-                    backoff(round).await;
-                }
-            }
-        }
-        Err(Error::Contention(format!(
-            "session state of chat {chat_id}"
-        )))
+        let (chat, _) = self
+            .write_step(chat, &messages, patch, Some(turn_id))
+            .await?;
+        Ok(chat)
     }
 
     async fn open(

@@ -13,6 +13,9 @@ pub struct Chat {
     pub owner_id: String,
     pub session_state: SessionState,
     pub version: u64,
+    /// How many messages the chat has: the next message's `seq`.
+    #[serde(default)]
+    pub message_count: u64,
     #[serde(with = "time::serde::rfc3339")]
     pub created_at: OffsetDateTime,
     #[serde(with = "time::serde::rfc3339")]
@@ -102,11 +105,14 @@ impl NewMessage {
     }
 }
 
-/// A stored message. Ids are monotonic ULIDs, so id order is the chat's order.
+/// A stored message. `seq` is its place in the chat (0, 1, 2, … as written), assigned by
+/// the write that stores it, so order never depends on a host's clock.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Message {
     pub id: String,
     pub chat_id: String,
+    #[serde(default)]
+    pub seq: u64,
     pub role: Role,
     pub content: String,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
