@@ -4,16 +4,84 @@
 //! environment, and `AWS_ENDPOINT_URL` / `AWS_ENDPOINT_URL_DYNAMODB` / `_SQS` /
 //! `_SECRETS_MANAGER` redirect clients to the local emulators.
 
+use std::time::Duration;
+
 use aws_config::{BehaviorVersion, SdkConfig};
+use aws_sdk_dynamodb::config::interceptors::InterceptorContext;
+use aws_sdk_dynamodb::config::retry::{ClassifyRetry, RetryAction, RetryConfig};
+use aws_sdk_dynamodb::operation::delete_item::DeleteItemError;
+use aws_sdk_dynamodb::operation::put_item::PutItemError;
+use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
+
+/// Attempts per DynamoDB request (the SDK's standard mode has 3): throttling and write
+/// conflicts on a busy chat clear within a few of its jittered, growing pauses.
+const DYNAMODB_MAX_ATTEMPTS: u32 = 6;
+/// The first pause; later ones double, with jitter, up to [`DYNAMODB_MAX_BACKOFF`]. The
+/// SDK's 1 s default suits services slower than DynamoDB, whose conflicts clear in
+/// milliseconds; five retries wait at most 0.8 s in all.
+const DYNAMODB_FIRST_BACKOFF: Duration = Duration::from_millis(25);
+const DYNAMODB_MAX_BACKOFF: Duration = Duration::from_secs(2);
 
 pub async fn sdk_config() -> SdkConfig {
     aws_config::defaults(BehaviorVersion::latest()).load().await
 }
 
+/// The DynamoDB client every store uses: the SDK's retries (throttling, timeouts) plus
+/// [`TransactionConflictRetry`].
 pub fn dynamodb(config: &SdkConfig) -> aws_sdk_dynamodb::Client {
-    aws_sdk_dynamodb::Client::new(config)
+    aws_sdk_dynamodb::Client::from_conf(dynamodb_config(config).build())
+}
+
+/// The configuration behind [`dynamodb`], for callers that add to it (tests add
+/// interceptors).
+pub fn dynamodb_config(config: &SdkConfig) -> aws_sdk_dynamodb::config::Builder {
+    aws_sdk_dynamodb::config::Builder::from(config)
+        .retry_config(
+            RetryConfig::standard()
+                .with_max_attempts(DYNAMODB_MAX_ATTEMPTS)
+                .with_initial_backoff(DYNAMODB_FIRST_BACKOFF)
+                .with_max_backoff(DYNAMODB_MAX_BACKOFF),
+        )
+        .retry_classifier(TransactionConflictRetry)
 }
 
 pub fn secrets_manager(config: &SdkConfig) -> aws_sdk_secretsmanager::Client {
     aws_sdk_secretsmanager::Client::new(config)
+}
+
+/// Retries a single-item write that met a transaction on its item
+/// (`TransactionConflictException`), which the SDK treats as final. The write was not
+/// applied, so sending it again is safe; it goes through the SDK's backoff like throttling.
+/// (A transaction's own conflicts arrive as cancellation reasons; `dynamo::transact`
+/// retries those.)
+#[derive(Debug, Clone, Copy)]
+pub struct TransactionConflictRetry;
+
+impl ClassifyRetry for TransactionConflictRetry {
+    fn classify_retry(&self, ctx: &InterceptorContext) -> RetryAction {
+        let Some(Err(error)) = ctx.output_or_error() else {
+            return RetryAction::NoActionIndicated;
+        };
+        let Some(error) = error.as_operation_error() else {
+            return RetryAction::NoActionIndicated;
+        };
+        let conflict = error
+            .downcast_ref::<UpdateItemError>()
+            .is_some_and(UpdateItemError::is_transaction_conflict_exception)
+            || error
+                .downcast_ref::<PutItemError>()
+                .is_some_and(PutItemError::is_transaction_conflict_exception)
+            || error
+                .downcast_ref::<DeleteItemError>()
+                .is_some_and(DeleteItemError::is_transaction_conflict_exception);
+        if conflict {
+            RetryAction::transient_error()
+        } else {
+            RetryAction::NoActionIndicated
+        }
+    }
+
+    fn name(&self) -> &'static str {
+        "TransactionConflictRetry"
+    }
 }

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+pub mod dynamo_faults;
 pub mod fake_llm;
 pub mod fuzz;
 pub mod queues;

@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 use shared::domain::chat::Role;
 use shared::domain::tool_call::ToolCallStatus;
 use shared::turns::{StoredEvent, TurnRecord, TurnStatus};
+use test_support::dynamo_faults::{DynamoFaults, Fault};
 use test_support::fake_llm::Reply;
 
 /// (id, name, data) of every event: what must be identical for every response of a turn.
@@ -398,4 +399,93 @@ async fn two_clients_interleaving_fifty_times_keep_history_alternating() {
         assert_eq!(pair[1].role, Role::Assistant, "{history:?}");
     }
     assert_eq!(rig.llm.request_count(), 101);
+}
+
+/// DynamoDB answers the first writes of every kind with the errors a busy table sends
+/// (transaction conflicts, throttling): the SDK's retries and the stores' own bring the
+/// flight turn through with nothing lost or written twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_flight_turn_completes_through_write_conflicts_and_throttling() {
+    let faults = DynamoFaults::start().await;
+    faults
+        .fail("PutItem", Fault::Throttling, 2)
+        .fail("PutItem", Fault::TransactionConflict, 2)
+        .fail("UpdateItem", Fault::TransactionConflict, 3)
+        .fail("UpdateItem", Fault::ThroughputExceeded, 1)
+        .fail("TransactWriteItems", Fault::CanceledByConflict, 3)
+        .fail("TransactWriteItems", Fault::Throttling, 1);
+    let dynamodb = shared::aws::dynamodb_config(&test_support::sdk_config().await)
+        .interceptor(faults.clone())
+        .build();
+    let rig = Rig::with_dynamodb(|_| {}, None, aws_sdk_dynamodb::Client::from_conf(dynamodb)).await;
+    rig.llm
+        .push(Reply::tool_calls(vec![("search_flights", flight_args())]));
+    let user = test_support::unique("busy");
+    let token = rig.token(&user);
+    let turn = rig
+        .chat_keyed(
+            &token,
+            &test_support::unique("key"),
+            json!({"message": "Business flights FRA to JFK on 2027-03-15"}),
+        )
+        .await;
+
+    assert_eq!(turn.status, 200, "{:?}", turn.json);
+    assert_eq!(
+        turn.names()[turn.names().len() - 2..],
+        ["final", "done"],
+        "{:?}",
+        turn.names()
+    );
+    assert_eq!(turn.first("tool_result")["status"], json!("succeeded"));
+    assert_eq!(
+        faults.remaining(),
+        0,
+        "every fault was met: {:?}",
+        faults.injected()
+    );
+    assert_eq!(faults.injected().len(), 12);
+
+    let chat_id = turn.chat_id();
+    let history = rig
+        .deps
+        .chats
+        .recent_messages(&user, &chat_id, 20)
+        .await
+        .unwrap();
+    let users = history.iter().filter(|m| m.role == Role::User).count();
+    assert_eq!(users, 1, "the user's message is stored once");
+    assert_eq!(
+        history.last().map(|m| (m.role, m.content.clone())),
+        Some((
+            Role::Assistant,
+            turn.first("final")["message"]["content"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned()
+        )),
+        "the answer shown is the answer stored"
+    );
+    assert!(history.iter().zip(0u64..).all(|(m, seq)| m.seq == seq));
+    let calls = rig
+        .deps
+        .ledger
+        .list(&user, &chat_id, 10, None)
+        .await
+        .unwrap();
+    assert_eq!(calls.items.len(), 1, "one tool call recorded");
+    assert_eq!(calls.items[0].status, ToolCallStatus::Succeeded);
+    assert_eq!(calls.items[0].attempt, 1, "run once");
+    assert_eq!(rig.llm.request_count(), 1);
+    let record = rig
+        .deps
+        .turns
+        .get(
+            &user,
+            &chat_id,
+            turn.first("init")["turn_id"].as_str().unwrap_or_default(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(record.status, TurnStatus::Finished);
 }
