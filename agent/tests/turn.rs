@@ -15,6 +15,7 @@ use shared::domain::chat::Role;
 use shared::domain::tool_call::RefusalReason;
 use shared::secrets::{AwsSecretSource, SecretsCache};
 use test_support::RequestCounter;
+use test_support::dynamo_faults::{DynamoFaults, Fault};
 use test_support::fake_llm::{FakeLlm, Reply};
 
 /// Collects every event.
@@ -45,11 +46,11 @@ struct Rig {
 
 impl Rig {
     async fn start() -> Self {
-        Self::start_with_chats(|chats| chats).await
+        Self::start_with(None).await
     }
 
-    /// As [`Rig::start`], with the agent's chat store wrapped by `wrap` (fault injection).
-    async fn start_with_chats(wrap: impl FnOnce(Arc<dyn ChatStore>) -> Arc<dyn ChatStore>) -> Self {
+    /// As [`Rig::start`]; the agent's chat store uses `faults` (DynamoDB errors) when given.
+    async fn start_with(faults: Option<DynamoFaults>) -> Self {
         let llm = FakeLlm::start().await;
         let mut pairs: Vec<(String, String)> = std::env::vars()
             .filter(|(k, _)| !matches!(k.as_str(), "OPENAI_API_KEY_SECRET" | "TOOL_QUEUE_URL"))
@@ -83,6 +84,18 @@ impl Rig {
             dynamodb,
             config.storage.chats_table.clone(),
         ));
+        let agent_chats: Arc<dyn ChatStore> = match faults {
+            Some(faults) => {
+                let faulty = shared::aws::dynamodb_config(&test_support::sdk_config().await)
+                    .interceptor(faults)
+                    .build();
+                Arc::new(DynamoChatStore::new(
+                    aws_sdk_dynamodb::Client::from_conf(faulty),
+                    config.storage.chats_table.clone(),
+                ))
+            }
+            None => chats.clone(),
+        };
         let runtime = ToolRuntime::new(&config, &catalog, clients, 5)
             .unwrap_or_else(|e| panic!("runtime: {e}"));
         let settings = TurnSettings {
@@ -99,7 +112,7 @@ impl Rig {
             stack_notice: None,
             answer_link_hosts: vec!["seats.aero".into()],
         };
-        let agent = Agent::new(&runtime, wrap(chats.clone()), settings);
+        let agent = Agent::new(&runtime, agent_chats, settings);
         Self {
             llm,
             agent,
@@ -338,18 +351,22 @@ async fn today_is_the_users_date_in_their_time_zone() {
 /// `done`, never `final`; the failed turn's fallback write keeps the user's message.
 #[tokio::test]
 async fn an_answer_that_cannot_be_stored_is_never_final() {
-    let rig = Rig::start_with_chats(|chats| {
-        let faulty = shared::chats::FaultyChats::new(chats);
-        faulty
-            .last_step_failures
-            .store(1, std::sync::atomic::Ordering::SeqCst);
-        Arc::new(faulty)
-    })
-    .await;
+    // The answer's write (the step that lets go of the chat) meets one conflict more than
+    // the store retries (the SDK retries none of a transaction's); the write after it, which
+    // keeps the user's message, gets through.
+    let faults = DynamoFaults::start().await;
+    faults.fail_matching(
+        "TransactWriteItems",
+        "REMOVE turn_id",
+        Fault::CanceledByConflict,
+        shared::MAX_TRANSIENT_ROUNDS as usize + 1,
+    );
+    let rig = Rig::start_with(Some(faults.clone())).await;
     rig.llm
         .push(Reply::text("An answer that history must not lack."));
     let user = shared::ids::new_id();
     let (chat_id, events) = rig.run(rig.input(&user, "hello")).await;
+    assert_eq!(faults.remaining(), 0);
     let names: Vec<&str> = events.iter().map(TurnEvent::name).collect();
     assert!(!names.contains(&"final"), "{names:?}");
     assert_eq!(names[names.len() - 2..], ["error", "done"], "{names:?}");

@@ -68,7 +68,7 @@ impl Transaction {
 
 /// Rounds a transaction retries a conflict or throttling before it reports it; with the
 /// growing pauses of [`backoff`], about a second.
-pub(crate) const MAX_TRANSIENT_ROUNDS: u32 = 12;
+pub const MAX_TRANSIENT_ROUNDS: u32 = 12;
 
 /// Runs a transaction, retrying transaction conflicts and throttling (bounded, jittered);
 /// a failed condition comes back as [`Transaction::Canceled`], for the caller to read.

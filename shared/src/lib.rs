@@ -12,6 +12,7 @@ pub mod clock;
 pub mod config;
 pub mod domain;
 mod dynamo;
+pub use dynamo::MAX_TRANSIENT_ROUNDS;
 pub mod embeddings;
 pub mod error;
 pub mod http;

@@ -15,6 +15,7 @@ use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
 use aws_sdk_sqs::types::Message;
 use common::Rig;
 use serde_json::{Value, json};
+use test_support::dynamo_faults::{DynamoFaults, Fault};
 use test_support::fake_llm::Reply;
 use test_support::queues::ToolQueues;
 use wiremock::matchers::{method, path};
@@ -523,21 +524,31 @@ async fn sample_events_report_their_failures() {
     assert_eq!(s.kb_calls().await, 0);
 }
 
-/// A background search with no hits leaves `pending_gpt_query` in the session state. When
-/// that write fails, the job is not acknowledged; its redelivery finds the call succeeded,
-/// applies the stored patch, and runs nothing again.
+/// A background search with no hits leaves `pending_gpt_query` in the session state. While
+/// DynamoDB answers that write with transaction conflicts (more than the SDK and the store
+/// retry), the job is not acknowledged; once they clear, its redelivery finds the call
+/// succeeded, applies the stored patch, and runs nothing again.
 #[tokio::test]
-async fn a_failed_patch_is_not_acknowledged_and_is_applied_on_redelivery() {
+async fn a_patch_lost_to_write_conflicts_is_not_acknowledged_and_is_applied_on_redelivery() {
     let mut s = Setup::start(3).await;
     s.kb_answers(
         ResponseTemplate::new(200).set_body_json(json!({"results": [], "mode": "hybrid"})),
     )
     .await;
-    let faulty = shared::chats::FaultyChats::new(s.worker.chats.clone());
-    faulty
-        .patch_failures
-        .store(1, std::sync::atomic::Ordering::SeqCst);
-    s.worker.chats = std::sync::Arc::new(faulty);
+    let faults = DynamoFaults::start().await;
+    faults.fail_matching(
+        "UpdateItem",
+        "SET session_state",
+        Fault::TransactionConflict,
+        10_000,
+    );
+    let dynamodb = shared::aws::dynamodb_config(&test_support::sdk_config().await)
+        .interceptor(faults.clone())
+        .build();
+    s.worker.chats = std::sync::Arc::new(shared::chats::DynamoChatStore::new(
+        aws_sdk_dynamodb::Client::from_conf(dynamodb),
+        s.rig.deps.config.tools.storage.chats_table.clone(),
+    ));
     let user = test_support::unique("pat");
     let token = s.rig.token(&user);
     let turn = s.kb_turn(&token, "background").await;
@@ -555,7 +566,13 @@ async fn a_failed_patch_is_not_acknowledged_and_is_applied_on_redelivery() {
         .unwrap()
         .session_state;
     assert!(state.pending_gpt_query.is_none(), "{state:?}");
+    assert!(
+        faults.injected().len() > 6,
+        "the SDK's and the store's retries were spent: {}",
+        faults.injected().len()
+    );
 
+    faults.clear();
     let again = s.deliver(&messages).await;
     assert!(again.batch_item_failures.is_empty(), "{again:?}");
     let state = s

@@ -4,14 +4,10 @@
 //! a missing one, so ids of other users' chats cannot be probed.
 
 mod dynamo;
-#[cfg(feature = "test-util")]
-mod faulty;
 
 use async_trait::async_trait;
 
 pub use dynamo::DynamoChatStore;
-#[cfg(feature = "test-util")]
-pub use faulty::FaultyChats;
 
 use crate::Result;
 use crate::domain::chat::{Chat, Message, NewMessage};
