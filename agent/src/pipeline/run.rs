@@ -19,6 +19,9 @@ use crate::jobs::JobKind;
 use crate::llm::ToolCallRequest;
 use crate::tools::{RegisteredTool, ToolContext};
 
+/// How often a running call looks in the ledger for a cancel.
+const CANCEL_POLL: Duration = Duration::from_secs(1);
+
 /// How often a duplicate of an in-flight call looks for the original's result.
 const DUPLICATE_POLL: Duration = Duration::from_millis(100);
 
@@ -184,11 +187,22 @@ impl Pipeline {
     ) -> (CallStatus, ToolExecutionResult, bool) {
         let name = registered.tool.name();
         let started = Instant::now();
-        let executed = tokio::time::timeout(
+        let execution = tokio::time::timeout(
             ctx.deadline.saturating_duration_since(started),
             registered.tool.execute(ctx, request),
-        )
-        .await;
+        );
+        let executed = tokio::select! {
+            executed = execution => executed,
+            // The execution is dropped here: its upstream request is abandoned. The ledger
+            // already says canceled, so there is nothing to record.
+            () = self.canceled(ctx, claimed) => {
+                tracing::info!(tool = %name, job_id = %claimed.id, "canceled while running; stopped");
+                let stopped = ToolExecutionResult::failed(format!(
+                    "{name} was canceled while it ran; it was stopped and has no result."
+                ));
+                return (CallStatus::Canceled, stopped, false);
+            }
+        };
         let (status, result, retryable, ledger_outcome) =
             settle(name, executed, ctx.deadline, started);
         events::debug(events, "tool_pipeline_execution", || {
@@ -208,6 +222,31 @@ impl Pipeline {
         }
         self.guard_output(claimed, &result, events).await;
         (status, result, retryable)
+    }
+
+    /// Resolves once the ledger says `claimed` was canceled (the cancel route); never
+    /// otherwise. A call that ends within [`CANCEL_POLL`] never reads the ledger.
+    async fn canceled(&self, ctx: &ToolContext, claimed: &ClaimedCall) {
+        loop {
+            tokio::time::sleep(CANCEL_POLL).await;
+            match self
+                .ledger
+                .get(&ctx.user_id, &claimed.chat_id, &claimed.id)
+                .await
+            {
+                Ok(record)
+                    if record.status == ToolCallStatus::Canceled
+                        && record.attempt == claimed.attempt =>
+                {
+                    return;
+                }
+                Ok(_) => {}
+                // The call goes on; if it was canceled, the fence still discards its result.
+                Err(e) => {
+                    tracing::warn!(job_id = %claimed.id, error = %e, "checking for a cancel failed")
+                }
+            }
+        }
     }
 
     /// The tool-output guard: a result that carries instruction-like text still reaches the
