@@ -1,6 +1,7 @@
 //! A turn's stop signal: set when its cancel is seen (the chat-router's event log reads it
 //! from the turn's record), checked by the turn at its safe points: before a model step,
-//! before a step's tools run, and while they run (they are aborted).
+//! while it streams (the stream is abandoned), before a step's tools run, and while they
+//! run (they are aborted).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};

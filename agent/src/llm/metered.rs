@@ -8,7 +8,8 @@ use std::time::Instant;
 use shared::Result;
 use shared::usage::{TokenUsage, UsageStore};
 
-use super::{Completion, CompletionRequest, LlmProvider, TokenSink};
+use super::{Completion, CompletionRequest, FinishReason, LlmProvider, TokenSink};
+use crate::stop::StopSignal;
 
 /// Whose call it is and what for, as the usage record says.
 #[derive(Debug, Clone, Copy)]
@@ -68,6 +69,8 @@ fn produced(completion: &Completion) -> usize {
 
 /// Runs `request` on `llm` and records its usage in `store` for `scope`. A failure to record
 /// is logged, never the caller's failure: losing a usage record must not lose an answer.
+/// When `stop` fires first, the stream is abandoned and the text so far comes back as a
+/// completion that finished `canceled`, its usage estimated.
 pub async fn complete_metered(
     llm: &dyn LlmProvider,
     store: &dyn UsageStore,
@@ -75,13 +78,29 @@ pub async fn complete_metered(
     request: &CompletionRequest,
     deadline: Instant,
     tokens: &mut dyn TokenSink,
+    stop: Option<&StopSignal>,
 ) -> Result<Completion> {
-    let mut streamed = 0;
+    let mut streamed = String::new();
     let mut counting = |text: &str| {
-        streamed += text.len();
+        streamed.push_str(text);
         tokens.token(text);
     };
-    let result = llm.complete(request, deadline, &mut counting).await;
+    let result = match stop {
+        Some(stop) => tokio::select! {
+            result = llm.complete(request, deadline, &mut counting) => result,
+            // The stream is dropped here: the provider stops generating, and the text so
+            // far, billed, is what the call produced.
+            () = stop.stopped() => Ok(Completion {
+                model: request.model.clone(),
+                content: std::mem::take(&mut streamed),
+                tool_calls: Vec::new(),
+                finish_reason: Some(FinishReason::Other("canceled".into())),
+                usage: None,
+            }),
+        },
+        None => llm.complete(request, deadline, &mut counting).await,
+    };
+    let streamed = streamed.len();
     let (model, usage) = match &result {
         Ok(completion) => (
             completion.model.as_str(),

@@ -112,6 +112,7 @@ impl Tool for AskGptTool {
             &request,
             ctx.deadline,
             &mut NoTokens,
+            None,
         )
         .await?;
         let content = completion.content.trim().to_owned();

@@ -249,6 +249,10 @@ impl Agent {
             let (reply, cut) = self
                 .model_step(input, state, step, offer_tools, events)
                 .await?;
+            // A stop during the step abandoned its stream: what it said so far is dropped.
+            if input.stop.is_stopped() {
+                return Ok(Ending::Stopped);
+            }
             if let Some(violation) = cut {
                 state.cut = Some(violation);
                 return Ok(Ending::Guarded(violation.as_str().to_owned()));

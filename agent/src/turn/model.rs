@@ -44,6 +44,7 @@ impl Agent {
             &request,
             input.deadline,
             &mut on_token,
+            Some(&input.stop),
         )
         .await;
         let tail = guard.finish();

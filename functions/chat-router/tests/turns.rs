@@ -489,3 +489,67 @@ async fn a_flight_turn_completes_through_write_conflicts_and_throttling() {
         .unwrap();
     assert_eq!(record.status, TurnStatus::Finished);
 }
+
+/// A cancel while the model is still streaming abandons the stream: the turn ends within
+/// moments, not when the model would have finished, and history keeps only the stop.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn cancel_abandons_an_answer_that_is_still_streaming() {
+    let rig = Rig::start().await;
+    let user = test_support::unique("stopstream");
+    let token = rig.token(&user);
+    // About 60 words at 250 ms each: 15 s if it ran to its end.
+    let long = "word ".repeat(60);
+    rig.llm
+        .push(Reply::text(long.trim()).with_chunk_delay(Duration::from_millis(250)));
+    let started = Instant::now();
+    let response = chat_router::handler::handle(
+        &rig.deps,
+        common::post_chat(Some(&token), &json!({"message": "Tell me a long story."})),
+    )
+    .await;
+    let seen = Turn::read_until(response, started, |e| e.name == "assistant_token").await;
+    let turn_id = seen.first("init")["turn_id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let chat_id = seen.chat_id();
+    let (status, _) = rig
+        .post(&token, &format!("/chats/{chat_id}/turns/{turn_id}/cancel"))
+        .await;
+    assert_eq!(status, 200);
+
+    let rest = rig.resume(&token, &chat_id, &turn_id, Some(0)).await;
+    assert_eq!(rest.names().last(), Some(&"done"), "{:?}", rest.names());
+    assert_eq!(rest.first("error")["code"], json!("canceled"));
+    assert!(
+        started.elapsed() < Duration::from_secs(8),
+        "the stream was abandoned, not read to its end ({:?})",
+        started.elapsed()
+    );
+    assert_eq!(rig.llm.request_count(), 1);
+    // The tokens streamed before the stop were billed: an estimate is recorded.
+    let since = time::OffsetDateTime::now_utc() - time::Duration::minutes(5);
+    let usage = rig.deps.usage.list_for_user(&user, since).await.unwrap();
+    assert_eq!(usage.len(), 1, "{usage:?}");
+    assert!(
+        usage[0].estimated && usage[0].completion_tokens > 0,
+        "{usage:?}"
+    );
+    let history = rig
+        .deps
+        .chats
+        .recent_messages(&user, &chat_id, 10)
+        .await
+        .unwrap();
+    let stored: Vec<(Role, &str)> = history
+        .iter()
+        .map(|m| (m.role, m.content.as_str()))
+        .collect();
+    assert_eq!(
+        stored,
+        [
+            (Role::User, "Tell me a long story."),
+            (Role::Assistant, "Stopped at your request.")
+        ]
+    );
+}
