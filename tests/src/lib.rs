@@ -7,7 +7,6 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 pub mod dynamo_faults;
@@ -146,14 +145,26 @@ pub fn unique(prefix: &str) -> String {
     format!("{prefix}-{}", ulid::Ulid::generate())
 }
 
-/// Counts the HTTP requests a DynamoDB client sends (retries included): round trips.
+/// Counts the HTTP requests a DynamoDB client sends (retries included): round trips, and
+/// which operations they were.
 #[derive(Debug, Default, Clone)]
-pub struct RequestCounter(Arc<AtomicUsize>);
+pub struct RequestCounter(Arc<std::sync::Mutex<Vec<String>>>);
 
 impl RequestCounter {
     /// The count since the last call, resetting it.
     pub fn take(&self) -> usize {
-        self.0.swap(0, Ordering::SeqCst)
+        self.take_operations().len()
+    }
+
+    /// The operations sent since the last call (`PutItem`, `Query`, ...), in order,
+    /// resetting the count.
+    pub fn take_operations(&self) -> Vec<String> {
+        std::mem::take(
+            &mut *self
+                .0
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        )
     }
 }
 
@@ -164,11 +175,22 @@ impl aws_sdk_dynamodb::config::Intercept for RequestCounter {
 
     fn read_before_transmit(
         &self,
-        _context: &aws_sdk_dynamodb::config::interceptors::BeforeTransmitInterceptorContextRef<'_>,
+        context: &aws_sdk_dynamodb::config::interceptors::BeforeTransmitInterceptorContextRef<'_>,
         _runtime_components: &aws_sdk_dynamodb::config::RuntimeComponents,
         _cfg: &mut aws_sdk_dynamodb::config::ConfigBag,
     ) -> Result<(), aws_sdk_dynamodb::error::BoxError> {
-        self.0.fetch_add(1, Ordering::SeqCst);
+        // `X-Amz-Target: DynamoDB_20120810.PutItem`
+        let operation = context
+            .request()
+            .headers()
+            .get("x-amz-target")
+            .and_then(|target| target.rsplit('.').next())
+            .unwrap_or("?")
+            .to_owned();
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(operation);
         Ok(())
     }
 }

@@ -65,7 +65,7 @@ impl Agent {
             NewMessage::tool(c.call.id.clone(), c.job_id.clone(), prompt::tool_message(c))
                 .in_background(c.background)
         }));
-        self.save(state, &outcome.state_patch).await?;
+        state.unsaved_patch.merge(outcome.state_patch.clone());
 
         state
             .prompt

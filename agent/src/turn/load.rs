@@ -77,7 +77,7 @@ impl Agent {
                 .and_then(|name| UserTimeZone::parse(name).ok())
         });
         let today = local_date(zone.as_ref(), self.clock.now());
-        let first_patch = SessionStatePatch {
+        let unsaved_patch = SessionStatePatch {
             timezone: input
                 .timezone
                 .as_ref()
@@ -116,7 +116,7 @@ impl Agent {
             last_results: Vec::new(),
             calls_left: settings.max_tool_calls,
             today,
-            first_patch,
+            unsaved_patch,
             turn_id: turn.turn_id.clone(),
             released: false,
         }

@@ -154,8 +154,9 @@ struct TurnState {
     calls_left: usize,
     /// The user's date now ("today" in the prompt, the past-date check).
     today: Date,
-    /// Written with the turn's first step: the time zone sent with the message, if new.
-    first_patch: SessionStatePatch,
+    /// Session-state changes not written yet, merged into the next write with `unsaved`:
+    /// the time zone sent with the message (if new), a step's patch.
+    unsaved_patch: SessionStatePatch,
     /// This turn, which holds the chat until its last write lets go of it.
     turn_id: String,
     released: bool,
@@ -279,7 +280,13 @@ impl Agent {
                     .get(tool)
                     .is_some_and(|t| t.tool.answers_directly())
             };
-            match decide::after_tools(&outcome, state.repaired, answers_directly) {
+            let decision = decide::after_tools(&outcome, state.repaired, answers_directly);
+            // A step's messages are written before the model is asked again, so a turn
+            // whose host ends later keeps them. A direct answer writes them with itself.
+            if matches!(decision, Decision::NextStep | Decision::Repair) {
+                self.save(state).await?;
+            }
+            match decision {
                 Decision::NextStep => {}
                 Decision::Repair => state.repaired = true,
                 Decision::AnswerDirectly(text) => {
@@ -293,14 +300,13 @@ impl Agent {
         Ok(Ending::Answer(String::new()))
     }
 
-    /// Writes this turn's unwritten messages, with `patch`, in one chat write.
-    async fn save(&self, state: &mut TurnState, patch: &SessionStatePatch) -> Result<()> {
+    /// Writes this turn's unwritten messages and state changes in one chat write.
+    async fn save(&self, state: &mut TurnState) -> Result<()> {
         let messages = std::mem::take(&mut state.unsaved);
-        let mut merged = std::mem::take(&mut state.first_patch);
-        merged.merge(patch.clone());
+        let patch = std::mem::take(&mut state.unsaved_patch);
         state.chat = self
             .chats
-            .record_step(&state.chat, messages, &merged)
+            .record_step(&state.chat, messages, &patch)
             .await?;
         Ok(())
     }
@@ -309,7 +315,7 @@ impl Agent {
     /// request.
     async fn save_last(&self, state: &mut TurnState, patch: &SessionStatePatch) -> Result<()> {
         let messages = std::mem::take(&mut state.unsaved);
-        let mut merged = state.first_patch.clone();
+        let mut merged = state.unsaved_patch.clone();
         merged.merge(patch.clone());
         match self
             .chats
@@ -318,7 +324,7 @@ impl Agent {
         {
             Ok(chat) => {
                 state.chat = chat;
-                state.first_patch = SessionStatePatch::default();
+                state.unsaved_patch = SessionStatePatch::default();
                 state.released = true;
                 Ok(())
             }

@@ -23,12 +23,12 @@ struct Sample {
     init: Duration,
     total: Duration,
     tool: Duration,
-    dynamodb: usize,
+    dynamodb: Vec<String>,
 }
 
 async fn turn(rig: &Rig, counter: &test_support::RequestCounter, message: &str) -> (Turn, Sample) {
     let token = rig.token(&test_support::unique("bench"));
-    counter.take();
+    counter.take_operations();
     let started = Instant::now();
     let response = chat_router::handler::handle(
         &rig.deps,
@@ -47,7 +47,7 @@ async fn turn(rig: &Rig, counter: &test_support::RequestCounter, message: &str) 
         init: at("init").unwrap_or_default(),
         total,
         tool,
-        dynamodb: counter.take(),
+        dynamodb: counter.take_operations(),
     };
     (turn, sample)
 }
@@ -74,13 +74,16 @@ fn report(title: &str, samples: &[Sample], llm_calls: usize) {
         "{}",
         Percentiles::of(collect(|s| s.total.saturating_sub(s.tool))).row("router overhead")
     );
-    let mut dynamodb: Vec<usize> = samples.iter().map(|s| s.dynamodb).collect();
+    let mut dynamodb: Vec<usize> = samples.iter().map(|s| s.dynamodb.len()).collect();
     dynamodb.sort_unstable();
     println!(
         "DynamoDB requests per turn: min {} max {}",
         dynamodb.first().unwrap_or(&0),
         dynamodb.last().unwrap_or(&0)
     );
+    if let Some(last) = samples.last() {
+        println!("  the last turn's, in order: {}", last.dynamodb.join(", "));
+    }
 }
 
 #[tokio::main]
