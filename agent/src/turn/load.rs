@@ -20,7 +20,6 @@ use shared::domain::session::SessionStatePatch;
 
 impl Agent {
     pub async fn open(&self, mut input: TurnInput) -> Result<OpenTurn> {
-        self.admit_turn(&input.user_id).await?;
         // Everything after this reads the normalised message (the input guard's first step).
         let normalised = input::normalise(&input.message);
         if normalised.removed_invisible > 0 {
@@ -39,18 +38,26 @@ impl Agent {
             until: self.clock.now() + left,
         };
         let (chat, created, mut history) = match input.chat_id.as_deref() {
+            // The chat is taken before the turn is counted, so a message refused because
+            // the chat is busy (409) or not the user's (404) uses none of their turns.
             Some(id) => {
                 let limit = self.settings.history_max_messages;
                 let (chat, history) = self.chats.open_held(owner, id, &lease, limit).await?;
+                if let Err(e) = self.admit_turn(owner).await {
+                    self.chats.release(&chat.id, &lease.turn_id).await?;
+                    return Err(e);
+                }
                 (chat, false, history)
             }
-            None => (
-                self.chats
+            // A new chat is created only for a turn that may run.
+            None => {
+                self.admit_turn(owner).await?;
+                let chat = self
+                    .chats
                     .create_held(owner, &input.new_chat_id, &lease)
-                    .await?,
-                true,
-                Vec::new(),
-            ),
+                    .await?;
+                (chat, true, Vec::new())
+            }
         };
         let now = self.clock.now();
         history::refresh_background(self.ledger.as_ref(), owner, &chat.id, &mut history, now).await;

@@ -42,14 +42,11 @@ async fn twenty_concurrent_turns_of_one_user_get_429_beyond_the_per_minute_limit
     away_from_a_minute_boundary().await;
     let first = rig.chat(Some(&token), json!({"message": "hello"})).await;
     assert_eq!(first.status, 200, "{:?}", first.json);
-    let chat_id = first.chat_id();
 
-    let turns = join_all((0..20).map(|i| {
-        rig.chat(
-            Some(&token),
-            json!({"chat_id": chat_id, "message": format!("message {i}")}),
-        )
-    }))
+    // Each in a chat of its own, so only the limit can refuse them.
+    let turns = join_all(
+        (0..20).map(|i| rig.chat(Some(&token), json!({"message": format!("message {i}")}))),
+    )
     .await;
     let limited: Vec<_> = turns.iter().filter(|t| t.status == 429).collect();
     assert_eq!(limited.len(), 15, "6 per minute, one used before the burst");
@@ -59,13 +56,49 @@ async fn twenty_concurrent_turns_of_one_user_get_429_beyond_the_per_minute_limit
         assert!(turn.json["error"]["details"]["reset_at"].is_string());
         assert!(turn.retry_after.is_some_and(|s| (1..=60).contains(&s)));
     }
-    // The 5 turns within the limit race for the chat: one turn at a time, the others get
-    // 409 with the running turn's id (the limiter counted them all the same).
-    let answered = turns.iter().filter(|t| t.status == 200).count();
-    let busy: Vec<_> = turns.iter().filter(|t| t.status == 409).collect();
-    assert!(answered >= 1, "one turn holds the chat");
-    assert_eq!(answered + busy.len(), 5);
-    for turn in &busy {
+    let answered: Vec<_> = turns.iter().filter(|t| t.status == 200).collect();
+    assert_eq!(answered.len(), 5);
+    // Nothing of the refused turns was stored or sent to the model: no chat was created.
+    assert_eq!(rig.llm.request_count(), 6);
+    for turn in answered {
+        let stored = rig
+            .deps
+            .chats
+            .recent_messages(&user, &turn.chat_id(), 10)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(stored.len(), 2, "one question, one answer");
+    }
+}
+
+/// A message sent while its chat is busy gets 409 with the running turn's id, and costs
+/// none of the user's turns: after five of them, the rest of the minute's turns still run.
+#[tokio::test]
+async fn messages_refused_with_409_use_no_turn_of_the_quota() {
+    let rig = Rig::with(
+        |vars| vars.push(("USER_TURNS_PER_MINUTE".into(), "3".into())),
+        None,
+    )
+    .await;
+    let user = test_support::unique("busy");
+    let token = rig.token(&user);
+    away_from_a_minute_boundary().await;
+    rig.llm.push(Reply::text("hi"));
+    let chat_id = rig
+        .chat(Some(&token), json!({"message": "hello"}))
+        .await
+        .chat_id();
+    rig.llm
+        .push(Reply::text("a slow answer").with_first_byte_delay(Duration::from_millis(1500)));
+    let body = json!({"chat_id": chat_id, "message": "and now?"});
+    let busy = async {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        join_all((0..5).map(|_| rig.chat(Some(&token), body.clone()))).await
+    };
+    let (slow, refused) = tokio::join!(rig.chat(Some(&token), body.clone()), busy);
+    assert_eq!(slow.status, 200, "{:?}", slow.json);
+    for turn in &refused {
+        assert_eq!(turn.status, 409, "{:?}", turn.json);
         assert_eq!(turn.json["error"]["code"], json!("turn_in_progress"));
         assert!(
             turn.json["error"]["details"]["turn_id"].is_string(),
@@ -73,16 +106,35 @@ async fn twenty_concurrent_turns_of_one_user_get_429_beyond_the_per_minute_limit
             turn.json
         );
     }
-    // Nothing of the refused turns was stored or sent to the model.
-    assert_eq!(rig.llm.request_count(), 1 + answered);
+    // Two turns used, one left; the five 409s took none.
+    rig.llm.push(Reply::text("third"));
+    let third = rig
+        .chat(Some(&token), json!({"chat_id": chat_id, "message": "3"}))
+        .await;
+    assert_eq!(third.status, 200, "{:?}", third.json);
+    let fourth = rig
+        .chat(Some(&token), json!({"chat_id": chat_id, "message": "4"}))
+        .await;
+    assert_eq!(fourth.status, 429, "{:?}", fourth.json);
+    // The limited turn let go of the chat: another turn can take it at once.
+    let probe = shared::chats::TurnLease {
+        turn_id: "probe".into(),
+        until: time::OffsetDateTime::now_utc() + time::Duration::seconds(10),
+    };
+    rig.deps
+        .chats
+        .open_held(&user, &chat_id, &probe, 1)
+        .await
+        .unwrap_or_else(|e| panic!("the chat is free: {e}"));
     let stored = rig
         .deps
         .chats
-        .recent_messages(&user, &chat_id, 100)
+        .recent_messages(&user, &chat_id, 20)
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     let users = stored.iter().filter(|m| m.role == Role::User).count();
-    assert_eq!(users, 1 + answered);
+    assert_eq!(users, 3, "hello, the slow turn's message, 3");
+    assert_eq!(rig.llm.request_count(), 3);
 }
 
 #[tokio::test]
