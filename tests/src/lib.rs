@@ -141,6 +141,12 @@ pub async fn create_pk_sk_table(client: &aws_sdk_dynamodb::Client, prefix: &str)
     name
 }
 
+/// A departure date 90 days from today (`YYYY-MM-DD`): always in the future, so flight
+/// searches in tests never meet the past-date check, whenever they run.
+pub fn future_date() -> String {
+    (time::OffsetDateTime::now_utc().date() + time::Duration::days(90)).to_string()
+}
+
 pub fn unique(prefix: &str) -> String {
     format!("{prefix}-{}", ulid::Ulid::generate())
 }

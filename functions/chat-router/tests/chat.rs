@@ -454,7 +454,7 @@ async fn the_same_message_twice_reuses_the_first_result() {
     // Same search, keys in another order and lower-case airports: same dedupe key.
     rig.llm.push(Reply::tool_calls(vec![(
         "search_flights",
-        json!({"cabin": "BUSINESS", "depart_date": "2027-03-15", "destination": "jfk", "origin": "fra"}),
+        json!({"cabin": "BUSINESS", "depart_date": test_support::future_date(), "destination": "jfk", "origin": "fra"}),
     )]));
     let second = rig
         .chat(

@@ -126,8 +126,9 @@ fn case_airport(name: &str) -> String {
 
 fn flight_question(name: &str) -> String {
     format!(
-        "Find award flights from FRA to {} on 2027-03-15 in business.",
-        case_airport(name)
+        "Find award flights from FRA to {} on {} in business.",
+        case_airport(name),
+        test_support::future_date()
     )
 }
 
@@ -548,14 +549,17 @@ struct DemoTurn {
 }
 
 /// The demo's `cargo run -q -p chat -- [--new] [--agent NAME] "message"` lines, read from
-/// the script so this test follows it; `$date` becomes a fixed future date.
+/// the script so this test follows it; `$date` becomes a date 90 days ahead, as in the script.
 fn demo_turns() -> Vec<DemoTurn> {
     read_repo_file("infra/local/dev.sh")
         .lines()
         .filter_map(|line| line.trim().strip_prefix("cargo run -q -p chat -- "))
         .filter_map(|rest| {
             let (flags, quoted) = rest.split_once('"')?;
-            let message = quoted.rsplit_once('"')?.0.replace("$date", "2027-03-15");
+            let message = quoted
+                .rsplit_once('"')?
+                .0
+                .replace("$date", &test_support::future_date());
             let flags: Vec<&str> = flags.split_whitespace().collect();
             let agent = flags
                 .iter()

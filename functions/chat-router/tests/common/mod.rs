@@ -25,7 +25,7 @@ pub const AUDIENCE: &str = "chat-router-tests";
 
 /// A flight-search call the fake LLM makes; the fixtures answer any route.
 pub fn flight_args() -> Value {
-    json!({"origin": "FRA", "destination": "JFK", "depart_date": "2027-03-15", "cabin": "BUSINESS"})
+    json!({"origin": "FRA", "destination": "JFK", "depart_date": test_support::future_date(), "cabin": "BUSINESS"})
 }
 
 pub async fn secrets() -> Arc<SecretsCache> {
