@@ -22,12 +22,11 @@ use shared::turns::{Begun, TurnRecord, TurnStatus, turn_id_for_key};
 
 use crate::Deps;
 use crate::events::Emitter;
-use crate::turn_log;
+use crate::{turn_log, validate};
 use agent::timezone::UserTimeZone;
 use agent::{OpenTurn, StopSignal, TurnInput};
 
 /// Most tool calls returned by one audit page.
-const MAX_PAGE: u32 = 100;
 /// Longest `Idempotency-Key` accepted.
 const MAX_KEY_CHARS: usize = 255;
 
@@ -79,6 +78,24 @@ fn route(path: &str) -> Option<Route<'_>> {
     }
 }
 
+impl Route<'_> {
+    /// The ids the path names, each checked by [`validate::id`].
+    fn ids(&self) -> Vec<(&'static str, &str)> {
+        match *self {
+            Route::Chat => Vec::new(),
+            Route::ToolCalls { chat_id } | Route::RefusedCalls { chat_id } => {
+                vec![("chat_id", chat_id)]
+            }
+            Route::ToolCall { chat_id, call_id } | Route::Cancel { chat_id, call_id } => {
+                vec![("chat_id", chat_id), ("call_id", call_id)]
+            }
+            Route::TurnEvents { chat_id, turn_id } | Route::TurnCancel { chat_id, turn_id } => {
+                vec![("chat_id", chat_id), ("turn_id", turn_id)]
+            }
+        }
+    }
+}
+
 pub async fn handle(deps: &Deps, req: Request) -> Response<Body> {
     let path = req.raw_http_path().to_owned();
     let path = if path.is_empty() {
@@ -116,6 +133,13 @@ pub async fn handle(deps: &Deps, req: Request) -> Response<Body> {
         Ok(user) => user,
         Err(e) => return error(&ApiError::from(&e)),
     };
+    if let Err(e) = route
+        .ids()
+        .into_iter()
+        .try_for_each(|(field, value)| validate::id(field, value).map(drop))
+    {
+        return error(&e);
+    }
     match route {
         Route::Chat => chat(deps, &req, user).await,
         Route::TurnEvents { chat_id, turn_id } => {
@@ -140,7 +164,10 @@ pub async fn handle(deps: &Deps, req: Request) -> Response<Body> {
             }
         }
         Route::ToolCalls { chat_id } => {
-            let (limit, cursor) = page_request(&req);
+            let (limit, cursor) = match validate::page(&req) {
+                Ok(page) => page,
+                Err(e) => return error(&e),
+            };
             let page = async {
                 // A chat without tool calls has no item to carry its owner: check the chat.
                 deps.chats.get(&user.user_id, chat_id).await?;
@@ -154,7 +181,10 @@ pub async fn handle(deps: &Deps, req: Request) -> Response<Body> {
             }
         }
         Route::RefusedCalls { chat_id } => {
-            let (limit, cursor) = page_request(&req);
+            let (limit, cursor) = match validate::page(&req) {
+                Ok(page) => page,
+                Err(e) => return error(&e),
+            };
             let page = async {
                 deps.chats.get(&user.user_id, chat_id).await?;
                 deps.ledger
@@ -183,23 +213,16 @@ pub async fn handle(deps: &Deps, req: Request) -> Response<Body> {
     }
 }
 
-/// `limit` (1–100, default 20) and `cursor` of an audit listing.
-fn page_request(req: &Request) -> (u32, Option<String>) {
-    let query = req.query_string_parameters_ref();
-    let limit = query
-        .and_then(|q| q.first("limit"))
-        .and_then(|l| l.parse::<u32>().ok())
-        .unwrap_or(20)
-        .clamp(1, MAX_PAGE);
-    let cursor = query.and_then(|q| q.first("cursor")).map(str::to_owned);
-    (limit, cursor)
-}
-
 async fn chat(deps: &Deps, req: &Request, user: AuthenticatedUser) -> Response<Body> {
     let body: ChatRequest = match json_body(req) {
         Ok(body) => body,
         Err(e) => return error(&e),
     };
+    if let Some(chat_id) = &body.chat_id
+        && let Err(e) = validate::id("chat_id", chat_id)
+    {
+        return error(&e);
+    }
     // Asked for without the privilege: ignored, not refused (the turn is the same).
     let debug = body.debug && deps.config.may_debug(&user);
     let message = body.message.trim().to_owned();

@@ -9,6 +9,7 @@ pub mod config;
 pub mod events;
 pub mod handler;
 pub mod turn_log;
+pub mod validate;
 
 use std::sync::Arc;
 

@@ -973,3 +973,75 @@ async fn after_the_step_limit_the_model_must_answer_without_tools() {
     assert!(content.contains("could not finish"), "{content}");
     assert_eq!(turn.text(), content);
 }
+
+/// Ids and paging parameters out of bounds are 400 `validation_failed` naming the field,
+/// before anything is read: never a 500, never a key condition with a hostile id.
+#[tokio::test]
+async fn ids_and_paging_out_of_bounds_answer_400() {
+    let rig = Rig::start().await;
+    let user = test_support::unique("bounds");
+    let token = rig.token(&user);
+    rig.llm.push(Reply::text("hi"));
+    let chat_id = rig
+        .chat(Some(&token), json!({"message": "hello"}))
+        .await
+        .chat_id();
+    let huge = "a".repeat(10 * 1024);
+    let cases = [
+        (format!("/chats/{huge}/tool-calls"), "chat_id"),
+        (format!("/chats/{chat_id}/tool-calls/{huge}"), "call_id"),
+        (
+            format!("/chats/{chat_id}/tool-calls/x%27y/cancel"),
+            "call_id",
+        ),
+        (format!("/chats/{chat_id}/turns/{huge}/events"), "turn_id"),
+        (format!("/chats/{chat_id}/tool-calls?limit=-1"), "limit"),
+        (format!("/chats/{chat_id}/tool-calls?limit=0"), "limit"),
+        (format!("/chats/{chat_id}/tool-calls?limit=1000"), "limit"),
+        (format!("/chats/{chat_id}/refused-calls?limit=ten"), "limit"),
+        (
+            format!("/chats/{chat_id}/tool-calls?cursor=not-hex"),
+            "cursor",
+        ),
+        (
+            format!("/chats/{chat_id}/tool-calls?cursor={}", "ab".repeat(2000)),
+            "cursor",
+        ),
+    ];
+    for (path, field) in cases {
+        let (status, body) = if path.ends_with("/cancel") {
+            rig.post(&token, &path).await
+        } else {
+            rig.get(&token, &path).await
+        };
+        let shown = &path[..path.len().min(80)];
+        assert_eq!(status, 400, "{shown}: {body}");
+        assert_eq!(body["error"]["code"], json!("validation_failed"), "{shown}");
+        assert_eq!(body["error"]["details"]["field"], json!(field), "{shown}");
+    }
+    // A cursor that decodes but names another listing is refused by the store: 400 too.
+    let foreign = hex_cursor(r#"{"pk":"CHAT#other","sk":"x","recent":"y"}"#);
+    let (status, body) = rig
+        .get(
+            &token,
+            &format!("/chats/{chat_id}/tool-calls?cursor={foreign}"),
+        )
+        .await;
+    assert_eq!(status, 400, "{body}");
+    // A body naming a chat id out of bounds: 400 before any model call.
+    let turn = rig
+        .chat(Some(&token), json!({"chat_id": huge, "message": "hello"}))
+        .await;
+    assert_eq!(turn.status, 400, "{:?}", turn.json);
+    assert_eq!(turn.json["error"]["details"]["field"], json!("chat_id"));
+    assert_eq!(rig.llm.request_count(), 1);
+    // Within bounds, the listing works.
+    let (status, _) = rig
+        .get(&token, &format!("/chats/{chat_id}/tool-calls?limit=100"))
+        .await;
+    assert_eq!(status, 200);
+}
+
+fn hex_cursor(json: &str) -> String {
+    json.bytes().map(|b| format!("{b:02x}")).collect()
+}

@@ -10,8 +10,8 @@ use agent::profiles::AgentCatalog;
 use agent::runtime::ToolClients;
 use chat_router::{Config, Deps};
 use http_body_util::BodyExt;
-use lambda_http::Request;
 use lambda_http::http::Method;
+use lambda_http::{Request, RequestExt};
 use serde_json::{Value, json};
 use shared::config::Env;
 use shared::http::auth::{AuthConfig, DevClaims, mint_hs256};
@@ -322,6 +322,16 @@ impl Rig {
             .header("authorization", format!("Bearer {token}"))
             .body(lambda_http::Body::Empty)
             .unwrap_or_else(|e| panic!("request: {e}"));
+        // As Lambda does: the query string also arrives parsed (no percent-decoding here).
+        let query: std::collections::HashMap<String, String> = path
+            .split_once('?')
+            .map(|(_, q)| q.split('&'))
+            .into_iter()
+            .flatten()
+            .filter_map(|pair| pair.split_once('='))
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .collect();
+        let req = req.with_query_string_parameters(query);
         let response = chat_router::handler::handle(&self.deps, req).await;
         let status = response.status().as_u16();
         let bytes = response
