@@ -38,10 +38,17 @@ impl Default for RetryPolicy {
 /// Below this, another attempt could not get an answer back in time.
 const MIN_ATTEMPT: Duration = Duration::from_millis(50);
 
+/// The largest upstream body read into memory. Seats.aero's largest searches are a few MB;
+/// anything far beyond is refused before it is read in full.
+pub const MAX_BODY_BYTES: usize = 16 * 1024 * 1024;
+
 /// One reqwest client per container: connection pools and TLS set-up are reused.
+/// Redirects are not followed: requests carry credentials (`Partner-Authorization`, bearer
+/// tokens, SigV4) that must never reach another host, and no upstream of ours redirects.
 pub fn http_client() -> Result<reqwest::Client> {
     reqwest::Client::builder()
         .user_agent(concat!("tool-calling-lambda/", env!("CARGO_PKG_VERSION")))
+        .redirect(reqwest::redirect::Policy::none())
         .connect_timeout(Duration::from_secs(3))
         .pool_idle_timeout(Duration::from_secs(60))
         .build()
@@ -180,10 +187,7 @@ pub async fn read_json<T: DeserializeOwned>(
     response: Response,
 ) -> Result<T> {
     let status = response.status();
-    let bytes = response.bytes().await.map_err(|e| Error::Upstream {
-        service,
-        message: format!("reading the body failed: {e}"),
-    })?;
+    let bytes = read_body(service, response).await?;
     if status.is_success() {
         return serde_json::from_slice(&bytes).map_err(|e| Error::Upstream {
             service,
@@ -201,6 +205,36 @@ pub async fn read_json<T: DeserializeOwned>(
         status: status.as_u16(),
         message: error_summary(&bytes).unwrap_or_else(|| format!("HTTP {}", status.as_u16())),
     })
+}
+
+/// The body, if it is at most [`MAX_BODY_BYTES`]: a larger declared length is refused
+/// before reading, a larger body as soon as it passes the cap.
+pub async fn read_body(service: &'static str, response: Response) -> Result<Vec<u8>> {
+    read_capped(service, response, MAX_BODY_BYTES).await
+}
+
+async fn read_capped(service: &'static str, mut response: Response, cap: usize) -> Result<Vec<u8>> {
+    let too_large = || Error::Upstream {
+        service,
+        message: format!("response body over the {} MB limit", cap / (1024 * 1024)),
+    };
+    if response
+        .content_length()
+        .is_some_and(|length| length > cap as u64)
+    {
+        return Err(too_large());
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await.map_err(|e| Error::Upstream {
+        service,
+        message: format!("reading the body failed: {e}"),
+    })? {
+        if body.len() + chunk.len() > cap {
+            return Err(too_large());
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
 }
 
 /// A short, printable summary from common error shapes: Amadeus' `errors[0].detail/title`,

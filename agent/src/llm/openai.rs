@@ -242,16 +242,11 @@ async fn read_whole(
     model: &str,
 ) -> Result<Completion> {
     let until = tokio::time::Instant::from_std(deadline);
-    let body = match tokio::time::timeout_at(until, response.bytes()).await {
+    let body = match tokio::time::timeout_at(until, shared::upstream::read_body(SERVICE, response))
+        .await
+    {
         Err(_) => return Err(Error::UpstreamTimeout { service: SERVICE }),
-        Ok(Err(e)) if e.is_timeout() => return Err(Error::UpstreamTimeout { service: SERVICE }),
-        Ok(Err(e)) => {
-            return Err(Error::Upstream {
-                service: SERVICE,
-                message: format!("reading the body failed: {e}"),
-            });
-        }
-        Ok(Ok(body)) => body,
+        Ok(body) => body?,
     };
     let mut assembler = StreamAssembler::new();
     for delta in assembler.push_completion_json(&body)? {

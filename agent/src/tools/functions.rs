@@ -17,13 +17,15 @@ use serde::de::DeserializeOwned;
 
 use super::ToolContext;
 use crate::{Error, Result};
+use shared::secrets::SecretString;
 use shared::upstream::{self, RetryPolicy};
 
 /// On whose behalf a tool runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Caller {
-    /// A user in a chat turn: their `Authorization` header is forwarded.
-    User { authorization: String },
+    /// A user in a chat turn: their `Authorization` header is forwarded (never printed:
+    /// `Debug` shows it redacted).
+    User { authorization: SecretString },
     /// A backend job (the tool worker): requests are signed with the function's IAM role.
     Service,
 }
@@ -118,7 +120,10 @@ impl FunctionClient {
         let bytes = serde_json::to_vec(body)?;
         let auth: Vec<(String, String)> = match (&ctx.caller, &self.signer) {
             (Caller::User { authorization }, _) => {
-                vec![("authorization".to_owned(), authorization.clone())]
+                vec![(
+                    "authorization".to_owned(),
+                    authorization.expose().to_owned(),
+                )]
             }
             (Caller::Service, Some(signer)) => signer.headers(url, &bytes).await?,
             (Caller::Service, None) => Vec::new(),
@@ -142,6 +147,32 @@ mod tests {
     use aws_credential_types::Credentials;
 
     use super::*;
+
+    /// What holds a credential prints it redacted: a log line with `{:?}` leaks nothing.
+    #[test]
+    fn debug_output_never_shows_a_credential() {
+        let caller = Caller::User {
+            authorization: SecretString::new("Bearer eyJ-user-token-value"),
+        };
+        let signer = SigV4Signer {
+            credentials: SharedCredentialsProvider::new(Credentials::new(
+                "AKIDEXAMPLE",
+                "example-secret-key-value",
+                Some("session-token-value".into()),
+                None,
+                "test",
+            )),
+            region: "eu-central-1".into(),
+        };
+        let printed = format!("{caller:?} {signer:?}");
+        for secret in [
+            "eyJ-user-token-value",
+            "example-secret-key-value",
+            "session-token-value",
+        ] {
+            assert!(!printed.contains(secret), "{printed}");
+        }
+    }
 
     #[tokio::test]
     async fn service_requests_are_signed_for_execute_api() {

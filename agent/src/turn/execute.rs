@@ -116,7 +116,7 @@ impl Agent {
             user_id: input.user_id.clone(),
             chat_id: state.chat.id.clone(),
             caller: Caller::User {
-                authorization: input.authorization.clone(),
+                authorization: shared::secrets::SecretString::new(input.authorization.as_str()),
             },
             session_state: state.chat.session_state.clone(),
             today: state.today,

@@ -57,12 +57,23 @@ struct Credentials {
 }
 
 /// The shared secret's JSON. The stack creates it as `{}`, which reads as "no token".
-#[derive(Debug, Default, Serialize, Deserialize)]
+/// `Debug` does not print the token.
+#[derive(Default, Serialize, Deserialize)]
 #[serde(default)]
 struct StoredToken {
     access_token: String,
     expires_at: i64,
     environment: String,
+}
+
+impl std::fmt::Debug for StoredToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StoredToken")
+            .field("access_token", &"***")
+            .field("expires_at", &self.expires_at)
+            .field("environment", &self.environment)
+            .finish()
+    }
 }
 
 #[derive(Default, Deserialize)]
@@ -310,6 +321,21 @@ fn upstream_error(message: &str) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn debug_output_never_shows_a_token() {
+        let stored = StoredToken {
+            access_token: "amadeus-token-value".into(),
+            expires_at: 1,
+            environment: "test".into(),
+        };
+        let token = AccessToken {
+            value: SecretString::new("amadeus-token-value"),
+            expires_at: OffsetDateTime::UNIX_EPOCH,
+        };
+        let printed = format!("{stored:?} {token:?}");
+        assert!(!printed.contains("amadeus-token-value"), "{printed}");
+    }
 
     #[test]
     fn usable_respects_the_margin() {
