@@ -15,16 +15,31 @@ use crate::llm::{Completion, PromptMessage};
 use crate::pipeline::{StepLimits, StepOutcome};
 use crate::tools::{Caller, ToolContext};
 
+/// Tool calls of one model step that are stored and answered (run or "skipped"); more are
+/// dropped unanswered.
+pub const MAX_CALLS_STORED_PER_STEP: usize = 20;
+
 impl Agent {
     pub(super) async fn execute_step(
         &self,
         input: &TurnInput,
         state: &mut TurnState,
-        reply: Completion,
+        mut reply: Completion,
         events: &dyn EventSink,
     ) -> Result<Option<StepOutcome>> {
         if input.stop.is_stopped() {
             return Ok(None);
+        }
+        // Beyond the calls a step runs (the rest are answered "skipped"), a model's flood
+        // of calls is dropped before anything is stored: no step writes an unbounded list.
+        if reply.tool_calls.len() > MAX_CALLS_STORED_PER_STEP {
+            tracing::warn!(
+                chat_id = %state.chat.id,
+                calls = reply.tool_calls.len(),
+                kept = MAX_CALLS_STORED_PER_STEP,
+                "the model asked for too many tool calls in one step; the rest are dropped"
+            );
+            reply.tool_calls.truncate(MAX_CALLS_STORED_PER_STEP);
         }
         let ctx = self.tool_context(input, state);
         let limits = StepLimits {

@@ -8,6 +8,8 @@
 mod admit;
 mod decide;
 mod execute;
+
+pub use execute::MAX_CALLS_STORED_PER_STEP;
 mod finish;
 mod guarded;
 pub mod history;

@@ -461,3 +461,48 @@ async fn a_value_from_the_secrets_cache_is_cut_from_the_answer() {
     );
     assert_eq!(turn.first("error")["code"], json!("guardrail"));
 }
+
+/// A model that asks for 200 calls in one step: at most 20 are stored and answered (5 run,
+/// the rest skipped); the others are dropped before anything is written.
+#[tokio::test]
+async fn a_flood_of_tool_calls_in_one_step_is_cut_before_it_is_stored() {
+    let rig = Rig::start().await;
+    rig.llm.push(Reply::tool_calls(
+        (0..200u32)
+            .map(|i| ("award_value", award_args(60_000 + i)))
+            .collect::<Vec<_>>(),
+    ));
+    rig.llm.push(Reply::text("Done."));
+    let user = test_support::unique("flood");
+    let token = rig.token(&user);
+    let turn = rig
+        .chat(Some(&token), json!({"message": "value all of these"}))
+        .await;
+    assert_eq!(turn.status, 200);
+    assert_eq!(turn.names().last(), Some(&"done"));
+    let results = turn.all("tool_result");
+    assert_eq!(
+        results.len(),
+        agent::MAX_CALLS_STORED_PER_STEP,
+        "{}",
+        results.len()
+    );
+    let ran = results
+        .iter()
+        .filter(|r| r["status"] == json!("succeeded"))
+        .count();
+    assert_eq!(ran, 5);
+    let history = rig
+        .deps
+        .chats
+        .recent_messages(&user, &turn.chat_id(), 100)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let asked = history
+        .iter()
+        .find(|m| !m.tool_calls.is_empty())
+        .map(|m| m.tool_calls.len());
+    assert_eq!(asked, Some(agent::MAX_CALLS_STORED_PER_STEP));
+    let answered = history.iter().filter(|m| m.role == Role::Tool).count();
+    assert_eq!(answered, agent::MAX_CALLS_STORED_PER_STEP);
+}

@@ -243,6 +243,7 @@ pub struct FlightSearchInput {
     /// Frequent-flyer programmes the traveller can redeem miles with, e.g.
     /// ["Miles & More", "Flying Blue"]. Omit to search all.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 10), inner(length(min = 1, max = 64)))]
     pub loyalty_programs: Option<Vec<String>>,
     /// Optional extra filters.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -267,7 +268,34 @@ pub struct FlightConstraints {
     pub nonstop_only: Option<bool>,
     /// Airline alliances to restrict to, e.g. ["Star Alliance", "oneworld", "SkyTeam"].
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 3), inner(length(min = 1, max = 32)))]
     pub alliances: Option<Vec<String>>,
+}
+
+/// At most `max_items` entries of 1 to `max_chars` characters: the bounds the schema states,
+/// for callers that did not go through it.
+fn check_list(
+    field: &str,
+    list: Option<&[String]>,
+    max_items: usize,
+    max_chars: usize,
+) -> Result<(), Error> {
+    let list = list.unwrap_or_default();
+    if list.len() > max_items {
+        return Err(Error::Invalid(format!(
+            "{field}: at most {max_items} entries, got {}",
+            list.len()
+        )));
+    }
+    if list
+        .iter()
+        .any(|entry| entry.trim().is_empty() || entry.chars().count() > max_chars)
+    {
+        return Err(Error::Invalid(format!(
+            "{field}: every entry must have 1 to {max_chars} characters"
+        )));
+    }
+    Ok(())
 }
 
 /// Trims, upper-cases, sorts and deduplicates a free-text list so order and spelling do
@@ -315,6 +343,12 @@ impl FlightSearchInput {
     /// Checks what the JSON Schema cannot express (or a caller may have skipped).
     /// Same-day returns are allowed: day trips are real.
     pub fn validate(&self) -> Result<(), Error> {
+        check_list("loyalty_programs", self.loyalty_programs.as_deref(), 10, 64)?;
+        let alliances = self
+            .constraints
+            .as_ref()
+            .and_then(|c| c.alliances.as_deref());
+        check_list("constraints.alliances", alliances, 3, 32)?;
         if let Some(pax) = self.pax
             && !(1..=Self::MAX_PAX).contains(&pax)
         {
@@ -630,6 +664,28 @@ mod tests {
 
     const BASE: &str =
         r#"{"origin":"FRA","destination":"JFK","depart_date":"2025-06-01","cabin":"BUSINESS"}"#;
+
+    #[test]
+    fn free_text_lists_are_bounded_in_schema_and_validation() {
+        let schema =
+            serde_json::to_value(schemars::schema_for!(FlightSearchInput)).unwrap_or_default();
+        let programs = &schema["properties"]["loyalty_programs"];
+        assert_eq!(programs["maxItems"], json!(10), "{programs}");
+        assert_eq!(programs["items"]["maxLength"], json!(64), "{programs}");
+        let alliances = &schema["properties"]["constraints"]["properties"]["alliances"];
+        assert_eq!(alliances["maxItems"], json!(3), "{alliances}");
+
+        let eleven: Vec<String> = (0..11).map(|i| format!("P{i}")).collect();
+        let mut too_many = input(BASE);
+        too_many.loyalty_programs = Some(eleven);
+        assert!(too_many.validate().is_err());
+        let mut too_long = input(BASE);
+        too_long.loyalty_programs = Some(vec!["M".repeat(65)]);
+        assert!(too_long.validate().is_err());
+        let mut fine = input(BASE);
+        fine.loyalty_programs = Some(vec!["Miles & More".into()]);
+        assert!(fine.validate().is_ok());
+    }
 
     #[test]
     fn locale_guess() {

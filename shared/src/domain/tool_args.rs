@@ -14,7 +14,7 @@ use crate::Error;
 #[schemars(description = "Search the knowledge base (RAG) for answers.")]
 pub struct KnowledgeBaseArgs {
     /// What to look for, in the user's words.
-    #[schemars(length(min = 1))]
+    #[schemars(length(min = 1, max = 1000))]
     pub query: String,
     /// Number of passages to return, 1 to 20. Defaults to 6.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -25,6 +25,7 @@ pub struct KnowledgeBaseArgs {
 impl KnowledgeBaseArgs {
     pub const DEFAULT_TOP_K: u32 = 6;
     pub const MAX_TOP_K: u32 = 20;
+    pub const MAX_QUERY_CHARS: usize = 1000;
 
     /// `top_k` clamped to 1..=20, default 6.
     pub fn top_k(&self) -> u32 {
@@ -34,10 +35,7 @@ impl KnowledgeBaseArgs {
     }
 
     pub fn validate(&self) -> Result<(), Error> {
-        if self.query.trim().is_empty() {
-            return Err(Error::Invalid("query must not be empty".into()));
-        }
-        Ok(())
+        check_text("query", &self.query, Self::MAX_QUERY_CHARS)
     }
 
     /// Whitespace-trimmed query and clamped `top_k`, for dedupe and execution alike.
@@ -53,10 +51,11 @@ impl KnowledgeBaseArgs {
 )]
 pub struct AskGptArgs {
     /// The question to answer.
-    #[schemars(length(min = 1))]
+    #[schemars(length(min = 1, max = 4000))]
     pub query: String,
     /// Extra context for the answer, e.g. what the user said earlier.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 8000))]
     pub context: Option<String>,
     /// Whether a web search is wanted. Recorded only; no web search is performed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -70,6 +69,8 @@ pub struct AskGptArgs {
 
 impl AskGptArgs {
     pub const DEFAULT_TEMPERATURE: f64 = 0.2;
+    pub const MAX_QUERY_CHARS: usize = 4000;
+    pub const MAX_CONTEXT_CHARS: usize = 8000;
 
     /// Temperature clamped to 0..=1 (default 0.2); NaN falls back to the default.
     pub fn temperature(&self) -> f64 {
@@ -80,10 +81,16 @@ impl AskGptArgs {
     }
 
     pub fn validate(&self) -> Result<(), Error> {
-        if self.query.trim().is_empty() {
-            return Err(Error::Invalid("query must not be empty".into()));
+        check_text("query", &self.query, Self::MAX_QUERY_CHARS)?;
+        match self.context.as_deref() {
+            Some(context) if context.chars().count() > Self::MAX_CONTEXT_CHARS => {
+                Err(Error::Invalid(format!(
+                    "context: at most {} characters",
+                    Self::MAX_CONTEXT_CHARS
+                )))
+            }
+            _ => Ok(()),
         }
-        Ok(())
     }
 
     pub fn canonical(&self) -> Value {
@@ -184,9 +191,38 @@ impl AwardValueArgs {
     }
 }
 
+/// A required text: not blank, at most `max` characters.
+fn check_text(field: &str, text: &str, max: usize) -> Result<(), Error> {
+    if text.trim().is_empty() {
+        return Err(Error::Invalid(format!("{field} must not be empty")));
+    }
+    if text.chars().count() > max {
+        return Err(Error::Invalid(format!("{field}: at most {max} characters")));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn texts_are_bounded_in_schema_and_validation() {
+        let schema = serde_json::to_value(schemars::schema_for!(AskGptArgs)).unwrap_or_default();
+        assert_eq!(schema["properties"]["query"]["maxLength"], json!(4000));
+        let long = AskGptArgs {
+            query: "x".repeat(4001),
+            context: None,
+            web_search: None,
+            temperature: None,
+        };
+        assert!(long.validate().is_err());
+        let kb = KnowledgeBaseArgs {
+            query: "y".repeat(1001),
+            top_k: None,
+        };
+        assert!(kb.validate().is_err());
+    }
 
     #[test]
     fn kb_top_k_is_clamped_and_defaulted() {
