@@ -8,6 +8,8 @@ VENV_DIR="$LOCAL_DIR/venv"
 RUN_DIR="$LOCAL_DIR/run"
 DYNAMODB_DIR="$LOCAL_DIR/dynamodb-local"
 DYNAMODB_LOCAL_NPM="amplify-dynamodb-simulator@2.9.30"
+# SHA-256 of that package's archive: a changed or tampered download is refused.
+DYNAMODB_LOCAL_SHA256="3503ffac19f183407909fecdacf4db51ab1fdad1da7b2f177016670b2d80e4b9"
 
 DYNAMODB_PORT="${DYNAMODB_PORT:-8000}"
 MOTO_PORT="${MOTO_PORT:-5000}"

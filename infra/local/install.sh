@@ -23,7 +23,13 @@ if [ ! -f "$DYNAMODB_DIR/DynamoDBLocal.jar" ]; then
   log "fetching DynamoDB Local ($DYNAMODB_LOCAL_NPM)"
   tmp="$(mktemp -d)"
   (cd "$tmp" && npm pack --silent "$DYNAMODB_LOCAL_NPM" >/dev/null)
-  tar -xzf "$tmp"/amplify-dynamodb-simulator-*.tgz -C "$tmp" package/emulator
+  archive="$(ls "$tmp"/amplify-dynamodb-simulator-*.tgz)"
+  actual="$(sha256sum "$archive" | cut -d' ' -f1)"
+  if [ "$actual" != "$DYNAMODB_LOCAL_SHA256" ]; then
+    rm -rf "$tmp"
+    die "the DynamoDB Local package has SHA-256 $actual, expected $DYNAMODB_LOCAL_SHA256; refusing to use it"
+  fi
+  tar -xzf "$archive" -C "$tmp" package/emulator
   rm -rf "$DYNAMODB_DIR"
   mv "$tmp/package/emulator" "$DYNAMODB_DIR"
   rm -rf "$tmp"

@@ -6,6 +6,7 @@
 
 pub mod args;
 pub mod client;
+pub mod printable;
 pub mod render;
 pub mod sse;
 pub mod state;

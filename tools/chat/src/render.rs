@@ -9,6 +9,7 @@ use std::time::Duration;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::{Value, json};
 
+use crate::printable::printable;
 use crate::sse::SseEvent;
 use crate::table;
 
@@ -312,8 +313,9 @@ const RED: &str = "31";
 const GREEN: &str = "32";
 const YELLOW: &str = "33";
 
+/// A string field of an event, safe to print.
 fn text(value: &Value) -> String {
-    value.as_str().unwrap_or_default().to_owned()
+    printable(value.as_str().unwrap_or_default())
 }
 
 /// A metadata value worth showing: a non-empty string, or other JSON compactly.
@@ -321,8 +323,8 @@ fn detail(value: &Value) -> Option<String> {
     match value {
         Value::Null => None,
         Value::String(s) if s.trim().is_empty() => None,
-        Value::String(s) => Some(s.clone()),
-        other => Some(other.to_string()),
+        Value::String(s) => Some(printable(s)),
+        other => Some(printable(&other.to_string())),
     }
 }
 

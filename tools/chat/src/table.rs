@@ -2,6 +2,8 @@
 
 use serde_json::Value;
 
+use crate::printable::printable;
+
 /// Rows shown per source; the LLM's answer covers the rest.
 const MAX_ROWS: usize = 10;
 
@@ -79,7 +81,7 @@ fn row(source: &str, flight: &Value) -> [String; 8] {
 /// A cell's text: strings as they are, numbers and booleans printed, nothing for the rest.
 fn text(value: &Value) -> String {
     match value {
-        Value::String(s) => s.clone(),
+        Value::String(s) => printable(s),
         Value::Number(n) => n.to_string(),
         Value::Bool(b) => b.to_string(),
         _ => String::new(),
