@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The project's test command (`make test`): starts the local emulators if they are not
 # running, creates the template's tables/queues/secrets, runs every test of the workspace
-# against them, and stops the emulators again if this script started them.
+# against them and the template's IAM check, and stops the emulators again if this script
+# started them.
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 cd "$REPO_ROOT"
 
@@ -21,3 +22,5 @@ source "$RUN_DIR/env"
 
 [ "$started_here" = 1 ] && log "emulators started for this run; they stop when it ends"
 cargo test --workspace --all-targets "$@"
+# Least privilege: each function's DynamoDB access in template.yaml is what its code uses.
+"$VENV_DIR/bin/python" "$REPO_ROOT/infra/tests/iam.py"

@@ -14,7 +14,7 @@ use crate::Error;
 #[schemars(description = "Search the knowledge base (RAG) for answers.")]
 pub struct KnowledgeBaseArgs {
     /// What to look for, in the user's words.
-    #[schemars(length(min = 1, max = 1000))]
+    #[schemars(length(min = 1, max = 2000))]
     pub query: String,
     /// Number of passages to return, 1 to 20. Defaults to 6.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -25,7 +25,7 @@ pub struct KnowledgeBaseArgs {
 impl KnowledgeBaseArgs {
     pub const DEFAULT_TOP_K: u32 = 6;
     pub const MAX_TOP_K: u32 = 20;
-    pub const MAX_QUERY_CHARS: usize = 1000;
+    pub const MAX_QUERY_CHARS: usize = 2000;
 
     /// `top_k` clamped to 1..=20, default 6.
     pub fn top_k(&self) -> u32 {
@@ -218,7 +218,7 @@ mod tests {
         };
         assert!(long.validate().is_err());
         let kb = KnowledgeBaseArgs {
-            query: "y".repeat(1001),
+            query: "y".repeat(2001),
             top_k: None,
         };
         assert!(kb.validate().is_err());
