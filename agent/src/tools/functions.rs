@@ -30,6 +30,16 @@ pub enum Caller {
     Service,
 }
 
+impl Caller {
+    /// For logs: which credentials were sent.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Caller::User { .. } => "user token",
+            Caller::Service => "IAM (SigV4)",
+        }
+    }
+}
+
 /// Signs requests with AWS Signature V4 for API Gateway (`execute-api`).
 #[derive(Clone)]
 pub struct SigV4Signer {
@@ -138,6 +148,23 @@ impl FunctionClient {
             )
         })
         .await?;
+        let status = response.status();
+        if status == reqwest::StatusCode::UNAUTHORIZED || status == reqwest::StatusCode::FORBIDDEN
+        {
+            // Our own route refusing our own credentials is a deployment error (a token
+            // the route's authorizer does not accept, a role without `execute-api:Invoke`):
+            // retrying, or trying another route, would only hide it.
+            tracing::error!(
+                service,
+                status = status.as_u16(),
+                caller = ctx.caller.kind(),
+                "this project's own route refused our credentials; check the authorizer and the IAM grants"
+            );
+            return Err(Error::Config(format!(
+                "{service} refused this deployment's credentials (HTTP {})",
+                status.as_u16()
+            )));
+        }
         upstream::read_json(service, response).await
     }
 }

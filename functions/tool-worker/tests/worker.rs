@@ -674,3 +674,20 @@ fn a_tool_timeout_above_the_workers_is_refused_at_start_up() {
     let shipped = AgentCatalog::built_in().unwrap();
     assert!(tool_worker::check_tool_timeouts(&shipped, Duration::from_secs(30)).is_ok());
 }
+
+/// Our own route answering 401 is a configuration error: the call fails at once with one
+/// request, and no retry is queued (none through the queue, none over another route).
+#[tokio::test]
+async fn a_401_from_our_own_route_is_not_retried() {
+    let s = Setup::start(3).await;
+    s.kb_answers(ResponseTemplate::new(401).set_body_json(json!({"message": "Unauthorized"})))
+        .await;
+    let token = s.rig.token(&test_support::unique("cfg"));
+    let turn = s.kb_turn(&token, "support").await;
+    let result = turn.first("tool_result");
+    assert_eq!(result["status"], json!("failed"), "{result}");
+    assert!(result["metadata"]["retry_attempt"].is_null(), "{result}");
+    assert_eq!(s.kb_calls().await, 1, "one request, no retry");
+    let queued = s.queues.receive(1, Duration::from_secs(2)).await;
+    assert!(queued.is_empty(), "no retry job: {queued:?}");
+}
