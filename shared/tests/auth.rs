@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use shared::Error;
 use shared::http::ApiError;
 use shared::http::auth::{
-    AuthConfig, AuthenticatedUser, Authenticator, DevClaims, KeySource, mint_hs256,
+    AuthConfig, AuthenticatedUser, Authenticator, DevClaims, KeySource, TokenUse, mint_hs256,
 };
 use shared::secrets::{SecretSource, SecretString, SecretsCache};
 use wiremock::matchers::{method, path};
@@ -62,11 +62,16 @@ fn secrets() -> Arc<SecretsCache> {
 }
 
 fn authenticator(verifier: KeySource) -> Authenticator {
+    authenticator_with(verifier, None)
+}
+
+fn authenticator_with(verifier: KeySource, token_use: Option<TokenUse>) -> Authenticator {
     let config = AuthConfig {
         verifier,
         issuer: ISSUER.into(),
         audience: AUDIENCE.into(),
         leeway: Duration::from_secs(30),
+        token_use,
     };
     let http = shared::upstream::http_client().unwrap();
     Authenticator::new(config, secrets(), http)
@@ -287,6 +292,81 @@ async fn audience_must_match() {
 
     let token = hs_token(&claims(json!({"aud": ["other-app", AUDIENCE]})));
     assert!(auth.authenticate(Some(&bearer(&token))).await.is_ok());
+}
+
+fn token_use_authenticator(token_use: TokenUse) -> Authenticator {
+    let verifier = KeySource::SharedSecret {
+        secret_name: SECRET_NAME.into(),
+    };
+    authenticator_with(verifier, Some(token_use))
+}
+
+/// The claims of a Cognito access token (`token_use: access`, no `aud`, the app client in
+/// `client_id`) with `changes` applied.
+fn access_claims(changes: Value) -> Value {
+    let mut all = json!({"token_use": "access", "aud": null, "client_id": AUDIENCE});
+    let map = all.as_object_mut().unwrap();
+    map.extend(changes.as_object().unwrap().clone());
+    claims(all)
+}
+
+#[tokio::test]
+async fn id_tokens_only_when_token_use_is_id() {
+    let auth = token_use_authenticator(TokenUse::Id);
+    let token = hs_token(&claims(json!({"token_use": "id"})));
+    let user = auth.authenticate(Some(&bearer(&token))).await.unwrap();
+    assert_eq!(user.user_id, "user-1");
+
+    let wrong_type = "wrong token type: send the ID token";
+    for (sent, expected) in [
+        (access_claims(json!({})), wrong_type),
+        (claims(json!({"token_use": "access"})), wrong_type),
+        (claims(json!({})), wrong_type),
+        (claims(json!({"token_use": "ID"})), wrong_type),
+        (claims(json!({"token_use": ["id"]})), "malformed token"),
+        // The other checks still apply.
+        (
+            claims(json!({"token_use": "id", "aud": "other-app"})),
+            "wrong audience",
+        ),
+    ] {
+        assert_eq!(reason(&auth, &hs_token(&sent)).await, expected, "{sent}");
+    }
+}
+
+#[tokio::test]
+async fn access_tokens_only_when_token_use_is_access() {
+    let auth = token_use_authenticator(TokenUse::Access);
+    let token = hs_token(&access_claims(json!({})));
+    let user = auth.authenticate(Some(&bearer(&token))).await.unwrap();
+    assert_eq!(user.user_id, "user-1");
+    // Providers that do put `aud` in access tokens.
+    let token = hs_token(&claims(json!({"token_use": "access"})));
+    assert!(auth.authenticate(Some(&bearer(&token))).await.is_ok());
+
+    let wrong_type = "wrong token type: send the access token";
+    for (changes, expected) in [
+        (json!({"token_use": "id"}), wrong_type),
+        (json!({"token_use": null}), wrong_type),
+        (json!({"client_id": "other-app"}), "wrong audience"),
+        (json!({"client_id": null}), "wrong audience"),
+        (json!({"aud": "other-app"}), "wrong audience"),
+    ] {
+        let token = hs_token(&access_claims(changes.clone()));
+        assert_eq!(reason(&auth, &token).await, expected, "{changes}");
+    }
+}
+
+#[tokio::test]
+async fn no_token_use_check_unless_configured() {
+    let auth = hs_authenticator();
+    for token_use in [json!(null), json!("id"), json!("access")] {
+        let token = hs_token(&claims(json!({ "token_use": token_use })));
+        assert!(auth.authenticate(Some(&bearer(&token))).await.is_ok());
+    }
+    // Without the check, `client_id` never stands in for `aud`.
+    let token = hs_token(&access_claims(json!({})));
+    assert_eq!(reason(&auth, &token).await, "wrong audience");
 }
 
 #[tokio::test]

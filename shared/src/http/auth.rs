@@ -4,7 +4,8 @@
 //! shared secret read from Secrets Manager (`JWT_SECRET_NAME`) or with the RS256/ES256 public
 //! keys an identity provider publishes as a JWKS (`JWT_JWKS_URL`: Cognito, Supabase, Auth0).
 //! Issuer and audience must match, `exp` is required and checked with a small leeway, `nbf`
-//! is honoured when present, and the user id is the non-empty `sub` claim.
+//! is honoured when present, and the user id is the non-empty `sub` claim. With a Cognito
+//! issuer the `token_use` claim must name the configured token type (`JWT_TOKEN_USE`).
 //!
 //! A bad token is [`Error::Unauthorized`] with a short reason that is safe to show ("token
 //! expired", "wrong audience", ...); it never quotes the token. Failing to reach Secrets
@@ -51,8 +52,9 @@ const JWKS_RETRY: RetryPolicy = RetryPolicy {
 };
 /// After a failed refresh, expired keys keep working this long before the next try.
 const STALE_RETRY_AFTER: Duration = Duration::from_secs(60);
-/// How long past their TTL keys stay in use while the JWKS endpoint is unreachable.
-const STALE_GRACE: Duration = Duration::from_secs(3600);
+/// How long past their TTL keys stay in use, and only while refreshing them fails: short,
+/// because a key the identity provider withdrew keeps verifying during that time.
+const STALE_GRACE: Duration = Duration::from_secs(300);
 const JWKS_SERVICE: &str = "jwks";
 /// Real tokens are a few KiB at most; anything larger is not worth decoding.
 const MAX_TOKEN_BYTES: usize = 16 * 1024;
@@ -68,6 +70,54 @@ pub enum KeySource {
     Jwks { url: String, cache_ttl: Duration },
 }
 
+/// Which Cognito token callers must send: the value its `token_use` claim must have
+/// (`JWT_TOKEN_USE`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TokenUse {
+    /// The ID token (`token_use: "id"`); its `aud` is the app client id.
+    Id,
+    /// The access token (`token_use: "access"`); Cognito gives it no `aud`, so its
+    /// `client_id` is checked against the audience instead.
+    Access,
+}
+
+impl TokenUse {
+    /// The claim's value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Id => "id",
+            Self::Access => "access",
+        }
+    }
+
+    fn parse(value: &str) -> Option<Self> {
+        match value.trim() {
+            "id" => Some(Self::Id),
+            "access" => Some(Self::Access),
+            _ => None,
+        }
+    }
+
+    /// The reason shown for a token without the expected `token_use`.
+    fn rejection(self) -> &'static str {
+        match self {
+            Self::Id => "wrong token type: send the ID token",
+            Self::Access => "wrong token type: send the access token",
+        }
+    }
+}
+
+/// Whether `issuer` is a Cognito user pool (`https://cognito-idp.<region>.amazonaws.com/<pool>`).
+pub fn is_cognito_issuer(issuer: &str) -> bool {
+    reqwest::Url::parse(issuer).is_ok_and(|url| {
+        url.scheme() == "https"
+            && url.host_str().is_some_and(|host| {
+                host.starts_with("cognito-idp.")
+                    && (host.ends_with(".amazonaws.com") || host.ends_with(".amazonaws.com.cn"))
+            })
+    })
+}
+
 /// How user tokens are verified.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AuthConfig {
@@ -78,12 +128,15 @@ pub struct AuthConfig {
     pub audience: String,
     /// Clock-skew allowance for `exp` and `nbf` (`JWT_LEEWAY_SECS`, default 30).
     pub leeway: Duration,
+    /// The `token_use` every token must carry (`JWT_TOKEN_USE`; unset: `id` for a Cognito
+    /// issuer, else no check).
+    pub token_use: Option<TokenUse>,
 }
 
 impl AuthConfig {
     /// Reads `JWT_SECRET_NAME` or `JWT_JWKS_URL` (exactly one), `JWT_ISSUER`, `JWT_AUDIENCE`
-    /// and the optional `JWT_LEEWAY_SECS` and `JWT_JWKS_CACHE_SECS`; every problem is
-    /// reported in one `Error::Config`.
+    /// and the optional `JWT_LEEWAY_SECS`, `JWT_JWKS_CACHE_SECS` and `JWT_TOKEN_USE`; every
+    /// problem is reported in one `Error::Config`.
     pub fn from_env(env: &Env) -> Result<Self> {
         let mut r = env.reader();
         // Empty counts as unset: the SAM template sets the one not in use to "".
@@ -101,6 +154,7 @@ impl AuthConfig {
         );
         let leeway_secs: u64 = r.parse_or("JWT_LEEWAY_SECS", DEFAULT_LEEWAY_SECS);
         let cache_secs: u64 = r.parse_or("JWT_JWKS_CACHE_SECS", DEFAULT_JWKS_CACHE_SECS);
+        let token_use_value = r.optional("JWT_TOKEN_USE").filter(|v| !v.trim().is_empty());
 
         // The reader cannot take problems of our own, so ours are merged into its error.
         let mut problems = Vec::new();
@@ -114,6 +168,20 @@ impl AuthConfig {
                 "JWT_JWKS_CACHE_SECS={cache_secs} is out of range (1..={MAX_JWKS_CACHE_SECS})"
             ));
         }
+        let token_use = match token_use_value {
+            Some(value) => {
+                let parsed = TokenUse::parse(&value);
+                if parsed.is_none() {
+                    problems.push(format!(
+                        "JWT_TOKEN_USE={value:?} is neither `id` nor `access` (the `token_use` \
+                         claim of the Cognito token callers send)"
+                    ));
+                }
+                parsed
+            }
+            None if is_cognito_issuer(&issuer) => Some(TokenUse::Id),
+            None => None,
+        };
         let verifier = match (secret_name, jwks_url) {
             (Some(secret_name), None) => Some(KeySource::SharedSecret { secret_name }),
             (None, Some(url)) => match reqwest::Url::parse(&url) {
@@ -160,6 +228,7 @@ impl AuthConfig {
                 issuer,
                 audience,
                 leeway: Duration::from_secs(leeway_secs),
+                token_use,
             }),
             _ => Err(Error::Config(problems.join("; "))),
         }
@@ -200,6 +269,7 @@ pub struct Authenticator {
     issuer: String,
     audience: String,
     leeway: Duration,
+    token_use: Option<TokenUse>,
     keys: Keys,
 }
 
@@ -227,6 +297,7 @@ impl Authenticator {
             audience: config.audience,
             // Also bounds hand-built configs: jsonwebtoken subtracts the leeway from "now".
             leeway: config.leeway.min(Duration::from_secs(MAX_LEEWAY_SECS)),
+            token_use: config.token_use,
             keys,
         }
     }
@@ -286,17 +357,27 @@ impl Authenticator {
 
         let mut validation = Validation::new(algorithm);
         validation.set_issuer(&[&self.issuer]);
-        validation.set_audience(&[&self.audience]);
-        validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
+        // The audience is checked below, after `token_use`: a Cognito access token has no
+        // `aud`, and "wrong token type" tells its sender more than "wrong audience".
+        validation.validate_aud = false;
+        validation.set_required_spec_claims(&["exp", "iss", "sub"]);
         validation.leeway = self.leeway.as_secs();
         validation.validate_exp = true;
         validation.validate_nbf = true;
 
         let data = jsonwebtoken::decode::<Claims>(token, &key, &validation)
             .map_err(|e| unauthorized(rejection(e.kind())))?;
-        let groups = data.claims.groups();
-        let user_id = data
-            .claims
+        let claims = data.claims;
+        if let Some(expected) = self.token_use {
+            if claims.token_use.as_deref() != Some(expected.as_str()) {
+                return Err(unauthorized(expected.rejection()));
+            }
+        }
+        if !claims.audience_matches(&self.audience, self.token_use) {
+            return Err(unauthorized("wrong audience"));
+        }
+        let groups = claims.groups();
+        let user_id = claims
             .sub
             .filter(|sub| !sub.trim().is_empty())
             .ok_or_else(|| unauthorized("missing subject"))?;
@@ -422,6 +503,15 @@ fn token_header(token: &str) -> Result<RawHeader> {
 struct Claims {
     #[serde(default)]
     sub: Option<String>,
+    /// A string or an array of strings; anything else matches no audience.
+    #[serde(default)]
+    aud: Option<serde_json::Value>,
+    /// Cognito: `id` or `access`.
+    #[serde(default)]
+    token_use: Option<String>,
+    /// Cognito access tokens name the app client here instead of in `aud`.
+    #[serde(default)]
+    client_id: Option<String>,
     /// Read leniently: a malformed group claim grants nothing but does not fail the token.
     #[serde(default, rename = "cognito:groups")]
     cognito_groups: Option<serde_json::Value>,
@@ -430,6 +520,21 @@ struct Claims {
 }
 
 impl Claims {
+    /// `aud` must be or contain `audience`. A Cognito access token has no `aud`: then its
+    /// `client_id` must be `audience`, as API Gateway's JWT authorizers check it.
+    fn audience_matches(&self, audience: &str, token_use: Option<TokenUse>) -> bool {
+        match &self.aud {
+            Some(serde_json::Value::String(aud)) => aud == audience,
+            Some(serde_json::Value::Array(auds)) => {
+                auds.iter().any(|aud| aud.as_str() == Some(audience))
+            }
+            Some(_) => false,
+            None => {
+                token_use == Some(TokenUse::Access) && self.client_id.as_deref() == Some(audience)
+            }
+        }
+    }
+
     fn groups(&self) -> Vec<String> {
         [&self.cognito_groups, &self.groups]
             .into_iter()
@@ -488,11 +593,15 @@ impl KeySet {
     }
 }
 
+/// The time the JWKS cache goes by; tests move it forward.
+type Clock = Box<dyn Fn() -> Instant + Send + Sync>;
+
 /// JWKS keys by `kid`, refreshed after a TTL and (throttled) on an unknown `kid`.
 struct JwksCache {
     url: String,
     http: reqwest::Client,
     ttl: Duration,
+    clock: Clock,
     current: RwLock<Option<Arc<KeySet>>>,
     /// Held across a fetch, so concurrent cold requests wait for one fetch instead of each
     /// making their own.
@@ -524,6 +633,10 @@ fn fetch_error_copy(err: &Error) -> Error {
 
 impl JwksCache {
     fn new(url: String, http: reqwest::Client, ttl: Duration) -> Self {
+        Self::with_clock(url, http, ttl, Box::new(Instant::now))
+    }
+
+    fn with_clock(url: String, http: reqwest::Client, ttl: Duration, clock: Clock) -> Self {
         Self {
             url,
             http,
@@ -531,9 +644,14 @@ impl JwksCache {
                 Duration::from_secs(1),
                 Duration::from_secs(MAX_JWKS_CACHE_SECS),
             ),
+            clock,
             current: RwLock::new(None),
             refresh: tokio::sync::Mutex::new(RefreshState::default()),
         }
+    }
+
+    fn now(&self) -> Instant {
+        (self.clock)()
     }
 
     fn snapshot(&self) -> Option<Arc<KeySet>> {
@@ -549,7 +667,7 @@ impl JwksCache {
 
     /// The key for `kid`; `None` when the identity provider does not publish it.
     async fn key(&self, kid: &str) -> Result<Option<Arc<JwksKey>>> {
-        let arrived = Instant::now();
+        let arrived = self.now();
         if let Some(set) = self.snapshot().filter(|set| arrived < set.fresh_until) {
             if let Some(key) = set.get(kid) {
                 return Ok(Some(key));
@@ -557,7 +675,7 @@ impl JwksCache {
         }
 
         let mut state = self.refresh.lock().await;
-        let now = Instant::now();
+        let now = self.now();
         let current = self.snapshot();
         if let Some(set) = current.as_ref().filter(|set| now < set.fresh_until) {
             if let Some(key) = set.get(kid) {
@@ -593,10 +711,11 @@ impl JwksCache {
                 Ok(key)
             }
             Err(err) => {
-                state.last_failure = Some((Instant::now(), fetch_error_copy(&err)));
-                // An IdP outage should not lock every user out: keys stay in use up to
-                // STALE_GRACE past their TTL, retried every STALE_RETRY_AFTER, before the
-                // error reaches callers.
+                state.last_failure = Some((self.now(), fetch_error_copy(&err)));
+                // An IdP outage should not lock every user out: while refreshing fails, keys
+                // stay in use up to STALE_GRACE past their TTL, retried every
+                // STALE_RETRY_AFTER, before the error reaches callers. A refresh that
+                // succeeds replaces them at once.
                 match current {
                     Some(stale) if now < stale.usable_until => {
                         tracing::warn!(error = %err, "JWKS refresh failed; using the previous keys");
@@ -636,7 +755,7 @@ impl JwksCache {
                 })?;
         let keys = usable_keys(raw);
         tracing::info!(keys = keys.len(), "fetched the JWKS");
-        let fetched_at = Instant::now();
+        let fetched_at = self.now();
         let fresh_until = fetched_at + self.ttl;
         Ok(KeySet {
             keys: Arc::new(keys),
@@ -780,6 +899,7 @@ mod tests {
                 issuer: "https://issuer.example".into(),
                 audience: "chat".into(),
                 leeway: Duration::from_secs(DEFAULT_LEEWAY_SECS),
+                token_use: None,
             })
         );
 
@@ -800,6 +920,194 @@ mod tests {
             })
         );
         assert_eq!(config.map(|c| c.leeway), Some(Duration::from_secs(5)));
+    }
+
+    #[test]
+    fn cognito_issuers() {
+        for issuer in [
+            "https://cognito-idp.eu-central-1.amazonaws.com/eu-central-1_AbC123",
+            "https://cognito-idp.us-east-1.amazonaws.com/us-east-1_EXAMPLE",
+            "https://cognito-idp.cn-north-1.amazonaws.com.cn/cn-north-1_X",
+        ] {
+            assert!(is_cognito_issuer(issuer), "{issuer}");
+        }
+        for issuer in [
+            "http://127.0.0.1/dev",
+            "https://tenant.eu.auth0.com/",
+            "https://abc.supabase.co/auth/v1",
+            "http://cognito-idp.us-east-1.amazonaws.com/us-east-1_X",
+            "https://cognito-idp.us-east-1.amazonaws.com.evil.example/x",
+            "https://evil.example/cognito-idp.us-east-1.amazonaws.com",
+            "not a url",
+        ] {
+            assert!(!is_cognito_issuer(issuer), "{issuer}");
+        }
+    }
+
+    #[test]
+    fn token_use_from_env() {
+        let token_use = |pairs: &[(&str, &str)]| {
+            let mut pairs = pairs.to_vec();
+            pairs.push(("JWT_SECRET_NAME", "stack/jwt"));
+            pairs.push(("JWT_AUDIENCE", "chat"));
+            AuthConfig::from_env(&Env::from_pairs(pairs)).map(|c| c.token_use)
+        };
+        let cognito = "https://cognito-idp.us-east-1.amazonaws.com/us-east-1_EXAMPLE";
+        // Cognito: ID tokens unless told otherwise (what the README's walkthrough sends).
+        assert_eq!(
+            token_use(&[("JWT_ISSUER", cognito)]).ok(),
+            Some(Some(TokenUse::Id))
+        );
+        assert_eq!(
+            token_use(&[("JWT_ISSUER", cognito), ("JWT_TOKEN_USE", "")]).ok(),
+            Some(Some(TokenUse::Id))
+        );
+        assert_eq!(
+            token_use(&[("JWT_ISSUER", cognito), ("JWT_TOKEN_USE", "access")]).ok(),
+            Some(Some(TokenUse::Access))
+        );
+        // Other issuers have no `token_use`: no check unless asked for.
+        assert_eq!(
+            token_use(&[("JWT_ISSUER", "http://127.0.0.1/dev")]).ok(),
+            Some(None)
+        );
+        assert_eq!(
+            token_use(&[
+                ("JWT_ISSUER", "https://x.example/"),
+                ("JWT_TOKEN_USE", "id")
+            ])
+            .ok(),
+            Some(Some(TokenUse::Id))
+        );
+
+        let err = config_error(&jwt_env(&[
+            ("JWT_SECRET_NAME", "s"),
+            ("JWT_TOKEN_USE", "refresh"),
+        ]));
+        assert!(
+            err.contains("JWT_TOKEN_USE=\"refresh\" is neither `id` nor `access`"),
+            "{err}"
+        );
+    }
+
+    fn claims(value: serde_json::Value) -> Claims {
+        serde_json::from_value(value).unwrap()
+    }
+
+    #[test]
+    fn audience_is_aud_or_an_access_tokens_client_id() {
+        let access = Some(TokenUse::Access);
+        let id = Some(TokenUse::Id);
+        for token_use in [None, id, access] {
+            assert!(claims(json!({"aud": "chat"})).audience_matches("chat", token_use));
+            assert!(claims(json!({"aud": ["x", "chat"]})).audience_matches("chat", token_use));
+            assert!(!claims(json!({"aud": "other"})).audience_matches("chat", token_use));
+            assert!(!claims(json!({"aud": 1})).audience_matches("chat", token_use));
+            assert!(!claims(json!({})).audience_matches("chat", token_use));
+            // A present `aud` decides, as with API Gateway's authorizer.
+            let both = claims(json!({"aud": "other", "client_id": "chat"}));
+            assert!(!both.audience_matches("chat", token_use));
+        }
+        let access_token = claims(json!({"token_use": "access", "client_id": "chat"}));
+        assert!(access_token.audience_matches("chat", access));
+        assert!(!access_token.audience_matches("other", access));
+        assert!(!access_token.audience_matches("chat", id));
+        assert!(!access_token.audience_matches("chat", None));
+    }
+
+    /// A clock that runs with real time plus whatever the test skips ahead.
+    fn skippable_clock() -> (Arc<std::sync::Mutex<Duration>>, Clock) {
+        let skipped = Arc::new(std::sync::Mutex::new(Duration::ZERO));
+        let read = Arc::clone(&skipped);
+        let clock: Clock = Box::new(move || Instant::now() + *read.lock().unwrap());
+        (skipped, clock)
+    }
+
+    fn jwks(kids: &[&str]) -> serde_json::Value {
+        let keys: Vec<_> = kids
+            .iter()
+            .map(|kid| json!({"kty": "RSA", "kid": kid, "n": "AQAB", "e": "AQAB"}))
+            .collect();
+        json!({ "keys": keys })
+    }
+
+    async fn serve(server: &wiremock::MockServer, response: wiremock::ResponseTemplate) {
+        server.reset().await;
+        wiremock::Mock::given(wiremock::matchers::method("GET"))
+            .respond_with(response)
+            .mount(server)
+            .await;
+    }
+
+    fn ok_jwks(kids: &[&str]) -> wiremock::ResponseTemplate {
+        wiremock::ResponseTemplate::new(200).set_body_json(jwks(kids))
+    }
+
+    #[tokio::test]
+    async fn expired_keys_serve_a_few_minutes_and_only_while_the_jwks_is_down() {
+        let ttl = Duration::from_secs(600);
+        let server = wiremock::MockServer::start().await;
+        serve(&server, ok_jwks(&["k1"])).await;
+        let (skipped, clock) = skippable_clock();
+        let skip_to = |d: Duration| *skipped.lock().unwrap() = d;
+        let http = crate::upstream::http_client().unwrap();
+        let cache = JwksCache::with_clock(server.uri(), http, ttl, clock);
+        assert!(cache.key("k1").await.unwrap().is_some());
+
+        // The identity provider is down after the TTL: the expired keys still serve.
+        serve(&server, wiremock::ResponseTemplate::new(503)).await;
+        skip_to(ttl + Duration::from_secs(1));
+        assert!(cache.key("k1").await.unwrap().is_some());
+        assert!(!server.received_requests().await.unwrap().is_empty());
+        skip_to(ttl + STALE_GRACE - Duration::from_secs(5));
+        assert!(cache.key("k1").await.unwrap().is_some());
+
+        // Past the grace they do not: the fetch error reaches the caller.
+        skip_to(ttl + STALE_GRACE + Duration::from_secs(1));
+        let err = cache.key("k1").await.err();
+        assert!(
+            matches!(
+                err,
+                Some(Error::Upstream {
+                    service: "jwks",
+                    ..
+                })
+            ),
+            "{err:?}"
+        );
+
+        // Back up: the fresh keys replace the old ones, which served only during the outage.
+        serve(&server, ok_jwks(&["k2"])).await;
+        skip_to(ttl + STALE_GRACE + STALE_RETRY_AFTER + Duration::from_secs(2));
+        assert!(cache.key("k2").await.unwrap().is_some());
+        assert!(cache.key("k1").await.unwrap().is_none());
+    }
+
+    #[tokio::test]
+    async fn a_reachable_jwks_replaces_expired_keys_without_grace() {
+        let ttl = Duration::from_secs(600);
+        let server = wiremock::MockServer::start().await;
+        serve(&server, ok_jwks(&["k1"])).await;
+        let (skipped, clock) = skippable_clock();
+        let http = crate::upstream::http_client().unwrap();
+        let cache = JwksCache::with_clock(server.uri(), http, ttl, clock);
+        assert!(cache.key("k1").await.unwrap().is_some());
+
+        // The provider withdrew k1: right after the TTL it no longer verifies.
+        serve(&server, ok_jwks(&["k2"])).await;
+        *skipped.lock().unwrap() = ttl + Duration::from_secs(1);
+        assert!(cache.key("k1").await.unwrap().is_none());
+        assert!(cache.key("k2").await.unwrap().is_some());
+    }
+
+    #[tokio::test]
+    async fn a_cold_cache_has_no_grace() {
+        let server = wiremock::MockServer::start().await;
+        serve(&server, wiremock::ResponseTemplate::new(503)).await;
+        let (_, clock) = skippable_clock();
+        let http = crate::upstream::http_client().unwrap();
+        let cache = JwksCache::with_clock(server.uri(), http, Duration::from_secs(600), clock);
+        assert!(cache.key("k1").await.is_err());
     }
 
     #[test]
