@@ -211,6 +211,10 @@ pub struct LedgerConfig {
     /// How long a tool call stays in the audit log after its last change
     /// (`TOOL_CALL_RETENTION_DAYS`, default 90; DynamoDB TTL deletes it afterwards).
     pub retention: Duration,
+    /// How long a queued call waits for a worker before the next identical call takes it
+    /// over (`QUEUED_CALL_DEADLINE_SECS`, default 1800: SQS's longest delay, 15 minutes,
+    /// plus as long again for the worker).
+    pub queue_deadline: Duration,
 }
 
 impl Default for LedgerConfig {
@@ -218,6 +222,7 @@ impl Default for LedgerConfig {
         Self {
             dedupe_window: Duration::minutes(10),
             retention: Duration::days(90),
+            queue_deadline: Duration::minutes(30),
         }
     }
 }
@@ -228,6 +233,7 @@ impl LedgerConfig {
         let config = Self {
             dedupe_window: r.seconds_or("DEDUPE_WINDOW_SECS", 600),
             retention: Duration::days(i64::from(r.parse_or("TOOL_CALL_RETENTION_DAYS", 90u32))),
+            queue_deadline: r.seconds_or("QUEUED_CALL_DEADLINE_SECS", 1800),
         };
         r.finish(config)
     }

@@ -636,3 +636,61 @@ async fn same_flight_search_in_other_key_order_or_case_is_one_call() {
         other => panic!("expected a duplicate, got {other:?}"),
     }
 }
+
+/// A queued call that no worker picks up does not block identical calls until its TTL:
+/// after its queue deadline, the next identical call takes it over, exactly once among 10
+/// concurrent ones, and the job of the old attempt can no longer start.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_queued_call_no_worker_picks_up_is_taken_over_once_after_its_deadline() {
+    let f = fixture().await;
+    let args = json!({"query": "never picked up"});
+    let queued = match f
+        .ledger
+        .record_and_claim(f.request(args.clone(), ClaimMode::Enqueue))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
+    {
+        Claim::Claimed(call) => call,
+        Claim::Duplicate(record) => panic!("expected a claim, got {record:?}"),
+    };
+
+    // Within the deadline (30 minutes by default), an identical call waits for the queue.
+    f.clock.advance(Duration::minutes(29));
+    match f.claim(args.clone()).await {
+        Claim::Duplicate(record) => assert_eq!(record.status, ToolCallStatus::Queued),
+        Claim::Claimed(_) => panic!("took over a queued call before its deadline"),
+    }
+
+    f.clock.advance(Duration::minutes(2));
+    let claims = futures::future::join_all((0..10).map(|_| {
+        let ledger = f.ledger.clone();
+        let request = f.request(args.clone(), run());
+        tokio::spawn(async move { ledger.record_and_claim(request).await })
+    }))
+    .await;
+    let claimed: Vec<ClaimedCall> = claims
+        .into_iter()
+        .filter_map(|c| match c.ok().and_then(Result::ok) {
+            Some(Claim::Claimed(call)) => Some(call),
+            Some(Claim::Duplicate(_)) => None,
+            None => panic!("a claim failed"),
+        })
+        .collect();
+    assert_eq!(claimed.len(), 1, "exactly one takes it over");
+    assert!(claimed[0].took_over);
+    assert_eq!(
+        (claimed[0].id.as_str(), claimed[0].attempt),
+        (queued.id.as_str(), 2)
+    );
+
+    let late = f.ledger.start_queued(&f.chat, &queued.id, 1, LEASE).await;
+    assert!(late.is_err(), "the old job cannot start: {late:?}");
+    let record = f
+        .ledger
+        .get(&f.owner, &f.chat, &queued.id)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(record.status, ToolCallStatus::Running);
+    // Attempts are listed newest first: the superseded queued attempt is closed.
+    assert_eq!(record.attempts[1].status, ToolCallStatus::Timeout);
+}

@@ -104,6 +104,10 @@ fn background_update(record: &ToolCallRecord, stored: &str, now: time::OffsetDat
         ToolCallStatus::Running if lease_expired => format!(
             "[interrupted] The call stopped before it finished (attempt {attempts}); it has no result."
         ),
+        // No worker picked it up in time; an identical call now runs it afresh.
+        ToolCallStatus::Queued if lease_expired => format!(
+            "[not started] No worker picked the call up in time (attempt {attempts}); it has no result."
+        ),
         ToolCallStatus::Succeeded => {
             let message = record
                 .response

@@ -115,7 +115,8 @@ impl DynamoLedger {
         }
     }
 
-    /// Marks the attempt replaced by a takeover as timed out. Best effort: fenced on the new
+    /// Marks the attempt replaced by a takeover (its lease or queue deadline passed) as
+    /// timed out. Best effort: fenced on the new
     /// attempt so it never touches a newer state, and a failure only leaves the old attempt
     /// shown as `running` in the audit log.
     async fn close_superseded_attempt(&self, call: &ClaimedCall, now: OffsetDateTime) {
@@ -131,7 +132,10 @@ impl DynamoLedger {
             .expression_attribute_values(":now", rfc3339(now))
             .expression_attribute_values(
                 ":err",
-                s(format!("lease expired; taken over by attempt {}", call.attempt)),
+                s(format!(
+                    "lease expired (or no worker picked it up in time); taken over by attempt {}",
+                    call.attempt
+                )),
             )
             .expression_attribute_values(":attempt", n(call.attempt))
             .send()
@@ -316,6 +320,8 @@ impl ToolCallLedger for DynamoLedger {
         let call_id = key.call_id();
         let now = self.clock.now();
         let now_ms = epoch_millis(now);
+        // Running: the executor's lease. Queued: the deadline for a worker to pick it up.
+        // Either way, once it has passed, the next identical call takes the call over.
         let (status, lease, entry) = match req.mode {
             ClaimMode::Run { lease } => (
                 ToolCallStatus::Running,
@@ -328,7 +334,7 @@ impl ToolCallLedger for DynamoLedger {
             ),
             ClaimMode::Enqueue => (
                 ToolCallStatus::Queued,
-                None,
+                Some(self.config.queue_deadline),
                 AttemptEntry {
                     status: Some(ToolCallStatus::Queued),
                     queued_at: Some(now),
@@ -337,15 +343,15 @@ impl ToolCallLedger for DynamoLedger {
             ),
         };
         // A new attempt starts clean: the previous attempt's result lives on in `attempts`.
-        let (mut set, remove) = if lease.is_some() {
+        let (mut set, remove) = if status == ToolCallStatus::Running {
             (
                 vec!["started_at = :now", "lease_until = :lease"],
                 "REMOVE #response, #error, finished_at",
             )
         } else {
             (
-                vec![],
-                "REMOVE #response, #error, finished_at, started_at, lease_until",
+                vec!["lease_until = :lease"],
+                "REMOVE #response, #error, finished_at, started_at",
             )
         };
         set.extend([
@@ -371,7 +377,7 @@ impl ToolCallLedger for DynamoLedger {
                 "attribute_not_exists(pk) OR (owner_id = :owner AND (\
                    #status IN (:failed, :timeout, :canceled) \
                    OR (#status = :succeeded AND dedupe_until < :now_ms) \
-                   OR (#status = :running AND lease_until < :now_ms)))",
+                   OR (#status IN (:running, :queued) AND lease_until < :now_ms)))",
             )
             .expression_attribute_names("#error", "error")
             .expression_attribute_names("#ttl", "ttl")
@@ -401,6 +407,7 @@ impl ToolCallLedger for DynamoLedger {
             .expression_attribute_values(":canceled", status_av(ToolCallStatus::Canceled))
             .expression_attribute_values(":succeeded", status_av(ToolCallStatus::Succeeded))
             .expression_attribute_values(":running", status_av(ToolCallStatus::Running))
+            .expression_attribute_values(":queued", status_av(ToolCallStatus::Queued))
             .return_values(ReturnValue::AllOld);
         if let Some(lease) = lease {
             update = update.expression_attribute_values(":lease", n(epoch_millis(now + lease)));
@@ -408,9 +415,9 @@ impl ToolCallLedger for DynamoLedger {
         match update.send().await {
             Ok(out) => {
                 let old = out.attributes.map(from_item::<CallItem>).transpose()?;
-                let took_over = old
-                    .as_ref()
-                    .is_some_and(|o| o.status == ToolCallStatus::Running);
+                let took_over = old.as_ref().is_some_and(|o| {
+                    matches!(o.status, ToolCallStatus::Running | ToolCallStatus::Queued)
+                });
                 let call = ClaimedCall {
                     id: call_id,
                     chat_id: req.chat_id,
@@ -421,7 +428,7 @@ impl ToolCallLedger for DynamoLedger {
                     took_over,
                 };
                 if took_over {
-                    tracing::warn!(call_id = %call.id, attempt = call.attempt, "took over a tool call whose lease expired");
+                    tracing::warn!(call_id = %call.id, attempt = call.attempt, "took over a tool call whose lease or queue deadline expired");
                     self.close_superseded_attempt(&call, now).await;
                 }
                 Ok(Claim::Claimed(call))
@@ -589,8 +596,8 @@ impl ToolCallLedger for DynamoLedger {
             .update(chat_id, call_id)
             .update_expression(
                 "SET #status = :queued, attempt = attempt + :one, attempts = list_append(attempts, :entry), \
-                 updated_at = :now, recent = :recent, #ttl = :ttl \
-                 REMOVE started_at, finished_at, lease_until, #error, #response",
+                 updated_at = :now, recent = :recent, #ttl = :ttl, lease_until = :deadline \
+                 REMOVE started_at, finished_at, #error, #response",
             )
             .condition_expression("attribute_exists(pk) AND #status IN (:failed, :timeout) AND attempt = :attempt")
             .expression_attribute_names("#error", "error")
@@ -605,6 +612,10 @@ impl ToolCallLedger for DynamoLedger {
             .expression_attribute_values(":recent", s(format!("{}#{call_id}", sortable_time(now))))
             .expression_attribute_values(":ttl", self.ttl(now))
             .expression_attribute_values(":attempt", n(failed_attempt))
+            .expression_attribute_values(
+                ":deadline",
+                n(epoch_millis(now + self.config.queue_deadline)),
+            )
             .return_values(ReturnValue::AllNew),
                 chat_id,
                 call_id,
