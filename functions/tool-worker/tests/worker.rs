@@ -278,7 +278,7 @@ async fn a_transient_failure_is_retried_by_the_worker_and_ends_succeeded_with_tw
 }
 
 #[tokio::test]
-async fn a_permanent_failure_ends_in_the_dead_letter_queue_with_status_failed() {
+async fn a_permanent_failure_ends_in_the_dead_letter_queue_with_status_failed_and_blocks_nothing() {
     let s = Setup::start(2).await;
     s.kb_answers(ResponseTemplate::new(503)).await;
     let token = s.rig.token(&test_support::unique("bo"));
@@ -306,6 +306,16 @@ async fn a_permanent_failure_ends_in_the_dead_letter_queue_with_status_failed() 
         s.queues.receive(1, Duration::from_secs(1)).await.is_empty(),
         "no third attempt"
     );
+
+    // The parked call blocks nothing: once the upstream is back, the same search runs.
+    s.kb.reset().await;
+    s.kb_answers(kb_hit()).await;
+    let again = s.kb_turn_in(&token, "support", Some(&chat_id)).await;
+    assert_eq!(job_id(&again), job, "the same call");
+    assert_eq!(again.first("tool_result")["status"], json!("succeeded"));
+    let record = s.record(&token, &chat_id, &job).await;
+    assert_eq!(record["status"], json!("succeeded"), "{record}");
+    assert_eq!(record["attempt"], json!(3));
 }
 
 #[tokio::test]
