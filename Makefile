@@ -1,5 +1,9 @@
 # Entry points; each target is a thin wrapper around a script you can also run directly.
-.PHONY: dev down test lint emulators-up emulators-down ci
+.PHONY: dev down test deny lint emulators-up emulators-down ci
+
+# The RustSec advisory database snapshot `make deny` reads offline, and where it goes.
+ADVISORY_DB_SNAPSHOT ?= ../shared/supply-chain/advisory-db.tar.gz
+ADVISORY_DB := .local/advisory-db
 
 ## The whole system locally: emulators, fakes (without keys), every function under
 ## cargo lambda watch, the tool queue feeding the worker, and a demo chat turn.
@@ -10,9 +14,27 @@ dev:
 down:
 	./infra/local/dev.sh down
 
-## Run every test against local emulators (starts and stops them as needed).
-test:
+## Run every test against local emulators (starts and stops them as needed), after the
+## supply-chain check.
+test: deny
 	./infra/local/test.sh
+
+## cargo deny (deny.toml): advisories, licenses, bans and sources of every dependency.
+## Offline against ADVISORY_DB_SNAPSHOT, extracted again when it is newer than the copy;
+## without the snapshot, the advisory database is fetched.
+deny:
+	@command -v cargo-deny >/dev/null || { echo "cargo-deny is missing: cargo install --locked cargo-deny" >&2; exit 1; }
+	@if [ -f "$(ADVISORY_DB_SNAPSHOT)" ]; then \
+	  if [ ! -f $(ADVISORY_DB)/.snapshot ] || [ "$(ADVISORY_DB_SNAPSHOT)" -nt $(ADVISORY_DB)/.snapshot ]; then \
+	    rm -rf $(ADVISORY_DB) && mkdir -p $(ADVISORY_DB) && \
+	    tar xzf "$(ADVISORY_DB_SNAPSHOT)" -C $(ADVISORY_DB) && touch $(ADVISORY_DB)/.snapshot; \
+	  fi; \
+	  cargo deny --offline check --hide-inclusion-graph; \
+	else \
+	  echo "no advisory database snapshot at $(ADVISORY_DB_SNAPSHOT); fetching it" >&2; \
+	  if [ -f $(ADVISORY_DB)/.snapshot ]; then rm -rf $(ADVISORY_DB); fi; \
+	  cargo deny check --hide-inclusion-graph; \
+	fi
 
 ## Formatting, clippy and the SAM template checks.
 lint:
