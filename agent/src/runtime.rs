@@ -16,7 +16,7 @@ use crate::tools::award_value::AwardValueTool;
 use crate::tools::flights::{FlightSearchConfig, SearchFlightsTool};
 use crate::tools::knowledge_base::{KnowledgeBaseConfig, SearchKnowledgeBaseTool};
 use crate::tools::{FunctionClient, SigV4Signer, Tool, ToolRegistry};
-use shared::config::{Env, LedgerConfig, StorageConfig};
+use shared::config::{Env, LedgerConfig, RetentionConfig, StorageConfig};
 use shared::ledger::{DynamoLedger, ToolCallLedger};
 use shared::limits::DynamoRateLimiter;
 use shared::secrets::{AwsSecretSource, SecretsCache};
@@ -48,6 +48,7 @@ pub struct LlmSettings {
 pub struct ToolsConfig {
     pub storage: StorageConfig,
     pub ledger: LedgerConfig,
+    pub retention: RetentionConfig,
     pub llm: LlmSettings,
     /// Routes of the flight and knowledge-base functions (`AWARD_SEARCH_URL`,
     /// `CASH_SEARCH_URL`, `KB_SEARCH_URL`).
@@ -74,6 +75,7 @@ impl ToolsConfig {
     pub fn from_env(env: &Env) -> Result<Self> {
         let storage = StorageConfig::from_env(env)?;
         let ledger = LedgerConfig::from_env(env)?;
+        let retention = RetentionConfig::from_env(env)?;
         let retry = RetrySchedule::from_env(env)?;
         let prices = match env.get("LLM_PRICES_JSON") {
             Some(json) => PriceTable::from_json(json)?,
@@ -84,6 +86,7 @@ impl ToolsConfig {
         let config = Self {
             storage,
             ledger,
+            retention,
             llm: LlmSettings {
                 base_url: r
                     .or("OPENAI_BASE_URL", "https://api.openai.com/v1")
@@ -250,11 +253,14 @@ impl ToolRuntime {
             storage.tool_calls_table.clone(),
             config.ledger,
         ));
-        let usage: Arc<dyn UsageStore> = Arc::new(DynamoUsageStore::new(
-            clients.dynamodb.clone(),
-            storage.usage_table.clone(),
-            config.llm.prices.clone(),
-        ));
+        let usage: Arc<dyn UsageStore> = Arc::new(
+            DynamoUsageStore::new(
+                clients.dynamodb.clone(),
+                storage.usage_table.clone(),
+                config.llm.prices.clone(),
+            )
+            .with_retention(config.retention.usage),
+        );
         let limiter = Arc::new(DynamoRateLimiter::new(
             clients.dynamodb,
             storage.rate_limits_table.clone(),

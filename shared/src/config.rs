@@ -239,6 +239,36 @@ impl LedgerConfig {
     }
 }
 
+/// How long users' data is kept after it was last written; DynamoDB TTL deletes it then.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetentionConfig {
+    /// A chat (its item, from its last turn) and each message (from when it was written)
+    /// (`CHAT_RETENTION_DAYS`, default 90).
+    pub chats: Duration,
+    /// Each usage record (`USAGE_RETENTION_DAYS`, default 400: a year of bills and some).
+    pub usage: Duration,
+}
+
+impl Default for RetentionConfig {
+    fn default() -> Self {
+        Self {
+            chats: Duration::days(90),
+            usage: Duration::days(400),
+        }
+    }
+}
+
+impl RetentionConfig {
+    pub fn from_env(env: &Env) -> Result<Self> {
+        let mut r = env.reader();
+        let config = Self {
+            chats: Duration::days(i64::from(r.parse_or("CHAT_RETENTION_DAYS", 90u32))),
+            usage: Duration::days(i64::from(r.parse_or("USAGE_RETENTION_DAYS", 400u32))),
+        };
+        r.finish(config)
+    }
+}
+
 /// How long secrets stay cached in a container (`SECRETS_CACHE_TTL_SECS`, default 300).
 pub fn secrets_cache_ttl(env: &Env) -> Result<std::time::Duration> {
     let mut r = env.reader();

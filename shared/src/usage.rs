@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 
 use crate::clock::{Clock, SystemClock};
-use crate::dynamo::{from_item, s, sdk_error, sortable_time, to_item};
+use crate::dynamo::{from_item, n, s, sdk_error, sortable_time, to_item};
 use crate::ids::new_id;
 use crate::{Error, Result};
 
@@ -158,6 +158,7 @@ pub struct DynamoUsageStore {
     table: String,
     prices: Arc<PriceTable>,
     clock: Arc<dyn Clock>,
+    retention: time::Duration,
 }
 
 impl DynamoUsageStore {
@@ -167,7 +168,14 @@ impl DynamoUsageStore {
             table: table.into(),
             prices: Arc::new(prices),
             clock: Arc::new(SystemClock),
+            retention: crate::config::RetentionConfig::default().usage,
         }
+    }
+
+    /// Records are deleted by TTL this long after they were written.
+    pub fn with_retention(mut self, retention: time::Duration) -> Self {
+        self.retention = retention;
+        self
     }
 }
 
@@ -206,6 +214,7 @@ impl UsageStore for DynamoUsageStore {
         let mut item = to_item(&record)?;
         item.insert("pk".into(), s(format!("USER#{user_id}")));
         item.insert("sk".into(), s(format!("{}#{id}", sortable_time(now))));
+        item.insert("ttl".into(), n((now + self.retention).unix_timestamp()));
         self.client
             .put_item()
             .table_name(&self.table)

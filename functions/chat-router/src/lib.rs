@@ -48,10 +48,13 @@ impl Deps {
         auth: AuthConfig,
         clients: ToolClients,
     ) -> Result<Self> {
-        let chats: Arc<dyn ChatStore> = Arc::new(DynamoChatStore::new(
-            clients.dynamodb.clone(),
-            config.tools.storage.chats_table.clone(),
-        ));
+        let chats: Arc<dyn ChatStore> = Arc::new(
+            DynamoChatStore::new(
+                clients.dynamodb.clone(),
+                config.tools.storage.chats_table.clone(),
+            )
+            .with_retention(config.tools.retention.chats),
+        );
         let turns: Arc<dyn TurnStore> = Arc::new(DynamoTurnStore::new(
             clients.dynamodb.clone(),
             config.tools.storage.chats_table.clone(),

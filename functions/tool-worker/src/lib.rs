@@ -71,10 +71,13 @@ pub struct Deps {
 impl Deps {
     pub fn new(config: Config, agents: &AgentCatalog, clients: ToolClients) -> Result<Self> {
         check_tool_timeouts(agents, config.function_timeout)?;
-        let chats = Arc::new(DynamoChatStore::new(
-            clients.dynamodb.clone(),
-            config.tools.storage.chats_table.clone(),
-        ));
+        let chats = Arc::new(
+            DynamoChatStore::new(
+                clients.dynamodb.clone(),
+                config.tools.storage.chats_table.clone(),
+            )
+            .with_retention(config.tools.retention.chats),
+        );
         let dead_letters = DeadLetters::new(clients.sqs.clone(), config.dead_letter_queue_url);
         // One job runs one call: no step-level parallelism to bound.
         let runtime = ToolRuntime::new(&config.tools, agents, clients, 1)?;

@@ -33,6 +33,8 @@ pub struct DynamoChatStore {
     client: Client,
     table: String,
     clock: Arc<dyn Clock>,
+    /// A chat expires this long after its last write, a message this long after its own.
+    retention: time::Duration,
 }
 
 impl DynamoChatStore {
@@ -45,7 +47,19 @@ impl DynamoChatStore {
             client,
             table: table.into(),
             clock,
+            retention: crate::config::RetentionConfig::default().chats,
         }
+    }
+
+    /// Chats and messages are deleted by TTL this long after they were last written.
+    pub fn with_retention(mut self, retention: time::Duration) -> Self {
+        self.retention = retention;
+        self
+    }
+
+    /// The TTL of an item written `now` (epoch seconds).
+    fn expiry(&self, now: OffsetDateTime) -> i64 {
+        (now + self.retention).unix_timestamp()
     }
 
     fn meta_key(chat_id: &str) -> Item {
@@ -119,6 +133,7 @@ impl DynamoChatStore {
                 ledger_call_id: m.ledger_call_id,
                 background: m.background,
                 created_at: now,
+                ttl: Some(self.expiry(now)),
             })
             .collect()
     }
@@ -134,7 +149,7 @@ impl DynamoChatStore {
         release: Option<&str>,
         now: OffsetDateTime,
     ) -> Result<Update> {
-        let mut set = vec!["message_seq = :count"];
+        let mut set = vec!["message_seq = :count", "#ttl = :ttl"];
         // A chat from before message numbering has no count yet; its first numbered write
         // sets it.
         let mut condition = vec![
@@ -146,7 +161,9 @@ impl DynamoChatStore {
             .set_key(Some(Self::meta_key(&current.id)))
             .expression_attribute_values(":owner", s(&current.owner_id))
             .expression_attribute_values(":seq", n(current.message_count))
-            .expression_attribute_values(":count", n(current.message_count + appended));
+            .expression_attribute_values(":count", n(current.message_count + appended))
+            .expression_attribute_names("#ttl", "ttl")
+            .expression_attribute_values(":ttl", n(self.expiry(now)));
         if let Some(state) = state {
             set.extend([
                 "session_state = :state",
@@ -269,6 +286,7 @@ impl DynamoChatStore {
             updated_at: now,
             turn_id: lease.map(|l| l.turn_id.clone()),
             turn_until: lease.map(|l| sortable_time(l.until)),
+            ttl: Some(self.expiry(now)),
         };
         self.client
             .put_item()
@@ -293,7 +311,9 @@ impl DynamoChatStore {
             .update_item()
             .table_name(&self.table)
             .set_key(Some(Self::meta_key(chat_id)))
-            .update_expression("SET turn_id = :turn, turn_until = :until")
+            .update_expression("SET turn_id = :turn, turn_until = :until, #ttl = :ttl")
+            .expression_attribute_names("#ttl", "ttl")
+            .expression_attribute_values(":ttl", n(self.expiry(self.clock.now())))
             .condition_expression(
                 "owner_id = :owner AND (attribute_not_exists(turn_id) OR turn_until < :now)",
             )
@@ -389,6 +409,9 @@ struct ChatItem {
     turn_id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     turn_until: Option<String>,
+    /// When DynamoDB deletes the chat (epoch seconds): moved on by every turn.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    ttl: Option<i64>,
 }
 
 impl From<ChatItem> for Chat {
@@ -427,6 +450,8 @@ struct MessageItem {
     background: bool,
     #[serde(with = "time::serde::rfc3339")]
     created_at: OffsetDateTime,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    ttl: Option<i64>,
 }
 
 impl From<MessageItem> for Message {
@@ -509,8 +534,12 @@ impl ChatStore for DynamoChatStore {
                 .update_item()
                 .table_name(&self.table)
                 .set_key(Some(Self::meta_key(chat_id)))
-                .update_expression("SET session_state = :state, version = :next, updated_at = :now")
+                .update_expression(
+                    "SET session_state = :state, version = :next, updated_at = :now, #ttl = :ttl",
+                )
                 .condition_expression("owner_id = :owner AND version = :version")
+                .expression_attribute_names("#ttl", "ttl")
+                .expression_attribute_values(":ttl", n(self.expiry(self.clock.now())))
                 .expression_attribute_values(":state", to_av(&state)?)
                 .expression_attribute_values(":next", n(current.version + 1))
                 .expression_attribute_values(":now", rfc3339(self.clock.now()))
