@@ -13,17 +13,20 @@ from cfnlint.decode import decode_str
 ROOT = Path(__file__).resolve().parents[2]
 
 LEDGER = {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query"}
+# The router deletes a chat's items on its owner's request (DELETE /chats/{id}).
+DELETES = {"dynamodb:BatchWriteItem"}
 EXPECTED = {
     "ChatRouterFunction": {
-        "ToolCallsTable": LEDGER,
-        "ToolCallsTable/index": LEDGER,
+        "ToolCallsTable": LEDGER | DELETES,
+        "ToolCallsTable/index": LEDGER | DELETES,
         "ChatsTable": {
             "dynamodb:GetItem",
             "dynamodb:PutItem",
             "dynamodb:UpdateItem",
             "dynamodb:Query",
             "dynamodb:ConditionCheckItem",
-        },
+        }
+        | DELETES,
         "UsageTable": {"dynamodb:PutItem", "dynamodb:Query"},
         "RateLimitsTable": {"dynamodb:UpdateItem"},
     },
@@ -36,9 +39,10 @@ EXPECTED = {
     "SeatsAeroSearchFunction": {},
     "AmadeusSearchFunction": {},
 }
-# Tables whose data is users' chats, calls and spend: never scanned, never bulk-written.
+# Tables whose data is users' chats, calls and spend: never scanned, never granted all
+# actions. (Deletes are in EXPECTED: only the router's, for DELETE /chats/{id}.)
 PRIVATE = {"ChatsTable", "ToolCallsTable", "UsageTable"}
-FORBIDDEN = {"dynamodb:Scan", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem", "dynamodb:*"}
+FORBIDDEN = {"dynamodb:Scan", "dynamodb:*"}
 SAM_DYNAMODB_POLICIES = {"DynamoDBCrudPolicy", "DynamoDBWritePolicy", "DynamoDBReadPolicy"}
 
 

@@ -119,6 +119,78 @@ pub(crate) async fn transact(
     }
 }
 
+/// Deletes every item under partition key `pk` (keys read a page at a time, deleted 25 per
+/// `BatchWriteItem`, unprocessed ones sent again), the items for which `last` holds only
+/// after all others. Returns how many were deleted.
+pub(crate) async fn delete_partition(
+    client: &aws_sdk_dynamodb::Client,
+    table: &str,
+    pk: &str,
+    last: impl Fn(&Item) -> bool,
+) -> Result<usize> {
+    use aws_sdk_dynamodb::types::{DeleteRequest, WriteRequest};
+    let mut keys: Vec<Item> = Vec::new();
+    let mut start: Option<Item> = None;
+    loop {
+        let page = client
+            .query()
+            .table_name(table)
+            .key_condition_expression("pk = :pk")
+            .expression_attribute_values(":pk", s(pk))
+            .projection_expression("pk, sk")
+            .consistent_read(true)
+            .set_exclusive_start_key(start.take())
+            .send()
+            .await
+            .map_err(|e| sdk_error("Query", e))?;
+        keys.extend(page.items.unwrap_or_default());
+        match page.last_evaluated_key {
+            Some(key) if !key.is_empty() => start = Some(key),
+            _ => break,
+        }
+    }
+    let (last_keys, mut keys): (Vec<Item>, Vec<Item>) = keys.into_iter().partition(|k| last(k));
+    let count = keys.len() + last_keys.len();
+    for group in [std::mem::take(&mut keys), last_keys] {
+        for chunk in group.chunks(25) {
+            let mut requests = chunk
+                .iter()
+                .map(|key| {
+                    DeleteRequest::builder()
+                        .set_key(Some(key.clone()))
+                        .build()
+                        .map(|d| WriteRequest::builder().delete_request(d).build())
+                        .map_err(invalid_action)
+                })
+                .collect::<Result<Vec<_>>>()?;
+            let mut round = 0;
+            while !requests.is_empty() {
+                let out = client
+                    .batch_write_item()
+                    .request_items(table, requests)
+                    .send()
+                    .await
+                    .map_err(|e| sdk_error("BatchWriteItem", e))?;
+                requests = out
+                    .unprocessed_items
+                    .and_then(|mut items| items.remove(table))
+                    .unwrap_or_default();
+                if !requests.is_empty() {
+                    round += 1;
+                    if round > MAX_TRANSIENT_ROUNDS {
+                        return Err(Error::Dynamo {
+                            op: "BatchWriteItem",
+                            message: format!("{} deletes left unprocessed", requests.len()),
+                        });
+                    }
+                    backoff(round).await;
+                }
+            }
+        }
+    }
+    Ok(count)
+}
+
 /// Random pause before retrying a lost round, growing with the round so many writers
 /// spread out instead of colliding again in lockstep.
 pub(crate) async fn backoff(round: u32) {

@@ -48,6 +48,7 @@ pub struct ChatRequest {
 
 enum Route<'a> {
     Chat,
+    DeleteChat { chat_id: &'a str },
     ToolCalls { chat_id: &'a str },
     RefusedCalls { chat_id: &'a str },
     ToolCall { chat_id: &'a str, call_id: &'a str },
@@ -73,6 +74,7 @@ fn route(path: &str) -> Option<Route<'_>> {
         [.., "chats", chat_id, "turns", turn_id, "cancel"] => {
             Some(Route::TurnCancel { chat_id, turn_id })
         }
+        [.., "chats", chat_id] => Some(Route::DeleteChat { chat_id }),
         [.., "chat"] => Some(Route::Chat),
         _ => None,
     }
@@ -83,9 +85,9 @@ impl Route<'_> {
     fn ids(&self) -> Vec<(&'static str, &str)> {
         match *self {
             Route::Chat => Vec::new(),
-            Route::ToolCalls { chat_id } | Route::RefusedCalls { chat_id } => {
-                vec![("chat_id", chat_id)]
-            }
+            Route::ToolCalls { chat_id }
+            | Route::RefusedCalls { chat_id }
+            | Route::DeleteChat { chat_id } => vec![("chat_id", chat_id)],
             Route::ToolCall { chat_id, call_id } | Route::Cancel { chat_id, call_id } => {
                 vec![("chat_id", chat_id), ("call_id", call_id)]
             }
@@ -113,6 +115,7 @@ pub async fn handle(deps: &Deps, req: Request) -> Response<Body> {
         Route::Chat | Route::Cancel { .. } | Route::TurnCancel { .. } => {
             ("POST", req.method() == Method::POST)
         }
+        Route::DeleteChat { .. } => ("DELETE", req.method() == Method::DELETE),
         _ => ("GET", req.method() == Method::GET),
     };
     if !method_ok {
@@ -142,6 +145,10 @@ pub async fn handle(deps: &Deps, req: Request) -> Response<Body> {
     }
     match route {
         Route::Chat => chat(deps, &req, user).await,
+        Route::DeleteChat { chat_id } => match delete_chat(deps, &user, chat_id).await {
+            Ok(()) => no_content(),
+            Err(e) => error(&ApiError::from(&e)),
+        },
         Route::TurnEvents { chat_id, turn_id } => {
             let after = match resume_point(&req) {
                 Ok(after) => after,
@@ -211,6 +218,21 @@ pub async fn handle(deps: &Deps, req: Request) -> Response<Body> {
             }
         }
     }
+}
+
+/// Deletes the user's chat: its tool-call records first, then the chat with its messages
+/// and state (last, so a delete that stops half-way can be repeated). A chat a turn holds
+/// is 409; its turn records expire with their 24-hour TTL.
+async fn delete_chat(deps: &Deps, user: &AuthenticatedUser, chat_id: &str) -> shared::Result<()> {
+    let chat = deps.chats.get(&user.user_id, chat_id).await?;
+    let calls = deps.ledger.delete_chat(&chat.id).await?;
+    deps.chats.delete(&user.user_id, &chat.id).await?;
+    tracing::info!(
+        chat_id,
+        tool_calls = calls,
+        "chat deleted on its owner's request"
+    );
+    Ok(())
 }
 
 async fn chat(deps: &Deps, req: &Request, user: AuthenticatedUser) -> Response<Body> {
@@ -432,6 +454,12 @@ fn event_stream(body: Body) -> Response<Body> {
     );
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    response
+}
+
+fn no_content() -> Response<Body> {
+    let mut response = Response::new(Body::from(String::new()));
+    *response.status_mut() = lambda_http::http::StatusCode::NO_CONTENT;
     response
 }
 

@@ -1045,3 +1045,73 @@ async fn ids_and_paging_out_of_bounds_answer_400() {
 fn hex_cursor(json: &str) -> String {
     json.bytes().map(|b| format!("{b:02x}")).collect()
 }
+
+/// How many items a table holds under `pk` (read straight from DynamoDB Local).
+async fn items_under(table: &str, pk: &str) -> usize {
+    let out = test_support::dynamodb()
+        .await
+        .query()
+        .table_name(table)
+        .key_condition_expression("pk = :pk")
+        .expression_attribute_values(
+            ":pk",
+            aws_sdk_dynamodb::types::AttributeValue::S(pk.to_owned()),
+        )
+        .consistent_read(true)
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    out.items().len()
+}
+
+/// `DELETE /chats/{id}` removes the chat, its messages, its state and its tool-call
+/// records, and nothing of the owner's other chat; another user gets 404 and deletes
+/// nothing.
+#[tokio::test]
+async fn deleting_a_chat_removes_everything_of_it_and_nothing_else() {
+    let rig = Rig::start().await;
+    let user = test_support::unique("forget");
+    let token = rig.token(&user);
+    let mut chat_ids = Vec::new();
+    for _ in 0..2 {
+        rig.llm
+            .push(Reply::tool_calls(vec![("search_flights", flight_args())]));
+        let turn = rig
+            .chat(Some(&token), json!({"message": "Flights FRA to JFK"}))
+            .await;
+        assert_eq!(turn.status, 200);
+        chat_ids.push(turn.chat_id());
+    }
+    let (gone, kept) = (&chat_ids[0], &chat_ids[1]);
+    let storage = &rig.deps.config.tools.storage;
+    let before = items_under(&storage.chats_table, &format!("CHAT#{kept}")).await;
+    assert!(items_under(&storage.tool_calls_table, &format!("CHAT#{gone}")).await > 0);
+
+    let intruder = rig.token(&test_support::unique("mallory"));
+    let (status, _) = rig.delete(&intruder, &format!("/chats/{gone}")).await;
+    assert_eq!(status, 404, "another user's chat is not found");
+    assert!(items_under(&storage.chats_table, &format!("CHAT#{gone}")).await > 0);
+
+    let (status, body) = rig.delete(&token, &format!("/chats/{gone}")).await;
+    assert_eq!(status, 204, "{body}");
+    assert_eq!(
+        items_under(&storage.chats_table, &format!("CHAT#{gone}")).await,
+        0
+    );
+    assert_eq!(
+        items_under(&storage.tool_calls_table, &format!("CHAT#{gone}")).await,
+        0
+    );
+    let (status, _) = rig.get(&token, &format!("/chats/{gone}/tool-calls")).await;
+    assert_eq!(status, 404);
+    let (status, _) = rig.delete(&token, &format!("/chats/{gone}")).await;
+    assert_eq!(status, 404, "deleting again finds nothing");
+
+    assert_eq!(
+        items_under(&storage.chats_table, &format!("CHAT#{kept}")).await,
+        before
+    );
+    let (status, calls) = rig.get(&token, &format!("/chats/{kept}/tool-calls")).await;
+    assert_eq!(status, 200);
+    assert_eq!(calls["items"].as_array().map(Vec::len), Some(1));
+}

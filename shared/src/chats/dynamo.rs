@@ -17,8 +17,9 @@ use crate::clock::{Clock, SystemClock};
 use crate::domain::chat::{Chat, Message, MessageToolCall, NewMessage, Role};
 use crate::domain::session::{SessionState, SessionStatePatch};
 use crate::dynamo::{
-    ConditionFailure, Item, MAX_TRANSIENT_ROUNDS, Transaction, backoff, from_item, invalid_action,
-    is_transient, n, rfc3339, s, sdk_error, sortable_time, to_av, to_item, transact,
+    ConditionFailure, Item, MAX_TRANSIENT_ROUNDS, Transaction, backoff, delete_partition,
+    from_item, invalid_action, is_transient, n, rfc3339, s, sdk_error, sortable_time, to_av,
+    to_item, transact,
 };
 use crate::ids::{monotonic_id, new_id};
 use crate::{Error, Result};
@@ -516,6 +517,31 @@ impl ChatStore for DynamoChatStore {
 
     async fn get(&self, owner_id: &str, chat_id: &str) -> Result<Chat> {
         self.owned(owner_id, chat_id).await.map(Chat::from)
+    }
+
+    async fn delete(&self, owner_id: &str, chat_id: &str) -> Result<()> {
+        let chat = self.owned(owner_id, chat_id).await?;
+        let now = sortable_time(self.clock.now());
+        if let (Some(turn_id), Some(until)) = (&chat.turn_id, &chat.turn_until)
+            && *until >= now
+        {
+            return Err(Error::TurnInProgress {
+                turn_id: turn_id.clone(),
+            });
+        }
+        // The chat item goes last: if deleting stops half-way, the chat is still there
+        // (and its owner can delete it again).
+        let is_meta =
+            |key: &Item| matches!(key.get("sk"), Some(v) if v.as_s().is_ok_and(|s| s == "META"));
+        let deleted = delete_partition(
+            &self.client,
+            &self.table,
+            &format!("CHAT#{chat_id}"),
+            is_meta,
+        )
+        .await?;
+        tracing::info!(chat_id, items = deleted, "chat deleted");
+        Ok(())
     }
 
     async fn patch_state(

@@ -90,6 +90,10 @@ pub trait ChatStore: Send + Sync {
     /// Lets go of the chat if `turn_id` still holds it (a lease taken over is left alone).
     async fn release(&self, chat_id: &str, turn_id: &str) -> Result<()>;
 
+    /// Deletes the chat with its messages and session state. `Error::NotFound` for a missing
+    /// or foreign chat, `Error::TurnInProgress` while a turn holds it.
+    async fn delete(&self, owner_id: &str, chat_id: &str) -> Result<()>;
+
     /// The last `limit` messages, oldest first.
     async fn recent_messages(
         &self,

@@ -739,6 +739,16 @@ impl ToolCallLedger for DynamoLedger {
         })
     }
 
+    async fn delete_chat(&self, chat_id: &str) -> Result<usize> {
+        crate::dynamo::delete_partition(
+            &self.client,
+            &self.table,
+            &format!("CHAT#{chat_id}"),
+            |_| false,
+        )
+        .await
+    }
+
     async fn flag(&self, chat_id: &str, call_id: &str, flags: &[&str]) -> Result<()> {
         let flags: Vec<AttributeValue> = flags.iter().map(|f| s(*f)).collect();
         self.update(chat_id, call_id)

@@ -159,6 +159,10 @@ pub trait ToolCallLedger: Send + Sync {
         cursor: Option<&str>,
     ) -> Result<Page<ToolCallRecord>>;
 
+    /// Deletes every record of the chat's tool calls (and refused calls); the caller has
+    /// checked that the chat is the user's. Returns how many were deleted.
+    async fn delete_chat(&self, chat_id: &str) -> Result<usize>;
+
     /// Adds the tool-output guard's `flags` to a call's audit record (only written when a
     /// scan found something).
     async fn flag(&self, chat_id: &str, call_id: &str, flags: &[&str]) -> Result<()>;

@@ -310,6 +310,11 @@ impl Rig {
         self.call(Method::GET, token, path).await
     }
 
+    /// `DELETE` through the handler.
+    pub async fn delete(&self, token: &str, path: &str) -> (u16, Value) {
+        self.call(Method::DELETE, token, path).await
+    }
+
     /// A bodiless `POST` (e.g. cancel) through the handler.
     pub async fn post(&self, token: &str, path: &str) -> (u16, Value) {
         self.call(Method::POST, token, path).await
