@@ -149,8 +149,7 @@ impl FunctionClient {
         })
         .await?;
         let status = response.status();
-        if status == reqwest::StatusCode::UNAUTHORIZED || status == reqwest::StatusCode::FORBIDDEN
-        {
+        if status == reqwest::StatusCode::UNAUTHORIZED || status == reqwest::StatusCode::FORBIDDEN {
             // Our own route refusing our own credentials is a deployment error (a token
             // the route's authorizer does not accept, a role without `execute-api:Invoke`):
             // retrying, or trying another route, would only hide it.
