@@ -81,6 +81,15 @@ fn route(path: &str) -> Option<Route<'_>> {
 }
 
 impl Route<'_> {
+    /// The one method the route answers.
+    fn method(&self) -> Method {
+        match self {
+            Route::Chat | Route::Cancel { .. } | Route::TurnCancel { .. } => Method::POST,
+            Route::DeleteChat { .. } => Method::DELETE,
+            _ => Method::GET,
+        }
+    }
+
     /// The ids the path names, each checked by [`validate::id`].
     fn ids(&self) -> Vec<(&'static str, &str)> {
         match *self {
@@ -111,21 +120,15 @@ pub async fn handle(deps: &Deps, req: Request) -> Response<Body> {
             format!("no route for {path}"),
         ));
     };
-    let (allowed, method_ok) = match route {
-        Route::Chat | Route::Cancel { .. } | Route::TurnCancel { .. } => {
-            ("POST", req.method() == Method::POST)
-        }
-        Route::DeleteChat { .. } => ("DELETE", req.method() == Method::DELETE),
-        _ => ("GET", req.method() == Method::GET),
-    };
-    if !method_ok {
+    let allowed = route.method();
+    if req.method() != allowed {
         let mut response = error(&ApiError::new(
             ErrorCode::MethodNotAllowed,
             format!("{} is not allowed here; use {allowed}", req.method()),
         ));
-        response
-            .headers_mut()
-            .insert(header::ALLOW, HeaderValue::from_static(allowed));
+        if let Ok(value) = HeaderValue::from_str(allowed.as_str()) {
+            response.headers_mut().insert(header::ALLOW, value);
+        }
         return response;
     }
     let authorization = req
@@ -143,19 +146,29 @@ pub async fn handle(deps: &Deps, req: Request) -> Response<Body> {
     {
         return error(&e);
     }
+    dispatch(deps, &req, route, user).await
+}
+
+/// Runs an authenticated request on its route.
+async fn dispatch(
+    deps: &Deps,
+    req: &Request,
+    route: Route<'_>,
+    user: AuthenticatedUser,
+) -> Response<Body> {
     match route {
-        Route::Chat => chat(deps, &req, user).await,
+        Route::Chat => chat(deps, req, user).await,
         Route::DeleteChat { chat_id } => match delete_chat(deps, &user, chat_id).await {
             Ok(()) => no_content(),
             Err(e) => error(&ApiError::from(&e)),
         },
         Route::TurnEvents { chat_id, turn_id } => {
-            let after = match resume_point(&req) {
+            let after = match resume_point(req) {
                 Ok(after) => after,
                 Err(e) => return error(&e),
             };
             match deps.turns.get(&user.user_id, chat_id, turn_id).await {
-                Ok(turn) => follow(deps, &req, turn, after),
+                Ok(turn) => follow(deps, req, turn, after),
                 Err(e) => error(&ApiError::from(&e)),
             }
         }
@@ -171,7 +184,7 @@ pub async fn handle(deps: &Deps, req: Request) -> Response<Body> {
             }
         }
         Route::ToolCalls { chat_id } => {
-            let (limit, cursor) = match validate::page(&req) {
+            let (limit, cursor) = match validate::page(req) {
                 Ok(page) => page,
                 Err(e) => return error(&e),
             };
@@ -188,7 +201,7 @@ pub async fn handle(deps: &Deps, req: Request) -> Response<Body> {
             }
         }
         Route::RefusedCalls { chat_id } => {
-            let (limit, cursor) = match validate::page(&req) {
+            let (limit, cursor) = match validate::page(req) {
                 Ok(page) => page,
                 Err(e) => return error(&e),
             };
@@ -233,6 +246,24 @@ async fn delete_chat(deps: &Deps, user: &AuthenticatedUser, chat_id: &str) -> sh
         "chat deleted on its owner's request"
     );
     Ok(())
+}
+
+/// Writes the turn's record, which claims its idempotency key. `Err` is the whole answer
+/// when the key was used before: the same request follows the first turn from its first
+/// event (never a second turn); another request with that key is 422.
+async fn begin(deps: &Deps, req: &Request, record: &TurnRecord) -> Result<(), Response<Body>> {
+    match deps.turns.begin(record).await {
+        Ok(Begun::New) => Ok(()),
+        Ok(Begun::Existing(turn)) if turn.fingerprint == record.fingerprint => {
+            tracing::info!(turn_id = %turn.turn_id, "resent message; following its turn");
+            Err(follow(deps, req, turn, None))
+        }
+        Ok(Begun::Existing(_)) => Err(error(&ApiError::new(
+            ErrorCode::IdempotencyKeyReused,
+            "Idempotency-Key: this key was used for a different request",
+        ))),
+        Err(e) => Err(error(&ApiError::from(&e))),
+    }
 }
 
 async fn chat(deps: &Deps, req: &Request, user: AuthenticatedUser) -> Response<Body> {
@@ -285,8 +316,6 @@ async fn chat(deps: &Deps, req: &Request, user: AuthenticatedUser) -> Response<B
         Err(e) => return error(&e),
     };
     let turn_deadline = deadline(req, deps.config.turn_timeout);
-    let now = time::OffsetDateTime::now_utc();
-    let left = turn_deadline.saturating_duration_since(std::time::Instant::now());
     let record = TurnRecord {
         turn_id: match &key {
             Some(key) => turn_id_for_key(&user.user_id, key),
@@ -298,24 +327,13 @@ async fn chat(deps: &Deps, req: &Request, user: AuthenticatedUser) -> Response<B
         fingerprint: fingerprint(&body, &message),
         status: TurnStatus::Running,
         cancel_requested: false,
-        deadline: now + left,
-        created_at: now,
+        deadline: time::OffsetDateTime::now_utc()
+            + turn_deadline.saturating_duration_since(std::time::Instant::now()),
+        created_at: time::OffsetDateTime::now_utc(),
         refusal: None,
     };
-    match deps.turns.begin(&record).await {
-        Ok(Begun::New) => {}
-        // A resend: the same turn, followed from its first event; never a second one.
-        Ok(Begun::Existing(turn)) if turn.fingerprint == record.fingerprint => {
-            tracing::info!(turn_id = %turn.turn_id, "resent message; following its turn");
-            return follow(deps, req, turn, None);
-        }
-        Ok(Begun::Existing(_)) => {
-            return error(&ApiError::new(
-                ErrorCode::IdempotencyKeyReused,
-                "Idempotency-Key: this key was used for a different request",
-            ));
-        }
-        Err(e) => return error(&ApiError::from(&e)),
+    if let Err(response) = begin(deps, req, &record).await {
+        return response;
     }
     let stop = StopSignal::default();
     let input = TurnInput {
