@@ -1,8 +1,9 @@
 # Entry points; each target is a thin wrapper around a script you can also run directly.
 .PHONY: dev down test deny lint emulators-up emulators-down ci
 
-# The RustSec advisory database snapshot `make deny` reads offline, and where it goes.
-ADVISORY_DB_SNAPSHOT ?= ../shared/supply-chain/advisory-db.tar.gz
+# The RustSec advisory database snapshot `make deny` reads offline, and where it goes: a
+# newer one beside the repository if there is one, else the copy in supply-chain/.
+ADVISORY_DB_SNAPSHOT ?= $(firstword $(wildcard ../shared/supply-chain/advisory-db.tar.gz) supply-chain/advisory-db.tar.gz)
 ADVISORY_DB := .local/advisory-db
 
 ## The whole system locally: emulators, fakes (without keys), every function under
