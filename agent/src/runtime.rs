@@ -141,7 +141,7 @@ pub struct ToolClients {
     pub sqs: aws_sdk_sqs::Client,
     pub secrets: Arc<SecretsCache>,
     pub http: reqwest::Client,
-    /// Signs the worker's calls to the IAM routes; `None` in chat turns and local runs.
+    /// Signs calls to the functions' IAM routes; `None` in local runs (no API Gateway).
     pub signer: Option<SigV4Signer>,
 }
 

@@ -125,7 +125,6 @@ impl Rig {
     fn input(&self, user: &str, message: &str) -> TurnInput {
         TurnInput {
             user_id: user.to_owned(),
-            authorization: "Bearer test".into(),
             chat_id: None,
             profile: self
                 .catalog

@@ -115,6 +115,9 @@ write_dev_env() {
     echo "JWT_AUDIENCE=$JWT_AUDIENCE_LOCAL"
     echo "TOOL_RETRY_BASE_SECS=${TOOL_RETRY_BASE_SECS:-2}"
     echo "EMBEDDINGS_BASE_URL=${EMBEDDINGS_BASE_URL:-none}"
+    # Local only: no API Gateway stands in front of the functions, so no authorizer vouches
+    # for the router's calls (deployed, they are IAM-authorised; see docs/security.md).
+    echo "ALLOW_UNAUTHENTICATED_TOOL_CALLS=true"
     # Local only: `chat --debug` shows the router's debug events to any caller.
     echo "DEBUG_FOR_EVERYONE=true"
     if [ "$FAKE_LLM" = 1 ]; then

@@ -36,9 +36,12 @@ EXPECTED = {
         "ChatsTable": {"dynamodb:GetItem", "dynamodb:UpdateItem"},
         "UsageTable": {"dynamodb:PutItem"},
     },
-    "SeatsAeroSearchFunction": {},
-    "AmadeusSearchFunction": {},
+    # Only with PublicToolRoutes: each user's calls to the public routes are counted.
+    "SeatsAeroSearchFunction": {"RateLimitsTable?": {"dynamodb:UpdateItem"}},
+    "AmadeusSearchFunction": {"RateLimitsTable?": {"dynamodb:UpdateItem"}},
 }
+# Who may call the tool routes of the IAM-only API: the router and the worker, nobody else.
+INVOKERS = {"ChatRouterFunction", "ToolWorkerFunction"}
 # Tables whose data is users' chats, calls and spend: never scanned, never granted all
 # actions. (Deletes are in EXPECTED: only the router's, for DELETE /chats/{id}.)
 PRIVATE = {"ChatsTable", "ToolCallsTable", "UsageTable"}
@@ -64,11 +67,25 @@ def table_of(resource):
     return repr(resource)
 
 
-def dynamodb_grants(policies):
-    """{table: actions} from a function's inline statements; SAM DynamoDB policy templates
-    are returned separately as {(template, table)}."""
-    grants, templates = {}, set()
+def unconditional(policies):
+    """(policy, conditional) pairs: the true branch of `!If [cond, policy, !Ref AWS::NoValue]`
+    is a conditional policy."""
     for policy in policies:
+        if "Fn::If" in policy:
+            _, yes, no = policy["Fn::If"]
+            if no != {"Ref": "AWS::NoValue"}:
+                sys.exit(f"unexpected !If policy: {policy}")
+            yield yes, True
+        else:
+            yield policy, False
+
+
+def dynamodb_grants(policies):
+    """{table: actions} from a function's inline statements (a table granted only under a
+    condition is named with a trailing `?`); SAM DynamoDB policy templates are returned
+    separately as {(template, table)}."""
+    grants, templates = {}, set()
+    for policy, conditional in unconditional(policies):
         for name, args in policy.items():
             if name in SAM_DYNAMODB_POLICIES:
                 templates.add((name, args["TableName"]["Ref"]))
@@ -79,8 +96,48 @@ def dynamodb_grants(policies):
                 if not actions:
                     continue
                 for resource in as_list(statement["Resource"]):
-                    grants.setdefault(table_of(resource), set()).update(actions)
+                    table = table_of(resource) + ("?" if conditional else "")
+                    grants.setdefault(table, set()).update(actions)
     return grants, templates
+
+
+def invokes_tool_routes(policies):
+    """True when a policy grants execute-api:Invoke."""
+    for policy, _ in unconditional(policies):
+        for statement in as_list(policy.get("Statement", [])):
+            if "execute-api:Invoke" in as_list(statement.get("Action", [])):
+                return True
+    return False
+
+
+def public_routes(template):
+    """The tool routes users reach with their own token exist only with PublicToolRoutes, all
+    JWT-authorised; every route on the SAM-built ToolsApi is an IAM-only /internal/ route."""
+    failures = []
+    resources = template["Resources"]
+    for name, resource in resources.items():
+        if resource.get("Type", "").startswith("AWS::ApiGatewayV2::") or name == "PublicToolsApi":
+            if resource.get("Condition") != "PublicToolRoutesOn":
+                failures.append(f"{name}: a public-route resource without Condition PublicToolRoutesOn")
+            if resource.get("Type") == "AWS::ApiGatewayV2::Route":
+                if resource["Properties"].get("AuthorizationType") != "JWT":
+                    failures.append(f"{name}: a public route without the JWT authorizer")
+        if resource.get("Type") != "AWS::Serverless::Function":
+            continue
+        for event_name, event in resource["Properties"].get("Events", {}).items():
+            if event.get("Type") != "HttpApi":
+                continue
+            props = event["Properties"]
+            path = props.get("Path", "")
+            authorizer = props.get("Auth", {}).get("Authorizer")
+            if not path.startswith("/internal/") or authorizer != "AWS_IAM":
+                failures.append(f"{name}.{event_name}: {path} is not an IAM-only /internal/ route")
+    api_auth = resources["ToolsApi"]["Properties"]["Auth"]
+    if api_auth.get("DefaultAuthorizer") != "AWS_IAM" or api_auth.get("Authorizers"):
+        failures.append(f"ToolsApi: authorizers {api_auth}; expected IAM only")
+    if template["Parameters"]["PublicToolRoutes"].get("Default") != "false":
+        failures.append("PublicToolRoutes: the public routes must be off by default")
+    return failures
 
 
 def main():
@@ -98,20 +155,30 @@ def main():
                 failures.append(f"{name}: {policy} on {table}; list the actions instead")
         for table, actions in grants.items():
             bad = actions & FORBIDDEN
-            if table.split("/")[0] in PRIVATE and bad:
+            if table.split("/")[0].rstrip("?") in PRIVATE and bad:
                 failures.append(f"{name}: {sorted(bad)} on {table}")
         if name in EXPECTED and grants != EXPECTED[name]:
             failures.append(f"{name}: DynamoDB grants {grants}, expected {EXPECTED[name]}")
+        invokes = invokes_tool_routes(resource["Properties"].get("Policies", []))
+        if invokes != (name in INVOKERS):
+            failures.append(f"{name}: execute-api:Invoke granted={invokes}, expected {name in INVOKERS}")
     if "KbRetrieveFunction" in resources:
         policies = resources["KbRetrieveFunction"]["Properties"]["Policies"]
         grants, templates = dynamodb_grants(policies)
-        if grants or templates != {("DynamoDBReadPolicy", "KnowledgeBaseTable")}:
+        if grants != {"RateLimitsTable?": {"dynamodb:UpdateItem"}} or templates != {
+            ("DynamoDBReadPolicy", "KnowledgeBaseTable")
+        }:
             failures.append(f"KbRetrieveFunction: {grants} {templates}; expected read on the kb only")
+    failures += public_routes(template)
     missing = set(EXPECTED) - set(resources)
     failures += [f"{name}: not in template.yaml" for name in sorted(missing)]
     if failures:
         sys.exit("IAM check failed:\n  " + "\n  ".join(failures))
-    print(f"IAM check: {len(EXPECTED) + 1} functions hold exactly the DynamoDB access they use")
+    print(
+        f"IAM check: {len(EXPECTED) + 1} functions hold exactly the DynamoDB access they use;"
+        " only the router and the worker may call the IAM-only tool routes;"
+        " user-token routes exist only with PublicToolRoutes"
+    )
 
 
 if __name__ == "__main__":

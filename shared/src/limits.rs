@@ -49,6 +49,9 @@ pub enum LimitScope {
     Tool(ToolName),
     /// Chat turns (messages sent to the chat-router).
     ChatTurns,
+    /// Users' own calls to a public tool route (e.g. `/flights/award`), counted apart
+    /// from the chat's tool calls.
+    Route(&'static str),
 }
 
 impl LimitScope {
@@ -57,6 +60,8 @@ impl LimitScope {
             Self::Tool(tool) => tool.as_str(),
             // Cannot collide with a tool: tool names are snake_case words without `#`.
             Self::ChatTurns => "#turns",
+            // Routes start with `/`, which tool names never contain.
+            Self::Route(route) => route,
         }
     }
 }

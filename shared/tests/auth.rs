@@ -195,7 +195,6 @@ async fn hs256_token_yields_the_subject() {
     let token = hs_token(&claims(json!({})));
     let user = auth.authenticate(Some(&bearer(&token))).await.unwrap();
     assert_eq!(user.user_id, "user-1");
-    assert_eq!(user.token, token);
 
     let header = format!("  bearer \t{token}  ");
     let user = auth.authenticate(Some(&header)).await.unwrap();

@@ -12,6 +12,7 @@ use std::time::Duration;
 pub mod dynamo_faults;
 pub mod fake_llm;
 pub mod fuzz;
+pub mod gateway;
 pub mod queues;
 pub mod serve;
 pub mod upstreams;

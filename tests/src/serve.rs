@@ -3,7 +3,8 @@
 //!
 //! Incoming requests become `lambda_http::Request`s shaped like API Gateway HTTP API /
 //! Function URL events: absolute URI, headers, body as `Text` (UTF-8) or `Binary`, query
-//! string parameters, raw path and an API Gateway v2 request context. Response bodies are
+//! string parameters, raw path and an API Gateway v2 request context (with an IAM authorizer's
+//! identity when the request is SigV4-signed). Response bodies are
 //! passed through frame by frame, so a streaming handler streams.
 
 use std::convert::Infallible;
@@ -215,9 +216,16 @@ async fn to_lambda_request(
         .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
         .unwrap_or_default();
 
+    let signed = crate::gateway::is_sigv4(&parts);
     let query: QueryMap = query.parse().unwrap_or_default();
-    Ok(http::Request::from_parts(parts, body)
+    let request = http::Request::from_parts(parts, body)
         .with_raw_http_path(path)
         .with_query_string_parameters(query)
-        .with_request_context(RequestContext::ApiGatewayV2(context)))
+        .with_request_context(RequestContext::ApiGatewayV2(context));
+    // As the `/internal` routes' IAM authorizer would (see `crate::gateway`).
+    Ok(if signed {
+        crate::gateway::iam_authorized(request)
+    } else {
+        request
+    })
 }

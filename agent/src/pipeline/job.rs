@@ -14,7 +14,7 @@ use super::record::with_retry_note;
 use super::{CallStatus, Pipeline, lease_for};
 use crate::events::NoEvents;
 use crate::jobs::ToolJob;
-use crate::tools::{Caller, ToolContext};
+use crate::tools::ToolContext;
 
 /// What the worker did with a job.
 #[derive(Debug, Clone, PartialEq)]
@@ -59,7 +59,6 @@ impl Pipeline {
         let ctx = ToolContext {
             user_id: job.owner_id.clone(),
             chat_id: job.chat_id.clone(),
-            caller: Caller::Service,
             session_state: SessionState::default(),
             // The job's request was checked in its turn; nothing here reads the date.
             today: time::OffsetDateTime::now_utc().date(),

@@ -141,7 +141,6 @@ mod tests {
     use std::time::{Duration, Instant};
 
     use super::*;
-    use crate::tools::Caller;
     use shared::domain::session::SessionState;
 
     fn tool() -> AwardValueTool {
@@ -152,7 +151,6 @@ mod tests {
         ToolContext {
             user_id: "u1".into(),
             chat_id: "c1".into(),
-            caller: Caller::Service,
             session_state: SessionState::default(),
             today: time::macros::date!(2027 - 03 - 01),
             locale,

@@ -1,9 +1,12 @@
 //! Calls from tools to this project's own functions (flight search, knowledge base) over
 //! their HTTP API.
 //!
-//! In a chat turn the user's bearer token is forwarded, so the routes' JWT authorizer checks
-//! the same user. The tool worker has no user token: it calls the `/internal/...` routes,
-//! which use IAM authorization, and signs its requests with its role's credentials (SigV4).
+//! The chat-router and the tool worker both call the `/internal/...` routes, which use IAM
+//! authorization, and sign each request with their role's credentials (SigV4). The user a
+//! call is for goes in the signed `x-tool-user` header, which only those routes trust
+//! (`shared::http::route_access`). A user's token is never forwarded: it stays with the
+//! chat-router, so a tool call cannot be replayed with it, nor can the user spend the
+//! upstreams' quota past the chat's limits.
 
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -17,28 +20,8 @@ use serde::de::DeserializeOwned;
 
 use super::ToolContext;
 use crate::{Error, Result};
-use shared::secrets::SecretString;
+use shared::http::route_access::ON_BEHALF_OF_HEADER;
 use shared::upstream::{self, RetryPolicy};
-
-/// On whose behalf a tool runs.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Caller {
-    /// A user in a chat turn: their `Authorization` header is forwarded (never printed:
-    /// `Debug` shows it redacted).
-    User { authorization: SecretString },
-    /// A backend job (the tool worker): requests are signed with the function's IAM role.
-    Service,
-}
-
-impl Caller {
-    /// For logs: which credentials were sent.
-    pub fn kind(&self) -> &'static str {
-        match self {
-            Caller::User { .. } => "user token",
-            Caller::Service => "IAM (SigV4)",
-        }
-    }
-}
 
 /// Signs requests with AWS Signature V4 for API Gateway (`execute-api`).
 #[derive(Clone)]
@@ -64,8 +47,14 @@ impl SigV4Signer {
         })
     }
 
-    /// The headers that sign a JSON `POST` of `body` to `url`.
-    async fn headers(&self, url: &str, body: &[u8]) -> Result<Vec<(String, String)>> {
+    /// The headers that sign a JSON `POST` of `body` to `url` with `headers` (which are
+    /// signed too, so they cannot be changed on the way).
+    async fn headers(
+        &self,
+        url: &str,
+        headers: &[(&str, &str)],
+        body: &[u8],
+    ) -> Result<Vec<(String, String)>> {
         let credentials = self
             .credentials
             .provide_credentials()
@@ -84,7 +73,7 @@ impl SigV4Signer {
         let signable = SignableRequest::new(
             "POST",
             url,
-            [("content-type", JSON)].into_iter(),
+            headers.iter().copied(),
             SignableBody::Bytes(body),
         )
         .map_err(|e| Error::Invalid(format!("cannot sign a request to {url}: {e}")))?;
@@ -105,7 +94,7 @@ const JSON: &str = "application/json";
 pub struct FunctionClient {
     http: reqwest::Client,
     retry: RetryPolicy,
-    /// For [`Caller::Service`]; without one (local runs) requests go unsigned.
+    /// Without one (local runs, where no API Gateway checks) requests go unsigned.
     signer: Option<Arc<SigV4Signer>>,
 }
 
@@ -128,35 +117,38 @@ impl FunctionClient {
         ctx: &ToolContext,
     ) -> Result<T> {
         let bytes = serde_json::to_vec(body)?;
-        let auth: Vec<(String, String)> = match (&ctx.caller, &self.signer) {
-            (Caller::User { authorization }, _) => {
-                vec![(
-                    "authorization".to_owned(),
-                    authorization.expose().to_owned(),
-                )]
-            }
-            (Caller::Service, Some(signer)) => signer.headers(url, &bytes).await?,
-            (Caller::Service, None) => Vec::new(),
-        };
+        let mut headers: Vec<(String, String)> = vec![
+            ("content-type".to_owned(), JSON.to_owned()),
+            (ON_BEHALF_OF_HEADER.to_owned(), ctx.user_id.clone()),
+        ];
+        if let Some(signer) = &self.signer {
+            let to_sign: Vec<(&str, &str)> = headers
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.as_str()))
+                .collect();
+            let signature = signer.headers(url, &to_sign, &bytes).await?;
+            headers.extend(signature);
+        }
         let response = upstream::send(service, ctx.deadline, &self.retry, || {
-            auth.iter().fold(
-                self.http
-                    .post(url)
-                    .header(reqwest::header::CONTENT_TYPE, JSON)
-                    .body(bytes.clone()),
+            headers.iter().fold(
+                self.http.post(url).body(bytes.clone()),
                 |request, (name, value)| request.header(name, value),
             )
         })
         .await?;
         let status = response.status();
         if status == reqwest::StatusCode::UNAUTHORIZED || status == reqwest::StatusCode::FORBIDDEN {
-            // Our own route refusing our own credentials is a deployment error (a token
-            // the route's authorizer does not accept, a role without `execute-api:Invoke`):
-            // retrying, or trying another route, would only hide it.
+            // Our own route refusing our own credentials is a deployment error (a role
+            // without `execute-api:Invoke`, a URL that is not an IAM route): retrying, or
+            // trying another route, would only hide it.
             tracing::error!(
                 service,
                 status = status.as_u16(),
-                caller = ctx.caller.kind(),
+                credentials = if self.signer.is_some() {
+                    "IAM (SigV4)"
+                } else {
+                    "none (unsigned)"
+                },
                 "this project's own route refused our credentials; check the authorizer and the IAM grants"
             );
             return Err(Error::Config(format!(
@@ -177,9 +169,6 @@ mod tests {
     /// What holds a credential prints it redacted: a log line with `{:?}` leaks nothing.
     #[test]
     fn debug_output_never_shows_a_credential() {
-        let caller = Caller::User {
-            authorization: SecretString::new("Bearer eyJ-user-token-value"),
-        };
         let signer = SigV4Signer {
             credentials: SharedCredentialsProvider::new(Credentials::new(
                 "AKIDEXAMPLE",
@@ -190,12 +179,8 @@ mod tests {
             )),
             region: "eu-central-1".into(),
         };
-        let printed = format!("{caller:?} {signer:?}");
-        for secret in [
-            "eyJ-user-token-value",
-            "example-secret-key-value",
-            "session-token-value",
-        ] {
+        let printed = format!("{signer:?}");
+        for secret in ["example-secret-key-value", "session-token-value"] {
             assert!(!printed.contains(secret), "{printed}");
         }
     }
@@ -213,7 +198,11 @@ mod tests {
             region: "eu-central-1".into(),
         };
         let headers = signer
-            .headers("https://api.example.com/internal/kb/search", b"{}")
+            .headers(
+                "https://api.example.com/internal/kb/search",
+                &[("content-type", JSON), (ON_BEHALF_OF_HEADER, "user-1")],
+                b"{}",
+            )
             .await
             .unwrap_or_default();
         let get = |name: &str| {
@@ -226,6 +215,8 @@ mod tests {
         let authorization = get("authorization");
         assert!(authorization.starts_with("AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/"));
         assert!(authorization.contains("/eu-central-1/execute-api/aws4_request"));
+        // The user header is among the signed ones: it cannot be changed on the way.
+        assert!(authorization.contains("x-tool-user"), "{authorization}");
         assert!(authorization.contains("content-type"));
         assert!(!get("x-amz-date").is_empty());
         assert_eq!(get("x-amz-security-token"), "session");

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use serde_json::Value;
 
-pub use functions::{Caller, FunctionClient, SigV4Signer};
+pub use functions::{FunctionClient, SigV4Signer};
 pub use schema::ToolSchema;
 
 use crate::Result;
@@ -37,8 +37,6 @@ use shared::limits::RateLimit;
 pub struct ToolContext {
     pub user_id: String,
     pub chat_id: String,
-    /// On whose behalf calls to the other functions are made.
-    pub caller: Caller,
     pub session_state: SessionState,
     /// The user's date (in their time zone, else UTC): dates before it are in the past.
     pub today: time::Date,

@@ -13,7 +13,7 @@ use super::{Agent, TurnInput, TurnState, prompt};
 use crate::events::EventSink;
 use crate::llm::{Completion, PromptMessage};
 use crate::pipeline::{StepLimits, StepOutcome};
-use crate::tools::{Caller, ToolContext};
+use crate::tools::ToolContext;
 
 /// Tool calls of one model step that are stored and answered (run or "skipped"); more are
 /// dropped unanswered.
@@ -130,9 +130,6 @@ impl Agent {
         ToolContext {
             user_id: input.user_id.clone(),
             chat_id: state.chat.id.clone(),
-            caller: Caller::User {
-                authorization: shared::secrets::SecretString::new(input.authorization.as_str()),
-            },
             session_state: state.chat.session_state.clone(),
             today: state.today,
             locale: state.locale,

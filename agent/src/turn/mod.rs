@@ -79,8 +79,6 @@ pub struct TurnSettings {
 /// A turn as the caller asks for it (already authenticated and validated).
 pub struct TurnInput {
     pub user_id: String,
-    /// The caller's `Authorization` header, forwarded to the flight and kb functions.
-    pub authorization: String,
     /// `None` starts a new chat.
     pub chat_id: Option<String>,
     pub profile: AgentProfile,

@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use shared::clock::{Clock, SystemClock};
+use shared::http::route_access::RouteAccess;
 use shared::secrets::SecretsCache;
 
 use crate::config::Config;
@@ -14,6 +15,8 @@ pub struct Deps {
     pub config: Arc<Config>,
     /// Lives as long as the container, so a warm container reuses its token.
     pub token: Arc<TokenProvider>,
+    /// Who may call; IAM-authorised callers only unless [`Deps::with_access`] says more.
+    pub access: RouteAccess,
 }
 
 impl Deps {
@@ -33,6 +36,13 @@ impl Deps {
             http,
             config: Arc::new(config),
             token: Arc::new(token),
+            access: RouteAccess::internal_only(),
         }
+    }
+
+    /// With the admission rules of the deployment (`shared::http::route_access`).
+    pub fn with_access(mut self, access: RouteAccess) -> Self {
+        self.access = access;
+        self
     }
 }

@@ -9,6 +9,9 @@ use shared::http::{ApiError, ErrorCode};
 use crate::deps::Deps;
 use crate::search::search;
 
+/// The route this function serves (behind `/internal` for IAM callers).
+pub const ROUTE: &str = "/flights/cash";
+
 pub async fn handle(deps: &Deps, req: Request) -> Response<Body> {
     if req.method() != Method::POST {
         let mut response = error_response(&ApiError::new(
@@ -21,6 +24,16 @@ pub async fn handle(deps: &Deps, req: Request) -> Response<Body> {
         return response;
     }
     let deadline = deadline(&req, deps.config.fallback_budget);
+    let admitted = match deps.access.admit(&req, ROUTE).await {
+        Ok(admitted) => admitted,
+        Err(error) => return error_response(&error),
+    };
+    tracing::info!(
+        route = ROUTE,
+        via = admitted.via(),
+        user_id = admitted.user_id(),
+        "call admitted"
+    );
     let params = match json_body::<FlightSearchParams>(&req) {
         Ok(params) => params,
         Err(e) => return error_response(&e),

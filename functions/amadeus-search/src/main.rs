@@ -6,6 +6,7 @@ use std::sync::Arc;
 use amadeus_search::{Config, Deps, handle};
 use lambda_http::{Request, service_fn};
 use shared::config::{Env, secrets_cache_ttl};
+use shared::http::route_access::{AccessConfig, RouteAccess};
 use shared::secrets::{AwsSecretSource, SecretsCache};
 
 #[tokio::main]
@@ -15,11 +16,14 @@ async fn main() -> Result<(), lambda_http::Error> {
     let config = Config::from_env(&env)?;
     let http = shared::upstream::http_client()?;
     let aws = shared::aws::sdk_config().await;
+    let access = RouteAccess::new(&AccessConfig::from_env(&env)?, || {
+        shared::aws::dynamodb(&aws)
+    });
     let secrets = SecretsCache::new(
         Arc::new(AwsSecretSource::new(shared::aws::secrets_manager(&aws))),
         secrets_cache_ttl(&env)?,
     );
-    let deps = Deps::new(http, secrets, config);
+    let deps = Deps::new(http, secrets, config).with_access(access);
     lambda_http::run(service_fn(|req: Request| {
         let deps = deps.clone();
         async move { Ok::<_, Infallible>(handle(&deps, req).await) }

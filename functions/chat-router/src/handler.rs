@@ -337,7 +337,6 @@ async fn chat(deps: &Deps, req: &Request, user: AuthenticatedUser) -> Response<B
     }
     let stop = StopSignal::default();
     let input = TurnInput {
-        authorization: user.authorization_header(),
         user_id: user.user_id,
         chat_id: body.chat_id,
         profile,

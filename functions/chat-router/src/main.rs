@@ -3,6 +3,7 @@
 
 use agent::profiles::AgentCatalog;
 use agent::runtime::ToolClients;
+use agent::tools::SigV4Signer;
 use chat_router::handler::handle;
 use chat_router::{Config, Deps};
 use lambda_http::{Request, run_with_streaming_response, service_fn};
@@ -17,8 +18,9 @@ async fn main() -> Result<(), lambda_http::Error> {
     let agents = AgentCatalog::from_env(&env)?;
     let auth = AuthConfig::from_env(&env)?;
     let sdk = shared::aws::sdk_config().await;
-    // Chat turns forward the user's token; only the tool worker signs.
-    let clients = ToolClients::from_sdk(&sdk, &env, None)?;
+    // Tool calls go to the IAM-authorised routes, signed with this function's role; the
+    // user's token stays here.
+    let clients = ToolClients::from_sdk(&sdk, &env, SigV4Signer::from_sdk_config(&sdk))?;
     let deps = Deps::new(config, agents, auth, clients)?;
     run_with_streaming_response(service_fn(|req: Request| {
         let deps = deps.clone();

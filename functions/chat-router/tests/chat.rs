@@ -1115,3 +1115,67 @@ async fn deleting_a_chat_removes_everything_of_it_and_nothing_else() {
     assert_eq!(status, 200);
     assert_eq!(calls["items"].as_array().map(Vec::len), Some(1));
 }
+
+/// Tool functions are called over IAM: the request is SigV4-signed, names the user in the
+/// signed `x-tool-user` header, and carries nothing of the user's token.
+#[tokio::test]
+async fn tool_functions_get_a_signed_request_for_the_user_never_the_users_token() {
+    use wiremock::matchers::{method, path};
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+    let kb = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/internal/kb/search"))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .set_body_json(json!({"results": [], "mode": "bm25", "kb_version": null})),
+        )
+        .mount(&kb)
+        .await;
+    let url = format!("{}/internal/kb/search", kb.uri());
+    let rig = Rig::with(
+        move |vars| vars.push(("KB_SEARCH_URL".to_owned(), url)),
+        None,
+    )
+    .await;
+    rig.llm.push(Reply::tool_calls(vec![(
+        "search_knowledge_base",
+        json!({"query": "lounge access"}),
+    )]));
+    rig.llm.push(Reply::text("Nothing found."));
+    let user = test_support::unique("frank");
+    let token = rig.token(&user);
+    let turn = rig
+        .chat(Some(&token), json!({"message": "Lounge access?"}))
+        .await;
+    assert_eq!(turn.names().last(), Some(&"done"));
+
+    let received = kb.received_requests().await.unwrap_or_default();
+    assert_eq!(received.len(), 1);
+    let request = &received[0];
+    let header = |name: &str| {
+        request
+            .headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let authorization = header("authorization");
+    assert!(
+        authorization.starts_with("AWS4-HMAC-SHA256 Credential="),
+        "{authorization}"
+    );
+    assert!(authorization.contains("x-tool-user"), "{authorization}");
+    assert_eq!(header("x-tool-user"), user);
+    let token_bytes = token.as_bytes();
+    for (name, value) in &request.headers {
+        assert!(
+            !value
+                .as_bytes()
+                .windows(token_bytes.len())
+                .any(|w| w == token_bytes),
+            "{name} carries the user's token"
+        );
+    }
+    assert!(!String::from_utf8_lossy(&request.body).contains(&token));
+}

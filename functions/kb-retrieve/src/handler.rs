@@ -9,6 +9,7 @@ use lambda_http::{Body, Request, Response};
 use serde::{Deserialize, Serialize};
 use shared::Error;
 use shared::http::lambda::{deadline, error_response, json_body, json_response};
+use shared::http::route_access::RouteAccess;
 use shared::http::{ApiError, ErrorCode};
 use shared::kb::KbStore;
 use shared::secrets::SecretsCache;
@@ -29,6 +30,8 @@ pub struct Deps {
     pub config: Arc<Config>,
     pub kb: Arc<LiveIndex>,
     pub embedder: Arc<QueryEmbedder>,
+    /// Who may call; IAM-authorised callers only unless [`Deps::with_access`] says more.
+    pub access: RouteAccess,
 }
 
 impl Deps {
@@ -51,7 +54,14 @@ impl Deps {
             config: Arc::new(config),
             kb: Arc::new(kb),
             embedder: Arc::new(embedder),
+            access: RouteAccess::internal_only(),
         }
+    }
+
+    /// With the admission rules of the deployment (`shared::http::route_access`).
+    pub fn with_access(mut self, access: RouteAccess) -> Self {
+        self.access = access;
+        self
     }
 }
 
@@ -70,6 +80,9 @@ pub struct SearchResponse {
     pub kb_version: Option<u64>,
 }
 
+/// The route this function serves (behind `/internal` for IAM callers).
+pub const ROUTE: &str = "/kb/search";
+
 pub async fn handle(deps: &Deps, req: Request) -> Response<Body> {
     let deadline = deadline(&req, deps.config.deadline_fallback);
     if req.method() != Method::POST {
@@ -82,6 +95,16 @@ pub async fn handle(deps: &Deps, req: Request) -> Response<Body> {
             .insert(header::ALLOW, HeaderValue::from_static("POST"));
         return response;
     }
+    let admitted = match deps.access.admit(&req, ROUTE).await {
+        Ok(admitted) => admitted,
+        Err(error) => return error_response(&error),
+    };
+    tracing::info!(
+        route = ROUTE,
+        via = admitted.via(),
+        user_id = admitted.user_id(),
+        "call admitted"
+    );
     let (query, top_k) = match parse(&req) {
         Ok(parsed) => parsed,
         Err(error) => return error_response(&error),

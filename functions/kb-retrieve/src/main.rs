@@ -7,6 +7,7 @@ use std::sync::Arc;
 use kb_retrieve::{Config, Deps, handle};
 use lambda_http::{Request, service_fn};
 use shared::config::Env;
+use shared::http::route_access::{AccessConfig, RouteAccess};
 use shared::kb::DynamoKbStore;
 use shared::secrets::{AwsSecretSource, SecretsCache};
 
@@ -16,6 +17,9 @@ async fn main() -> Result<(), lambda_http::Error> {
     let env = Env::from_process();
     let config = Config::from_env(&env)?;
     let sdk = shared::aws::sdk_config().await;
+    let access = RouteAccess::new(&AccessConfig::from_env(&env)?, || {
+        shared::aws::dynamodb(&sdk)
+    });
     let secrets = SecretsCache::new(
         Arc::new(AwsSecretSource::new(shared::aws::secrets_manager(&sdk))),
         shared::config::secrets_cache_ttl(&env)?,
@@ -24,7 +28,8 @@ async fn main() -> Result<(), lambda_http::Error> {
         shared::aws::dynamodb(&sdk),
         config.kb_table.clone(),
     ));
-    let deps = Deps::new(shared::upstream::http_client()?, secrets, store, config);
+    let deps =
+        Deps::new(shared::upstream::http_client()?, secrets, store, config).with_access(access);
     // Load the knowledge base during the init phase; if that fails, the first request retries.
     if let Err(e) = deps.kb.get().await {
         tracing::error!(error = %e, "knowledge base not loaded at cold start");

@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use shared::http::route_access::RouteAccess;
 use shared::secrets::SecretsCache;
 
 use crate::client::SeatsAero;
@@ -15,6 +16,8 @@ pub struct Deps {
     pub secrets: SecretsCache,
     pub config: Arc<Config>,
     pub(crate) client: SeatsAero,
+    /// Who may call; IAM-authorised callers only unless [`Deps::with_access`] says more.
+    pub access: RouteAccess,
 }
 
 impl Deps {
@@ -24,6 +27,13 @@ impl Deps {
             secrets,
             config: Arc::new(config),
             client,
+            access: RouteAccess::internal_only(),
         }
+    }
+
+    /// With the admission rules of the deployment (`shared::http::route_access`).
+    pub fn with_access(mut self, access: RouteAccess) -> Self {
+        self.access = access;
+        self
     }
 }

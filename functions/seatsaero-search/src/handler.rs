@@ -9,6 +9,9 @@ use shared::http::{ApiError, ErrorCode};
 use crate::deps::Deps;
 use crate::{request, search};
 
+/// The route this function serves (behind `/internal` for IAM callers).
+pub const ROUTE: &str = "/flights/award";
+
 pub async fn handle(deps: &Deps, req: Request) -> Response<Body> {
     let deadline = deadline(&req, deps.config.deadline_fallback);
     if req.method() != Method::POST {
@@ -21,6 +24,16 @@ pub async fn handle(deps: &Deps, req: Request) -> Response<Body> {
             .insert(header::ALLOW, HeaderValue::from_static("POST"));
         return response;
     }
+    let admitted = match deps.access.admit(&req, ROUTE).await {
+        Ok(admitted) => admitted,
+        Err(error) => return error_response(&error),
+    };
+    tracing::info!(
+        route = ROUTE,
+        via = admitted.via(),
+        user_id = admitted.user_id(),
+        "call admitted"
+    );
     let params = match request::parse(&req) {
         Ok(params) => params,
         Err(error) => return error_response(&error),

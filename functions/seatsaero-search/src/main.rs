@@ -6,6 +6,7 @@ use std::sync::Arc;
 use lambda_http::{Request, service_fn};
 use seatsaero_search::{Config, Deps, handle};
 use shared::config::Env;
+use shared::http::route_access::{AccessConfig, RouteAccess};
 use shared::secrets::{AwsSecretSource, SecretsCache};
 
 #[tokio::main]
@@ -14,11 +15,14 @@ async fn main() -> Result<(), lambda_http::Error> {
     let env = Env::from_process();
     let config = Config::from_env(&env)?;
     let sdk = shared::aws::sdk_config().await;
+    let access = RouteAccess::new(&AccessConfig::from_env(&env)?, || {
+        shared::aws::dynamodb(&sdk)
+    });
     let secrets = SecretsCache::new(
         Arc::new(AwsSecretSource::new(shared::aws::secrets_manager(&sdk))),
         shared::config::secrets_cache_ttl(&env)?,
     );
-    let deps = Deps::new(shared::upstream::http_client()?, secrets, config);
+    let deps = Deps::new(shared::upstream::http_client()?, secrets, config).with_access(access);
     lambda_http::run(service_fn(|req: Request| {
         let deps = deps.clone();
         async move { Ok::<_, Infallible>(handle(&deps, req).await) }

@@ -86,7 +86,8 @@ impl Setup {
             sqs: test_support::sqs().await,
             secrets: common::secrets().await,
             http: common::http(),
-            signer: None,
+            // Signed as deployed: the functions admit only IAM-authorised calls.
+            signer: agent::tools::SigV4Signer::from_sdk_config(&test_support::sdk_config().await),
         };
         let worker = tool_worker::Deps::new(config, &agents, clients).unwrap();
         Self {
@@ -224,7 +225,8 @@ async fn a_transient_failure_is_retried_by_the_worker_and_ends_succeeded_with_tw
         .mount(&s.kb)
         .await;
     s.kb_answers(kb_hit()).await;
-    let token = s.rig.token(&test_support::unique("ada"));
+    let user = test_support::unique("ada");
+    let token = s.rig.token(&user);
     let turn = s.kb_turn(&token, "support").await;
     let result = turn.first("tool_result");
     assert_eq!(result["status"], json!("failed"), "{result}");
@@ -261,6 +263,22 @@ async fn a_transient_failure_is_retried_by_the_worker_and_ends_succeeded_with_tw
     assert_eq!(statuses(&record), ["succeeded", "failed"], "newest first");
     assert_eq!(s.kb_calls().await, 3);
     assert!(s.queues.receive(1, Duration::from_secs(1)).await.is_empty());
+    // The router's tries and the worker's are all signed (IAM) and name the chat's user.
+    for request in s.kb.received_requests().await.unwrap_or_default() {
+        let header = |name: &str| {
+            request
+                .headers
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned)
+        };
+        assert_eq!(header("x-tool-user").as_deref(), Some(user.as_str()));
+        assert!(
+            header("authorization").is_some_and(|v| v.starts_with("AWS4-HMAC-SHA256 ")),
+            "{:?}",
+            header("authorization")
+        );
+    }
 
     // The next turn offers the result the worker produced.
     s.rig

@@ -14,6 +14,8 @@ pub enum ErrorCode {
     InvalidJson,
     ValidationFailed,
     Unauthorized,
+    /// Authenticated, but this caller may not use this route (403).
+    Forbidden,
     NotFound,
     MethodNotAllowed,
     Conflict,
@@ -33,6 +35,7 @@ impl ErrorCode {
         match self {
             Self::BadRequest | Self::InvalidJson | Self::ValidationFailed => 400,
             Self::Unauthorized => 401,
+            Self::Forbidden => 403,
             Self::NotFound => 404,
             Self::MethodNotAllowed => 405,
             Self::Conflict | Self::TurnInProgress => 409,

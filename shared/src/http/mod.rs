@@ -3,6 +3,7 @@
 pub mod auth;
 pub mod error;
 pub mod lambda;
+pub mod route_access;
 
 pub use error::{ApiError, ErrorCode, ErrorEnvelope};
 

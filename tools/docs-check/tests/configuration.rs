@@ -24,6 +24,7 @@ fn read_all(env: &Env) {
     let _ = kb_retrieve::Config::from_env(env);
     let _ = agent::profiles::AgentCatalog::from_env(env);
     let _ = shared::http::auth::AuthConfig::from_env(env);
+    let _ = shared::http::route_access::AccessConfig::from_env(env);
     let _ = shared::config::secrets_cache_ttl(env);
     let _ = kb_ingest::cli::direct_api_key(env);
 }

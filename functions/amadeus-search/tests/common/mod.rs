@@ -132,10 +132,11 @@ pub fn offers_for(token: &str) -> MockBuilder {
         .and(header("accept", "application/vnd.amadeus+json"))
 }
 
+/// A `POST` as the `/internal` route's IAM authorizer hands it on.
 pub fn post(body: &str) -> Request {
     let mut req = Request::new(Body::Text(body.to_owned()));
     *req.method_mut() = Method::POST;
-    req
+    test_support::gateway::iam_authorized(req)
 }
 
 pub fn body_text(response: &Response<Body>) -> String {

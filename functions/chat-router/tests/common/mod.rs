@@ -218,7 +218,8 @@ impl Rig {
             sqs: test_support::sqs().await,
             secrets: secrets().await,
             http: http(),
-            signer: None,
+            // Signed as deployed: the functions admit only IAM-authorised calls.
+            signer: agent::tools::SigV4Signer::from_sdk_config(&test_support::sdk_config().await),
         };
         let deps = Deps::new(config, agents, auth, clients).unwrap_or_else(|e| panic!("deps: {e}"));
         Self {

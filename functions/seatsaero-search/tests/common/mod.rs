@@ -132,10 +132,11 @@ pub fn post(body: &Value) -> Request {
     post_text(body.to_string())
 }
 
+/// A `POST` as the `/internal` route's IAM authorizer hands it on.
 pub fn post_text(text: String) -> Request {
     let mut req = Request::new(Body::Text(text));
     *req.method_mut() = Method::POST;
-    req
+    test_support::gateway::iam_authorized(req)
 }
 
 /// Status and JSON body of a response.
