@@ -39,6 +39,14 @@ impl std::fmt::Debug for SigV4Signer {
 }
 
 impl SigV4Signer {
+    /// Signs with `credentials` for API Gateway in `region`.
+    pub fn new(credentials: SharedCredentialsProvider, region: impl Into<String>) -> Self {
+        Self {
+            credentials,
+            region: region.into(),
+        }
+    }
+
     /// The SDK configuration's credentials and region; `None` when it has neither.
     pub fn from_sdk_config(config: &aws_config::SdkConfig) -> Option<Self> {
         Some(Self {
@@ -49,7 +57,7 @@ impl SigV4Signer {
 
     /// The headers that sign a JSON `POST` of `body` to `url` with `headers` (which are
     /// signed too, so they cannot be changed on the way).
-    async fn headers(
+    pub async fn sign_post(
         &self,
         url: &str,
         headers: &[(&str, &str)],
@@ -87,7 +95,7 @@ impl SigV4Signer {
     }
 }
 
-const JSON: &str = "application/json";
+pub(crate) const JSON: &str = "application/json";
 
 /// HTTP client for a tool's calls to other functions of this project.
 #[derive(Clone, Debug)]
@@ -126,7 +134,7 @@ impl FunctionClient {
                 .iter()
                 .map(|(k, v)| (k.as_str(), v.as_str()))
                 .collect();
-            let signature = signer.headers(url, &to_sign, &bytes).await?;
+            let signature = signer.sign_post(url, &to_sign, &bytes).await?;
             headers.extend(signature);
         }
         let response = upstream::send(service, ctx.deadline, &self.retry, || {
@@ -198,7 +206,7 @@ mod tests {
             region: "eu-central-1".into(),
         };
         let headers = signer
-            .headers(
+            .sign_post(
                 "https://api.example.com/internal/kb/search",
                 &[("content-type", JSON), (ON_BEHALF_OF_HEADER, "user-1")],
                 b"{}",
