@@ -13,7 +13,9 @@
 //! - a job that failed with the next attempt queued → acknowledged;
 //!   failed with no retry left (or not retryable) → parked in the DLQ with the reason, the
 //!   call stays `failed`/`timeout`;
-//! - the ledger unreachable → reported as failed, so SQS delivers it again.
+//! - the ledger unreachable → reported as failed, so SQS delivers it again; on the last
+//!   delivery before the redrive policy moves it to the DLQ, its queued call is failed with
+//!   the reason first (best effort: a call left queued is freed by its deadline).
 
 use agent::jobs::ToolJob;
 use agent::pipeline::{CallStatus, JobReport};
@@ -51,9 +53,43 @@ async fn process(deps: &Deps, message: &SqsMessage) -> bool {
     let _guard = span.enter();
     match deps.pipeline.run_job(&job).await {
         Ok(report) => settle(deps, &job, body, report).await,
+        Err(e) if receive_count(message) >= deps.max_receive_count => {
+            tracing::error!(error = %e, "tool job could not be handled on its last delivery; SQS moves it to the dead-letter queue");
+            give_up(deps, &job, &e).await;
+            false
+        }
         Err(e) => {
             tracing::error!(error = %e, "tool job could not be handled; SQS will deliver it again");
             false
+        }
+    }
+}
+
+/// How often SQS has delivered `message` (`ApproximateReceiveCount`; 1 when absent).
+fn receive_count(message: &SqsMessage) -> u32 {
+    message
+        .attributes
+        .get("ApproximateReceiveCount")
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(1)
+}
+
+/// Fails the job's call if it is still queued at the job's attempt, so the audit log says
+/// why and the next identical call runs at once. A call that started is left to its lease.
+async fn give_up(deps: &Deps, job: &ToolJob, error: &shared::Error) {
+    let reason = format!(
+        "the tool worker gave up after {} deliveries: {error}",
+        deps.max_receive_count
+    );
+    match deps
+        .pipeline
+        .ledger
+        .abandon(&job.chat_id, &job.call_id, job.attempt, &reason)
+        .await
+    {
+        Ok(()) => tracing::warn!("the job's call is failed with the reason"),
+        Err(e) => {
+            tracing::warn!(error = %e, "could not fail the job's call; its queued deadline frees it")
         }
     }
 }

@@ -29,7 +29,14 @@ pub struct Config {
     /// The worker function's own timeout (`WORKER_TIMEOUT_SECS`, set by the template from
     /// the same parameter as the function's `Timeout`): every tool must finish inside it.
     pub function_timeout: std::time::Duration,
+    /// Deliveries of a message before the queue's redrive policy moves it to the dead-letter
+    /// queue (`TOOL_MAX_RECEIVE_COUNT`, set from the template's `ToolMaxReceiveCount`): on
+    /// the last one, a job that still cannot be handled fails its call with the reason.
+    pub max_receive_count: u32,
 }
+
+/// Default `TOOL_MAX_RECEIVE_COUNT`, the template's `ToolMaxReceiveCount`.
+pub const DEFAULT_MAX_RECEIVE_COUNT: u32 = 5;
 
 /// Time a job needs besides its tool: reading and writing the ledger, the session-state
 /// patch, scheduling a retry.
@@ -45,10 +52,14 @@ impl Config {
         );
         let function_timeout =
             std::time::Duration::from_secs(r.parse_or("WORKER_TIMEOUT_SECS", 30u64));
+        let max_receive_count = r
+            .parse_or("TOOL_MAX_RECEIVE_COUNT", DEFAULT_MAX_RECEIVE_COUNT)
+            .max(1);
         let config = r.finish(Self {
             tools,
             dead_letter_queue_url,
             function_timeout,
+            max_receive_count,
         })?;
         if config.tools.tool_queue_url.is_none() {
             return Err(Error::Config(
@@ -66,6 +77,7 @@ pub struct Deps {
     pub pipeline: Arc<Pipeline>,
     pub chats: Arc<dyn ChatStore>,
     pub dead_letters: DeadLetters,
+    pub max_receive_count: u32,
 }
 
 impl Deps {
@@ -79,12 +91,14 @@ impl Deps {
             .with_retention(config.tools.retention.chats),
         );
         let dead_letters = DeadLetters::new(clients.sqs.clone(), config.dead_letter_queue_url);
+        let max_receive_count = config.max_receive_count;
         // One job runs one call: no step-level parallelism to bound.
         let runtime = ToolRuntime::new(&config.tools, agents, clients, 1)?;
         Ok(Self {
             pipeline: runtime.pipeline,
             chats,
             dead_letters,
+            max_receive_count,
         })
     }
 }

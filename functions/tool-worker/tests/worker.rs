@@ -80,6 +80,7 @@ impl Setup {
             tools: rig.deps.config.tools.clone(),
             dead_letter_queue_url: queues.dlq_url.clone(),
             function_timeout: std::time::Duration::from_secs(30),
+            max_receive_count: tool_worker::DEFAULT_MAX_RECEIVE_COUNT,
         };
         let clients = ToolClients {
             dynamodb: test_support::dynamodb().await,
@@ -105,6 +106,28 @@ impl Setup {
             .respond_with(response)
             .mount(&self.kb)
             .await;
+    }
+
+    /// A worker like `self.worker` whose DynamoDB requests go through `faults`.
+    async fn worker_with_faults(&self, faults: &DynamoFaults) -> tool_worker::Deps {
+        let dynamodb = shared::aws::dynamodb_config(&test_support::sdk_config().await)
+            .interceptor(faults.clone())
+            .build();
+        let config = tool_worker::Config {
+            tools: self.rig.deps.config.tools.clone(),
+            dead_letter_queue_url: self.queues.dlq_url.clone(),
+            function_timeout: std::time::Duration::from_secs(30),
+            max_receive_count: tool_worker::DEFAULT_MAX_RECEIVE_COUNT,
+        };
+        let clients = ToolClients {
+            dynamodb: aws_sdk_dynamodb::Client::from_conf(dynamodb),
+            sqs: test_support::sqs().await,
+            secrets: common::secrets().await,
+            http: common::http(),
+            signer: agent::tools::SigV4Signer::from_sdk_config(&test_support::sdk_config().await),
+        };
+        let agents = AgentCatalog::from_toml(AGENTS, "test agents").unwrap();
+        tool_worker::Deps::new(config, &agents, clients).unwrap()
     }
 
     async fn kb_calls(&self) -> usize {
@@ -718,4 +741,58 @@ async fn a_401_from_our_own_route_is_not_retried() {
     assert_eq!(s.kb_calls().await, 1, "one request, no retry");
     let queued = s.queues.receive(1, Duration::from_secs(2)).await;
     assert!(queued.is_empty(), "no retry job: {queued:?}");
+}
+
+/// A job that cannot be handled on its last delivery before the redrive policy moves it to
+/// the dead-letter queue (here every start of its call meets a write conflict) fails its
+/// queued call with the reason first: the audit log says why, and the next identical call
+/// runs at once instead of waiting for the queued deadline.
+#[tokio::test]
+async fn a_job_given_up_on_its_last_delivery_fails_its_queued_call_with_the_reason() {
+    let mut s = Setup::start(3).await;
+    s.kb_answers(kb_hit()).await;
+    let faults = DynamoFaults::start().await;
+    faults.fail_matching(
+        "UpdateItem",
+        "#status = :running",
+        Fault::TransactionConflict,
+        10_000,
+    );
+    s.worker = s.worker_with_faults(&faults).await;
+    let token = s.rig.token(&test_support::unique("gus"));
+    let turn = s.kb_turn(&token, "background").await;
+    let (chat_id, job) = (turn.chat_id(), job_id(&turn));
+    let messages = s.queues.receive(1, WAIT).await;
+    assert_eq!(messages.len(), 1);
+
+    // Not the last delivery: reported failed for SQS to deliver again; the call waits.
+    let first = s.deliver(&messages).await;
+    assert_eq!(failed_ids(&first).len(), 1, "{first:?}");
+    assert_eq!(
+        s.record(&token, &chat_id, &job).await["status"],
+        json!("queued")
+    );
+
+    // The last delivery: still failed for SQS (which moves it to the DLQ), the call failed.
+    s.worker.max_receive_count = 1;
+    let last = s.deliver(&messages).await;
+    assert_eq!(failed_ids(&last).len(), 1, "{last:?}");
+    let record = s.record(&token, &chat_id, &job).await;
+    assert_eq!(record["status"], json!("failed"), "{record}");
+    let error = record["error"].as_str().unwrap_or_default();
+    assert!(error.contains("gave up after 1 deliveries"), "{record}");
+    assert_eq!(s.kb_calls().await, 0, "nothing ran");
+
+    // The same search asked again is not a duplicate of the dead job: it runs.
+    faults.clear();
+    let again = s.kb_turn_in(&token, "background", Some(&chat_id)).await;
+    let started = again.first("tool_started");
+    assert_ne!(started["deduped"], json!(true), "{started}");
+    assert_eq!(job_id(&again), job);
+    let record = s.record(&token, &chat_id, &job).await;
+    assert_eq!(
+        (&record["status"], &record["attempt"]),
+        (&json!("queued"), &json!(2)),
+        "{record}"
+    );
 }

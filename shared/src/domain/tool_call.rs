@@ -51,7 +51,7 @@ impl ToolCallStatus {
         matches!(
             (self, to),
             (Queued, Running)
-                | (Queued, Canceled)
+                | (Queued, Canceled | Failed)
                 | (Running, Succeeded | Failed | Timeout | Canceled)
                 | (Failed | Timeout, Queued)
         )
@@ -264,6 +264,7 @@ mod tests {
         let legal = [
             (Queued, Running),
             (Queued, Canceled),
+            (Queued, Failed),
             (Running, Succeeded),
             (Running, Failed),
             (Running, Timeout),

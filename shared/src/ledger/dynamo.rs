@@ -147,6 +147,42 @@ impl DynamoLedger {
 
     /// Sends a guarded transition of one attempt; a failed condition becomes `Fenced`,
     /// `IllegalTransition` or `NotFound`, explained by the item that made it fail.
+    /// queued → `to` (canceled or failed) for attempt `attempt`, with `reason` as the error.
+    async fn end_queued(
+        &self,
+        chat_id: &str,
+        call_id: &str,
+        attempt: u32,
+        to: ToolCallStatus,
+        reason: &str,
+    ) -> Result<()> {
+        let now = self.clock.now();
+        let i = attempt.saturating_sub(1);
+        self.transition(
+            self.update(chat_id, call_id)
+                .update_expression(format!(
+                    "SET #status = :to, finished_at = :now, updated_at = :now, #error = :reason, \
+                     attempts[{i}].#status = :to, attempts[{i}].finished_at = :now, \
+                     attempts[{i}].#error = :reason"
+                ))
+                .condition_expression(
+                    "attribute_exists(pk) AND #status = :queued AND attempt = :attempt",
+                )
+                .expression_attribute_names("#error", "error")
+                .expression_attribute_values(":to", status_av(to))
+                .expression_attribute_values(":queued", status_av(ToolCallStatus::Queued))
+                .expression_attribute_values(":now", rfc3339(now))
+                .expression_attribute_values(":reason", s(reason))
+                .expression_attribute_values(":attempt", n(attempt)),
+            chat_id,
+            call_id,
+            attempt,
+            to,
+        )
+        .await
+        .map(drop)
+    }
+
     async fn transition(
         &self,
         update: UpdateItemFluentBuilder,
@@ -633,31 +669,19 @@ impl ToolCallLedger for DynamoLedger {
         attempt: u32,
         reason: &str,
     ) -> Result<()> {
-        let now = self.clock.now();
-        let i = attempt.saturating_sub(1);
-        self.transition(
-            self.update(chat_id, call_id)
-                .update_expression(format!(
-                    "SET #status = :canceled, finished_at = :now, updated_at = :now, #error = :reason, \
-                     attempts[{i}].#status = :canceled, attempts[{i}].finished_at = :now, \
-                     attempts[{i}].#error = :reason"
-                ))
-                .condition_expression(
-                    "attribute_exists(pk) AND #status = :queued AND attempt = :attempt",
-                )
-                .expression_attribute_names("#error", "error")
-                .expression_attribute_values(":canceled", status_av(ToolCallStatus::Canceled))
-                .expression_attribute_values(":queued", status_av(ToolCallStatus::Queued))
-                .expression_attribute_values(":now", rfc3339(now))
-                .expression_attribute_values(":reason", s(reason))
-                .expression_attribute_values(":attempt", n(attempt)),
-            chat_id,
-            call_id,
-            attempt,
-            ToolCallStatus::Canceled,
-        )
-        .await
-        .map(drop)
+        self.end_queued(chat_id, call_id, attempt, ToolCallStatus::Canceled, reason)
+            .await
+    }
+
+    async fn abandon(
+        &self,
+        chat_id: &str,
+        call_id: &str,
+        attempt: u32,
+        reason: &str,
+    ) -> Result<()> {
+        self.end_queued(chat_id, call_id, attempt, ToolCallStatus::Failed, reason)
+            .await
     }
 
     async fn cancel(&self, owner_id: &str, chat_id: &str, call_id: &str) -> Result<ToolCallRecord> {

@@ -144,6 +144,12 @@ pub trait ToolCallLedger: Send + Sync {
         reason: &str,
     ) -> Result<()>;
 
+    /// queued → failed, for a queued attempt the tool worker gave up on without starting it
+    /// (its job's last delivery before the dead-letter queue could not be handled). Fenced
+    /// on `attempt`; `reason` becomes the error, so the audit log says why.
+    async fn abandon(&self, chat_id: &str, call_id: &str, attempt: u32, reason: &str)
+    -> Result<()>;
+
     /// queued | running → canceled, by the chat's owner.
     async fn cancel(&self, owner_id: &str, chat_id: &str, call_id: &str) -> Result<ToolCallRecord>;
 
