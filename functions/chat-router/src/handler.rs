@@ -23,6 +23,7 @@ use shared::turns::{Begun, TurnRecord, TurnStatus, turn_id_for_key};
 use crate::Deps;
 use crate::events::Emitter;
 use crate::{turn_log, validate};
+use agent::profiles::AgentProfile;
 use agent::timezone::UserTimeZone;
 use agent::{OpenTurn, StopSignal, TurnInput};
 
@@ -156,6 +157,7 @@ async fn dispatch(
     route: Route<'_>,
     user: AuthenticatedUser,
 ) -> Response<Body> {
+    let user_id = user.user_id.as_str();
     match route {
         Route::Chat => chat(deps, req, user).await,
         Route::DeleteChat { chat_id } => match delete_chat(deps, &user, chat_id).await {
@@ -167,69 +169,59 @@ async fn dispatch(
                 Ok(after) => after,
                 Err(e) => return error(&e),
             };
-            match deps.turns.get(&user.user_id, chat_id, turn_id).await {
+            match deps.turns.get(user_id, chat_id, turn_id).await {
                 Ok(turn) => follow(deps, req, turn, after),
                 Err(e) => error(&ApiError::from(&e)),
             }
         }
         // Stops the turn at its next safe point; a turn already over is left as it is.
-        Route::TurnCancel { chat_id, turn_id } => {
-            match deps
-                .turns
-                .request_cancel(&user.user_id, chat_id, turn_id)
+        Route::TurnCancel { chat_id, turn_id } => ok_json(
+            deps.turns
+                .request_cancel(user_id, chat_id, turn_id)
                 .await
-            {
-                Ok(turn) => json_response(200, &turn_log::cancel_response(&turn)),
-                Err(e) => error(&ApiError::from(&e)),
-            }
-        }
-        Route::ToolCalls { chat_id } => {
-            let (limit, cursor) = match validate::page(req) {
-                Ok(page) => page,
-                Err(e) => return error(&e),
-            };
-            let page = async {
-                // A chat without tool calls has no item to carry its owner: check the chat.
-                deps.chats.get(&user.user_id, chat_id).await?;
-                deps.ledger
-                    .list(&user.user_id, chat_id, limit, cursor.as_deref())
-                    .await
-            };
-            match page.await {
-                Ok(page) => json_response(200, &page),
-                Err(e) => error(&ApiError::from(&e)),
-            }
-        }
-        Route::RefusedCalls { chat_id } => {
-            let (limit, cursor) = match validate::page(req) {
-                Ok(page) => page,
-                Err(e) => return error(&e),
-            };
-            let page = async {
-                deps.chats.get(&user.user_id, chat_id).await?;
-                deps.ledger
-                    .list_refused(&user.user_id, chat_id, limit, cursor.as_deref())
-                    .await
-            };
-            match page.await {
-                Ok(page) => json_response(200, &page),
-                Err(e) => error(&ApiError::from(&e)),
-            }
-        }
+                .map(|turn| turn_log::cancel_response(&turn)),
+        ),
+        // A chat without tool calls has no item to carry its owner: check the chat first.
+        Route::ToolCalls { chat_id } => match validate::page(req) {
+            Ok((limit, cursor)) => ok_json(
+                async {
+                    deps.chats.get(user_id, chat_id).await?;
+                    deps.ledger
+                        .list(user_id, chat_id, limit, cursor.as_deref())
+                        .await
+                }
+                .await,
+            ),
+            Err(e) => error(&e),
+        },
+        Route::RefusedCalls { chat_id } => match validate::page(req) {
+            Ok((limit, cursor)) => ok_json(
+                async {
+                    deps.chats.get(user_id, chat_id).await?;
+                    deps.ledger
+                        .list_refused(user_id, chat_id, limit, cursor.as_deref())
+                        .await
+                }
+                .await,
+            ),
+            Err(e) => error(&e),
+        },
         // queued | running → canceled: a worker skips a canceled call; a running one's
         // late finish is refused by the fence.
         Route::Cancel { chat_id, call_id } => {
-            match deps.ledger.cancel(&user.user_id, chat_id, call_id).await {
-                Ok(record) => json_response(200, &record),
-                Err(e) => error(&ApiError::from(&e)),
-            }
+            ok_json(deps.ledger.cancel(user_id, chat_id, call_id).await)
         }
         Route::ToolCall { chat_id, call_id } => {
-            match deps.ledger.get(&user.user_id, chat_id, call_id).await {
-                Ok(record) => json_response(200, &record),
-                Err(e) => error(&ApiError::from(&e)),
-            }
+            ok_json(deps.ledger.get(user_id, chat_id, call_id).await)
         }
+    }
+}
+
+/// 200 with `result` as JSON, or its error in the envelope.
+fn ok_json<T: serde::Serialize>(result: shared::Result<T>) -> Response<Body> {
+    match result {
+        Ok(value) => json_response(200, &value),
+        Err(e) => error(&ApiError::from(&e)),
     }
 }
 
@@ -267,82 +259,25 @@ async fn begin(deps: &Deps, req: &Request, record: &TurnRecord) -> Result<(), Re
 }
 
 async fn chat(deps: &Deps, req: &Request, user: AuthenticatedUser) -> Response<Body> {
-    let body: ChatRequest = match json_body(req) {
-        Ok(body) => body,
+    let valid = match validate_chat(deps, req) {
+        Ok(valid) => valid,
         Err(e) => return error(&e),
     };
-    if let Some(chat_id) = &body.chat_id
-        && let Err(e) = validate::id("chat_id", chat_id)
-    {
-        return error(&e);
-    }
     // Asked for without the privilege: ignored, not refused (the turn is the same).
-    let debug = body.debug && deps.config.may_debug(&user);
-    let message = body.message.trim().to_owned();
-    if message.is_empty() {
-        return error(&ApiError::new(
-            ErrorCode::ValidationFailed,
-            "message: must not be empty",
-        ));
-    }
-    let max = deps.config.max_message_chars;
-    if message.chars().count() > max {
-        return error(&ApiError::new(
-            ErrorCode::PayloadTooLarge,
-            format!("message: at most {max} characters are allowed"),
-        ));
-    }
-    let Some(profile) = deps.agents.profile(body.agent.as_deref()).cloned() else {
-        let known: Vec<&str> = deps.agents.names().collect();
-        return error(
-            &ApiError::new(
-                ErrorCode::ValidationFailed,
-                format!("agent: unknown agent; known agents: {}", known.join(", ")),
-            )
-            .with_details(json!({ "agents": known })),
-        );
-    };
-    let timezone = match body
-        .timezone
-        .as_deref()
-        .map(UserTimeZone::parse)
-        .transpose()
-    {
-        Ok(zone) => zone,
-        Err(e) => return error(&ApiError::from(&e)),
-    };
-    let key = match idempotency_key(req) {
-        Ok(key) => key,
-        Err(e) => return error(&e),
-    };
+    let debug = valid.body.debug && deps.config.may_debug(&user);
     let turn_deadline = deadline(req, deps.config.turn_timeout);
-    let record = TurnRecord {
-        turn_id: match &key {
-            Some(key) => turn_id_for_key(&user.user_id, key),
-            None => shared::ids::new_id(),
-        },
-        owner_id: user.user_id.clone(),
-        chat_id: body.chat_id.clone().unwrap_or_else(shared::ids::new_id),
-        created: body.chat_id.is_none(),
-        fingerprint: fingerprint(&body, &message),
-        status: TurnStatus::Running,
-        cancel_requested: false,
-        deadline: time::OffsetDateTime::now_utc()
-            + turn_deadline.saturating_duration_since(std::time::Instant::now()),
-        created_at: time::OffsetDateTime::now_utc(),
-        refusal: None,
-    };
+    let record = new_turn_record(&user.user_id, &valid, turn_deadline);
     if let Err(response) = begin(deps, req, &record).await {
         return response;
     }
     let stop = StopSignal::default();
     let input = TurnInput {
         user_id: user.user_id,
-        chat_id: body.chat_id,
-        profile,
-        message,
+        chat_id: valid.body.chat_id,
+        profile: valid.profile,
+        message: valid.message,
         deadline: turn_deadline,
-        timezone,
+        timezone: valid.timezone,
         turn_id: record.turn_id.clone(),
         new_chat_id: record.chat_id.clone(),
         stop: stop.clone(),
@@ -358,6 +293,85 @@ async fn chat(deps: &Deps, req: &Request, user: AuthenticatedUser) -> Response<B
             }
             error(&api)
         }
+    }
+}
+
+/// A `POST /chat` that passed every check, before anything is stored.
+struct ValidChat {
+    body: ChatRequest,
+    /// The message, trimmed.
+    message: String,
+    profile: AgentProfile,
+    timezone: Option<UserTimeZone>,
+    idempotency_key: Option<String>,
+}
+
+/// Checks the body, the agent, the time zone and the `Idempotency-Key` of a `POST /chat`.
+fn validate_chat(deps: &Deps, req: &Request) -> Result<ValidChat, ApiError> {
+    let body: ChatRequest = json_body(req)?;
+    if let Some(chat_id) = &body.chat_id {
+        validate::id("chat_id", chat_id)?;
+    }
+    let message = body.message.trim().to_owned();
+    if message.is_empty() {
+        return Err(ApiError::new(
+            ErrorCode::ValidationFailed,
+            "message: must not be empty",
+        ));
+    }
+    let max = deps.config.max_message_chars;
+    if message.chars().count() > max {
+        return Err(ApiError::new(
+            ErrorCode::PayloadTooLarge,
+            format!("message: at most {max} characters are allowed"),
+        ));
+    }
+    let Some(profile) = deps.agents.profile(body.agent.as_deref()).cloned() else {
+        let known: Vec<&str> = deps.agents.names().collect();
+        return Err(ApiError::new(
+            ErrorCode::ValidationFailed,
+            format!("agent: unknown agent; known agents: {}", known.join(", ")),
+        )
+        .with_details(json!({ "agents": known })));
+    };
+    let timezone = body
+        .timezone
+        .as_deref()
+        .map(UserTimeZone::parse)
+        .transpose()
+        .map_err(|e| ApiError::from(&e))?;
+    let idempotency_key = idempotency_key(req)?;
+    Ok(ValidChat {
+        body,
+        message,
+        profile,
+        timezone,
+        idempotency_key,
+    })
+}
+
+/// The record of the turn `chat` starts: its id comes from the `Idempotency-Key` when there
+/// is one, so a resend names the same turn.
+fn new_turn_record(user_id: &str, chat: &ValidChat, deadline: std::time::Instant) -> TurnRecord {
+    let now = time::OffsetDateTime::now_utc();
+    TurnRecord {
+        turn_id: match &chat.idempotency_key {
+            Some(key) => turn_id_for_key(user_id, key),
+            None => shared::ids::new_id(),
+        },
+        owner_id: user_id.to_owned(),
+        chat_id: chat
+            .body
+            .chat_id
+            .clone()
+            .unwrap_or_else(shared::ids::new_id),
+        created: chat.body.chat_id.is_none(),
+        fingerprint: fingerprint(&chat.body, &chat.message),
+        status: TurnStatus::Running,
+        cancel_requested: false,
+        deadline: now + deadline.saturating_duration_since(std::time::Instant::now()),
+        created_at: now,
+        refusal: None,
     }
 }
 

@@ -167,54 +167,8 @@ impl AuthConfig {
                 "JWT_JWKS_CACHE_SECS={cache_secs} is out of range (1..={MAX_JWKS_CACHE_SECS})"
             ));
         }
-        let token_use = match token_use_value {
-            Some(value) => {
-                let parsed = TokenUse::parse(&value);
-                if parsed.is_none() {
-                    problems.push(format!(
-                        "JWT_TOKEN_USE={value:?} is neither `id` nor `access` (the `token_use` \
-                         claim of the Cognito token callers send)"
-                    ));
-                }
-                parsed
-            }
-            None if is_cognito_issuer(&issuer) => Some(TokenUse::Id),
-            None => None,
-        };
-        let verifier = match (secret_name, jwks_url) {
-            (Some(secret_name), None) => Some(KeySource::SharedSecret { secret_name }),
-            (None, Some(url)) => match reqwest::Url::parse(&url) {
-                Ok(parsed) if matches!(parsed.scheme(), "https" | "http") => {
-                    Some(KeySource::Jwks {
-                        url,
-                        cache_ttl: Duration::from_secs(cache_secs),
-                    })
-                }
-                _ => {
-                    problems.push(format!(
-                        "JWT_JWKS_URL={url:?} is not an http(s) URL (the identity provider's \
-                         JWKS, e.g. https://<issuer>/.well-known/jwks.json)"
-                    ));
-                    None
-                }
-            },
-            (Some(_), Some(_)) => {
-                problems.push(
-                    "JWT_SECRET_NAME and JWT_JWKS_URL are both set; set exactly one \
-                     (an HS256 secret in Secrets Manager, or an identity provider's JWKS URL)"
-                        .to_owned(),
-                );
-                None
-            }
-            (None, None) => {
-                problems.push(
-                    "neither JWT_SECRET_NAME nor JWT_JWKS_URL is set; set exactly one \
-                     (an HS256 secret in Secrets Manager, or an identity provider's JWKS URL)"
-                        .to_owned(),
-                );
-                None
-            }
-        };
+        let token_use = token_use(token_use_value, &issuer, &mut problems);
+        let verifier = key_source(secret_name, jwks_url, cache_secs, &mut problems);
 
         match r.finish(()) {
             Err(Error::Config(reader_problems)) => problems.insert(0, reader_problems),
@@ -230,6 +184,63 @@ impl AuthConfig {
                 token_use,
             }),
             _ => Err(Error::Config(problems.join("; "))),
+        }
+    }
+}
+
+/// `JWT_TOKEN_USE` as configured, else `id` for a Cognito issuer; a bad value is a problem.
+fn token_use(value: Option<String>, issuer: &str, problems: &mut Vec<String>) -> Option<TokenUse> {
+    match value {
+        Some(value) => {
+            let parsed = TokenUse::parse(&value);
+            if parsed.is_none() {
+                problems.push(format!(
+                    "JWT_TOKEN_USE={value:?} is neither `id` nor `access` (the `token_use` \
+                     claim of the Cognito token callers send)"
+                ));
+            }
+            parsed
+        }
+        None if is_cognito_issuer(issuer) => Some(TokenUse::Id),
+        None => None,
+    }
+}
+
+/// Where the keys come from: exactly one of `JWT_SECRET_NAME` and an http(s) `JWT_JWKS_URL`.
+fn key_source(
+    secret_name: Option<String>,
+    jwks_url: Option<String>,
+    cache_secs: u64,
+    problems: &mut Vec<String>,
+) -> Option<KeySource> {
+    const EITHER: &str =
+        "set exactly one (an HS256 secret in Secrets Manager, or an identity provider's JWKS URL)";
+    match (secret_name, jwks_url) {
+        (Some(secret_name), None) => Some(KeySource::SharedSecret { secret_name }),
+        (None, Some(url)) => match reqwest::Url::parse(&url) {
+            Ok(parsed) if matches!(parsed.scheme(), "https" | "http") => Some(KeySource::Jwks {
+                url,
+                cache_ttl: Duration::from_secs(cache_secs),
+            }),
+            _ => {
+                problems.push(format!(
+                    "JWT_JWKS_URL={url:?} is not an http(s) URL (the identity provider's \
+                     JWKS, e.g. https://<issuer>/.well-known/jwks.json)"
+                ));
+                None
+            }
+        },
+        (Some(_), Some(_)) => {
+            problems.push(format!(
+                "JWT_SECRET_NAME and JWT_JWKS_URL are both set; {EITHER}"
+            ));
+            None
+        }
+        (None, None) => {
+            problems.push(format!(
+                "neither JWT_SECRET_NAME nor JWT_JWKS_URL is set; {EITHER}"
+            ));
+            None
         }
     }
 }

@@ -147,6 +147,118 @@ impl DynamoLedger {
 
     /// Sends a guarded transition of one attempt; a failed condition becomes `Fenced`,
     /// `IllegalTransition` or `NotFound`, explained by the item that made it fail.
+    /// The status a claim in `mode` starts, how long it holds the call (running: the
+    /// executor's lease; queued: the deadline for a worker to pick it up; either way, once
+    /// it has passed, the next identical call takes the call over), and its attempt entry.
+    fn claim_start(
+        &self,
+        mode: &ClaimMode,
+        now: OffsetDateTime,
+    ) -> (ToolCallStatus, Duration, AttemptEntry) {
+        match mode {
+            ClaimMode::Run { lease } => (
+                ToolCallStatus::Running,
+                *lease,
+                AttemptEntry {
+                    status: Some(ToolCallStatus::Running),
+                    started_at: Some(now),
+                    ..AttemptEntry::default()
+                },
+            ),
+            ClaimMode::Enqueue => (
+                ToolCallStatus::Queued,
+                self.config.queue_deadline,
+                AttemptEntry {
+                    status: Some(ToolCallStatus::Queued),
+                    queued_at: Some(now),
+                    ..AttemptEntry::default()
+                },
+            ),
+        }
+    }
+
+    /// The one conditional update of a claim: it creates the call, or opens a new attempt of
+    /// one that has ended (succeeded only past its dedupe window) or whose lease or queue
+    /// deadline has passed; anything else fails the condition and is a duplicate.
+    fn claim_update(
+        &self,
+        req: &ClaimRequest,
+        key: &DedupeKey,
+        call_id: &str,
+        now: OffsetDateTime,
+    ) -> Result<(ToolCallStatus, UpdateItemFluentBuilder)> {
+        let (status, hold, entry) = self.claim_start(&req.mode, now);
+        // A new attempt starts clean: the previous attempt's result lives on in `attempts`.
+        let (mut set, remove) = if status == ToolCallStatus::Running {
+            (
+                vec!["started_at = :now", "lease_until = :lease"],
+                "REMOVE #response, #error, finished_at",
+            )
+        } else {
+            (
+                vec!["lease_until = :lease"],
+                "REMOVE #response, #error, finished_at, started_at",
+            )
+        };
+        set.extend([
+            "chat_id = :chat",
+            "owner_id = :owner",
+            "call_id = :id",
+            "tool = :tool",
+            "dedupe_key = :dk",
+            "#request = :req",
+            "#status = :status",
+            "attempt = if_not_exists(attempt, :zero) + :one",
+            "attempts = list_append(if_not_exists(attempts, :empty), :entry)",
+            "created_at = if_not_exists(created_at, :now)",
+            "updated_at = :now",
+            "recent = :recent",
+            "dedupe_until = :window",
+            "#ttl = :ttl",
+        ]);
+        let update = self
+            .update(&req.chat_id, call_id)
+            .update_expression(format!("SET {} {remove}", set.join(", ")))
+            .condition_expression(
+                "attribute_not_exists(pk) OR (owner_id = :owner AND (\
+                   #status IN (:failed, :timeout, :canceled) \
+                   OR (#status = :succeeded AND dedupe_until < :now_ms) \
+                   OR (#status IN (:running, :queued) AND lease_until < :now_ms)))",
+            )
+            .expression_attribute_names("#error", "error")
+            .expression_attribute_names("#ttl", "ttl")
+            .expression_attribute_names("#request", "request")
+            .expression_attribute_names("#response", "response")
+            .expression_attribute_values(":chat", s(&req.chat_id))
+            .expression_attribute_values(":owner", s(&req.owner_id))
+            .expression_attribute_values(":id", s(call_id))
+            .expression_attribute_values(":tool", s(req.tool.as_str()))
+            .expression_attribute_values(":dk", s(key.as_str()))
+            .expression_attribute_values(":req", to_av(&req.request)?)
+            .expression_attribute_values(":status", status_av(status))
+            .expression_attribute_values(":zero", n(0))
+            .expression_attribute_values(":one", n(1))
+            .expression_attribute_values(":empty", AttributeValue::L(vec![]))
+            .expression_attribute_values(":entry", AttributeValue::L(vec![to_av(&entry)?]))
+            .expression_attribute_values(":now", rfc3339(now))
+            .expression_attribute_values(":now_ms", n(epoch_millis(now)))
+            .expression_attribute_values(":recent", s(format!("{}#{call_id}", sortable_time(now))))
+            .expression_attribute_values(":lease", n(epoch_millis(now + hold)))
+            .expression_attribute_values(
+                ":window",
+                n(epoch_millis(now + self.config.dedupe_window)),
+            )
+            .expression_attribute_values(":ttl", self.ttl(now))
+            .expression_attribute_values(":failed", status_av(ToolCallStatus::Failed))
+            .expression_attribute_values(":timeout", status_av(ToolCallStatus::Timeout))
+            .expression_attribute_values(":canceled", status_av(ToolCallStatus::Canceled))
+            .expression_attribute_values(":succeeded", status_av(ToolCallStatus::Succeeded))
+            .expression_attribute_values(":running", status_av(ToolCallStatus::Running))
+            .expression_attribute_values(":queued", status_av(ToolCallStatus::Queued))
+            .return_values(ReturnValue::AllOld);
+        Ok((status, update))
+    }
+
     /// queued → `to` (canceled or failed) for attempt `attempt`, with `reason` as the error.
     async fn end_queued(
         &self,
@@ -355,99 +467,7 @@ impl ToolCallLedger for DynamoLedger {
         let key = DedupeKey::new(&req.chat_id, req.tool, &req.request);
         let call_id = key.call_id();
         let now = self.clock.now();
-        let now_ms = epoch_millis(now);
-        // Running: the executor's lease. Queued: the deadline for a worker to pick it up.
-        // Either way, once it has passed, the next identical call takes the call over.
-        let (status, lease, entry) = match req.mode {
-            ClaimMode::Run { lease } => (
-                ToolCallStatus::Running,
-                Some(lease),
-                AttemptEntry {
-                    status: Some(ToolCallStatus::Running),
-                    started_at: Some(now),
-                    ..AttemptEntry::default()
-                },
-            ),
-            ClaimMode::Enqueue => (
-                ToolCallStatus::Queued,
-                Some(self.config.queue_deadline),
-                AttemptEntry {
-                    status: Some(ToolCallStatus::Queued),
-                    queued_at: Some(now),
-                    ..AttemptEntry::default()
-                },
-            ),
-        };
-        // A new attempt starts clean: the previous attempt's result lives on in `attempts`.
-        let (mut set, remove) = if status == ToolCallStatus::Running {
-            (
-                vec!["started_at = :now", "lease_until = :lease"],
-                "REMOVE #response, #error, finished_at",
-            )
-        } else {
-            (
-                vec!["lease_until = :lease"],
-                "REMOVE #response, #error, finished_at, started_at",
-            )
-        };
-        set.extend([
-            "chat_id = :chat",
-            "owner_id = :owner",
-            "call_id = :id",
-            "tool = :tool",
-            "dedupe_key = :dk",
-            "#request = :req",
-            "#status = :status",
-            "attempt = if_not_exists(attempt, :zero) + :one",
-            "attempts = list_append(if_not_exists(attempts, :empty), :entry)",
-            "created_at = if_not_exists(created_at, :now)",
-            "updated_at = :now",
-            "recent = :recent",
-            "dedupe_until = :window",
-            "#ttl = :ttl",
-        ]);
-        let mut update = self
-            .update(&req.chat_id, &call_id)
-            .update_expression(format!("SET {} {remove}", set.join(", ")))
-            .condition_expression(
-                "attribute_not_exists(pk) OR (owner_id = :owner AND (\
-                   #status IN (:failed, :timeout, :canceled) \
-                   OR (#status = :succeeded AND dedupe_until < :now_ms) \
-                   OR (#status IN (:running, :queued) AND lease_until < :now_ms)))",
-            )
-            .expression_attribute_names("#error", "error")
-            .expression_attribute_names("#ttl", "ttl")
-            .expression_attribute_names("#request", "request")
-            .expression_attribute_names("#response", "response")
-            .expression_attribute_values(":chat", s(&req.chat_id))
-            .expression_attribute_values(":owner", s(&req.owner_id))
-            .expression_attribute_values(":id", s(&call_id))
-            .expression_attribute_values(":tool", s(req.tool.as_str()))
-            .expression_attribute_values(":dk", s(key.as_str()))
-            .expression_attribute_values(":req", to_av(&req.request)?)
-            .expression_attribute_values(":status", status_av(status))
-            .expression_attribute_values(":zero", n(0))
-            .expression_attribute_values(":one", n(1))
-            .expression_attribute_values(":empty", AttributeValue::L(vec![]))
-            .expression_attribute_values(":entry", AttributeValue::L(vec![to_av(&entry)?]))
-            .expression_attribute_values(":now", rfc3339(now))
-            .expression_attribute_values(":now_ms", n(now_ms))
-            .expression_attribute_values(":recent", s(format!("{}#{call_id}", sortable_time(now))))
-            .expression_attribute_values(
-                ":window",
-                n(epoch_millis(now + self.config.dedupe_window)),
-            )
-            .expression_attribute_values(":ttl", self.ttl(now))
-            .expression_attribute_values(":failed", status_av(ToolCallStatus::Failed))
-            .expression_attribute_values(":timeout", status_av(ToolCallStatus::Timeout))
-            .expression_attribute_values(":canceled", status_av(ToolCallStatus::Canceled))
-            .expression_attribute_values(":succeeded", status_av(ToolCallStatus::Succeeded))
-            .expression_attribute_values(":running", status_av(ToolCallStatus::Running))
-            .expression_attribute_values(":queued", status_av(ToolCallStatus::Queued))
-            .return_values(ReturnValue::AllOld);
-        if let Some(lease) = lease {
-            update = update.expression_attribute_values(":lease", n(epoch_millis(now + lease)));
-        }
+        let (status, update) = self.claim_update(&req, &key, &call_id, now)?;
         match update.send().await {
             Ok(out) => {
                 let old = out.attributes.map(from_item::<CallItem>).transpose()?;
