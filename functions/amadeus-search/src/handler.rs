@@ -24,16 +24,9 @@ pub async fn handle(deps: &Deps, req: Request) -> Response<Body> {
         return response;
     }
     let deadline = deadline(&req, deps.config.fallback_budget);
-    let admitted = match deps.access.admit(&req, ROUTE).await {
-        Ok(admitted) => admitted,
-        Err(error) => return error_response(&error),
-    };
-    tracing::info!(
-        route = ROUTE,
-        via = admitted.via(),
-        user_id = admitted.user_id(),
-        "call admitted"
-    );
+    if let Err(refused) = deps.access.gate(&req, ROUTE).await {
+        return refused;
+    }
     let params = match json_body::<FlightSearchParams>(&req) {
         Ok(params) => params,
         Err(e) => return error_response(&e),

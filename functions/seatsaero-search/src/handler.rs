@@ -24,16 +24,9 @@ pub async fn handle(deps: &Deps, req: Request) -> Response<Body> {
             .insert(header::ALLOW, HeaderValue::from_static("POST"));
         return response;
     }
-    let admitted = match deps.access.admit(&req, ROUTE).await {
-        Ok(admitted) => admitted,
-        Err(error) => return error_response(&error),
-    };
-    tracing::info!(
-        route = ROUTE,
-        via = admitted.via(),
-        user_id = admitted.user_id(),
-        "call admitted"
-    );
+    if let Err(refused) = deps.access.gate(&req, ROUTE).await {
+        return refused;
+    }
     let params = match request::parse(&req) {
         Ok(params) => params,
         Err(error) => return error_response(&error),

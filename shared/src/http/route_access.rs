@@ -215,6 +215,29 @@ impl RouteAccess {
     }
 }
 
+impl RouteAccess {
+    /// [`RouteAccess::admit`] for a handler: logs whom it admitted, and turns a refusal into
+    /// the response to send.
+    pub async fn gate<B: From<String>>(
+        &self,
+        req: &Request,
+        route: &'static str,
+    ) -> Result<Admitted, lambda_http::http::Response<B>> {
+        match self.admit(req, route).await {
+            Ok(admitted) => {
+                tracing::info!(
+                    route,
+                    via = admitted.via(),
+                    user_id = admitted.user_id(),
+                    "call admitted"
+                );
+                Ok(admitted)
+            }
+            Err(error) => Err(super::lambda::error_response(&error)),
+        }
+    }
+}
+
 impl PublicLimit {
     async fn check(&self, user_id: &str, route: &'static str) -> Result<(), ApiError> {
         match self
