@@ -66,9 +66,11 @@ cmd_start() {
   "$REPO_ROOT/infra/local/install.sh"
   mkdir -p "$RUN_DIR"
   # DynamoDB Local has no bind-address option: it listens on every interface of this
-  # machine. It holds only test data; keep the port closed to other hosts.
+  # machine. It holds only test data; keep the port closed to other hosts. Its CORS allows
+  # no web origin (the default is any), so a page in the developer's browser cannot read or
+  # write the tables; the SDKs do not use CORS.
   start_one dynamodb DynamoDBLocal.jar "$DYNAMODB_URL" \
-    bash -c "cd '$DYNAMODB_DIR' && exec java -Xms64m -Xmx512m -Djava.library.path=./DynamoDBLocal_lib -jar DynamoDBLocal.jar -inMemory -sharedDb -disableTelemetry -port $DYNAMODB_PORT"
+    bash -c "cd '$DYNAMODB_DIR' && exec java -Xms64m -Xmx512m -Djava.library.path=./DynamoDBLocal_lib -jar DynamoDBLocal.jar -inMemory -sharedDb -disableTelemetry -cors http://127.0.0.1:$DYNAMODB_PORT -port $DYNAMODB_PORT"
   start_one moto moto_server "$MOTO_URL" \
     "$VENV_DIR/bin/moto_server" -H 127.0.0.1 -p "$MOTO_PORT"
   "$VENV_DIR/bin/python" "$REPO_ROOT/infra/local/provision.py" \
