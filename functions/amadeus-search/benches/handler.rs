@@ -24,7 +24,8 @@ fn request() -> Request {
             .to_owned(),
     ));
     *req.method_mut() = Method::POST;
-    req
+    // As the `/internal` route's IAM authorizer hands it on.
+    test_support::gateway::iam_authorized(req)
 }
 
 #[tokio::main]

@@ -21,7 +21,8 @@ use wiremock::MockServer;
 fn request(body: &str) -> Request {
     let mut req = Request::new(Body::Text(body.to_owned()));
     *req.method_mut() = Method::POST;
-    req
+    // As the `/internal` route's IAM authorizer hands it on.
+    test_support::gateway::iam_authorized(req)
 }
 
 #[tokio::main]
