@@ -13,6 +13,7 @@ use crate::{Error, Result};
 use shared::domain::flight::{
     Cabin, FlightResult, FlightSearchInput, FlightSearchParams, FlightSearchResult, Locale,
 };
+use shared::domain::loyalty;
 use shared::domain::session::{FlightRequestSnapshot, SessionState, SessionStatePatch};
 use shared::domain::tool_call::ToolName;
 use shared::domain::tool_result::ToolExecutionResult;
@@ -157,7 +158,10 @@ impl Tool for SearchFlightsTool {
                 "flight results carried booking links that are not https or not on ANSWER_LINK_HOSTS; dropped"
             );
         }
-        let message = format_message(&input, award.as_ref(), cash.as_ref(), ctx.locale);
+        let mut message = format_message(&input, award.as_ref(), cash.as_ref(), ctx.locale);
+        if let Some(note) = unknown_names_note(&input, ctx.locale == Locale::De) {
+            message = format!("{message}\n\n{note}");
+        }
         let award_count = award.as_ref().map_or(0, |r| r.results.count);
         let cash_count = cash.as_ref().map_or(0, |r| r.results.count);
         let patch = SessionStatePatch {
@@ -200,22 +204,79 @@ fn drop_foreign_links(result: &mut FlightSearchResult, links: &LinkPolicy) -> us
     dropped
 }
 
-/// Applies the constraints the flight functions do not (taxes ceiling, non-stop).
-/// Loyalty programmes and alliances are not in the normalised offers, so they only shape
-/// the request and the dedupe key.
+/// Applies the constraints the flight functions do not: the taxes ceiling, non-stop, and
+/// the alliances (every carrier of the itinerary, by its flight numbers, must belong to
+/// one of them; a flight whose carriers are unknown is dropped). Loyalty programmes went
+/// to Seats.aero as its `sources`.
 fn filtered(mut result: FlightSearchResult, input: &FlightSearchInput) -> FlightSearchResult {
     let constraints = input.constraints.clone().unwrap_or_default();
+    let (alliances, _) =
+        loyalty::alliances_for(constraints.alliances.as_deref().unwrap_or_default());
     let keep = |f: &FlightResult| {
         let taxes_ok = match (constraints.max_taxes, f.taxes.amount) {
             (Some(max), Some(amount)) => amount <= max,
             _ => true,
         };
         let stops_ok = !constraints.nonstop_only.unwrap_or(false) || f.total_stops == 0;
-        taxes_ok && stops_ok
+        let alliance_ok = alliances.is_empty() || {
+            let codes = carriers(f);
+            !codes.is_empty()
+                && codes
+                    .iter()
+                    .all(|code| alliances.iter().any(|a| a.has(code)))
+        };
+        taxes_ok && stops_ok && alliance_ok
     };
     result.results.flights.retain(keep);
     result.results.count = result.results.flights.len();
     result
+}
+
+/// The airlines (IATA codes) flying a result, from its legs' flight numbers ("LH400, UA 12").
+fn carriers(flight: &FlightResult) -> Vec<String> {
+    std::iter::once(&flight.outbound)
+        .chain(flight.inbound.as_ref())
+        .flat_map(|leg| leg.flight_numbers.split(','))
+        .filter_map(|number| {
+            let code = number.trim().get(..2)?;
+            code.chars()
+                .all(|c| c.is_ascii_alphanumeric())
+                .then(|| code.to_ascii_uppercase())
+        })
+        .collect()
+}
+
+/// What the user asked for that could not be applied: programmes and alliances this
+/// deployment does not know. Shown with the results, so the user and the model see it.
+fn unknown_names_note(input: &FlightSearchInput, de: bool) -> Option<String> {
+    let (_, programmes) =
+        loyalty::sources_for(input.loyalty_programs.as_deref().unwrap_or_default());
+    let alliances = input
+        .constraints
+        .as_ref()
+        .and_then(|c| c.alliances.as_deref())
+        .map(|a| loyalty::alliances_for(a).1)
+        .unwrap_or_default();
+    let mut notes = Vec::new();
+    if !programmes.is_empty() {
+        let list = programmes.join(", ");
+        notes.push(if de {
+            format!(
+                "Diese Meilenprogramme kenne ich nicht: {list}. Ich habe in allen anderen gesucht."
+            )
+        } else {
+            format!("I don't know these mileage programmes: {list}. I searched the others.")
+        });
+    }
+    if !alliances.is_empty() {
+        let list = alliances.join(", ");
+        notes.push(if de {
+            format!("Diese Allianzen kenne ich nicht (bekannt: Star Alliance, oneworld, SkyTeam): {list}.")
+        } else {
+            format!("I don't know these alliances (known: Star Alliance, oneworld, SkyTeam): {list}.")
+        });
+    }
+    (!notes.is_empty()).then(|| notes.join(" "))
 }
 
 fn format_message(

@@ -75,6 +75,7 @@ mod tests {
     use shared::domain::flight::FlightSearchInput;
 
     #[test]
+    /// Seed 000 §2.2's parameters, with §5.1's children, infants and flexibility.
     fn flight_schema_has_the_seed_parameters() {
         let schema = ToolSchema::of::<FlightSearchInput>(ToolName::SearchFlights).unwrap();
         let params = &schema.spec.parameters;
@@ -93,9 +94,12 @@ mod tests {
             [
                 "award_only",
                 "cabin",
+                "children",
                 "constraints",
                 "depart_date",
                 "destination",
+                "flexibility",
+                "infants",
                 "loyalty_programs",
                 "origin",
                 "pax",

@@ -1179,3 +1179,167 @@ async fn tool_functions_get_a_signed_request_for_the_user_never_the_users_token(
     }
     assert!(!String::from_utf8_lossy(&request.body).contains(&token));
 }
+
+/// The stored record of a turn's first tool call.
+async fn first_call_record(rig: &Rig, token: &str, turn: &common::Turn) -> Value {
+    let job = turn.first("tool_started")["job_id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let (status, record) = rig
+        .get(
+            token,
+            &format!("/chats/{}/tool-calls/{job}", turn.chat_id()),
+        )
+        .await;
+    assert_eq!(status, 200, "{record}");
+    record
+}
+
+/// Every flight of a stored flight search, award and cash.
+fn stored_flights(record: &Value) -> Vec<Value> {
+    ["seatsResult", "amadeusResult"]
+        .iter()
+        .filter_map(|k| record["response"]["raw"][k]["results"]["flights"].as_array())
+        .flatten()
+        .cloned()
+        .collect()
+}
+
+/// Seed 000 §5.1: the whole request reaches both providers. "2 adults, 1 child, 1 infant,
+/// Miles & More, ±2 days": Seats.aero is asked for the Lufthansa programme over a five-day
+/// window and offers only flights with 3 seats; Amadeus gets the three passenger counts.
+/// A programme name that means nothing is told to the user instead of silently dropped.
+#[tokio::test]
+async fn the_whole_flight_request_reaches_both_providers() {
+    let rig = Rig::start().await;
+    let date = test_support::future_date();
+    rig.llm.push(Reply::tool_calls(vec![(
+        "search_flights",
+        json!({"origin": "FRA", "destination": "JFK", "depart_date": date, "cabin": "BUSINESS",
+               "pax": 2, "children": 1, "infants": 1, "flexibility": 2,
+               "loyalty_programs": ["Miles & More", "Imaginary Miles"]}),
+    )]));
+    let token = rig.token(&test_support::unique("hal"));
+    let turn = rig
+        .chat(
+            Some(&token),
+            json!({"message": "2 adults, a child and a baby, ±2 days"}),
+        )
+        .await;
+    let result = turn.first("tool_result");
+    assert_eq!(result["status"], json!("succeeded"), "{result}");
+    assert!(
+        turn.text().to_lowercase().contains("imaginary miles"),
+        "the unknown programme is named: {}",
+        turn.text()
+    );
+
+    let requests = rig
+        .functions
+        .seats_upstream
+        .received_requests()
+        .await
+        .unwrap_or_default();
+    let search = requests
+        .iter()
+        .find(|r| r.url.path() == "/search")
+        .unwrap_or_else(|| panic!("no Seats.aero search"));
+    let param = |name: &str| {
+        search
+            .url
+            .query_pairs()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.into_owned())
+    };
+    let day = time::Date::parse(
+        &date,
+        time::macros::format_description!("[year]-[month]-[day]"),
+    )
+    .unwrap_or_else(|e| panic!("{date}: {e}"));
+    assert_eq!(param("sources").as_deref(), Some("lufthansa"));
+    assert_eq!(
+        param("start_date"),
+        Some((day - time::Duration::days(2)).to_string())
+    );
+    assert_eq!(
+        param("end_date"),
+        Some((day + time::Duration::days(2)).to_string())
+    );
+
+    let amadeus = rig
+        .functions
+        .amadeus_upstream
+        .received_requests()
+        .await
+        .unwrap_or_default();
+    let offers = amadeus
+        .iter()
+        .find(|r| r.url.path().ends_with("/flight-offers"))
+        .unwrap_or_else(|| panic!("no Amadeus search"));
+    let counts: Vec<(String, String)> = offers
+        .url
+        .query_pairs()
+        .filter(|(k, _)| ["adults", "children", "infants"].contains(&k.as_ref()))
+        .map(|(k, v)| (k.into_owned(), v.into_owned()))
+        .collect();
+    assert_eq!(
+        counts,
+        [
+            ("adults".to_owned(), "2".to_owned()),
+            ("children".to_owned(), "1".to_owned()),
+            ("infants".to_owned(), "1".to_owned())
+        ]
+    );
+
+    let record = first_call_record(&rig, &token, &turn).await;
+    for flight in stored_flights(&record)
+        .iter()
+        .filter(|f| f["provider"] == json!("seatsaero"))
+    {
+        assert!(
+            flight["seatsLeft"].as_u64().is_none_or(|n| n >= 3),
+            "an award offer without 3 seats: {flight}"
+        );
+    }
+}
+
+/// An alliance filter keeps only itineraries whose every carrier is a member: the same
+/// search without it shows a non-member; with "Star Alliance" none is left.
+#[tokio::test]
+async fn an_alliance_filter_drops_flights_of_non_member_carriers() {
+    let rig = Rig::start().await;
+    let user = test_support::unique("ida");
+    let token = rig.token(&user);
+    let star = [
+        "A3", "AC", "AI", "AV", "BR", "CA", "CM", "ET", "LH", "LO", "LX", "MS", "NH", "NZ", "OS",
+        "OU", "OZ", "SA", "SK", "SN", "SQ", "TG", "TK", "TP", "UA", "ZH",
+    ];
+    let carriers = |flight: &Value| -> Vec<String> {
+        ["outbound", "inbound"]
+            .iter()
+            .filter_map(|leg| flight[leg]["flightNumbers"].as_str())
+            .flat_map(|numbers| numbers.split(','))
+            .filter_map(|n| n.trim().get(..2).map(str::to_owned))
+            .collect()
+    };
+    let mut counts = Vec::new();
+    for alliances in [None, Some(json!(["Star Alliance"]))] {
+        let mut args = flight_args();
+        if let Some(list) = &alliances {
+            args["constraints"] = json!({"alliances": list});
+        }
+        rig.llm
+            .push(Reply::tool_calls(vec![("search_flights", args)]));
+        let turn = rig.chat(Some(&token), json!({"message": "flights"})).await;
+        assert_eq!(turn.first("tool_result")["status"], json!("succeeded"));
+        let flights = stored_flights(&first_call_record(&rig, &token, &turn).await);
+        let non_member = flights.iter().any(|f| {
+            let codes = carriers(f);
+            codes.is_empty() || codes.iter().any(|c| !star.contains(&c.as_str()))
+        });
+        assert_eq!(non_member, alliances.is_none(), "{flights:?}");
+        counts.push(flights.len());
+    }
+    assert!(counts[1] < counts[0], "{counts:?}");
+}

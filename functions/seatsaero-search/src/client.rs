@@ -27,6 +27,8 @@ pub(crate) struct SearchQuery<'a> {
     pub end: Date,
     pub take: u32,
     pub direct_only: bool,
+    /// Programmes to search (Seats.aero source ids); empty: all.
+    pub sources: &'a [String],
 }
 
 #[derive(Debug, Clone)]
@@ -58,7 +60,7 @@ impl SeatsAero {
         deadline: Instant,
     ) -> Result<SearchReply> {
         let url = self.url(&["search"]);
-        let params = [
+        let mut params = vec![
             ("origin_airport", query.origin.to_string()),
             ("destination_airport", query.destination.to_string()),
             ("cabin", query.cabin.seatsaero_api_value().to_owned()),
@@ -68,6 +70,9 @@ impl SeatsAero {
             ("include_trips", "false".to_owned()),
             ("only_direct_flights", query.direct_only.to_string()),
         ];
+        if !query.sources.is_empty() {
+            params.push(("sources", query.sources.join(",")));
+        }
         let response = upstream::send(SERVICE, deadline, &self.retry, || {
             self.http
                 .get(url.clone())

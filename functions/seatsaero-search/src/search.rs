@@ -157,6 +157,7 @@ async fn search_direction(
         end,
         take: deps.config.take,
         direct_only: params.non_stop,
+        sources: &params.sources,
     };
     let reply = deps.client.search(key, &query, deadline).await?;
     let total_available = reply.count.unwrap_or(reply.data.len() as u64);

@@ -229,10 +229,24 @@ pub struct FlightSearchInput {
     )]
     #[schemars(with = "Option<IsoDateSchema>")]
     pub return_date: Option<Date>,
-    /// Number of passengers, 1 to 9. Defaults to 1.
+    /// Adult passengers (12 years and older), 1 to 9. Defaults to 1.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = 9), extend("default" = 1))]
     pub pax: Option<u8>,
+    /// Children (2 to 11 years) with their own seat; adults and children together at most
+    /// 9. Defaults to 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0, max = 8), extend("default" = 0))]
+    pub children: Option<u8>,
+    /// Infants (under 2) on an adult's lap; at most one per adult. Defaults to 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0, max = 9), extend("default" = 0))]
+    pub infants: Option<u8>,
+    /// Days either side of depart_date the user accepts ("±2 days" is 2), 0 to 3.
+    /// Defaults to 0 (that day only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0, max = 3), extend("default" = 0))]
+    pub flexibility: Option<u8>,
     /// Travel class.
     pub cabin: Cabin,
     /// True if the user wants to pay with miles: award seats are listed first. False puts
@@ -335,9 +349,32 @@ impl FlightSearchInput {
             "loyalty_programs": canonical_list(self.loyalty_programs.as_deref()),
             "origin": self.origin.as_str(),
             "pax": self.pax.unwrap_or(Self::DEFAULT_PAX),
+            "children": self.children.unwrap_or(0),
+            "infants": self.infants.unwrap_or(0),
+            "flexibility": self.flexibility.unwrap_or(0),
             "return_date": self.return_date.map(|d| d.to_string()),
             "reuse_last_request": self.reuse_last_request.unwrap_or(false),
         })
+    }
+
+    /// Adults and children share at most 9 seats; each infant sits on an adult's lap.
+    fn validate_passengers(&self) -> Result<(), Error> {
+        let adults = self.pax.unwrap_or(Self::DEFAULT_PAX);
+        let children = self.children.unwrap_or(0);
+        let infants = self.infants.unwrap_or(0);
+        let seated = u16::from(adults) + u16::from(children);
+        if seated > u16::from(Self::MAX_PAX) {
+            return Err(Error::Invalid(format!(
+                "pax + children must be at most {}, got {seated}",
+                Self::MAX_PAX
+            )));
+        }
+        if infants > adults {
+            return Err(Error::Invalid(format!(
+                "infants ({infants}) must not outnumber adults (pax {adults}): each sits on an adult's lap"
+            )));
+        }
+        Ok(())
     }
 
     /// Checks what the JSON Schema cannot express (or a caller may have skipped).
@@ -355,6 +392,15 @@ impl FlightSearchInput {
             return Err(Error::Invalid(format!(
                 "pax must be between 1 and {}, got {pax}",
                 Self::MAX_PAX
+            )));
+        }
+        self.validate_passengers()?;
+        if let Some(flex) = self.flexibility
+            && flex > FlightSearchParams::MAX_FLEXIBILITY_DAYS
+        {
+            return Err(Error::Invalid(format!(
+                "flexibility must be between 0 and {} days, got {flex}",
+                FlightSearchParams::MAX_FLEXIBILITY_DAYS
             )));
         }
         if self.origin == self.destination {
@@ -469,6 +515,11 @@ pub struct FlightSearchParams {
     pub max_results: u8,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub locale: Option<Locale>,
+    /// Seats.aero programmes (source ids, e.g. `lufthansa`) to restrict the award search
+    /// to; empty: all. The cash search ignores it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 25))]
+    pub sources: Vec<String>,
 }
 
 impl FlightSearchParams {
@@ -520,6 +571,15 @@ impl FlightSearchParams {
                 self.departure_date
             )));
         }
+        if let Some(unknown) = self.sources.iter().find(|s| {
+            !super::loyalty::PROGRAMMES
+                .iter()
+                .any(|p| p.source == s.as_str())
+        }) {
+            return Err(Error::Invalid(format!(
+                "sources: {unknown:?} is not a Seats.aero programme"
+            )));
+        }
         Ok(())
     }
 }
@@ -534,18 +594,28 @@ impl From<&FlightSearchInput> for FlightSearchParams {
             return_date: input.return_date,
             travel_class: input.cabin,
             adults: input.pax.unwrap_or(FlightSearchInput::DEFAULT_PAX),
-            children: 0,
-            infants: 0,
+            children: input.children.unwrap_or(0),
+            infants: input.infants.unwrap_or(0),
             non_stop: input
                 .constraints
                 .as_ref()
                 .and_then(|c| c.nonstop_only)
                 .unwrap_or(false),
-            flexibility: 0,
+            flexibility: input
+                .flexibility
+                .unwrap_or(0)
+                .min(Self::MAX_FLEXIBILITY_DAYS),
             use_miles: input.award_only.unwrap_or(true),
             include_return_awards: input.return_date.is_some(),
             max_results: default_max_results(),
             locale: None,
+            sources: super::loyalty::sources_for(
+                input.loyalty_programs.as_deref().unwrap_or_default(),
+            )
+            .0
+            .into_iter()
+            .map(str::to_owned)
+            .collect(),
         }
     }
 }
@@ -829,6 +899,9 @@ mod tests {
             r#"{"origin":"FRA","destination":"JFK","depart_date":"2025-06-01","cabin":"BUSINESS","pax":2}"#,
             r#"{"origin":"JFK","destination":"FRA","depart_date":"2025-06-01","cabin":"BUSINESS"}"#,
             r#"{"origin":"FRA","destination":"JFK","depart_date":"2025-06-01","cabin":"BUSINESS","award_only":false}"#,
+            r#"{"origin":"FRA","destination":"JFK","depart_date":"2025-06-01","cabin":"BUSINESS","children":1}"#,
+            r#"{"origin":"FRA","destination":"JFK","depart_date":"2025-06-01","cabin":"BUSINESS","infants":1}"#,
+            r#"{"origin":"FRA","destination":"JFK","depart_date":"2025-06-01","cabin":"BUSINESS","flexibility":2}"#,
         ] {
             assert_ne!(input(other).canonical(), base, "{other}");
         }
@@ -839,7 +912,7 @@ mod tests {
         let text = serde_json::to_string(&input(BASE).canonical()).unwrap();
         assert_eq!(
             text,
-            r#"{"award_only":true,"cabin":"BUSINESS","constraints":{"alliances":[],"max_taxes":null,"nonstop_only":false},"depart_date":"2025-06-01","destination":"JFK","loyalty_programs":[],"origin":"FRA","pax":1,"return_date":null,"reuse_last_request":false}"#
+            r#"{"award_only":true,"cabin":"BUSINESS","children":0,"constraints":{"alliances":[],"max_taxes":null,"nonstop_only":false},"depart_date":"2025-06-01","destination":"JFK","flexibility":0,"infants":0,"loyalty_programs":[],"origin":"FRA","pax":1,"return_date":null,"reuse_last_request":false}"#
         );
     }
 
@@ -851,6 +924,9 @@ mod tests {
             (r#""pax":10"#, "pax"),
             (r#""return_date":"2025-05-31""#, "return_date"),
             (r#""constraints":{"max_taxes":-1}"#, "max_taxes"),
+            (r#""pax":5,"children":5"#, "children"),
+            (r#""pax":1,"infants":2"#, "infants"),
+            (r#""flexibility":4"#, "flexibility"),
         ];
         for (extra, field) in cases {
             let json = BASE.replacen('{', &format!("{{{extra},"), 1);

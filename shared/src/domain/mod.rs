@@ -2,6 +2,7 @@
 
 pub mod chat;
 pub mod flight;
+pub mod loyalty;
 pub mod session;
 pub mod tool_args;
 pub mod tool_call;

@@ -58,6 +58,12 @@ pub struct FlightRequestSnapshot {
     #[serde(default = "default_pax")]
     pub pax: u8,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub children: Option<u8>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub infants: Option<u8>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flexibility: Option<u8>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub award_only: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub loyalty_programs: Option<Vec<String>>,
@@ -75,6 +81,9 @@ impl From<&FlightSearchInput> for FlightRequestSnapshot {
             return_date: input.return_date,
             cabin: input.cabin,
             pax: input.pax.unwrap_or(FlightSearchInput::DEFAULT_PAX),
+            children: input.children.filter(|n| *n > 0),
+            infants: input.infants.filter(|n| *n > 0),
+            flexibility: input.flexibility.filter(|n| *n > 0),
             award_only: input.award_only,
             loyalty_programs: input.loyalty_programs.clone(),
             constraints: input.constraints.clone(),
@@ -91,6 +100,9 @@ impl From<&FlightRequestSnapshot> for FlightSearchInput {
             depart_date: s.depart_date,
             return_date: s.return_date,
             pax: Some(s.pax),
+            children: s.children,
+            infants: s.infants,
+            flexibility: s.flexibility,
             cabin: s.cabin,
             award_only: s.award_only,
             loyalty_programs: s.loyalty_programs.clone(),

@@ -1,0 +1,325 @@
+//! Frequent-flyer programmes and airline alliances as data: which Seats.aero source a
+//! programme's name means ("Miles & More" → `lufthansa`), and which carriers (IATA codes)
+//! belong to an alliance. Names are matched without case, spaces or punctuation, so
+//! "Miles&More", "miles and more" and "MILES & MORE" are the same programme.
+//!
+//! To add a programme, add a row to [`PROGRAMMES`]: the source id as Seats.aero's partner
+//! API names it, then the names people use. Alliance membership changes rarely; the rows
+//! of [`ALLIANCES`] say when they were last checked.
+
+/// A mileage programme Seats.aero searches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Programme {
+    /// Seats.aero's `source` id, e.g. `lufthansa`.
+    pub source: &'static str,
+    /// Names and nicknames people use for it; the first is the one shown.
+    pub names: &'static [&'static str],
+}
+
+/// The programmes Seats.aero's partner API searches (its `sources` parameter).
+pub const PROGRAMMES: &[Programme] = &[
+    Programme {
+        source: "aeroplan",
+        names: &["Aeroplan", "Air Canada Aeroplan", "Air Canada"],
+    },
+    Programme {
+        source: "aeromexico",
+        names: &[
+            "Aeromexico Club Premier",
+            "Club Premier",
+            "Aeromexico Rewards",
+            "Aeromexico",
+        ],
+    },
+    Programme {
+        source: "alaska",
+        names: &[
+            "Alaska Mileage Plan",
+            "Mileage Plan",
+            "Atmos Rewards",
+            "Alaska Airlines",
+            "Alaska",
+        ],
+    },
+    Programme {
+        source: "american",
+        names: &[
+            "AAdvantage",
+            "American AAdvantage",
+            "American Airlines",
+            "American",
+        ],
+    },
+    Programme {
+        source: "azul",
+        names: &["Azul Fidelidade", "TudoAzul", "Azul"],
+    },
+    Programme {
+        source: "connectmiles",
+        names: &["ConnectMiles", "Copa ConnectMiles", "Copa"],
+    },
+    Programme {
+        source: "delta",
+        names: &["Delta SkyMiles", "SkyMiles", "Delta"],
+    },
+    Programme {
+        source: "emirates",
+        names: &["Emirates Skywards", "Skywards", "Emirates"],
+    },
+    Programme {
+        source: "ethiopian",
+        names: &["Ethiopian ShebaMiles", "ShebaMiles", "Ethiopian"],
+    },
+    Programme {
+        source: "etihad",
+        names: &["Etihad Guest", "Etihad"],
+    },
+    Programme {
+        source: "eurobonus",
+        names: &["SAS EuroBonus", "EuroBonus", "SAS"],
+    },
+    Programme {
+        source: "finnair",
+        names: &["Finnair Plus", "Finnair"],
+    },
+    Programme {
+        source: "flyingblue",
+        names: &[
+            "Flying Blue",
+            "Air France KLM Flying Blue",
+            "Air France",
+            "KLM",
+        ],
+    },
+    Programme {
+        source: "jetblue",
+        names: &["JetBlue TrueBlue", "TrueBlue", "JetBlue"],
+    },
+    Programme {
+        source: "lifemiles",
+        names: &["Avianca LifeMiles", "LifeMiles", "Avianca"],
+    },
+    Programme {
+        source: "lufthansa",
+        names: &[
+            "Miles & More",
+            "Lufthansa Miles & More",
+            "Miles and More",
+            "Lufthansa",
+        ],
+    },
+    Programme {
+        source: "qantas",
+        names: &["Qantas Frequent Flyer", "Qantas Points", "Qantas"],
+    },
+    // Avios: of the programmes that spend Avios, Qatar's is the one Seats.aero searches.
+    Programme {
+        source: "qatar",
+        names: &[
+            "Qatar Privilege Club",
+            "Privilege Club",
+            "Qatar Avios",
+            "Avios",
+            "Qatar Airways",
+            "Qatar",
+        ],
+    },
+    Programme {
+        source: "saudia",
+        names: &["Saudia AlFursan", "AlFursan", "Saudia"],
+    },
+    Programme {
+        source: "singapore",
+        names: &[
+            "Singapore KrisFlyer",
+            "KrisFlyer",
+            "Singapore Airlines",
+            "Singapore",
+        ],
+    },
+    Programme {
+        source: "smiles",
+        names: &["GOL Smiles", "Smiles"],
+    },
+    Programme {
+        source: "turkish",
+        names: &[
+            "Turkish Miles&Smiles",
+            "Miles&Smiles",
+            "Miles and Smiles",
+            "Turkish Airlines",
+            "Turkish",
+        ],
+    },
+    Programme {
+        source: "united",
+        names: &["United MileagePlus", "MileagePlus", "United"],
+    },
+    Programme {
+        source: "velocity",
+        names: &["Virgin Australia Velocity", "Velocity"],
+    },
+    Programme {
+        source: "virginatlantic",
+        names: &[
+            "Virgin Atlantic Flying Club",
+            "Flying Club",
+            "Virgin Points",
+            "Virgin Atlantic",
+        ],
+    },
+];
+
+/// The programmes `names` mean, as Seats.aero source ids (sorted, without repeats), and the
+/// names that matched none. A name matches a programme when it equals one of its names, or
+/// its source id, ignoring case, spaces and punctuation ("&" reads as "and").
+pub fn sources_for(names: &[String]) -> (Vec<&'static str>, Vec<String>) {
+    let mut sources = Vec::new();
+    let mut unknown = Vec::new();
+    for name in names {
+        let wanted = fold(name);
+        let found = PROGRAMMES
+            .iter()
+            .find(|p| fold(p.source) == wanted || p.names.iter().any(|n| fold(n) == wanted));
+        match found {
+            Some(programme) => sources.push(programme.source),
+            None if !wanted.is_empty() => unknown.push(name.trim().to_owned()),
+            None => {}
+        }
+    }
+    sources.sort_unstable();
+    sources.dedup();
+    (sources, unknown)
+}
+
+/// An airline alliance and its member carriers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Alliance {
+    /// The name shown, e.g. "Star Alliance".
+    pub name: &'static str,
+    /// Other names people use.
+    pub aliases: &'static [&'static str],
+    /// Member airlines' IATA codes (full members, as published by the alliance; checked
+    /// 2026-11).
+    pub members: &'static [&'static str],
+}
+
+pub const ALLIANCES: &[Alliance] = &[
+    Alliance {
+        name: "Star Alliance",
+        aliases: &["Star", "StarAlliance"],
+        members: &[
+            "A3", "AC", "AI", "AV", "BR", "CA", "CM", "ET", "LH", "LO", "LX", "MS", "NH", "NZ",
+            "OS", "OU", "OZ", "SA", "SK", "SN", "SQ", "TG", "TK", "TP", "UA", "ZH",
+        ],
+    },
+    Alliance {
+        name: "oneworld",
+        aliases: &["One World"],
+        members: &[
+            "AA", "AS", "AY", "BA", "CX", "FJ", "IB", "JL", "MH", "QF", "QR", "RJ", "UL", "WY",
+            "AT",
+        ],
+    },
+    Alliance {
+        name: "SkyTeam",
+        aliases: &["Sky Team"],
+        members: &[
+            "AF", "AM", "AR", "CI", "DL", "GA", "KE", "KL", "KQ", "ME", "MU", "OK", "RO", "SV",
+            "UX", "VN", "VS", "XY", "MF",
+        ],
+    },
+];
+
+/// The alliances `names` mean, and the names that matched none.
+pub fn alliances_for(names: &[String]) -> (Vec<&'static Alliance>, Vec<String>) {
+    let mut found = Vec::new();
+    let mut unknown = Vec::new();
+    for name in names {
+        let wanted = fold(name);
+        match ALLIANCES
+            .iter()
+            .find(|a| fold(a.name) == wanted || a.aliases.iter().any(|alias| fold(alias) == wanted))
+        {
+            Some(alliance) if !found.contains(&alliance) => found.push(alliance),
+            Some(_) => {}
+            None if !wanted.is_empty() => unknown.push(name.trim().to_owned()),
+            None => {}
+        }
+    }
+    (found, unknown)
+}
+
+impl Alliance {
+    /// True when `carrier` (an IATA airline code, any case) is a member.
+    pub fn has(&self, carrier: &str) -> bool {
+        let carrier = carrier.trim();
+        self.members.iter().any(|m| m.eq_ignore_ascii_case(carrier))
+    }
+}
+
+/// Lower-case letters and digits only, with "&" read as "and".
+fn fold(name: &str) -> String {
+    name.replace('&', "and")
+        .chars()
+        .filter(char::is_ascii_alphanumeric)
+        .map(|c| c.to_ascii_lowercase())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(list: &[&str]) -> Vec<String> {
+        list.iter().map(|s| (*s).to_owned()).collect()
+    }
+
+    #[test]
+    fn programme_names_people_say_map_to_sources() {
+        let (sources, unknown) = sources_for(&names(&[
+            "Miles & More",
+            "miles and more",
+            "Flying Blue",
+            "KrisFlyer",
+            "aeroplan",
+            "Imaginary Miles",
+        ]));
+        assert_eq!(
+            sources,
+            ["aeroplan", "flyingblue", "lufthansa", "singapore"]
+        );
+        assert_eq!(unknown, ["Imaginary Miles"]);
+    }
+
+    #[test]
+    fn every_programme_name_is_unambiguous() {
+        let mut seen = std::collections::HashMap::new();
+        for programme in PROGRAMMES {
+            for name in programme.names.iter().chain([&programme.source]) {
+                if let Some(other) = seen.insert(fold(name), programme.source) {
+                    assert_eq!(other, programme.source, "{name} names two programmes");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn alliances_by_name_and_membership() {
+        let (found, unknown) = alliances_for(&names(&["star alliance", "SkyTeam", "Nonesuch"]));
+        assert_eq!(
+            found.iter().map(|a| a.name).collect::<Vec<_>>(),
+            ["Star Alliance", "SkyTeam"]
+        );
+        assert_eq!(unknown, ["Nonesuch"]);
+        assert!(found[0].has("lh") && !found[0].has("BA"));
+        let carriers: Vec<&str> = ALLIANCES
+            .iter()
+            .flat_map(|a| a.members.iter().copied())
+            .collect();
+        let mut unique = carriers.clone();
+        unique.sort_unstable();
+        unique.dedup();
+        assert_eq!(unique.len(), carriers.len(), "a carrier in two alliances");
+    }
+}
