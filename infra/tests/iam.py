@@ -27,6 +27,7 @@ EXPECTED = {
             "dynamodb:ConditionCheckItem",
         }
         | DELETES,
+        "ChatsTable/index": {"dynamodb:Query"},
         "UsageTable": {"dynamodb:PutItem", "dynamodb:Query"},
         "RateLimitsTable": {"dynamodb:UpdateItem"},
     },

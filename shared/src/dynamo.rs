@@ -317,3 +317,64 @@ mod tests {
         }
     }
 }
+
+/// One page of a listing.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Page<T> {
+    pub items: Vec<T>,
+    /// Pass back to get the next page; `None` on the last one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+}
+
+/// Opaque pagination cursor: a query's last evaluated key (its string attributes: the
+/// table's key and the index's), hex-encoded JSON. Decoded cursors come from clients:
+/// listings check that it points into their own partition before using it.
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+pub(crate) struct Cursor(std::collections::BTreeMap<String, String>);
+
+impl Cursor {
+    fn from_key(key: &Item) -> Self {
+        Self(
+            key.iter()
+                .filter_map(|(k, v)| v.as_s().ok().map(|v| (k.clone(), v.clone())))
+                .collect(),
+        )
+    }
+
+    fn encode(&self) -> Result<String> {
+        Ok(hex::encode(serde_json::to_vec(self)?))
+    }
+
+    pub(crate) fn decode(text: &str) -> Result<Self> {
+        let bytes = hex::decode(text).map_err(|_| Error::Invalid("malformed cursor".into()))?;
+        serde_json::from_slice(&bytes).map_err(|_| Error::Invalid("malformed cursor".into()))
+    }
+
+    /// The value of the key attribute `name`.
+    pub(crate) fn get(&self, name: &str) -> Option<&str> {
+        self.0.get(name).map(String::as_str)
+    }
+
+    pub(crate) fn into_key(self) -> Item {
+        self.0.into_iter().map(|(k, v)| (k, s(v))).collect()
+    }
+}
+
+/// A query's items as `T`, and the cursor of the next page.
+pub(crate) fn page<T>(
+    out: aws_sdk_dynamodb::operation::query::QueryOutput,
+    decode: impl Fn(Item) -> Result<T>,
+) -> Result<Page<T>> {
+    let items = out
+        .items
+        .unwrap_or_default()
+        .into_iter()
+        .map(decode)
+        .collect::<Result<Vec<_>>>()?;
+    let next_cursor = out
+        .last_evaluated_key
+        .map(|k| Cursor::from_key(&k).encode())
+        .transpose()?;
+    Ok(Page { items, next_cursor })
+}

@@ -49,6 +49,8 @@ pub struct ChatRequest {
 
 enum Route<'a> {
     Chat,
+    Chats,
+    Messages { chat_id: &'a str },
     DeleteChat { chat_id: &'a str },
     ToolCalls { chat_id: &'a str },
     RefusedCalls { chat_id: &'a str },
@@ -75,7 +77,9 @@ fn route(path: &str) -> Option<Route<'_>> {
         [.., "chats", chat_id, "turns", turn_id, "cancel"] => {
             Some(Route::TurnCancel { chat_id, turn_id })
         }
+        [.., "chats", chat_id, "messages"] => Some(Route::Messages { chat_id }),
         [.., "chats", chat_id] => Some(Route::DeleteChat { chat_id }),
+        [.., "chats"] => Some(Route::Chats),
         [.., "chat"] => Some(Route::Chat),
         _ => None,
     }
@@ -94,8 +98,9 @@ impl Route<'_> {
     /// The ids the path names, each checked by [`validate::id`].
     fn ids(&self) -> Vec<(&'static str, &str)> {
         match *self {
-            Route::Chat => Vec::new(),
+            Route::Chat | Route::Chats => Vec::new(),
             Route::ToolCalls { chat_id }
+            | Route::Messages { chat_id }
             | Route::RefusedCalls { chat_id }
             | Route::DeleteChat { chat_id } => vec![("chat_id", chat_id)],
             Route::ToolCall { chat_id, call_id } | Route::Cancel { chat_id, call_id } => {
@@ -181,6 +186,20 @@ async fn dispatch(
                 .await
                 .map(|turn| turn_log::cancel_response(&turn)),
         ),
+        Route::Chats => match validate::page(req) {
+            Ok((limit, cursor)) => {
+                ok_json(deps.chats.list(user_id, limit, cursor.as_deref()).await)
+            }
+            Err(e) => error(&e),
+        },
+        Route::Messages { chat_id } => match validate::page(req) {
+            Ok((limit, cursor)) => ok_json(
+                deps.chats
+                    .messages(user_id, chat_id, limit, cursor.as_deref())
+                    .await,
+            ),
+            Err(e) => error(&e),
+        },
         // A chat without tool calls has no item to carry its owner: check the chat first.
         Route::ToolCalls { chat_id } => match validate::page(req) {
             Ok((limit, cursor)) => ok_json(

@@ -1343,3 +1343,101 @@ async fn an_alliance_filter_drops_flights_of_non_member_carriers() {
     }
     assert!(counts[1] < counts[0], "{counts:?}");
 }
+
+/// `GET /chats` lists the user's chats, the most recently active first, with a title from
+/// the first message, page by page; `GET /chats/{id}/messages` pages a chat's messages
+/// newest first. Another user sees neither, and a cursor of one listing is refused in another.
+#[tokio::test]
+async fn chat_history_lists_chats_and_pages_messages_for_their_owner_only() {
+    let rig = Rig::start().await;
+    let token = rig.token(&test_support::unique("jo"));
+    let mut chats = Vec::new();
+    for i in 0..3 {
+        rig.llm.push(Reply::text(format!("Answer {i}")));
+        let turn = rig
+            .chat(
+                Some(&token),
+                json!({"message": format!("Question   number {i}")}),
+            )
+            .await;
+        assert_eq!(turn.status, 200);
+        chats.push(turn.chat_id());
+    }
+    rig.llm.push(Reply::text("Again"));
+    rig.chat(
+        Some(&token),
+        json!({"message": "Follow-up", "chat_id": chats[0]}),
+    )
+    .await;
+
+    let ids = |page: &Value| -> Vec<String> {
+        page["items"]
+            .as_array()
+            .map(|items| {
+                items
+                    .iter()
+                    .filter_map(|i| i["chat_id"].as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let (status, first) = rig.get(&token, "/chats?limit=2").await;
+    assert_eq!(status, 200, "{first}");
+    assert_eq!(ids(&first), [chats[0].clone(), chats[2].clone()]);
+    assert_eq!(first["items"][0]["title"], json!("Question number 0"));
+    assert_eq!(first["items"][0]["message_count"], json!(4));
+    let cursor = first["next_cursor"].as_str().unwrap_or_default().to_owned();
+    let (_, second) = rig
+        .get(&token, &format!("/chats?limit=2&cursor={cursor}"))
+        .await;
+    assert_eq!(ids(&second), [chats[1].clone()]);
+    assert!(second.get("next_cursor").is_none(), "{second}");
+
+    let path = format!("/chats/{}/messages", chats[0]);
+    let (status, newest) = rig.get(&token, &format!("{path}?limit=3")).await;
+    assert_eq!(status, 200, "{newest}");
+    let texts = |page: &Value| -> Vec<(String, String)> {
+        page["items"]
+            .as_array()
+            .map(|items| {
+                items
+                    .iter()
+                    .map(|m| {
+                        (
+                            m["role"].as_str().unwrap_or_default().to_owned(),
+                            m["content"].as_str().unwrap_or_default().to_owned(),
+                        )
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let pair = |role: &str, text: &str| (role.to_owned(), text.to_owned());
+    assert_eq!(
+        texts(&newest),
+        [
+            pair("assistant", "Again"),
+            pair("user", "Follow-up"),
+            pair("assistant", "Answer 0")
+        ]
+    );
+    let cursor = newest["next_cursor"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let (_, oldest) = rig
+        .get(&token, &format!("{path}?limit=3&cursor={cursor}"))
+        .await;
+    assert_eq!(texts(&oldest), [pair("user", "Question   number 0")]);
+
+    // The messages cursor is not a chat-list cursor, nor one for another chat.
+    let (status, _) = rig.get(&token, &format!("/chats?cursor={cursor}")).await;
+    assert_eq!(status, 400);
+    let other_chat = format!("/chats/{}/messages?cursor={cursor}", chats[1]);
+    assert_eq!(rig.get(&token, &other_chat).await.0, 400);
+
+    let stranger = rig.token(&test_support::unique("mallory"));
+    let (status, theirs) = rig.get(&stranger, "/chats").await;
+    assert_eq!((status, ids(&theirs).len()), (200, 0), "{theirs}");
+    assert_eq!(rig.get(&stranger, &path).await.0, 404);
+}

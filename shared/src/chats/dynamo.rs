@@ -14,15 +14,20 @@ use time::OffsetDateTime;
 
 use super::{ChatStore, TurnLease};
 use crate::clock::{Clock, SystemClock};
-use crate::domain::chat::{Chat, Message, MessageToolCall, NewMessage, Role};
+use crate::domain::chat::{
+    Chat, ChatSummary, Message, MessageToolCall, NewMessage, Role, TITLE_CHARS,
+};
 use crate::domain::session::{SessionState, SessionStatePatch};
 use crate::dynamo::{
-    ConditionFailure, Item, MAX_TRANSIENT_ROUNDS, Transaction, backoff, delete_partition,
-    from_item, invalid_action, is_transient, n, rfc3339, s, sdk_error, sortable_time, to_av,
-    to_item, transact,
+    ConditionFailure, Cursor, Item, MAX_TRANSIENT_ROUNDS, Page, Transaction, backoff,
+    delete_partition, from_item, invalid_action, is_transient, n, page, rfc3339, s, sdk_error,
+    sortable_time, to_av, to_item, transact,
 };
 use crate::ids::{monotonic_id, new_id};
 use crate::{Error, Result};
+
+/// The index of each owner's chats by last activity (template.yaml, `ChatsTable`).
+const OWNER_INDEX: &str = "by_owner";
 
 /// Enough for dozens of writers patching one chat at once (each round one of them wins).
 const MAX_PATCH_ROUNDS: u32 = 64;
@@ -148,9 +153,16 @@ impl DynamoChatStore {
         appended: u64,
         state: Option<&SessionState>,
         release: Option<&str>,
+        title: Option<&str>,
         now: OffsetDateTime,
     ) -> Result<Update> {
-        let mut set = vec!["message_seq = :count", "#ttl = :ttl"];
+        // The chat list's index: every step moves the chat to the top of its owner's list.
+        let mut set = vec![
+            "message_seq = :count",
+            "#ttl = :ttl",
+            "owner_chats = :owner",
+            "active_at = :active",
+        ];
         // A chat from before message numbering has no count yet; its first numbered write
         // sets it.
         let mut condition = vec![
@@ -164,7 +176,12 @@ impl DynamoChatStore {
             .expression_attribute_values(":seq", n(current.message_count))
             .expression_attribute_values(":count", n(current.message_count + appended))
             .expression_attribute_names("#ttl", "ttl")
-            .expression_attribute_values(":ttl", n(self.expiry(now)));
+            .expression_attribute_values(":ttl", n(self.expiry(now)))
+            .expression_attribute_values(":active", s(sortable_time(now)));
+        if let Some(title) = title {
+            set.push("title = if_not_exists(title, :title)");
+            builder = builder.expression_attribute_values(":title", s(title));
+        }
         if let Some(state) = state {
             set.extend([
                 "session_state = :state",
@@ -235,7 +252,15 @@ impl DynamoChatStore {
             let items = self.message_items(&current, messages);
             let appended = items.len() as u64;
             let state = (!patch.is_empty()).then_some(state);
-            let update = self.step_update(&current, appended, state.as_ref(), release, now)?;
+            let title = title_of(messages);
+            let update = self.step_update(
+                &current,
+                appended,
+                state.as_ref(),
+                release,
+                title.as_deref(),
+                now,
+            )?;
             let mut actions = vec![TransactWriteItem::builder().update(update).build()];
             actions.extend(puts(&self.table, &items)?);
             match self.transact(actions).await? {
@@ -288,6 +313,9 @@ impl DynamoChatStore {
             turn_id: lease.map(|l| l.turn_id.clone()),
             turn_until: lease.map(|l| sortable_time(l.until)),
             ttl: Some(self.expiry(now)),
+            owner_chats: Some(owner_id.to_owned()),
+            active_at: Some(sortable_time(now)),
+            title: None,
         };
         self.client
             .put_item()
@@ -413,6 +441,43 @@ struct ChatItem {
     /// When DynamoDB deletes the chat (epoch seconds): moved on by every turn.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     ttl: Option<i64>,
+    /// The owner again, on the chat item only: the hash key of the `by_owner` index, so
+    /// the index holds chats and no messages.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    owner_chats: Option<String>,
+    /// When a turn last wrote to the chat (sortable UTC time): the index's sort key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    active_at: Option<String>,
+    /// The start of the first user message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    title: Option<String>,
+}
+
+/// A chat's title: the start of the first user message of `messages`, if there is one.
+fn title_of(messages: &[NewMessage]) -> Option<String> {
+    let first = messages.iter().find(|m| m.role == Role::User)?;
+    let text: String = first
+        .content
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    let title: String = text.chars().take(TITLE_CHARS).collect();
+    (!title.is_empty()).then_some(title)
+}
+
+impl ChatItem {
+    fn into_summary(self) -> ChatSummary {
+        let active_at = self
+            .active_at
+            .unwrap_or_else(|| sortable_time(self.updated_at));
+        ChatSummary {
+            chat_id: self.chat_id,
+            title: self.title,
+            message_count: self.message_seq.unwrap_or_default(),
+            created_at: self.created_at,
+            active_at,
+        }
+    }
 }
 
 impl From<ChatItem> for Chat {
@@ -474,6 +539,68 @@ impl From<MessageItem> for Message {
 
 #[async_trait]
 impl ChatStore for DynamoChatStore {
+    async fn list(
+        &self,
+        owner_id: &str,
+        limit: u32,
+        cursor: Option<&str>,
+    ) -> Result<Page<ChatSummary>> {
+        let mut query = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .index_name(OWNER_INDEX)
+            .key_condition_expression("owner_chats = :owner")
+            .expression_attribute_values(":owner", s(owner_id))
+            .scan_index_forward(false)
+            .limit(i32::try_from(limit.clamp(1, 100)).unwrap_or(100));
+        if let Some(cursor) = cursor {
+            let start = Cursor::decode(cursor)?;
+            if start.get("owner_chats") != Some(owner_id) {
+                return Err(Error::Invalid("cursor belongs to another listing".into()));
+            }
+            query = query.set_exclusive_start_key(Some(start.into_key()));
+        }
+        let out = query.send().await.map_err(|e| sdk_error("Query", e))?;
+        page(out, |item| {
+            from_item::<ChatItem>(item).map(ChatItem::into_summary)
+        })
+    }
+
+    async fn messages(
+        &self,
+        owner_id: &str,
+        chat_id: &str,
+        limit: u32,
+        cursor: Option<&str>,
+    ) -> Result<Page<Message>> {
+        self.owned(owner_id, chat_id).await?;
+        let pk = format!("CHAT#{chat_id}");
+        let mut query = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .key_condition_expression("pk = :pk AND begins_with(sk, :msg)")
+            .expression_attribute_values(":pk", s(&pk))
+            .expression_attribute_values(":msg", s("MSG#"))
+            .scan_index_forward(false)
+            .consistent_read(true)
+            .limit(i32::try_from(limit.clamp(1, 100)).unwrap_or(100));
+        if let Some(cursor) = cursor {
+            let start = Cursor::decode(cursor)?;
+            if start.get("pk") != Some(pk.as_str())
+                || !start.get("sk").unwrap_or_default().starts_with("MSG#")
+            {
+                return Err(Error::Invalid("cursor belongs to another listing".into()));
+            }
+            query = query.set_exclusive_start_key(Some(start.into_key()));
+        }
+        let out = query.send().await.map_err(|e| sdk_error("Query", e))?;
+        page(out, |item| {
+            from_item::<MessageItem>(item).map(Message::from)
+        })
+    }
+
     async fn create(&self, owner_id: &str) -> Result<Chat> {
         self.create_item(owner_id, &new_id(), None).await
     }

@@ -10,8 +10,9 @@ use async_trait::async_trait;
 pub use dynamo::DynamoChatStore;
 
 use crate::Result;
-use crate::domain::chat::{Chat, Message, NewMessage};
+use crate::domain::chat::{Chat, ChatSummary, Message, NewMessage};
 use crate::domain::session::SessionStatePatch;
+use crate::dynamo::Page;
 
 /// A running turn's hold on its chat: one turn at a time per chat. It ends when the turn
 /// releases it or, if its host ended the turn, at `until` (the turn's deadline).
@@ -93,6 +94,25 @@ pub trait ChatStore: Send + Sync {
     /// Deletes the chat with its messages and session state. `Error::NotFound` for a missing
     /// or foreign chat, `Error::TurnInProgress` while a turn holds it.
     async fn delete(&self, owner_id: &str, chat_id: &str) -> Result<()>;
+
+    /// The owner's chats, the most recently active first (`GET /chats`). Chats from before
+    /// the chat list appear once a turn writes to them again.
+    async fn list(
+        &self,
+        owner_id: &str,
+        limit: u32,
+        cursor: Option<&str>,
+    ) -> Result<Page<ChatSummary>>;
+
+    /// A page of the owner's chat's messages, newest first (`GET /chats/{id}/messages`).
+    /// `Error::NotFound` for a missing or foreign chat.
+    async fn messages(
+        &self,
+        owner_id: &str,
+        chat_id: &str,
+        limit: u32,
+        cursor: Option<&str>,
+    ) -> Result<Page<Message>>;
 
     /// The last `limit` messages, oldest first.
     async fn recent_messages(

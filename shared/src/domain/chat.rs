@@ -105,6 +105,23 @@ impl NewMessage {
     }
 }
 
+/// A chat as its owner's chat list shows it (`GET /chats`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChatSummary {
+    pub chat_id: String,
+    /// The start of the chat's first user message (at most 80 characters); `None` before one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    pub message_count: u64,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+    /// When a turn last wrote to it (UTC, RFC 3339).
+    pub active_at: String,
+}
+
+/// The characters of a chat's title, taken from its first user message.
+pub const TITLE_CHARS: usize = 80;
+
 /// A stored message. `seq` is its place in the chat (0, 1, 2, … as written), assigned by
 /// the write that stores it, so order never depends on a host's clock.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -6,11 +6,11 @@
 //! is one `UpdateItem` whose condition encodes the allowed source state, so no transition
 //! depends on an earlier read.
 
+use crate::dynamo::{Cursor, page};
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use aws_sdk_dynamodb::Client;
-use aws_sdk_dynamodb::operation::query::QueryOutput;
 use aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder;
 use aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue, ReturnValuesOnConditionCheckFailure};
@@ -772,7 +772,7 @@ impl ToolCallLedger for DynamoLedger {
             .key_condition_expression("pk = :pk");
         if let Some(cursor) = cursor {
             let start = Cursor::decode(cursor)?;
-            if start.pk != pk {
+            if start.get("pk") != Some(pk.as_str()) {
                 return Err(Error::Invalid("cursor belongs to another listing".into()));
             }
             query = query.set_exclusive_start_key(Some(start.into_key()));
@@ -847,10 +847,15 @@ impl ToolCallLedger for DynamoLedger {
             .expression_attribute_values(":refused", s(REFUSED_PREFIX));
         if let Some(cursor) = cursor {
             let start = Cursor::decode(cursor)?;
-            if start.pk != pk || !start.sk.starts_with(REFUSED_PREFIX) {
+            if start.get("pk") != Some(pk.as_str())
+                || !start
+                    .get("sk")
+                    .unwrap_or_default()
+                    .starts_with(REFUSED_PREFIX)
+            {
                 return Err(Error::Invalid("cursor belongs to another listing".into()));
             }
-            query = query.set_exclusive_start_key(Some(start.into_table_key()));
+            query = query.set_exclusive_start_key(Some(start.into_key()));
         }
         let out = query.send().await.map_err(|e| sdk_error("Query", e))?;
         page(out, from_item::<RefusedCall>)
@@ -874,63 +879,5 @@ impl DynamoLedger {
 }
 
 /// A query's items decoded, with the cursor of the next page.
-fn page<T>(out: QueryOutput, decode: impl Fn(Item) -> Result<T>) -> Result<Page<T>> {
-    let items = out
-        .items
-        .unwrap_or_default()
-        .into_iter()
-        .map(decode)
-        .collect::<Result<Vec<_>>>()?;
-    let next_cursor = out
-        .last_evaluated_key
-        .map(|k| Cursor::from_key(&k).encode())
-        .transpose()?;
-    Ok(Page { items, next_cursor })
-}
-
 /// Sort-key prefix of refused calls, beside the `CALL#` items of the same chat.
 const REFUSED_PREFIX: &str = "REFUSED#";
-
-/// Opaque pagination cursor: the LSI's last evaluated key, hex-encoded JSON.
-#[derive(Debug, Serialize, Deserialize)]
-struct Cursor {
-    pk: String,
-    sk: String,
-    recent: String,
-}
-
-impl Cursor {
-    fn from_key(key: &Item) -> Self {
-        let get = |name: &str| match key.get(name) {
-            Some(AttributeValue::S(v)) => v.clone(),
-            _ => String::new(),
-        };
-        Self {
-            pk: get("pk"),
-            sk: get("sk"),
-            recent: get("recent"),
-        }
-    }
-
-    fn encode(&self) -> Result<String> {
-        Ok(hex::encode(serde_json::to_vec(self)?))
-    }
-
-    fn decode(text: &str) -> Result<Self> {
-        let bytes = hex::decode(text).map_err(|_| Error::Invalid("malformed cursor".into()))?;
-        serde_json::from_slice(&bytes).map_err(|_| Error::Invalid("malformed cursor".into()))
-    }
-
-    /// The table's own key (listings that do not use the index).
-    fn into_table_key(self) -> Item {
-        Item::from([("pk".to_owned(), s(self.pk)), ("sk".to_owned(), s(self.sk))])
-    }
-
-    fn into_key(self) -> Item {
-        Item::from([
-            ("pk".to_owned(), s(self.pk)),
-            ("sk".to_owned(), s(self.sk)),
-            ("recent".to_owned(), s(self.recent)),
-        ])
-    }
-}

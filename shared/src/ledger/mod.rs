@@ -86,13 +86,7 @@ impl Outcome {
 }
 
 /// One page of a chat's tool calls, newest first.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Page<T> {
-    pub items: Vec<T>,
-    /// Pass back to get the next page; `None` on the last one.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub next_cursor: Option<String>,
-}
+pub use crate::dynamo::Page;
 
 #[async_trait]
 pub trait ToolCallLedger: Send + Sync {
