@@ -10,6 +10,7 @@ use super::{Tool, ToolContext, ToolSchema};
 use crate::llm::metered::{UsageScope, complete_metered};
 use crate::llm::{CompletionRequest, LlmProvider, NoTokens, PromptMessage, ToolChoice};
 use crate::{Error, Result};
+use shared::domain::session::SessionStatePatch;
 use shared::domain::tool_args::AskGptArgs;
 use shared::domain::tool_call::ToolName;
 use shared::domain::tool_result::ToolExecutionResult;
@@ -123,7 +124,13 @@ impl Tool for AskGptTool {
             });
         }
         let web_search = args.web_search.unwrap_or(false);
+        // The question a knowledge-base miss left for the model is answered now.
+        let answered = SessionStatePatch {
+            pending_gpt_query: Some(None),
+            ..SessionStatePatch::default()
+        };
         Ok(ToolExecutionResult::succeeded(content.clone())
+            .with_state_patch(answered)
             .with_raw(json!({
                 "message": content,
                 "metadata": {

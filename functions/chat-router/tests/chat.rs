@@ -131,9 +131,10 @@ async fn knowledge_base_miss_leaves_a_pending_gpt_query() {
     rig.llm.push(Reply::text(
         "Nothing in the knowledge base; shall I ask the model?",
     ));
+    let token = rig.token(&test_support::unique("bob"));
     let turn = rig
         .chat(
-            Some(&rig.token(&test_support::unique("bob"))),
+            Some(&token),
             json!({"message": "What are the lounge access rules?"}),
         )
         .await;
@@ -159,6 +160,30 @@ async fn knowledge_base_miss_leaves_a_pending_gpt_query() {
     // The second LLM call saw the tool's result.
     let tool_message = rig.tool_message_seen(1);
     assert!(tool_message.contains("nothing relevant"), "{tool_message}");
+
+    // The user says yes: ask_gpt answers, and the pending question is gone.
+    rig.llm.push(Reply::tool_calls(vec![(
+        "ask_gpt",
+        json!({"query": "lounge access rules"}),
+    )]));
+    rig.llm.when(
+        asks("lounge access rules"),
+        Reply::text("It depends on the airline."),
+    );
+    rig.llm
+        .push(Reply::text("It depends on the airline and your status."));
+    let answered = rig
+        .chat(
+            Some(&token),
+            json!({"message": "Yes, ask the model.", "chat_id": turn.chat_id()}),
+        )
+        .await;
+    assert_eq!(answered.first("tool_result")["status"], json!("succeeded"));
+    let state = &answered.first("final")["session_state"];
+    assert!(
+        state.get("pending_gpt_query").is_none_or(Value::is_null),
+        "{state}"
+    );
 }
 
 /// An in-process tool: no function, no upstream; the pipeline validates, runs and records it.
