@@ -74,6 +74,9 @@ pub struct RetrySchedule {
     pub base_delay: Duration,
 }
 
+/// Default `TOOL_RETRY_BASE_SECS`, and of a tool's `retry.base_secs`.
+pub const DEFAULT_RETRY_BASE_SECS: u64 = 5;
+
 /// SQS delays messages by at most 15 minutes.
 const MAX_DELAY: Duration = Duration::from_secs(900);
 
@@ -82,7 +85,10 @@ impl RetrySchedule {
         let mut r = env.reader();
         let schedule = Self {
             max_attempts: r.parse_or("TOOL_MAX_ATTEMPTS", 3u32).clamp(1, 10),
-            base_delay: Duration::from_secs(r.parse_or("TOOL_RETRY_BASE_SECS", 5u64).min(900)),
+            base_delay: Duration::from_secs(
+                r.parse_or("TOOL_RETRY_BASE_SECS", DEFAULT_RETRY_BASE_SECS)
+                    .min(900),
+            ),
         };
         r.finish(schedule)
     }

@@ -144,11 +144,23 @@ struct RateLimitEntry {
     window_secs: u32,
 }
 
+/// A tool's own retry schedule (seed 003's `retryConfig`).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RetryEntry {
+    /// Attempts in all, the first included; 1 turns retries off.
+    max_attempts: u32,
+    /// Delay before the first retry, doubled for each further one.
+    #[serde(default)]
+    base_secs: Option<u64>,
+}
+
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ToolEntry {
     timeout_secs: Option<f64>,
     rate_limit: Option<RateLimitEntry>,
+    retry: Option<RetryEntry>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -194,6 +206,20 @@ impl AgentCatalog {
                 settings.rate_limit = Some(RateLimit {
                     max: limit.max,
                     window: time::Duration::seconds(i64::from(limit.window_secs)),
+                });
+            }
+            if let Some(retry) = entry.retry {
+                let base_secs = retry
+                    .base_secs
+                    .unwrap_or(crate::jobs::DEFAULT_RETRY_BASE_SECS);
+                if !(1..=10).contains(&retry.max_attempts) || base_secs > 900 {
+                    return Err(Error::Config(format!(
+                        "{source}: tools.{name}.retry needs max_attempts 1 to 10 and base_secs 0 to 900"
+                    )));
+                }
+                settings.retry = Some(crate::jobs::RetrySchedule {
+                    max_attempts: retry.max_attempts,
+                    base_delay: Duration::from_secs(base_secs),
                 });
             }
             tools.insert(name, settings);
@@ -305,6 +331,37 @@ mod tests {
             catalog.tool_settings(ToolName::SearchFlights).timeout
                 > catalog.tool_settings(ToolName::SearchKnowledgeBase).timeout
         );
+    }
+
+    #[test]
+    fn a_tool_may_declare_its_own_retries() {
+        let catalog = |retry: &str| {
+            AgentCatalog::from_toml(
+                &format!(
+                    "default_agent = \"a\"\n[tools.search_flights]\nretry = {retry}\n\
+                     [agents.a]\nsystem_prompt = \"x\"\ntools = [\"search_flights\"]\n"
+                ),
+                "test",
+            )
+        };
+        let settings = catalog("{ max_attempts = 5, base_secs = 2 }")
+            .unwrap()
+            .tool_settings(ToolName::SearchFlights);
+        assert_eq!(
+            settings.retry,
+            Some(crate::jobs::RetrySchedule {
+                max_attempts: 5,
+                base_delay: Duration::from_secs(2)
+            })
+        );
+        for bad in [
+            "{ max_attempts = 0 }",
+            "{ max_attempts = 11 }",
+            "{ max_attempts = 2, base_secs = 901 }",
+        ] {
+            let err = catalog(bad).unwrap_err().to_string();
+            assert!(err.contains("tools.search_flights.retry"), "{bad}: {err}");
+        }
     }
 
     #[test]

@@ -78,7 +78,13 @@ impl Pipeline {
         failed: &ClaimedCall,
     ) -> Option<(u32, Duration)> {
         let jobs = self.jobs.as_ref()?;
-        if !jobs.retry.allows_retry_after(failed.attempt) {
+        // The tool's own schedule (config/agents.toml) wins over the deployment's.
+        let schedule = self
+            .registry
+            .get(failed.tool)
+            .and_then(|r| r.settings.retry)
+            .unwrap_or(jobs.retry);
+        if !schedule.allows_retry_after(failed.attempt) {
             return None;
         }
         let next = self
@@ -89,7 +95,7 @@ impl Pipeline {
                 |e| tracing::warn!(call_id = %failed.id, error = %e, "queueing a retry failed"),
             )
             .ok()?;
-        let delay = jobs.retry.delay_after(failed.attempt);
+        let delay = schedule.delay_after(failed.attempt);
         match self.enqueue(ctx, &next, JobKind::Retry, delay).await {
             Ok(()) => {
                 tracing::info!(call_id = %next.id, attempt = next.attempt, delay_secs = delay.as_secs(), "retry scheduled");

@@ -73,6 +73,9 @@ pub trait Tool: Send + Sync {
 pub struct ToolSettings {
     pub timeout: Duration,
     pub rate_limit: Option<RateLimit>,
+    /// This tool's retries through the tool queue; `None`: the deployment's
+    /// (`TOOL_MAX_ATTEMPTS`, `TOOL_RETRY_BASE_SECS`).
+    pub retry: Option<crate::jobs::RetrySchedule>,
 }
 
 impl Default for ToolSettings {
@@ -81,6 +84,7 @@ impl Default for ToolSettings {
         Self {
             timeout: Duration::from_secs(5),
             rate_limit: None,
+            retry: None,
         }
     }
 }

@@ -57,6 +57,11 @@ struct Setup {
 
 impl Setup {
     async fn start(max_attempts: u32) -> Self {
+        Self::with_agents(max_attempts, AGENTS).await
+    }
+
+    /// As [`Setup::start`], with the router and the worker reading `agents`.
+    async fn with_agents(max_attempts: u32, agents: &'static str) -> Self {
         let kb = MockServer::start().await;
         let queues = ToolQueues::create("worker-test", 1).await;
         let (queue_url, kb_url) = (queues.queue_url.clone(), format!("{}/kb/search", kb.uri()));
@@ -72,10 +77,10 @@ impl Setup {
                     .map(|(k, v)| (k.to_owned(), v)),
                 )
             },
-            Some(AGENTS),
+            Some(agents),
         )
         .await;
-        let agents = AgentCatalog::from_toml(AGENTS, "test agents").unwrap();
+        let agents = AgentCatalog::from_toml(agents, "test agents").unwrap();
         let config = tool_worker::Config {
             tools: rig.deps.config.tools.clone(),
             dead_letter_queue_url: queues.dlq_url.clone(),
@@ -794,5 +799,42 @@ async fn a_job_given_up_on_its_last_delivery_fails_its_queued_call_with_the_reas
         (&record["status"], &record["attempt"]),
         (&json!("queued"), &json!(2)),
         "{record}"
+    );
+}
+
+/// Seed 003's per-tool `retryConfig`: a tool's own `retry` in config/agents.toml wins over
+/// the deployment's `TOOL_MAX_ATTEMPTS`. With `max_attempts = 1`, the same passing failure
+/// that is retried by default (`a_transient_failure_is_retried_…`) is final: the fake sees
+/// only the turn's own tries and no job is queued.
+#[tokio::test]
+async fn a_tools_own_retry_setting_changes_the_attempts() {
+    const NO_RETRY: &str = r#"
+default_agent = "support"
+
+[tools.search_knowledge_base]
+timeout_secs = 5
+retry = { max_attempts = 1 }
+
+[agents.support]
+tools = ["search_knowledge_base"]
+system_prompt = "Answer from the knowledge base."
+"#;
+    let s = Setup::with_agents(3, NO_RETRY).await;
+    s.kb_answers(ResponseTemplate::new(503)).await;
+    let token = s.rig.token(&test_support::unique("ivy"));
+    let turn = s.kb_turn(&token, "support").await;
+    let result = turn.first("tool_result");
+    assert_eq!(result["status"], json!("failed"), "{result}");
+    assert!(result["metadata"]["retry_attempt"].is_null(), "{result}");
+    assert_eq!(
+        s.kb_calls().await,
+        2,
+        "the turn's two quick tries, no retry job"
+    );
+    assert!(s.queues.receive(1, Duration::from_secs(2)).await.is_empty());
+    let record = s.record(&token, &turn.chat_id(), &job_id(&turn)).await;
+    assert_eq!(
+        (&record["status"], &record["attempt"]),
+        (&json!("failed"), &json!(1))
     );
 }
