@@ -51,6 +51,10 @@ pub enum TurnEvent {
         job_id: Option<String>,
         status: CallStatus,
         metadata: Map<String, Value>,
+        /// The result's data (e.g. the flights, for cards), at most
+        /// [`MAX_EVENT_RESULT_BYTES`]; above it `{"truncated": true, "size_bytes": N}`
+        /// (the whole result is in the call's audit record).
+        result: Option<Value>,
     },
     /// A call refused before it ran; framed as a `tool_result` whose metadata carries the
     /// reason and what the model was told. `tool` is the name the model used (it may name no
@@ -102,6 +106,23 @@ impl TurnEvent {
     }
 }
 
+/// The most a `tool_result` event (and each result in `final`) carries of a result's data.
+/// Events are logged for replay in DynamoDB items of at most 400 KB, written about once a
+/// second: a step's results and its `final` must fit in one.
+pub const MAX_EVENT_RESULT_BYTES: usize = 32 * 1024;
+
+/// `raw` as a `tool_result` event carries it: whole up to [`MAX_EVENT_RESULT_BYTES`], else
+/// a marker with its size.
+pub fn event_result(raw: Option<&Value>) -> Option<Value> {
+    let raw = raw?;
+    let size = serde_json::to_vec(raw).map_or(usize::MAX, |bytes| bytes.len());
+    Some(if size <= MAX_EVENT_RESULT_BYTES {
+        raw.clone()
+    } else {
+        serde_json::json!({ "truncated": true, "size_bytes": size })
+    })
+}
+
 /// Where a turn's events go (an SSE stream, a test's list, nowhere). Shared by the
 /// concurrently running tool calls of a step, hence `&self` and `Sync`.
 pub trait EventSink: Send + Sync {
@@ -128,4 +149,21 @@ pub struct NoEvents;
 
 impl EventSink for NoEvents {
     fn emit(&self, _: TurnEvent) {}
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn event_results_are_whole_up_to_the_cap_and_a_marker_above() {
+        let small = json!({"flights": [1, 2, 3]});
+        assert_eq!(event_result(Some(&small)), Some(small));
+        let big = json!({"text": "x".repeat(MAX_EVENT_RESULT_BYTES)});
+        let capped = event_result(Some(&big)).unwrap_or_default();
+        assert_eq!(capped["truncated"], json!(true));
+        assert!(capped["size_bytes"].as_u64().unwrap_or(0) > MAX_EVENT_RESULT_BYTES as u64);
+        assert_eq!(event_result(None), None);
+    }
 }

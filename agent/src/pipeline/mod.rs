@@ -131,6 +131,7 @@ impl CallOutcome {
                 job_id: self.job_id.clone(),
                 status: self.status,
                 metadata: self.result.metadata.clone(),
+                result: crate::events::event_result(self.result.raw.as_ref()),
             });
         }
     }

@@ -124,7 +124,7 @@ fn streamed(events: &dyn EventSink, text: String) -> String {
 fn tool_result(calls: &[CallOutcome]) -> Value {
     match calls {
         [] => Value::Null,
-        [one] => one.result.raw.clone().unwrap_or(Value::Null),
+        [one] => crate::events::event_result(one.result.raw.as_ref()).unwrap_or(Value::Null),
         many => Value::Array(
             many.iter()
                 .map(|c| {
@@ -132,7 +132,7 @@ fn tool_result(calls: &[CallOutcome]) -> Value {
                         "tool": c.tool,
                         "job_id": c.job_id,
                         "status": c.status,
-                        "raw": c.result.raw,
+                        "raw": crate::events::event_result(c.result.raw.as_ref()),
                     })
                 })
                 .collect(),

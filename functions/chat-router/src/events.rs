@@ -39,7 +39,11 @@ pub fn data(event: &TurnEvent) -> Value {
             job_id,
             status,
             metadata,
-        } => json!({ "tool": tool, "job_id": job_id, "status": status, "metadata": metadata }),
+            result,
+        } => json!({
+            "tool": tool, "job_id": job_id, "status": status, "metadata": metadata,
+            "result": result,
+        }),
         TurnEvent::ToolRefused {
             tool,
             status,

@@ -54,6 +54,13 @@ async fn flight_search_streams_the_contract_events_with_one_llm_call() {
     let result = turn.first("tool_result");
     assert_eq!(result["status"], json!("succeeded"));
     assert_eq!(result["job_id"], started["job_id"]);
+    // The result itself, for flight cards, not only its status.
+    assert!(
+        result["result"]["seatsResult"]["results"]["flights"]
+            .as_array()
+            .is_some_and(|f| !f.is_empty()),
+        "{result}"
+    );
     assert!(
         result["metadata"]["award_count"].as_u64().unwrap_or(0) > 0,
         "{result}"
