@@ -180,50 +180,57 @@ pub struct AgentCatalog {
     tools: BTreeMap<ToolName, ToolSettings>,
 }
 
+/// A tool's settings from its `[tools.<name>]` entry: timeout, rate limit and retries, each
+/// checked (`source` names the file in errors).
+fn tool_settings(name: ToolName, entry: ToolEntry, source: &str) -> Result<ToolSettings> {
+    let mut settings = ToolSettings::default();
+    if let Some(secs) = entry.timeout_secs {
+        if !(secs.is_finite() && secs > 0.0 && secs <= 900.0) {
+            return Err(Error::Config(format!(
+                "{source}: tools.{name}.timeout_secs must be in (0, 900], got {secs}"
+            )));
+        }
+        settings.timeout = Duration::from_secs_f64(secs);
+    }
+    if let Some(limit) = entry.rate_limit {
+        if limit.max == 0 || limit.window_secs == 0 {
+            return Err(Error::Config(format!(
+                "{source}: tools.{name}.rate_limit needs max and window_secs above 0"
+            )));
+        }
+        settings.rate_limit = Some(RateLimit {
+            max: limit.max,
+            window: time::Duration::seconds(i64::from(limit.window_secs)),
+        });
+    }
+    if let Some(retry) = entry.retry {
+        let base_secs = retry
+            .base_secs
+            .unwrap_or(crate::jobs::DEFAULT_RETRY_BASE_SECS);
+        if !(1..=10).contains(&retry.max_attempts) || base_secs > 900 {
+            return Err(Error::Config(format!(
+                "{source}: tools.{name}.retry needs max_attempts 1 to 10 and base_secs 0 to 900"
+            )));
+        }
+        settings.retry = Some(crate::jobs::RetrySchedule {
+            max_attempts: retry.max_attempts,
+            base_delay: Duration::from_secs(base_secs),
+        });
+    }
+    Ok(settings)
+}
+
 impl AgentCatalog {
     /// Parses and checks a catalog: the default exists, a forced tool is in the profile's
     /// list, timeouts and limits are positive. `source` names the file in errors.
     pub fn from_toml(text: &str, source: &str) -> Result<Self> {
         let file: AgentsFile =
             toml::from_str(text).map_err(|e| Error::Config(format!("{source}: {e}")))?;
-        let mut tools = BTreeMap::new();
-        for (name, entry) in file.tools {
-            let mut settings = ToolSettings::default();
-            if let Some(secs) = entry.timeout_secs {
-                if !(secs.is_finite() && secs > 0.0 && secs <= 900.0) {
-                    return Err(Error::Config(format!(
-                        "{source}: tools.{name}.timeout_secs must be in (0, 900], got {secs}"
-                    )));
-                }
-                settings.timeout = Duration::from_secs_f64(secs);
-            }
-            if let Some(limit) = entry.rate_limit {
-                if limit.max == 0 || limit.window_secs == 0 {
-                    return Err(Error::Config(format!(
-                        "{source}: tools.{name}.rate_limit needs max and window_secs above 0"
-                    )));
-                }
-                settings.rate_limit = Some(RateLimit {
-                    max: limit.max,
-                    window: time::Duration::seconds(i64::from(limit.window_secs)),
-                });
-            }
-            if let Some(retry) = entry.retry {
-                let base_secs = retry
-                    .base_secs
-                    .unwrap_or(crate::jobs::DEFAULT_RETRY_BASE_SECS);
-                if !(1..=10).contains(&retry.max_attempts) || base_secs > 900 {
-                    return Err(Error::Config(format!(
-                        "{source}: tools.{name}.retry needs max_attempts 1 to 10 and base_secs 0 to 900"
-                    )));
-                }
-                settings.retry = Some(crate::jobs::RetrySchedule {
-                    max_attempts: retry.max_attempts,
-                    base_delay: Duration::from_secs(base_secs),
-                });
-            }
-            tools.insert(name, settings);
-        }
+        let tools = file
+            .tools
+            .into_iter()
+            .map(|(name, entry)| Ok((name, tool_settings(name, entry, source)?)))
+            .collect::<Result<BTreeMap<_, _>>>()?;
         let mut agents = BTreeMap::new();
         for (name, entry) in file.agents {
             if let ToolChoiceMode::Tool(forced) = entry.tool_choice

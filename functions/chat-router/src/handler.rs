@@ -186,45 +186,38 @@ async fn dispatch(
                 .await
                 .map(|turn| turn_log::cancel_response(&turn)),
         ),
-        Route::Chats => match validate::page(req) {
-            Ok((limit, cursor)) => {
-                ok_json(deps.chats.list(user_id, limit, cursor.as_deref()).await)
-            }
-            Err(e) => error(&e),
-        },
-        Route::Messages { chat_id } => match validate::page(req) {
-            Ok((limit, cursor)) => ok_json(
-                deps.chats
-                    .messages(user_id, chat_id, limit, cursor.as_deref())
-                    .await,
-            ),
-            Err(e) => error(&e),
-        },
+        Route::Chats => {
+            paged(req, async |limit, cursor: Option<String>| {
+                deps.chats.list(user_id, limit, cursor.as_deref()).await
+            })
+            .await
+        }
+        Route::Messages { chat_id } => {
+            paged(req, async |limit, cursor: Option<String>| {
+                let cursor = cursor.as_deref();
+                deps.chats.messages(user_id, chat_id, limit, cursor).await
+            })
+            .await
+        }
         // A chat without tool calls has no item to carry its owner: check the chat first.
-        Route::ToolCalls { chat_id } => match validate::page(req) {
-            Ok((limit, cursor)) => ok_json(
-                async {
-                    deps.chats.get(user_id, chat_id).await?;
-                    deps.ledger
-                        .list(user_id, chat_id, limit, cursor.as_deref())
-                        .await
-                }
-                .await,
-            ),
-            Err(e) => error(&e),
-        },
-        Route::RefusedCalls { chat_id } => match validate::page(req) {
-            Ok((limit, cursor)) => ok_json(
-                async {
-                    deps.chats.get(user_id, chat_id).await?;
-                    deps.ledger
-                        .list_refused(user_id, chat_id, limit, cursor.as_deref())
-                        .await
-                }
-                .await,
-            ),
-            Err(e) => error(&e),
-        },
+        Route::ToolCalls { chat_id } => {
+            paged(req, async |limit, cursor: Option<String>| {
+                deps.chats.get(user_id, chat_id).await?;
+                let cursor = cursor.as_deref();
+                deps.ledger.list(user_id, chat_id, limit, cursor).await
+            })
+            .await
+        }
+        Route::RefusedCalls { chat_id } => {
+            paged(req, async |limit, cursor: Option<String>| {
+                deps.chats.get(user_id, chat_id).await?;
+                let cursor = cursor.as_deref();
+                deps.ledger
+                    .list_refused(user_id, chat_id, limit, cursor)
+                    .await
+            })
+            .await
+        }
         // queued | running → canceled: a worker skips a canceled call; a running one's
         // late finish is refused by the fence.
         Route::Cancel { chat_id, call_id } => {
@@ -233,6 +226,17 @@ async fn dispatch(
         Route::ToolCall { chat_id, call_id } => {
             ok_json(deps.ledger.get(user_id, chat_id, call_id).await)
         }
+    }
+}
+
+/// A listing: `limit` and `cursor` from the query (400 when malformed), then `list`'s page.
+async fn paged<T: serde::Serialize>(
+    req: &Request,
+    list: impl AsyncFnOnce(u32, Option<String>) -> shared::Result<T>,
+) -> Response<Body> {
+    match validate::page(req) {
+        Ok((limit, cursor)) => ok_json(list(limit, cursor).await),
+        Err(e) => error(&e),
     }
 }
 

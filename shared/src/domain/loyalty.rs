@@ -174,21 +174,13 @@ pub const PROGRAMMES: &[Programme] = &[
 /// names that matched none. A name matches a programme when it equals one of its names, or
 /// its source id, ignoring case, spaces and punctuation ("&" reads as "and").
 pub fn sources_for(names: &[String]) -> (Vec<&'static str>, Vec<String>) {
-    let mut sources = Vec::new();
-    let mut unknown = Vec::new();
-    for name in names {
-        let wanted = fold(name);
-        let found = PROGRAMMES
-            .iter()
-            .find(|p| fold(p.source) == wanted || p.names.iter().any(|n| fold(n) == wanted));
-        match found {
-            Some(programme) => sources.push(programme.source),
-            None if !wanted.is_empty() => unknown.push(name.trim().to_owned()),
-            None => {}
-        }
-    }
+    let (found, unknown) = resolve(names, PROGRAMMES, |p| {
+        std::iter::once(p.source)
+            .chain(p.names.iter().copied())
+            .collect()
+    });
+    let mut sources: Vec<&'static str> = found.iter().map(|p| p.source).collect();
     sources.sort_unstable();
-    sources.dedup();
     (sources, unknown)
 }
 
@@ -233,18 +225,35 @@ pub const ALLIANCES: &[Alliance] = &[
 
 /// The alliances `names` mean, and the names that matched none.
 pub fn alliances_for(names: &[String]) -> (Vec<&'static Alliance>, Vec<String>) {
-    let mut found = Vec::new();
+    resolve(names, ALLIANCES, |a| {
+        std::iter::once(a.name)
+            .chain(a.aliases.iter().copied())
+            .collect()
+    })
+}
+
+/// The entries of `table` that `names` mean, each once in the order first asked for, and
+/// the (non-blank) names that matched none. `names_of` lists what an entry is called;
+/// names compare by [`fold`].
+fn resolve<T: PartialEq>(
+    names: &[String],
+    table: &'static [T],
+    names_of: impl Fn(&T) -> Vec<&'static str>,
+) -> (Vec<&'static T>, Vec<String>) {
+    let mut found: Vec<&'static T> = Vec::new();
     let mut unknown = Vec::new();
     for name in names {
         let wanted = fold(name);
-        match ALLIANCES
+        if wanted.is_empty() {
+            continue;
+        }
+        match table
             .iter()
-            .find(|a| fold(a.name) == wanted || a.aliases.iter().any(|alias| fold(alias) == wanted))
+            .find(|entry| names_of(entry).iter().any(|n| fold(n) == wanted))
         {
-            Some(alliance) if !found.contains(&alliance) => found.push(alliance),
+            Some(entry) if !found.contains(&entry) => found.push(entry),
             Some(_) => {}
-            None if !wanted.is_empty() => unknown.push(name.trim().to_owned()),
-            None => {}
+            None => unknown.push(name.trim().to_owned()),
         }
     }
     (found, unknown)
