@@ -20,6 +20,7 @@ pub mod ids;
 pub mod kb;
 pub mod ledger;
 pub mod limits;
+pub mod memory;
 pub mod observability;
 pub mod secrets;
 pub mod turns;

@@ -3,6 +3,7 @@
 pub mod chat;
 pub mod flight;
 pub mod loyalty;
+pub mod memory;
 pub mod session;
 pub mod tool_args;
 pub mod tool_call;
