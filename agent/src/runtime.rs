@@ -15,10 +15,13 @@ use crate::tools::ask_gpt::{AskGptConfig, AskGptTool};
 use crate::tools::award_value::AwardValueTool;
 use crate::tools::flights::{FlightSearchConfig, SearchFlightsTool};
 use crate::tools::knowledge_base::{KnowledgeBaseConfig, SearchKnowledgeBaseTool};
+use crate::tools::remember::RememberTool;
+use crate::tools::select_flight::SelectFlightTool;
 use crate::tools::{FunctionClient, SigV4Signer, Tool, ToolRegistry};
 use shared::config::{Env, LedgerConfig, RetentionConfig, StorageConfig};
 use shared::ledger::{DynamoLedger, ToolCallLedger};
 use shared::limits::DynamoRateLimiter;
+use shared::memory::{DynamoMemoryStore, MemoryStore};
 use shared::secrets::{AwsSecretSource, SecretsCache};
 use shared::upstream::RetryPolicy;
 use shared::usage::{DynamoUsageStore, PriceTable, UsageStore};
@@ -174,6 +177,8 @@ pub struct ToolRuntime {
     pub usage: Arc<dyn UsageStore>,
     pub ledger: Arc<dyn ToolCallLedger>,
     pub pipeline: Arc<Pipeline>,
+    /// What users asked to be remembered (`remember`, `GET/DELETE /memory`).
+    pub memory: Arc<dyn MemoryStore>,
     /// The container's secrets; the output guard keeps their values out of answers.
     pub secrets: Arc<SecretsCache>,
 }
@@ -208,6 +213,7 @@ fn tools(
     functions: FunctionClient,
     llm: Arc<dyn LlmProvider>,
     usage: Arc<dyn UsageStore>,
+    memory: Arc<dyn MemoryStore>,
 ) -> Result<Vec<Arc<dyn Tool>>> {
     Ok(vec![
         Arc::new(SearchFlightsTool::new(
@@ -235,6 +241,8 @@ fn tools(
             },
         )?),
         Arc::new(AwardValueTool::new()?),
+        Arc::new(RememberTool::new(memory)?),
+        Arc::new(SelectFlightTool::new()?),
     ])
 }
 
@@ -261,12 +269,22 @@ impl ToolRuntime {
             )
             .with_retention(config.retention.usage),
         );
+        let memory: Arc<dyn MemoryStore> = Arc::new(DynamoMemoryStore::new(
+            clients.dynamodb.clone(),
+            storage.chats_table.clone(),
+        ));
         let limiter = Arc::new(DynamoRateLimiter::new(
             clients.dynamodb,
             storage.rate_limits_table.clone(),
         ));
         let functions = FunctionClient::new(clients.http, config.function_retry(), clients.signer);
-        let tools = tools(config, functions, llm.clone(), usage.clone())?;
+        let tools = tools(
+            config,
+            functions,
+            llm.clone(),
+            usage.clone(),
+            memory.clone(),
+        )?;
         let mut registry = ToolRegistry::new();
         for tool in tools {
             let settings = agents.tool_settings(tool.name());
@@ -288,6 +306,7 @@ impl ToolRuntime {
             usage,
             ledger,
             pipeline,
+            memory,
             secrets,
         })
     }

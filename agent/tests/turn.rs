@@ -200,9 +200,10 @@ async fn a_text_turn_streams_in_contract_order_and_writes_the_chat_once() {
             )
         ]
     );
-    // Create the chat (held by the turn), record the LLM usage, write the turn's messages
-    // together and let go of the chat in the same transaction.
-    assert_eq!(requests, 3, "DynamoDB requests of a new chat's text turn");
+    // Create the chat (held by the turn) while reading the user's memory, record the LLM
+    // usage, write the turn's messages together and let go of the chat in the same
+    // transaction.
+    assert_eq!(requests, 4, "DynamoDB requests of a new chat's text turn");
 }
 
 #[tokio::test]

@@ -25,6 +25,8 @@ EXPECTED = {
             "dynamodb:UpdateItem",
             "dynamodb:Query",
             "dynamodb:ConditionCheckItem",
+            # DELETE /memory: what a user asked to be remembered, on their request.
+            "dynamodb:DeleteItem",
         }
         | DELETES,
         "ChatsTable/index": {"dynamodb:Query"},
@@ -44,7 +46,8 @@ EXPECTED = {
 # Who may call the tool routes of the IAM-only API: the router and the worker, nobody else.
 INVOKERS = {"ChatRouterFunction", "ToolWorkerFunction"}
 # Tables whose data is users' chats, calls and spend: never scanned, never granted all
-# actions. (Deletes are in EXPECTED: only the router's, for DELETE /chats/{id}.)
+# actions. (Deletes are in EXPECTED: only the router's, for DELETE /chats/{id} and
+# DELETE /memory.)
 PRIVATE = {"ChatsTable", "ToolCallsTable", "UsageTable"}
 FORBIDDEN = {"dynamodb:Scan", "dynamodb:*"}
 SAM_DYNAMODB_POLICIES = {"DynamoDBCrudPolicy", "DynamoDBWritePolicy", "DynamoDBReadPolicy"}

@@ -60,6 +60,8 @@ impl Pipeline {
             user_id: job.owner_id.clone(),
             chat_id: job.chat_id.clone(),
             session_state: SessionState::default(),
+            // Likewise: preferences were applied when the request was checked.
+            memory: Default::default(),
             // The job's request was checked in its turn; nothing here reads the date.
             today: time::OffsetDateTime::now_utc().date(),
             locale: job.locale,

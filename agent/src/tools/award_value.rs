@@ -152,6 +152,7 @@ mod tests {
             user_id: "u1".into(),
             chat_id: "c1".into(),
             session_state: SessionState::default(),
+            memory: Default::default(),
             today: time::macros::date!(2027 - 03 - 01),
             locale,
             deadline: Instant::now() + Duration::from_secs(2),

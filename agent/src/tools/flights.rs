@@ -5,6 +5,7 @@
 use std::fmt::Write as _;
 
 use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::{FunctionClient, Tool, ToolContext, ToolSchema};
@@ -14,7 +15,9 @@ use shared::domain::flight::{
     Cabin, FlightResult, FlightSearchInput, FlightSearchParams, FlightSearchResult, Locale,
 };
 use shared::domain::loyalty;
-use shared::domain::session::{FlightRequestSnapshot, SessionState, SessionStatePatch};
+use shared::domain::session::{
+    FlightRequestSnapshot, OfferedFlight, PendingFlightRequest, SessionStatePatch,
+};
 use shared::domain::tool_call::ToolName;
 use shared::domain::tool_result::ToolExecutionResult;
 
@@ -42,7 +45,8 @@ impl SearchFlightsTool {
         Ok(Self {
             functions,
             config,
-            schema: ToolSchema::of::<FlightSearchInput>(ToolName::SearchFlights)?,
+            schema: ToolSchema::of::<FlightSearchInput>(ToolName::SearchFlights)?
+                .gathering(ToolName::SearchFlights)?,
         })
     }
 
@@ -57,27 +61,37 @@ impl SearchFlightsTool {
     }
 }
 
-/// Fills what the LLM left out from the last search when it asks to reuse it; explicit
-/// arguments win.
-fn fill_from_last(args: &mut Value, state: &SessionState) {
+/// The fields without which no search can run; what is missing is asked for.
+const REQUIRED: [&str; 4] = ["origin", "destination", "depart_date", "cabin"];
+
+/// Fills what the LLM left out, in order of precedence: the request being gathered over
+/// the last turns, the last search when the LLM asks to reuse it, the user's remembered
+/// preferences. Explicit arguments always win.
+fn fill_gaps(args: &mut Value, ctx: &ToolContext) {
+    let state = &ctx.session_state;
     let reuse = args
         .get("reuse_last_request")
         .and_then(Value::as_bool)
         .unwrap_or(false);
-    let (Some(object), Some(last)) = (args.as_object_mut(), &state.last_flight_request) else {
+    let Some(object) = args.as_object_mut() else {
         return;
     };
-    if !reuse {
-        return;
-    }
-    if let Ok(Value::Object(previous)) = serde_json::to_value(last) {
-        for (key, value) in previous {
-            let missing = object.get(&key).is_none_or(Value::is_null);
-            if missing {
-                object.insert(key, value);
+    let mut fill = |from: Option<Value>| {
+        if let Some(Value::Object(from)) = from {
+            for (key, value) in from {
+                if object.get(&key).is_none_or(Value::is_null) {
+                    object.insert(key, value);
+                }
             }
         }
+    };
+    fill(state.pending_flight_request.as_ref().map(|p| json!(p)));
+    if reuse {
+        fill(state.last_flight_request.as_ref().map(|l| json!(l)));
     }
+    fill(Some(Value::Object(
+        ctx.memory.preferences.as_search_defaults(),
+    )));
 }
 
 /// Models often write `"business"` or `"Premium Economy"`; the schema's enum is strict, so
@@ -101,22 +115,29 @@ impl Tool for SearchFlightsTool {
     }
 
     fn prepare(&self, mut args: Value, ctx: &ToolContext) -> Result<Value> {
-        fill_from_last(&mut args, &ctx.session_state);
+        fill_gaps(&mut args, ctx);
         normalise_cabin(&mut args);
+        let missing: Vec<&str> = REQUIRED
+            .into_iter()
+            .filter(|key| args.get(key).is_none_or(Value::is_null))
+            .collect();
+        if !missing.is_empty() {
+            // What is there must still be right; the rest is asked for.
+            let pending: PendingFlightRequest = self.schema.parse(&args)?;
+            check_not_past(pending.depart_date, ctx.today)?;
+            let missing = missing.into_iter().map(str::to_owned).collect();
+            return Ok(json!(Gathering { pending, missing }));
+        }
         let input: FlightSearchInput = self.schema.parse(&args)?;
         input.validate()?;
-        // The user's date, not UTC's: late in the evening in San Francisco it is already
-        // tomorrow in UTC, and early in the morning in Sydney it is still yesterday.
-        if input.depart_date < ctx.today {
-            return Err(Error::Invalid(format!(
-                "depart_date {} is in the past: today is {} for the user",
-                input.depart_date, ctx.today
-            )));
-        }
+        check_not_past(Some(input.depart_date), ctx.today)?;
         Ok(input.canonical())
     }
 
     async fn execute(&self, ctx: &ToolContext, request: &Value) -> Result<ToolExecutionResult> {
+        if let Ok(gathering) = serde_json::from_value::<Gathering>(request.clone()) {
+            return Ok(gathering.ask(ctx.locale));
+        }
         let input: FlightSearchInput = serde_json::from_value(request.clone())
             .map_err(|e| Error::Invalid(format!("stored flight request: {e}")))?;
         let mut params = FlightSearchParams::from(&input);
@@ -158,7 +179,8 @@ impl Tool for SearchFlightsTool {
                 "flight results carried booking links that are not https or not on ANSWER_LINK_HOSTS; dropped"
             );
         }
-        let mut message = format_message(&input, award.as_ref(), cash.as_ref(), ctx.locale);
+        let (mut message, offered) =
+            format_message(&input, award.as_ref(), cash.as_ref(), ctx.locale);
         if let Some(note) = unknown_names_note(&input, ctx.locale == Locale::De) {
             message = format!("{message}\n\n{note}");
         }
@@ -167,6 +189,7 @@ impl Tool for SearchFlightsTool {
         let patch = SessionStatePatch {
             last_flight_request: Some(Some(FlightRequestSnapshot::from(&input))),
             pending_flight_request: Some(None),
+            offered_flights: Some(offered),
             ..Default::default()
         };
         let mut result = ToolExecutionResult::succeeded(message)
@@ -184,6 +207,84 @@ impl Tool for SearchFlightsTool {
 
     fn answers_directly(&self) -> bool {
         true
+    }
+}
+
+/// The user's date, not UTC's: late in the evening in San Francisco it is already tomorrow
+/// in UTC, and early in the morning in Sydney it is still yesterday.
+fn check_not_past(depart: Option<time::Date>, today: time::Date) -> Result<()> {
+    match depart {
+        Some(date) if date < today => Err(Error::Invalid(format!(
+            "depart_date {date} is in the past: today is {today} for the user"
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// A flight request that lacks something no search can run without: kept in the chat's
+/// `pending_flight_request` and completed by the next call.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Gathering {
+    pending: PendingFlightRequest,
+    missing: Vec<String>,
+}
+
+impl Gathering {
+    /// The question to the user (the answer of this turn) and the kept request.
+    fn ask(self, locale: Locale) -> ToolExecutionResult {
+        let de = locale == Locale::De;
+        let names: Vec<&str> = self.missing.iter().map(|m| missing_name(m, de)).collect();
+        let p = &self.pending;
+        let known: Vec<String> = [
+            p.origin
+                .as_ref()
+                .map(|o| format!("{} {o}", if de { "von" } else { "from" })),
+            p.destination
+                .as_ref()
+                .map(|d| format!("{} {d}", if de { "nach" } else { "to" })),
+            p.depart_date
+                .map(|d| format!("{} {d}", if de { "am" } else { "on" })),
+            p.cabin.map(|c| c.display_name().to_owned()),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        let mut message = if de {
+            format!("Für die Flugsuche fehlt mir noch: {}.", names.join(", "))
+        } else {
+            format!("To search flights I still need: {}.", names.join(", "))
+        };
+        if !known.is_empty() {
+            let _ = write!(
+                message,
+                " {} {}.",
+                if de { "Bisher:" } else { "So far:" },
+                known.join(", ")
+            );
+        }
+        let patch = SessionStatePatch {
+            pending_flight_request: Some(Some(self.pending)),
+            ..Default::default()
+        };
+        ToolExecutionResult::succeeded(message)
+            .with_state_patch(patch)
+            .with_metadata("mode", "pending")
+            .with_metadata("missing", json!(self.missing))
+    }
+}
+
+/// What a missing field is called for the user.
+fn missing_name(field: &str, de: bool) -> &'static str {
+    match (field, de) {
+        ("origin", true) => "der Abflughafen",
+        ("origin", false) => "the departure airport",
+        ("destination", true) => "das Ziel",
+        ("destination", false) => "the destination",
+        ("depart_date", true) => "das Reisedatum",
+        ("depart_date", false) => "the travel date",
+        (_, true) => "die Reiseklasse (Economy, Premium Economy, Business oder First)",
+        (_, false) => "the cabin (Economy, Premium Economy, Business or First)",
     }
 }
 
@@ -279,12 +380,14 @@ fn unknown_names_note(input: &FlightSearchInput, de: bool) -> Option<String> {
     (!notes.is_empty()).then(|| notes.join(" "))
 }
 
+/// The chat message and the flights it lists, numbered across both lists in the order
+/// shown, so "number 7" names one flight (`select_flight`).
 fn format_message(
     input: &FlightSearchInput,
     award: Option<&FlightSearchResult>,
     cash: Option<&FlightSearchResult>,
     locale: Locale,
-) -> String {
+) -> (String, Vec<OfferedFlight>) {
     let de = locale == Locale::De;
     let route = format!(
         "{} → {}, {}, {}",
@@ -293,9 +396,28 @@ fn format_message(
         input.depart_date,
         input.cabin.display_name()
     );
-    let has = |r: Option<&FlightSearchResult>| r.is_some_and(|r| r.results.count > 0);
-    if !has(award) && !has(cash) {
-        return if de {
+    fn found(r: Option<&FlightSearchResult>) -> Option<&FlightSearchResult> {
+        r.filter(|r| r.results.count > 0)
+    }
+    let award_titled = found(award).map(|r| {
+        let title = if de {
+            "Award-Flüge (Meilen)"
+        } else {
+            "Award flights (miles)"
+        };
+        (title, r)
+    });
+    let cash_titled = found(cash).map(|r| (if de { "Cash-Tarife" } else { "Cash fares" }, r));
+    let ordered: Vec<(&str, &FlightSearchResult)> = if input.award_only.unwrap_or(true) {
+        [award_titled, cash_titled]
+    } else {
+        [cash_titled, award_titled]
+    }
+    .into_iter()
+    .flatten()
+    .collect();
+    if ordered.is_empty() {
+        let message = if de {
             format!(
                 "Ich habe für {route} leider keine passenden Flüge gefunden. Soll ich andere Daten oder eine andere Klasse prüfen?"
             )
@@ -304,29 +426,13 @@ fn format_message(
                 "I found no matching flights for {route}. Shall I try other dates or another cabin?"
             )
         };
+        return (message, Vec::new());
     }
-    let award_section = award.filter(|r| r.results.count > 0).map(|r| {
-        section(
-            if de {
-                "Award-Flüge (Meilen)"
-            } else {
-                "Award flights (miles)"
-            },
-            r,
-            de,
-        )
-    });
-    let cash_section = cash
-        .filter(|r| r.results.count > 0)
-        .map(|r| section(if de { "Cash-Tarife" } else { "Cash fares" }, r, de));
-    let sections: Vec<String> = if input.award_only.unwrap_or(true) {
-        [award_section, cash_section]
-    } else {
-        [cash_section, award_section]
-    }
-    .into_iter()
-    .flatten()
-    .collect();
+    let mut offered = Vec::new();
+    let sections: Vec<String> = ordered
+        .into_iter()
+        .map(|(title, result)| section(title, result, de, &mut offered))
+        .collect();
     let mut out = if de {
         format!("Ich habe folgende Flüge für {route} gefunden:\n\n")
     } else {
@@ -340,23 +446,23 @@ fn format_message(
             "\n\n(One of the two searches was unavailable just now, so this list may be incomplete.)"
         });
     }
-    out
+    (out, offered)
 }
 
-fn section(title: &str, result: &FlightSearchResult, de: bool) -> String {
+/// One provider's list; each flight listed is numbered on from `offered` and added to it.
+fn section(
+    title: &str,
+    result: &FlightSearchResult,
+    de: bool,
+    offered: &mut Vec<OfferedFlight>,
+) -> String {
     let mut out = format!("**{title}**");
-    for (i, f) in result
-        .results
-        .flights
-        .iter()
-        .take(LISTED_PER_PROVIDER)
-        .enumerate()
-    {
+    for f in result.results.flights.iter().take(LISTED_PER_PROVIDER) {
+        let option = u8::try_from(offered.len() + 1).unwrap_or(u8::MAX);
         let leg = &f.outbound;
         let _ = write!(
             out,
-            "\n{}. {}: {} — {} {} → {} {} ({}, {})",
-            i + 1,
+            "\n{option}. {}: {} — {} {} → {} {} ({}, {})",
             f.airline,
             f.price,
             leg.departure.airport,
@@ -373,18 +479,18 @@ fn section(title: &str, result: &FlightSearchResult, de: bool) -> String {
                 write!(out, ", {seats} seats")
             };
         }
+        offered.push(OfferedFlight {
+            option,
+            flight: f.clone(),
+        });
     }
     let more = result.results.count.saturating_sub(LISTED_PER_PROVIDER);
     if more > 0 {
-        let _ = write!(
-            out,
-            "{}",
-            if de {
-                format!("\n… und {more} weitere")
-            } else {
-                format!("\n… and {more} more")
-            }
-        );
+        let _ = if de {
+            write!(out, "\n… und {more} weitere")
+        } else {
+            write!(out, "\n… and {more} more")
+        };
     }
     out
 }
@@ -392,6 +498,24 @@ fn section(title: &str, result: &FlightSearchResult, de: bool) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use shared::domain::memory::UserMemory;
+    use shared::domain::session::SessionState;
+    use std::sync::Arc;
+
+    fn ctx(state: SessionState, memory: Value) -> ToolContext {
+        ToolContext {
+            user_id: "u".into(),
+            chat_id: "c".into(),
+            session_state: state,
+            memory: Arc::new(UserMemory {
+                preferences: serde_json::from_value(memory).unwrap_or_default(),
+                notes: Vec::new(),
+            }),
+            today: time::macros::date!(2026 - 01 - 01),
+            locale: Locale::En,
+            deadline: std::time::Instant::now(),
+        }
+    }
 
     fn state_with_last() -> SessionState {
         SessionState {
@@ -400,20 +524,29 @@ mod tests {
                 "cabin": "BUSINESS", "pax": 2
             }))
             .ok(),
+            pending_flight_request: serde_json::from_value(json!({"destination": "LHR"})).ok(),
             ..Default::default()
         }
     }
 
     #[test]
-    fn reuse_fills_missing_fields_only() {
+    fn explicit_beats_pending_beats_last_beats_preferences() {
+        let prefs = json!({"home_airport": "MUC", "cabin": "ECONOMY", "pax": 3, "children": 1});
         let mut args = json!({"reuse_last_request": true, "cabin": "FIRST"});
-        fill_from_last(&mut args, &state_with_last());
-        assert_eq!(args["origin"], json!("FRA"));
-        assert_eq!(args["cabin"], json!("FIRST"));
+        fill_gaps(&mut args, &ctx(state_with_last(), prefs.clone()));
+        assert_eq!(args["origin"], json!("FRA"), "last beats preferences");
+        assert_eq!(args["destination"], json!("LHR"), "pending beats last");
+        assert_eq!(args["cabin"], json!("FIRST"), "explicit wins");
         assert_eq!(args["pax"], json!(2));
+        assert_eq!(args["children"], json!(1), "preferences fill the rest");
+
         let mut args = json!({"cabin": "FIRST"});
-        fill_from_last(&mut args, &state_with_last());
-        assert!(args.get("origin").is_none());
+        fill_gaps(&mut args, &ctx(state_with_last(), json!({})));
+        assert!(
+            args.get("origin").is_none(),
+            "the last search only on request"
+        );
+        assert_eq!(args["destination"], json!("LHR"));
     }
 
     #[test]

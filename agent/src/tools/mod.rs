@@ -12,7 +12,9 @@ pub mod award_value;
 pub mod flights;
 mod functions;
 pub mod knowledge_base;
+pub mod remember;
 mod schema;
+pub mod select_flight;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -27,6 +29,7 @@ pub use schema::ToolSchema;
 use crate::Result;
 use crate::llm::ToolSpec;
 use shared::domain::flight::Locale;
+use shared::domain::memory::UserMemory;
 use shared::domain::session::SessionState;
 use shared::domain::tool_call::ToolName;
 use shared::domain::tool_result::ToolExecutionResult;
@@ -38,6 +41,8 @@ pub struct ToolContext {
     pub user_id: String,
     pub chat_id: String,
     pub session_state: SessionState,
+    /// What the user asked to be remembered, as it was when the turn started.
+    pub memory: Arc<UserMemory>,
     /// The user's date (in their time zone, else UTC): dates before it are in the past.
     pub today: time::Date,
     pub locale: Locale,

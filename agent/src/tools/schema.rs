@@ -33,6 +33,10 @@ impl ToolSchema {
             }
             None => String::new(),
         };
+        Self::build(name, description, parameters)
+    }
+
+    fn build(name: ToolName, description: String, parameters: Value) -> Result<Self> {
         let validator = jsonschema::validator_for(&parameters)
             .map_err(|e| Error::Config(format!("schema of {name}: {e}")))?;
         Ok(Self {
@@ -43,6 +47,16 @@ impl ToolSchema {
             },
             validator,
         })
+    }
+
+    /// The same schema with no required fields, for a tool that gathers its arguments over
+    /// several turns: what is missing is asked for instead of refused.
+    pub fn gathering(self, name: ToolName) -> Result<Self> {
+        let mut parameters = self.spec.parameters;
+        if let Some(object) = parameters.as_object_mut() {
+            object.remove("required");
+        }
+        Self::build(name, self.spec.description, parameters)
     }
 
     /// Validates `args` against the schema, then deserialises them. Errors name the
@@ -109,6 +123,18 @@ mod tests {
         );
         assert!(!schema.spec.description.is_empty());
         assert!(params.get("$schema").is_none());
+
+        // The tool gathers a request over turns: nothing is required, the rest still holds.
+        let gathering = schema.gathering(ToolName::SearchFlights).unwrap();
+        assert!(gathering.spec.parameters.get("required").is_none());
+        gathering
+            .parse::<Value>(&json!({"destination": "JFK"}))
+            .unwrap();
+        assert!(
+            gathering
+                .parse::<Value>(&json!({"origin": "FRANKFURT"}))
+                .is_err()
+        );
     }
 
     #[test]

@@ -131,6 +131,7 @@ impl Agent {
             user_id: input.user_id.clone(),
             chat_id: state.chat.id.clone(),
             session_state: state.chat.session_state.clone(),
+            memory: state.memory.clone(),
             today: state.today,
             locale: state.locale,
             deadline: state.tool_budget,

@@ -4,6 +4,7 @@
 //! Everything a caller can be refused for (too many turns, the day's budget spent, a
 //! foreign or missing chat) fails here, before any event is emitted or anything is stored.
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use shared::Result;
@@ -16,6 +17,7 @@ use crate::timezone::{UserTimeZone, local_date};
 use shared::chats::TurnLease;
 use shared::domain::chat::NewMessage;
 use shared::domain::flight::Locale;
+use shared::domain::memory::UserMemory;
 use shared::domain::session::SessionStatePatch;
 
 impl Agent {
@@ -37,28 +39,33 @@ impl Agent {
             turn_id: input.turn_id.clone(),
             until: self.clock.now() + left,
         };
-        let (chat, created, mut history) = match input.chat_id.as_deref() {
-            // The chat is taken before the turn is counted, so a message refused because
-            // the chat is busy (409) or not the user's (404) uses none of their turns.
-            Some(id) => {
-                let limit = self.settings.history_max_messages;
-                let (chat, history) = self.chats.open_held(owner, id, &lease, limit).await?;
-                if let Err(e) = self.admit_turn(owner).await {
-                    self.chats.release(&chat.id, &lease.turn_id).await?;
-                    return Err(e);
+        // The user's memory is read while the chat is opened: no added wait.
+        let opening = async {
+            Ok::<_, shared::Error>(match input.chat_id.as_deref() {
+                // The chat is taken before the turn is counted, so a message refused because
+                // the chat is busy (409) or not the user's (404) uses none of their turns.
+                Some(id) => {
+                    let limit = self.settings.history_max_messages;
+                    let (chat, history) = self.chats.open_held(owner, id, &lease, limit).await?;
+                    if let Err(e) = self.admit_turn(owner).await {
+                        self.chats.release(&chat.id, &lease.turn_id).await?;
+                        return Err(e);
+                    }
+                    (chat, false, history)
                 }
-                (chat, false, history)
-            }
-            // A new chat is created only for a turn that may run.
-            None => {
-                self.admit_turn(owner).await?;
-                let chat = self
-                    .chats
-                    .create_held(owner, &input.new_chat_id, &lease)
-                    .await?;
-                (chat, true, Vec::new())
-            }
+                // A new chat is created only for a turn that may run.
+                None => {
+                    self.admit_turn(owner).await?;
+                    let chat = self
+                        .chats
+                        .create_held(owner, &input.new_chat_id, &lease)
+                        .await?;
+                    (chat, true, Vec::new())
+                }
+            })
         };
+        let (opened, memory) = tokio::join!(opening, self.remembered(owner));
+        let (chat, created, mut history) = opened?;
         let now = self.clock.now();
         history::refresh_background(self.ledger.as_ref(), owner, &chat.id, &mut history, now).await;
         tracing::info!(chat_id = %chat.id, agent = %input.profile.name, created, "chat turn");
@@ -67,8 +74,20 @@ impl Agent {
             chat,
             created,
             history,
+            memory,
             turn_id: lease.turn_id,
         })
+    }
+
+    /// The user's memory; a turn goes on without it when it cannot be read.
+    async fn remembered(&self, owner: &str) -> Arc<UserMemory> {
+        match self.memory.get(owner).await {
+            Ok(memory) => Arc::new(memory),
+            Err(e) => {
+                tracing::warn!(error = %e, "user memory unreadable; the turn goes on without it");
+                Arc::default()
+            }
+        }
     }
 
     /// The state the loop starts from: the prompt, the offered tools, the tool budget.
@@ -101,6 +120,7 @@ impl Agent {
             PromptMessage::system(turn_prompt),
         ];
         prompt.extend(prompt::session_context(&turn.chat.session_state, &fence));
+        prompt.extend(prompt::remembered(&turn.memory, &fence));
         prompt.extend(history::select(
             &turn.history,
             settings.history_token_budget,
@@ -115,6 +135,7 @@ impl Agent {
             echo,
             cut: None,
             locale: Locale::guess(&input.message),
+            memory: turn.memory.clone(),
             prompt,
             tools: prompt::offered_tools(&self.pipeline.registry, &input.profile),
             tool_budget: (Instant::now() + settings.tool_budget).min(input.deadline),

@@ -26,9 +26,11 @@ use shared::chats::ChatStore;
 use shared::clock::{Clock, SystemClock};
 use shared::domain::chat::{Chat, Message, NewMessage};
 use shared::domain::flight::Locale;
+use shared::domain::memory::UserMemory;
 use shared::domain::session::SessionStatePatch;
 use shared::http::{ApiError, ErrorCode};
 use shared::ledger::ToolCallLedger;
+use shared::memory::MemoryStore;
 use shared::secrets::SecretsCache;
 use shared::usage::UsageStore;
 use shared::{Error, Result};
@@ -101,6 +103,8 @@ pub struct OpenTurn {
     chat: Chat,
     created: bool,
     history: Vec<Message>,
+    /// What the user asked to be remembered, across their chats.
+    memory: Arc<UserMemory>,
     /// Holds the chat until the turn ends (see `ChatStore::open_held`).
     turn_id: String,
 }
@@ -118,6 +122,7 @@ impl OpenTurn {
 /// The runtime's entry point; cheap to share between requests.
 pub struct Agent {
     chats: Arc<dyn ChatStore>,
+    memory: Arc<dyn MemoryStore>,
     ledger: Arc<dyn ToolCallLedger>,
     usage: Arc<dyn UsageStore>,
     llm: Arc<dyn LlmProvider>,
@@ -142,6 +147,7 @@ struct TurnState {
     /// The output guard stopped a model step.
     cut: Option<Violation>,
     locale: Locale,
+    memory: Arc<UserMemory>,
     prompt: Vec<PromptMessage>,
     tools: Vec<ToolSpec>,
     tool_budget: Instant,
@@ -180,6 +186,7 @@ impl Agent {
     pub fn new(runtime: &ToolRuntime, chats: Arc<dyn ChatStore>, settings: TurnSettings) -> Self {
         Self {
             chats,
+            memory: runtime.memory.clone(),
             ledger: runtime.ledger.clone(),
             usage: runtime.usage.clone(),
             llm: runtime.llm.clone(),

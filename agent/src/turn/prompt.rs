@@ -2,6 +2,7 @@
 //! session context, the offered tools, and how a tool's result reads as a tool message.
 
 use serde_json::{Value, json};
+use shared::domain::memory::UserMemory;
 use shared::domain::session::SessionState;
 
 use crate::guard::fence::{Fence, RULE};
@@ -50,12 +51,31 @@ pub(super) fn session_context(state: &SessionState, fence: &Fence) -> Option<Pro
     if let Some(pending) = &state.pending_gpt_query {
         context.insert("pending_gpt_query".into(), json!(pending));
     }
+    if let Some(pending) = &state.pending_flight_request {
+        context.insert("pending_flight_request".into(), json!(pending));
+    }
+    if !state.selected_itineraries.is_empty() {
+        context.insert("selected_flights".into(), json!(state.selected_itineraries));
+    }
     if !state.preferences.is_empty() {
         context.insert("preferences".into(), json!(state.preferences));
     }
     (!context.is_empty()).then(|| {
         let text = Value::Object(context).to_string();
         PromptMessage::system(fence.wrap("session context (JSON)", &text))
+    })
+}
+
+/// What the user asked to be remembered (`remember`), in all their chats: their own words,
+/// so a data block.
+pub(super) fn remembered(memory: &UserMemory, fence: &Fence) -> Option<PromptMessage> {
+    (!memory.is_empty()).then(|| {
+        let notes: Vec<&str> = memory.notes.iter().map(|n| n.content.as_str()).collect();
+        let text = json!({ "preferences": memory.preferences, "notes": notes }).to_string();
+        PromptMessage::system(fence.wrap(
+            "remembered about the user (JSON; flight searches fill gaps from the preferences)",
+            &text,
+        ))
     })
 }
 

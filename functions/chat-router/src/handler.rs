@@ -15,6 +15,7 @@ use lambda_http::{Request, RequestExt};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use sha2::{Digest, Sha256};
+use shared::domain::memory::MemoryChange;
 use shared::http::auth::AuthenticatedUser;
 use shared::http::lambda::{deadline, error_response, json_body, json_response};
 use shared::http::{ApiError, ErrorCode};
@@ -50,14 +51,40 @@ pub struct ChatRequest {
 enum Route<'a> {
     Chat,
     Chats,
-    Messages { chat_id: &'a str },
-    DeleteChat { chat_id: &'a str },
-    ToolCalls { chat_id: &'a str },
-    RefusedCalls { chat_id: &'a str },
-    ToolCall { chat_id: &'a str, call_id: &'a str },
-    Cancel { chat_id: &'a str, call_id: &'a str },
-    TurnEvents { chat_id: &'a str, turn_id: &'a str },
-    TurnCancel { chat_id: &'a str, turn_id: &'a str },
+    Messages {
+        chat_id: &'a str,
+    },
+    DeleteChat {
+        chat_id: &'a str,
+    },
+    ToolCalls {
+        chat_id: &'a str,
+    },
+    RefusedCalls {
+        chat_id: &'a str,
+    },
+    ToolCall {
+        chat_id: &'a str,
+        call_id: &'a str,
+    },
+    Cancel {
+        chat_id: &'a str,
+        call_id: &'a str,
+    },
+    TurnEvents {
+        chat_id: &'a str,
+        turn_id: &'a str,
+    },
+    TurnCancel {
+        chat_id: &'a str,
+        turn_id: &'a str,
+    },
+    /// `GET` lists what is remembered about the user, `DELETE` forgets all of it.
+    Memory,
+    /// `DELETE` forgets one preference (by name) or note (by id).
+    Forget {
+        item: &'a str,
+    },
 }
 
 /// Matches on the path's trailing segments, so the router works under any prefix (a
@@ -81,24 +108,28 @@ fn route(path: &str) -> Option<Route<'_>> {
         [.., "chats", chat_id] => Some(Route::DeleteChat { chat_id }),
         [.., "chats"] => Some(Route::Chats),
         [.., "chat"] => Some(Route::Chat),
+        [.., "memory"] => Some(Route::Memory),
+        [.., "memory", item] => Some(Route::Forget { item }),
         _ => None,
     }
 }
 
 impl Route<'_> {
-    /// The one method the route answers.
-    fn method(&self) -> Method {
+    /// The methods the route answers.
+    fn methods(&self) -> &'static [Method] {
         match self {
-            Route::Chat | Route::Cancel { .. } | Route::TurnCancel { .. } => Method::POST,
-            Route::DeleteChat { .. } => Method::DELETE,
-            _ => Method::GET,
+            Route::Chat | Route::Cancel { .. } | Route::TurnCancel { .. } => &[Method::POST],
+            Route::DeleteChat { .. } | Route::Forget { .. } => &[Method::DELETE],
+            Route::Memory => &[Method::GET, Method::DELETE],
+            _ => &[Method::GET],
         }
     }
 
     /// The ids the path names, each checked by [`validate::id`].
     fn ids(&self) -> Vec<(&'static str, &str)> {
         match *self {
-            Route::Chat | Route::Chats => Vec::new(),
+            Route::Chat | Route::Chats | Route::Memory => Vec::new(),
+            Route::Forget { item } => vec![("item", item)],
             Route::ToolCalls { chat_id }
             | Route::Messages { chat_id }
             | Route::RefusedCalls { chat_id }
@@ -126,13 +157,15 @@ pub async fn handle(deps: &Deps, req: Request) -> Response<Body> {
             format!("no route for {path}"),
         ));
     };
-    let allowed = route.method();
-    if req.method() != allowed {
+    let allowed = route.methods();
+    if !allowed.contains(req.method()) {
+        let names: Vec<&str> = allowed.iter().map(Method::as_str).collect();
+        let names = names.join(", ");
         let mut response = error(&ApiError::new(
             ErrorCode::MethodNotAllowed,
-            format!("{} is not allowed here; use {allowed}", req.method()),
+            format!("{} is not allowed here; use {names}", req.method()),
         ));
-        if let Ok(value) = HeaderValue::from_str(allowed.as_str()) {
+        if let Ok(value) = HeaderValue::from_str(&names) {
             response.headers_mut().insert(header::ALLOW, value);
         }
         return response;
@@ -165,10 +198,7 @@ async fn dispatch(
     let user_id = user.user_id.as_str();
     match route {
         Route::Chat => chat(deps, req, user).await,
-        Route::DeleteChat { chat_id } => match delete_chat(deps, &user, chat_id).await {
-            Ok(()) => no_content(),
-            Err(e) => error(&ApiError::from(&e)),
-        },
+        Route::DeleteChat { chat_id } => deleted(delete_chat(deps, &user, chat_id).await),
         Route::TurnEvents { chat_id, turn_id } => {
             let after = match resume_point(req) {
                 Ok(after) => after,
@@ -226,6 +256,20 @@ async fn dispatch(
         Route::ToolCall { chat_id, call_id } => {
             ok_json(deps.ledger.get(user_id, chat_id, call_id).await)
         }
+        Route::Memory if req.method() == Method::GET => ok_json(deps.memory.get(user_id).await),
+        Route::Memory => deleted(deps.memory.clear(user_id).await),
+        Route::Forget { item } => {
+            let change = MemoryChange::Forget(item.to_owned());
+            deleted(deps.memory.change(user_id, &change).await.map(drop))
+        }
+    }
+}
+
+/// 204, or the error in the envelope.
+fn deleted(result: shared::Result<()>) -> Response<Body> {
+    match result {
+        Ok(()) => no_content(),
+        Err(e) => error(&ApiError::from(&e)),
     }
 }
 
@@ -573,6 +617,13 @@ mod tests {
             Some(Route::Cancel {
                 chat_id: "c1",
                 call_id: "t9"
+            })
+        ));
+        assert!(matches!(route("/memory"), Some(Route::Memory)));
+        assert!(matches!(
+            route("/memory/home_airport"),
+            Some(Route::Forget {
+                item: "home_airport"
             })
         ));
         assert!(route("/nope").is_none());

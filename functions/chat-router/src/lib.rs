@@ -20,6 +20,7 @@ use shared::Result;
 use shared::chats::{ChatStore, DynamoChatStore};
 use shared::http::auth::{AuthConfig, Authenticator};
 use shared::ledger::ToolCallLedger;
+use shared::memory::MemoryStore;
 use shared::turns::{DynamoTurnStore, TurnStore};
 use shared::usage::UsageStore;
 
@@ -36,6 +37,8 @@ pub struct Deps {
     pub usage: Arc<dyn UsageStore>,
     pub agents: Arc<AgentCatalog>,
     pub agent: Arc<Agent>,
+    /// What users asked to be remembered (`GET/DELETE /memory`).
+    pub memory: Arc<dyn MemoryStore>,
     /// Turn records and event logs (resume, resend, cancel).
     pub turns: Arc<dyn TurnStore>,
 }
@@ -74,6 +77,7 @@ impl Deps {
             usage: runtime.usage,
             agents: Arc::new(agents),
             agent: Arc::new(agent),
+            memory: runtime.memory,
             turns,
         })
     }

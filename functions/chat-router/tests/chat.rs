@@ -99,7 +99,9 @@ async fn flight_search_streams_the_contract_events_with_one_llm_call() {
             "search_flights",
             "search_knowledge_base",
             "ask_gpt",
-            "award_value"
+            "award_value",
+            "remember",
+            "select_flight"
         ]
     );
 

@@ -211,7 +211,9 @@ impl JsonSchema for IataCode {
 /// Unknown fields are ignored on purpose: models add extras, and refusing them would only
 /// cost a repair round. Field docs are the parameter descriptions the LLM reads.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[schemars(description = "Search award (miles) and cash flights between two airports.")]
+#[schemars(
+    description = "Search award (miles) and cash flights between two airports. Call it as soon as the user wants flights, even with details missing: it asks the user for what is missing and keeps what is known, so the next call needs only what the user added. Remembered preferences fill gaps."
+)]
 pub struct FlightSearchInput {
     /// Departure airport as a 3-letter IATA code, e.g. FRA.
     pub origin: IataCode,

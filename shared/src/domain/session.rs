@@ -9,7 +9,9 @@ use serde_json::{Map, Value};
 use serde_with::{DefaultOnNull, serde_as};
 use time::Date;
 
-use super::flight::{Cabin, FlightConstraints, FlightSearchInput, IataCode, iso_date};
+use super::flight::{
+    Cabin, FlightConstraints, FlightResult, FlightSearchInput, IataCode, iso_date,
+};
 
 /// Context the tools keep between turns. Every part is optional so old or partial stored
 /// states still load; unknown keys are ignored.
@@ -22,6 +24,12 @@ pub struct SessionState {
     pub pending_flight_request: Option<PendingFlightRequest>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pending_gpt_query: Option<PendingGptQuery>,
+    /// The flights the last search listed, numbered as the user saw them, so
+    /// `select_flight` can take "option 3".
+    #[serde_as(as = "DefaultOnNull")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub offered_flights: Vec<OfferedFlight>,
+    /// The flights the user picked (`select_flight`), as [`OfferedFlight`]s.
     #[serde_as(as = "DefaultOnNull")]
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub selected_itineraries: Vec<Value>,
@@ -136,6 +144,10 @@ pub struct PendingFlightRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pax: Option<u8>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub children: Option<u8>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub infants: Option<u8>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flexibility: Option<u8>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub award_only: Option<bool>,
@@ -143,6 +155,13 @@ pub struct PendingFlightRequest {
     pub loyalty_programs: Option<Vec<String>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub constraints: Option<FlightConstraints>,
+}
+
+/// One flight of a search's list, under the number shown to the user.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OfferedFlight {
+    pub option: u8,
+    pub flight: FlightResult,
 }
 
 /// A question the knowledge base could not answer, kept so `ask_gpt` can pick it up.
@@ -165,7 +184,7 @@ pub struct MemoryEntry {
 ///
 /// - `last_flight_request`, `pending_flight_request`, `pending_gpt_query`: absent = leave,
 ///   `null` = clear, value = replace.
-/// - `selected_itineraries`: replaced when present (send `[]` to clear).
+/// - `offered_flights`, `selected_itineraries`: replaced when present (send `[]` to clear).
 /// - `preferences`: merged key by key; a `null` value removes the key.
 /// - `memory`: appended.
 #[serde_as]
@@ -189,6 +208,9 @@ pub struct SessionStatePatch {
         skip_serializing_if = "Option::is_none"
     )]
     pub pending_gpt_query: Option<Option<PendingGptQuery>>,
+    /// Replaced when present.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offered_flights: Option<Vec<OfferedFlight>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub selected_itineraries: Option<Vec<Value>>,
     #[serde_as(as = "DefaultOnNull")]
@@ -208,6 +230,7 @@ impl SessionStatePatch {
         self.last_flight_request.is_none()
             && self.pending_flight_request.is_none()
             && self.pending_gpt_query.is_none()
+            && self.offered_flights.is_none()
             && self.selected_itineraries.is_none()
             && self.preferences.is_empty()
             && self.memory.is_empty()
@@ -225,6 +248,9 @@ impl SessionStatePatch {
         }
         if later.pending_gpt_query.is_some() {
             self.pending_gpt_query = later.pending_gpt_query;
+        }
+        if later.offered_flights.is_some() {
+            self.offered_flights = later.offered_flights;
         }
         if later.selected_itineraries.is_some() {
             self.selected_itineraries = later.selected_itineraries;
@@ -249,6 +275,9 @@ impl SessionState {
         }
         if let Some(v) = &patch.pending_gpt_query {
             self.pending_gpt_query.clone_from(v);
+        }
+        if let Some(v) = &patch.offered_flights {
+            self.offered_flights.clone_from(v);
         }
         if let Some(v) = &patch.selected_itineraries {
             self.selected_itineraries.clone_from(v);

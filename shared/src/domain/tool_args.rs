@@ -1,6 +1,6 @@
 //! Arguments of the `search_knowledge_base` and `ask_gpt` tools exactly as seed 000 §2.2
-//! defines them, and of `award_value` (`search_flights` takes
-//! [`super::flight::FlightSearchInput`]). The JSON Schemas offered to the LLM are derived
+//! defines them, and of `award_value` and `select_flight` (`search_flights` takes
+//! [`super::flight::FlightSearchInput`], `remember` [`super::memory::RememberArgs`]). The JSON Schemas offered to the LLM are derived
 //! from these types; field docs are what the model reads.
 
 use schemars::JsonSchema;
@@ -189,6 +189,17 @@ impl AwardValueArgs {
             "target_cents_per_mile": self.target_cents_per_mile(),
         })
     }
+}
+
+/// Record the flight the user picks from the last search's list.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(
+    description = "Record the flight the user chose from the last flight search, by the number it was listed under."
+)]
+pub struct SelectFlightArgs {
+    /// The number of the flight in the last search's list, e.g. 3.
+    #[schemars(range(min = 1, max = 20))]
+    pub option: u8,
 }
 
 /// A required text: not blank, at most `max` characters.

@@ -80,6 +80,8 @@ pub enum ToolName {
     SearchKnowledgeBase,
     AskGpt,
     AwardValue,
+    Remember,
+    SelectFlight,
 }
 
 impl ToolName {
@@ -92,6 +94,8 @@ impl ToolName {
             Self::SearchKnowledgeBase => "search_knowledge_base",
             Self::AskGpt => "ask_gpt",
             Self::AwardValue => "award_value",
+            Self::Remember => "remember",
+            Self::SelectFlight => "select_flight",
         }
     }
 }

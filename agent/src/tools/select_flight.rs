@@ -1,0 +1,103 @@
+//! `select_flight`: records the flight the user picks from the last search's list ("I'll
+//! take number 3") in the chat's `selected_itineraries`, so later turns know which one is
+//! meant. The choice is resolved against the chat's state when the call is checked, so the
+//! stored request says exactly which flight was picked.
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use super::{Tool, ToolContext, ToolSchema};
+use crate::{Error, Result};
+use shared::domain::session::{OfferedFlight, SessionStatePatch};
+use shared::domain::tool_args::SelectFlightArgs;
+use shared::domain::tool_call::ToolName;
+use shared::domain::tool_result::ToolExecutionResult;
+
+/// Picks kept per chat; the oldest goes first.
+const MAX_SELECTED: usize = 10;
+
+/// The checked request: the flight picked and the chat's picks with it.
+#[derive(Debug, Serialize, Deserialize)]
+struct Selection {
+    chosen: OfferedFlight,
+    selected: Vec<Value>,
+}
+
+pub struct SelectFlightTool {
+    schema: ToolSchema,
+}
+
+impl SelectFlightTool {
+    pub fn new() -> Result<Self> {
+        Ok(Self {
+            schema: ToolSchema::of::<SelectFlightArgs>(ToolName::SelectFlight)?,
+        })
+    }
+}
+
+#[async_trait]
+impl Tool for SelectFlightTool {
+    fn name(&self) -> ToolName {
+        ToolName::SelectFlight
+    }
+
+    fn schema(&self) -> &ToolSchema {
+        &self.schema
+    }
+
+    fn prepare(&self, args: Value, ctx: &ToolContext) -> Result<Value> {
+        let args: SelectFlightArgs = self.schema.parse(&args)?;
+        let offered = &ctx.session_state.offered_flights;
+        let Some(chosen) = offered.iter().find(|o| o.option == args.option) else {
+            return Err(Error::Invalid(match offered.len() {
+                0 => "there is no flight list to choose from: search flights first".into(),
+                n => format!("option {} is not in the last list (1 to {n})", args.option),
+            }));
+        };
+        let mut selected: Vec<Value> = ctx
+            .session_state
+            .selected_itineraries
+            .iter()
+            .filter(|s| s["flight"]["id"] != json!(chosen.flight.id))
+            .cloned()
+            .collect();
+        selected.push(json!(chosen));
+        let excess = selected.len().saturating_sub(MAX_SELECTED);
+        selected.drain(..excess);
+        Ok(json!(Selection {
+            chosen: chosen.clone(),
+            selected,
+        }))
+    }
+
+    async fn execute(&self, _: &ToolContext, request: &Value) -> Result<ToolExecutionResult> {
+        let selection: Selection = serde_json::from_value(request.clone())
+            .map_err(|e| Error::Invalid(format!("stored select_flight request: {e}")))?;
+        let f = &selection.chosen.flight;
+        let leg = &f.outbound;
+        let mut message = format!(
+            "Recorded the user's choice, option {}: {}, {}, {} {} → {} {} ({}), {}.",
+            selection.chosen.option,
+            f.airline,
+            f.price,
+            leg.departure.airport,
+            leg.departure.time,
+            leg.arrival.airport,
+            leg.arrival.time,
+            leg.flight_numbers,
+            f.cabin,
+        );
+        if let Some(links) = &f.booking_links {
+            let list: Vec<String> = links.iter().map(|(k, v)| format!("{k}: {v}")).collect();
+            message.push_str(&format!(" Booking: {}.", list.join(", ")));
+        }
+        let patch = SessionStatePatch {
+            selected_itineraries: Some(selection.selected),
+            ..Default::default()
+        };
+        Ok(ToolExecutionResult::succeeded(message)
+            .with_raw(json!(selection.chosen))
+            .with_state_patch(patch))
+    }
+}
