@@ -194,3 +194,29 @@ async fn one_model_for_both_steps_makes_one_call_per_step() {
     assert_eq!(models_asked(&rig), ["light", "light"]);
     assert_eq!(turn.text(), STRONG_ANSWER);
 }
+
+/// Once no tools are offered (here the step limit after one tool round), the step goes to
+/// the answer model straight away: no decision call whose text would be dropped.
+#[tokio::test]
+async fn after_the_last_tool_round_the_answer_model_answers_directly() {
+    let rig = Rig::with(
+        |vars| {
+            vars.push(("LLM_PRICES_JSON".into(), PRICES.into()));
+            vars.push(("MAX_TOOL_STEPS".into(), "1".into()));
+        },
+        Some(AGENTS),
+    )
+    .await;
+    rig.llm
+        .push(Reply::tool_calls(vec![("award_value", award_args())]).with_text(LIGHT_ASIDE));
+    rig.llm
+        .when(matchers::model("strong"), Reply::text(STRONG_ANSWER));
+    let token = rig.token(&test_support::unique("limit"));
+    let turn = rig
+        .chat(Some(&token), json!({"message": "Is this award worth it?"}))
+        .await;
+    assert_eq!(turn.status, 200, "{:?}", turn.json);
+    assert_eq!(models_asked(&rig), ["light", "strong"]);
+    assert!(rig.llm.requests()[1].get("tools").is_none());
+    assert_eq!(turn.text(), STRONG_ANSWER);
+}
