@@ -66,6 +66,11 @@ pub struct AgentProfile {
     pub system_prompt: String,
     /// `None`: the deployment's `OPENAI_MODEL`.
     pub model: Option<String>,
+    /// The model of steps that offer tools (seed 001: a light model decides on tools);
+    /// `None`: `model`.
+    pub decision_model: Option<String>,
+    /// The model that writes the answer (a stronger one); `None`: `model`.
+    pub answer_model: Option<String>,
     pub tools: Vec<ToolName>,
     /// Tools of `tools` that run in the background through the tool queue: the turn records
     /// them as `queued` and goes on; the result reaches the model on a later turn.
@@ -85,12 +90,38 @@ impl AgentProfile {
         self.tools.contains(&tool)
     }
 
+    /// The models of this profile's steps; `default` stands in for a `model` left out.
+    pub fn step_models(&self, default: &str) -> StepModels {
+        let model = self.model.as_deref().unwrap_or(default);
+        StepModels {
+            decision: self.decision_model.as_deref().unwrap_or(model).to_owned(),
+            answer: self.answer_model.as_deref().unwrap_or(model).to_owned(),
+        }
+    }
+
     /// What the pipeline may run in a step of this profile.
     pub fn tool_policy(&self) -> ToolPolicy<'_> {
         ToolPolicy {
             allowed: &self.tools,
             background: &self.async_tools,
         }
+    }
+}
+
+/// Which model serves which step of a turn.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StepModels {
+    /// Steps that offer tools: the model decides whether to call them.
+    pub decision: String,
+    /// The step whose text is the answer the client sees.
+    pub answer: String,
+}
+
+impl StepModels {
+    /// True when another model writes the answer than the one that decides on tools: a
+    /// decision step's text is then not the answer.
+    pub fn split(&self) -> bool {
+        self.decision != self.answer
     }
 }
 
@@ -119,6 +150,10 @@ struct AgentEntry {
     system_prompt: String,
     #[serde(default)]
     model: Option<String>,
+    #[serde(default)]
+    decision_model: Option<String>,
+    #[serde(default)]
+    answer_model: Option<String>,
     #[serde(default)]
     tools: Vec<ToolName>,
     #[serde(default)]
@@ -220,6 +255,47 @@ fn tool_settings(name: ToolName, entry: ToolEntry, source: &str) -> Result<ToolS
     Ok(settings)
 }
 
+/// A profile's own rules: a forced tool and the async tools are among its tools, limits
+/// are above 0, and a model it names is not empty (`source` and `name` go into errors).
+fn check_agent(name: &str, entry: &AgentEntry, source: &str) -> Result<()> {
+    let models = [
+        ("model", &entry.model),
+        ("decision_model", &entry.decision_model),
+        ("answer_model", &entry.answer_model),
+    ];
+    if let Some((key, _)) = models
+        .iter()
+        .find(|(_, m)| m.as_deref().is_some_and(|m| m.trim().is_empty()))
+    {
+        return Err(Error::Config(format!(
+            "{source}: agent `{name}` has an empty {key}; leave it out for the default"
+        )));
+    }
+    if let ToolChoiceMode::Tool(forced) = &entry.tool_choice
+        && !entry.tools.contains(forced)
+    {
+        return Err(Error::Config(format!(
+            "{source}: agent `{name}` forces {forced}, which is not in its tools"
+        )));
+    }
+    if let Some(stray) = entry.async_tools.iter().find(|t| !entry.tools.contains(t)) {
+        return Err(Error::Config(format!(
+            "{source}: agent `{name}` runs {stray} asynchronously, but it is not in its tools"
+        )));
+    }
+    if entry.max_tokens == Some(0) {
+        return Err(Error::Config(format!(
+            "{source}: agent `{name}` has max_tokens = 0; leave it out for the default"
+        )));
+    }
+    if entry.tool_choice == ToolChoiceMode::Required && entry.tools.is_empty() {
+        return Err(Error::Config(format!(
+            "{source}: agent `{name}` requires a tool call but has no tools"
+        )));
+    }
+    Ok(())
+}
+
 impl AgentCatalog {
     /// Parses and checks a catalog: the default exists, a forced tool is in the profile's
     /// list, timeouts and limits are positive. `source` names the file in errors.
@@ -233,28 +309,7 @@ impl AgentCatalog {
             .collect::<Result<BTreeMap<_, _>>>()?;
         let mut agents = BTreeMap::new();
         for (name, entry) in file.agents {
-            if let ToolChoiceMode::Tool(forced) = entry.tool_choice
-                && !entry.tools.contains(&forced)
-            {
-                return Err(Error::Config(format!(
-                    "{source}: agent `{name}` forces {forced}, which is not in its tools"
-                )));
-            }
-            if let Some(stray) = entry.async_tools.iter().find(|t| !entry.tools.contains(t)) {
-                return Err(Error::Config(format!(
-                    "{source}: agent `{name}` runs {stray} asynchronously, but it is not in its tools"
-                )));
-            }
-            if entry.max_tokens == Some(0) {
-                return Err(Error::Config(format!(
-                    "{source}: agent `{name}` has max_tokens = 0; leave it out for the default"
-                )));
-            }
-            if entry.tool_choice == ToolChoiceMode::Required && entry.tools.is_empty() {
-                return Err(Error::Config(format!(
-                    "{source}: agent `{name}` requires a tool call but has no tools"
-                )));
-            }
+            check_agent(&name, &entry, source)?;
             agents.insert(
                 name.clone(),
                 AgentProfile {
@@ -262,6 +317,8 @@ impl AgentCatalog {
                     description: entry.description,
                     system_prompt: entry.system_prompt.trim().to_owned(),
                     model: entry.model,
+                    decision_model: entry.decision_model,
+                    answer_model: entry.answer_model,
                     tools: entry.tools,
                     async_tools: entry.async_tools,
                     tool_choice: entry.tool_choice,
@@ -368,6 +425,55 @@ mod tests {
         ] {
             let err = catalog(bad).unwrap_err().to_string();
             assert!(err.contains("tools.search_flights.retry"), "{bad}: {err}");
+        }
+    }
+
+    fn one_agent(settings: &str) -> Result<AgentCatalog> {
+        AgentCatalog::from_toml(
+            &format!("default_agent = \"a\"\n[agents.a]\nsystem_prompt = \"x\"\n{settings}\n"),
+            "test",
+        )
+    }
+
+    fn step_models(settings: &str) -> StepModels {
+        let catalog = one_agent(settings).unwrap();
+        catalog.profile(None).unwrap().step_models("deployment")
+    }
+
+    #[test]
+    fn step_models_fall_back_to_the_profile_model_then_the_deployment() {
+        let both = |decision: &str, answer: &str| StepModels {
+            decision: decision.into(),
+            answer: answer.into(),
+        };
+        assert_eq!(step_models(""), both("deployment", "deployment"));
+        assert!(!step_models("").split());
+        assert_eq!(step_models("model = \"m\""), both("m", "m"));
+        assert_eq!(
+            step_models("decision_model = \"light\""),
+            both("light", "deployment")
+        );
+        assert_eq!(
+            step_models("model = \"m\"\nanswer_model = \"strong\""),
+            both("m", "strong")
+        );
+        let split = step_models("decision_model = \"light\"\nanswer_model = \"strong\"");
+        assert_eq!(split, both("light", "strong"));
+        assert!(split.split());
+        // The same model twice is one model: the turn runs as without the settings.
+        assert!(!step_models("model = \"m\"\ndecision_model = \"m\"").split());
+    }
+
+    #[test]
+    fn empty_model_names_are_refused_naming_the_profile_and_setting() {
+        for key in ["model", "decision_model", "answer_model"] {
+            let err = one_agent(&format!("{key} = \" \""))
+                .unwrap_err()
+                .to_string();
+            assert!(
+                err.contains("agent `a`") && err.contains(&format!("empty {key}")),
+                "{key}: {err}"
+            );
         }
     }
 

@@ -246,6 +246,7 @@ impl Agent {
             return Ok(Ending::Guarded(findings));
         }
         let max_steps = self.settings.max_tool_steps;
+        let models = input.profile.step_models(&self.settings.default_model);
         for step in 0..=max_steps {
             // Safe point: no model call for a stopped turn.
             if input.stop.is_stopped() {
@@ -254,8 +255,12 @@ impl Agent {
             // After the last tool round, or once the message's calls are used up, the model
             // must answer in text.
             let offer_tools = step < max_steps && !state.tools.is_empty() && state.calls_left > 0;
-            let (reply, cut) = self
-                .model_step(input, state, step, offer_tools, events)
+            let model::StepReply {
+                completion: reply,
+                cut,
+                offered_tools,
+            } = self
+                .step(input, state, &models, step, offer_tools, events)
                 .await?;
             // A stop during the step abandoned its stream: what it said so far is dropped.
             if input.stop.is_stopped() {
@@ -265,7 +270,7 @@ impl Agent {
                 state.cut = Some(violation);
                 return Ok(Ending::Guarded(violation.as_str().to_owned()));
             }
-            if !offer_tools && !reply.tool_calls.is_empty() {
+            if !offered_tools && !reply.tool_calls.is_empty() {
                 let ctx = self.tool_context(input, state);
                 let refused = self
                     .pipeline
@@ -273,7 +278,7 @@ impl Agent {
                     .await;
                 tracing::warn!(chat_id = %state.chat.id, calls = refused.len(), "the model called tools in a step that offered none");
             }
-            if reply.tool_calls.is_empty() || !offer_tools {
+            if reply.tool_calls.is_empty() || !offered_tools {
                 return Ok(Ending::Answer(reply.content));
             }
             // Safe point: the calls of a stopped turn are not started, and running ones

@@ -1,6 +1,10 @@
 //! Step 3: one model step. Sends the prompt (with the tools when they are offered), streams
 //! the text to the sink as it arrives, and returns the whole completion with its tool calls.
-//! The call's usage is recorded with its cost.
+//! The call's usage is recorded with its cost, under the model that served it.
+//!
+//! A profile may split a step between two models (`decision_model`, `answer_model`): the
+//! decision model gets the steps that offer tools and its text is held back; when it wants
+//! no tool, the answer model writes the answer over the same prompt, without tools.
 
 use std::sync::Arc;
 
@@ -11,59 +15,126 @@ use super::{Agent, TurnInput, TurnState};
 use crate::events::{self, EventSink, TurnEvent};
 use crate::guard::output::{StreamGuard, Violation};
 use crate::llm::metered::{UsageScope, complete_metered};
-use crate::llm::{Completion, CompletionRequest, ToolChoice};
+use crate::llm::{Completion, CompletionRequest, NoTokens, TokenSink, ToolChoice};
+use crate::profiles::StepModels;
+
+/// What a model call of a step is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum StepRole {
+    /// One model decides and answers (no split): its text is streamed as it comes.
+    Both,
+    /// The decision model: its text is not the answer, so it is neither shown nor stored.
+    Decide,
+    /// The answer model: no tools, its text is streamed.
+    Answer,
+}
+
+impl StepRole {
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::Both => "both",
+            Self::Decide => "decide",
+            Self::Answer => "answer",
+        }
+    }
+}
+
+/// One model call: the step, its model, whether tools are offered, and its role.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct ModelCall<'a> {
+    pub step: usize,
+    pub model: &'a str,
+    pub offer_tools: bool,
+    pub role: StepRole,
+}
+
+/// What a step of the loop ends with: the reply to go on with, whether the output guard
+/// cut it, and whether that reply was offered tools.
+pub(super) struct StepReply {
+    pub completion: Completion,
+    pub cut: Option<Violation>,
+    pub offered_tools: bool,
+}
 
 impl Agent {
-    pub(super) async fn model_step(
+    /// One step of the loop: the decision model's call and, when it wants no tool, the
+    /// answer model's. With one model for both, a single call as always.
+    pub(super) async fn step(
         &self,
         input: &TurnInput,
         state: &TurnState,
+        models: &StepModels,
         step: usize,
         offer_tools: bool,
         events: &dyn EventSink,
-    ) -> Result<(Completion, Option<Violation>)> {
-        let request = self.completion_request(input, state, step, offer_tools);
-        let mut guard = self.output_guard(state);
-        let mut shown = String::new();
-        let show = |text: String, shown: &mut String| {
-            if !text.is_empty() {
-                shown.push_str(&text);
-                events.emit(TurnEvent::Token { content: text });
-            }
+    ) -> Result<StepReply> {
+        let role = match (models.split(), offer_tools) {
+            (false, _) => StepRole::Both,
+            (true, true) => StepRole::Decide,
+            (true, false) => StepRole::Answer,
         };
-        let mut on_token = |text: &str| show(guard.push(text), &mut shown);
-        let scope = UsageScope {
-            user_id: &input.user_id,
-            chat_id: Some(&state.chat.id),
-            operation: "chat",
+        let model = match role {
+            StepRole::Decide => &models.decision,
+            StepRole::Both | StepRole::Answer => &models.answer,
         };
-        let completion = complete_metered(
-            self.llm.as_ref(),
-            self.usage.as_ref(),
-            scope,
-            &request,
-            input.deadline,
-            &mut on_token,
-            Some(&input.stop),
-        )
-        .await;
-        let tail = guard.finish();
-        show(tail, &mut shown);
-        let mut completion = completion?;
-        // What the client saw (links rewritten) is the answer; a cut one is replaced.
-        completion.content = shown;
-        if let Some(violation) = guard.violation() {
-            tracing::warn!(chat_id = %state.chat.id, violation = violation.as_str(), "output guard: the answer was cut");
+        let call = ModelCall {
+            step,
+            model,
+            offer_tools,
+            role,
+        };
+        let (completion, cut) = self.model_step(input, state, call, events).await?;
+        if role != StepRole::Decide || !completion.tool_calls.is_empty() || input.stop.is_stopped()
+        {
+            return Ok(StepReply {
+                completion,
+                cut,
+                offered_tools: offer_tools,
+            });
         }
+        // The decision model answered: the answer model writes what the client sees.
+        let call = ModelCall {
+            step,
+            model: &models.answer,
+            offer_tools: false,
+            role: StepRole::Answer,
+        };
+        let (completion, cut) = self.model_step(input, state, call, events).await?;
+        Ok(StepReply {
+            completion,
+            cut,
+            offered_tools: false,
+        })
+    }
+
+    async fn model_step(
+        &self,
+        input: &TurnInput,
+        state: &TurnState,
+        call: ModelCall<'_>,
+        events: &dyn EventSink,
+    ) -> Result<(Completion, Option<Violation>)> {
+        let request = self.completion_request(input, state, &call);
+        let (completion, violation) = if call.role == StepRole::Decide {
+            let mut completion = self.metered(input, state, &request, &mut NoTokens).await?;
+            // Not the answer: what a decision step says beside its calls is dropped.
+            completion.content.clear();
+            (completion, None)
+        } else {
+            self.streamed(input, state, &request, events).await?
+        };
+        tracing::debug!(chat_id = %state.chat.id, step = call.step, model = %completion.model, role = call.role.as_str(), "model step");
         events::debug(events, "llm_choice", || {
             json!({
-                "step": step,
+                "step": call.step,
+                "model": completion.model,
+                "role": call.role.as_str(),
                 "finish_reason": completion.finish_reason,
                 "tool_calls": completion.tool_calls.len(),
                 "usage": completion.usage,
             })
         });
-        if offer_tools && !completion.tool_calls.is_empty() {
+        if call.offer_tools && !completion.tool_calls.is_empty() {
             events::debug(events, "llm_tool_call_arguments", || {
                 json!(
                     completion
@@ -74,7 +145,62 @@ impl Agent {
                 )
             });
         }
+        Ok((completion, violation))
+    }
+
+    /// A completion whose text is the answer: streamed to the client through the output
+    /// guard as it arrives.
+    async fn streamed(
+        &self,
+        input: &TurnInput,
+        state: &TurnState,
+        request: &CompletionRequest,
+        events: &dyn EventSink,
+    ) -> Result<(Completion, Option<Violation>)> {
+        let mut guard = self.output_guard(state);
+        let mut shown = String::new();
+        let show = |text: String, shown: &mut String| {
+            if !text.is_empty() {
+                shown.push_str(&text);
+                events.emit(TurnEvent::Token { content: text });
+            }
+        };
+        let mut on_token = |text: &str| show(guard.push(text), &mut shown);
+        let completion = self.metered(input, state, request, &mut on_token).await;
+        let tail = guard.finish();
+        show(tail, &mut shown);
+        let mut completion = completion?;
+        // What the client saw (links rewritten) is the answer; a cut one is replaced.
+        completion.content = shown;
+        if let Some(violation) = guard.violation() {
+            tracing::warn!(chat_id = %state.chat.id, violation = violation.as_str(), "output guard: the answer was cut");
+        }
         Ok((completion, guard.violation()))
+    }
+
+    /// Runs `request`, recording its usage for this turn's user and chat.
+    async fn metered(
+        &self,
+        input: &TurnInput,
+        state: &TurnState,
+        request: &CompletionRequest,
+        tokens: &mut dyn TokenSink,
+    ) -> Result<Completion> {
+        let scope = UsageScope {
+            user_id: &input.user_id,
+            chat_id: Some(&state.chat.id),
+            operation: "chat",
+        };
+        complete_metered(
+            self.llm.as_ref(),
+            self.usage.as_ref(),
+            scope,
+            request,
+            input.deadline,
+            tokens,
+            Some(&input.stop),
+        )
+        .await
     }
 
     /// The output guard for one answer of this turn: its canary and system prompt, the
@@ -94,25 +220,22 @@ impl Agent {
         )
     }
 
-    /// The prompt so far, with the profile's tools and tool choice when tools are offered.
+    /// The prompt so far for `call`'s model, with the profile's tools and tool choice when
+    /// tools are offered.
     fn completion_request(
         &self,
         input: &TurnInput,
         state: &TurnState,
-        step: usize,
-        offer_tools: bool,
+        call: &ModelCall<'_>,
     ) -> CompletionRequest {
         let profile = &input.profile;
-        let (tools, tool_choice) = if offer_tools {
-            (state.tools.clone(), profile.tool_choice.for_step(step))
+        let (tools, tool_choice) = if call.offer_tools {
+            (state.tools.clone(), profile.tool_choice.for_step(call.step))
         } else {
             (Vec::new(), ToolChoice::None)
         };
         CompletionRequest {
-            model: profile
-                .model
-                .clone()
-                .unwrap_or_else(|| self.settings.default_model.clone()),
+            model: call.model.to_owned(),
             messages: state.prompt.clone(),
             tools,
             tool_choice,
