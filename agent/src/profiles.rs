@@ -196,6 +196,7 @@ struct ToolEntry {
     timeout_secs: Option<f64>,
     rate_limit: Option<RateLimitEntry>,
     retry: Option<RetryEntry>,
+    cache_secs: Option<u64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -251,6 +252,14 @@ fn tool_settings(name: ToolName, entry: ToolEntry, source: &str) -> Result<ToolS
             max_attempts: retry.max_attempts,
             base_delay: Duration::from_secs(base_secs),
         });
+    }
+    if let Some(secs) = entry.cache_secs {
+        if !(1..=86_400).contains(&secs) {
+            return Err(Error::Config(format!(
+                "{source}: tools.{name}.cache_secs must be 1 to 86400, got {secs}"
+            )));
+        }
+        settings.cache_ttl = Some(Duration::from_secs(secs));
     }
     Ok(settings)
 }
@@ -425,6 +434,28 @@ mod tests {
         ] {
             let err = catalog(bad).unwrap_err().to_string();
             assert!(err.contains("tools.search_flights.retry"), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn cache_times_are_bounded() {
+        let catalog = |secs: u64| {
+            AgentCatalog::from_toml(
+                &format!(
+                    "default_agent = \"a\"\n[tools.search_flights]\ncache_secs = {secs}\n\
+                     [agents.a]\nsystem_prompt = \"x\"\ntools = [\"search_flights\"]\n"
+                ),
+                "test",
+            )
+        };
+        let settings = catalog(600).unwrap().tool_settings(ToolName::SearchFlights);
+        assert_eq!(settings.cache_ttl, Some(Duration::from_secs(600)));
+        for bad in [0, 86_401] {
+            let err = catalog(bad).unwrap_err().to_string();
+            assert!(
+                err.contains("tools.search_flights.cache_secs"),
+                "{bad}: {err}"
+            );
         }
     }
 

@@ -18,6 +18,7 @@ use crate::tools::knowledge_base::{KnowledgeBaseConfig, SearchKnowledgeBaseTool}
 use crate::tools::remember::RememberTool;
 use crate::tools::select_flight::SelectFlightTool;
 use crate::tools::{FunctionClient, SigV4Signer, Tool, ToolRegistry};
+use shared::cache::DynamoResultCache;
 use shared::config::{Env, LedgerConfig, RetentionConfig, StorageConfig};
 use shared::ledger::{DynamoLedger, ToolCallLedger};
 use shared::limits::DynamoRateLimiter;
@@ -273,6 +274,10 @@ impl ToolRuntime {
             clients.dynamodb.clone(),
             storage.chats_table.clone(),
         ));
+        let cache = Arc::new(DynamoResultCache::new(
+            clients.dynamodb.clone(),
+            storage.tool_calls_table.clone(),
+        ));
         let limiter = Arc::new(DynamoRateLimiter::new(
             clients.dynamodb,
             storage.rate_limits_table.clone(),
@@ -288,6 +293,12 @@ impl ToolRuntime {
         let mut registry = ToolRegistry::new();
         for tool in tools {
             let settings = agents.tool_settings(tool.name());
+            if settings.cache_ttl.is_some() && tool.cache_scope().is_none() {
+                return Err(shared::Error::Config(format!(
+                    "tools.{}.cache_secs: this tool's results depend on the user and are never shared",
+                    tool.name()
+                )));
+            }
             registry.register(tool, settings);
         }
         let jobs = config.tool_queue_url.as_ref().map(|url| JobScheduler {
@@ -300,6 +311,7 @@ impl ToolRuntime {
             limiter,
             max_parallel,
             jobs,
+            cache: Some(cache),
         });
         Ok(Self {
             llm,
@@ -337,6 +349,10 @@ mod tests {
 
     /// A runtime with clients that are never called.
     fn runtime(catalog: &AgentCatalog) -> ToolRuntime {
+        try_runtime(catalog).unwrap_or_else(|e| panic!("runtime: {e}"))
+    }
+
+    fn try_runtime(catalog: &AgentCatalog) -> Result<ToolRuntime> {
         let env = Env::from_pairs(
             [
                 "TOOL_CALLS_TABLE",
@@ -368,7 +384,24 @@ mod tests {
             http: reqwest::Client::new(),
             signer: None,
         };
-        ToolRuntime::new(&config, catalog, clients, 5).unwrap_or_else(|e| panic!("runtime: {e}"))
+        ToolRuntime::new(&config, catalog, clients, 5)
+    }
+
+    /// A result that depends on the user must never be served to another one.
+    #[test]
+    fn caching_a_users_own_tool_is_refused() {
+        let catalog = AgentCatalog::from_toml(
+            "default_agent = \"a\"\n[tools.remember]\ncache_secs = 60\n\
+             [agents.a]\nsystem_prompt = \"x\"\ntools = [\"remember\"]\n",
+            "test",
+        )
+        .unwrap_or_else(|e| panic!("agents: {e}"));
+        let err = try_runtime(&catalog).err().map(|e| e.to_string());
+        assert!(
+            err.as_deref()
+                .is_some_and(|e| e.contains("tools.remember.cache_secs")),
+            "{err:?}"
+        );
     }
 
     /// `ToolName` declares the tools; a declared tool must also be built here, given its

@@ -7,6 +7,7 @@
 //! a handler; tests call the same handlers against the local emulators.
 
 pub mod aws;
+pub mod cache;
 pub mod chats;
 pub mod clock;
 pub mod config;

@@ -13,6 +13,7 @@
 //! runs one queued attempt through the same run and record phases ([`Pipeline::run_job`]).
 
 mod admit;
+mod cache;
 mod job;
 mod record;
 mod refuse;
@@ -23,6 +24,7 @@ use std::time::{Duration, Instant};
 
 use futures::future::join_all;
 use serde::{Deserialize, Serialize};
+use shared::cache::ResultCache;
 use shared::domain::session::SessionStatePatch;
 use shared::domain::tool_call::ToolName;
 use shared::domain::tool_result::ToolExecutionResult;
@@ -175,6 +177,8 @@ pub struct Pipeline {
     /// The tool queue for retries and background calls; `None` runs everything inline and
     /// retries nothing.
     pub jobs: Option<JobScheduler>,
+    /// Results shared across chats and users (tools with `cache_secs`); `None`: no cache.
+    pub cache: Option<Arc<dyn ResultCache>>,
 }
 
 /// The tool queue and the retry schedule.

@@ -189,7 +189,7 @@ impl Pipeline {
         let started = Instant::now();
         let execution = tokio::time::timeout(
             ctx.deadline.saturating_duration_since(started),
-            registered.tool.execute(ctx, request),
+            self.execute_cached(ctx, registered, request),
         );
         let executed = tokio::select! {
             executed = execution => executed,

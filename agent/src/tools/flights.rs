@@ -208,6 +208,15 @@ impl Tool for SearchFlightsTool {
     fn answers_directly(&self) -> bool {
         true
     }
+
+    /// The request carries everything (preferences were filled in by `prepare`), and the
+    /// message depends only on it, the language and the two searches asked.
+    fn cache_scope(&self) -> Option<String> {
+        Some(format!(
+            "{} {}",
+            self.config.award_url, self.config.cash_url
+        ))
+    }
 }
 
 /// The user's date, not UTC's: late in the evening in San Francisco it is already tomorrow

@@ -73,6 +73,11 @@ impl Tool for SearchKnowledgeBaseTool {
         &self.schema
     }
 
+    /// Passages depend on the query and the knowledge base, not on who asks.
+    fn cache_scope(&self) -> Option<String> {
+        Some(self.config.search_url.clone())
+    }
+
     fn prepare(&self, args: Value, _: &ToolContext) -> Result<Value> {
         let args: KnowledgeBaseArgs = self.schema.parse(&args)?;
         args.validate()?;

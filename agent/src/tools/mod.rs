@@ -71,6 +71,14 @@ pub trait Tool: Send + Sync {
     fn answers_directly(&self) -> bool {
         false
     }
+
+    /// `Some(source)` when the result depends only on the canonical request, the language
+    /// and `source` (the upstream it comes from, e.g. the function URLs), never on who
+    /// asks or their chat: other users may then be served it from the result cache
+    /// (`cache_secs`). Tools that read the user, the chat or their memory keep `None`.
+    fn cache_scope(&self) -> Option<String> {
+        None
+    }
 }
 
 /// Operating limits of one tool, from `config/agents.toml`.
@@ -81,6 +89,9 @@ pub struct ToolSettings {
     /// This tool's retries through the tool queue; `None`: the deployment's
     /// (`TOOL_MAX_ATTEMPTS`, `TOOL_RETRY_BASE_SECS`).
     pub retry: Option<crate::jobs::RetrySchedule>,
+    /// How long a result may serve identical calls of any user (`cache_secs`); `None`:
+    /// never cached.
+    pub cache_ttl: Option<Duration>,
 }
 
 impl Default for ToolSettings {
@@ -90,6 +101,7 @@ impl Default for ToolSettings {
             timeout: Duration::from_secs(5),
             rate_limit: None,
             retry: None,
+            cache_ttl: None,
         }
     }
 }

@@ -1,7 +1,8 @@
-//! Session state and memory through the router, with the fake LLM and the real flight
-//! functions over their upstream fakes: a flight request gathered over two turns, a
-//! preference remembered in one chat shaping a search in another (and never another
-//! user's), picking a listed flight, and `GET/DELETE /memory`.
+//! Session state, memory and the result cache through the router, with the fake LLM and
+//! the real flight functions over their upstream fakes: a flight request gathered over two
+//! turns, a preference remembered in one chat shaping a search in another (and never
+//! another user's), picking a listed flight, `GET/DELETE /memory`, and one upstream search
+//! serving two users.
 
 mod common;
 
@@ -207,4 +208,58 @@ async fn a_flight_picked_by_its_number_is_recorded_in_the_chat() {
     assert_eq!(selected.as_array().map(Vec::len), Some(1), "{selected}");
     assert_eq!(selected[0]["flight"]["id"], second["flight"]["id"]);
     assert_eq!(picked.text(), "Good choice.");
+}
+
+/// Seed 001's result cache: the same award search from two users within `cache_secs` makes
+/// one upstream call; the second is marked as cached in its event and its audit record.
+#[tokio::test]
+async fn the_same_search_from_two_users_makes_one_upstream_call() {
+    let rig = Rig::start().await;
+    let args = common::flight_args();
+    let mut turns = Vec::new();
+    for user in ["ann", "ben"] {
+        let token = rig.token(&test_support::unique(user));
+        rig.llm
+            .push(Reply::tool_call("search_flights", args.clone()));
+        let turn = rig
+            .chat(Some(&token), json!({"message": "FRA to JFK in business"}))
+            .await;
+        assert_eq!(turn.first("tool_result")["status"], json!("succeeded"));
+        turns.push((token, turn));
+    }
+    assert_eq!(
+        rig.functions.seats_searches().await,
+        1,
+        "one upstream search"
+    );
+    let (first, second) = (&turns[0].1, &turns[1].1);
+    assert_eq!(first.first("tool_result")["metadata"].get("cached"), None);
+    assert_eq!(
+        second.first("tool_result")["metadata"]["cached"],
+        json!(true)
+    );
+    assert_eq!(first.text(), second.text(), "the same answer");
+    assert_eq!(
+        second.first("final")["session_state"]["last_flight_request"]["origin"],
+        json!("FRA"),
+        "the cached result still updates the second chat"
+    );
+
+    let (token, turn) = &turns[1];
+    let job = turn.first("tool_started")["job_id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let (status, record) = rig
+        .get(
+            token,
+            &format!("/chats/{}/tool-calls/{job}", turn.chat_id()),
+        )
+        .await;
+    assert_eq!(status, 200, "{record}");
+    assert_eq!(
+        record["response"]["metadata"]["cached"],
+        json!(true),
+        "{record}"
+    );
 }

@@ -17,19 +17,7 @@ pub struct DedupeKey(String);
 
 impl DedupeKey {
     pub fn new(chat_id: &str, tool: ToolName, canonical_request: &Value) -> Self {
-        let mut json = String::new();
-        write_canonical(canonical_request, &mut json);
-        let mut hasher = Sha256::new();
-        for part in [
-            b"tool-call/v1".as_slice(),
-            chat_id.as_bytes(),
-            tool.as_str().as_bytes(),
-            json.as_bytes(),
-        ] {
-            hasher.update((part.len() as u64).to_be_bytes());
-            hasher.update(part);
-        }
-        Self(hex::encode(hasher.finalize()))
+        Self(hash_call(b"tool-call/v1", chat_id, tool, canonical_request))
     }
 
     pub fn as_str(&self) -> &str {
@@ -41,6 +29,24 @@ impl DedupeKey {
     pub fn call_id(&self) -> String {
         format!("tc_{}", &self.0[..32])
     }
+}
+
+/// Hex SHA-256 over `version`, `scope`, the tool and its canonical request, each part
+/// length-prefixed so no two different inputs share a byte string.
+pub(crate) fn hash_call(version: &[u8], scope: &str, tool: ToolName, request: &Value) -> String {
+    let mut json = String::new();
+    write_canonical(request, &mut json);
+    let mut hasher = Sha256::new();
+    for part in [
+        version,
+        scope.as_bytes(),
+        tool.as_str().as_bytes(),
+        json.as_bytes(),
+    ] {
+        hasher.update((part.len() as u64).to_be_bytes());
+        hasher.update(part);
+    }
+    hex::encode(hasher.finalize())
 }
 
 /// Appends `value` as canonical JSON. Written out rather than relying on serde_json's map

@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use time::Duration;
 
+pub(crate) use dedupe::hash_call;
 pub use dedupe::{DedupeKey, write_canonical};
 pub use dynamo::DynamoLedger;
 
