@@ -1,5 +1,6 @@
 //! What a turn tells its caller while it runs: the runtime's events, in the order of the
-//! public SSE contract (`init` → `tool_started`/`tool_result` → `assistant_token` → `final` →
+//! public SSE contract (`init` → `tool_started`/`tool_progress`/`tool_result` →
+//! `assistant_token` → `final` →
 //! `done`, `error` at any point before `done`). The chat-router frames them as SSE; the
 //! tool worker, which has no client, drops them.
 
@@ -56,6 +57,12 @@ pub enum TurnEvent {
         /// (the whole result is in the call's audit record).
         result: Option<Value>,
     },
+    /// A running call's progress, for the user (e.g. one of two searches done).
+    ToolProgress {
+        tool: ToolName,
+        job_id: String,
+        message: String,
+    },
     /// A call refused before it ran; framed as a `tool_result` whose metadata carries the
     /// reason and what the model was told. `tool` is the name the model used (it may name no
     /// real tool), shortened.
@@ -96,6 +103,7 @@ impl TurnEvent {
         match self {
             Self::Init { .. } => "init",
             Self::ToolStarted { .. } => "tool_started",
+            Self::ToolProgress { .. } => "tool_progress",
             Self::ToolResult { .. } | Self::ToolRefused { .. } => "tool_result",
             Self::Token { .. } => "assistant_token",
             Self::Final { .. } => "final",

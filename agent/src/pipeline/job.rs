@@ -66,6 +66,7 @@ impl Pipeline {
             today: time::OffsetDateTime::now_utc().date(),
             locale: job.locale,
             deadline: Instant::now() + registered.settings.timeout,
+            progress: Default::default(),
         };
         let (status, mut result, retryable) = self
             .execute_claimed(&ctx, registered, &request, &claimed, &NoEvents)

@@ -17,7 +17,24 @@ use crate::events::{self, EventSink, TurnEvent};
 use crate::guard::detect;
 use crate::jobs::JobKind;
 use crate::llm::ToolCallRequest;
-use crate::tools::{RegisteredTool, ToolContext};
+use crate::tools::{Progress, RegisteredTool, ToolContext};
+
+/// Runs `execution`, emitting each progress report it sends meanwhile (reports first, so
+/// none sent before it ended is lost).
+async fn forward_progress<F: std::future::Future>(
+    execution: F,
+    mut updates: tokio::sync::mpsc::UnboundedReceiver<String>,
+    emit: impl Fn(String),
+) -> F::Output {
+    tokio::pin!(execution);
+    loop {
+        tokio::select! {
+            biased;
+            Some(message) = updates.recv() => emit(message),
+            done = &mut execution => return done,
+        }
+    }
+}
 
 /// How often a running call looks in the ledger for a cancel.
 const CANCEL_POLL: Duration = Duration::from_secs(1);
@@ -187,9 +204,24 @@ impl Pipeline {
     ) -> (CallStatus, ToolExecutionResult, bool) {
         let name = registered.tool.name();
         let started = Instant::now();
-        let execution = tokio::time::timeout(
-            ctx.deadline.saturating_duration_since(started),
-            self.execute_cached(ctx, registered, request),
+        let (progress, updates) = Progress::channel();
+        let ctx = &ToolContext {
+            progress,
+            ..ctx.clone()
+        };
+        let execution = forward_progress(
+            tokio::time::timeout(
+                ctx.deadline.saturating_duration_since(started),
+                self.execute_cached(ctx, registered, request),
+            ),
+            updates,
+            |message| {
+                events.emit(TurnEvent::ToolProgress {
+                    tool: name,
+                    job_id: claimed.id.clone(),
+                    message,
+                })
+            },
         );
         let executed = tokio::select! {
             executed = execution => executed,

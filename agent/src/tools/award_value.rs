@@ -156,6 +156,7 @@ mod tests {
             today: time::macros::date!(2027 - 03 - 01),
             locale,
             deadline: Instant::now() + Duration::from_secs(2),
+            progress: Default::default(),
         }
     }
 

@@ -5,6 +5,7 @@
 use std::fmt::Write as _;
 
 use async_trait::async_trait;
+use futures::FutureExt as _;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -142,10 +143,29 @@ impl Tool for SearchFlightsTool {
             .map_err(|e| Error::Invalid(format!("stored flight request: {e}")))?;
         let mut params = FlightSearchParams::from(&input);
         params.locale = Some(ctx.locale);
-        let (award, cash) = tokio::join!(
-            self.search("seatsaero-search", &self.config.award_url, &params, ctx),
-            self.search("amadeus-search", &self.config.cash_url, &params, ctx),
-        );
+        let award = self.search("seatsaero-search", &self.config.award_url, &params, ctx);
+        let cash = self.search("amadeus-search", &self.config.cash_url, &params, ctx);
+        tokio::pin!(award, cash);
+        // Whichever search ends first is reported while the other still runs, so a slow
+        // provider does not leave the user looking at nothing.
+        let (award, cash) = tokio::select! {
+            award = &mut award => match (&mut cash).now_or_never() {
+                Some(cash) => (award, cash),
+                None => {
+                    let count = matches_of(&award, &input);
+                    ctx.progress.report(first_done(Search::Award, count, ctx.locale));
+                    (award, cash.await)
+                }
+            },
+            cash = &mut cash => match (&mut award).now_or_never() {
+                Some(award) => (award, cash),
+                None => {
+                    let count = matches_of(&cash, &input);
+                    ctx.progress.report(first_done(Search::Cash, count, ctx.locale));
+                    (award.await, cash)
+                }
+            },
+        };
         let mut failed = Vec::new();
         let award = award
             .inspect_err(|e| {
@@ -216,6 +236,51 @@ impl Tool for SearchFlightsTool {
             "{} {}",
             self.config.award_url, self.config.cash_url
         ))
+    }
+}
+
+/// The two searches of `search_flights`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Search {
+    Award,
+    Cash,
+}
+
+/// How many of a search's flights pass the request's filters; `None` if it failed.
+fn matches_of(result: &Result<FlightSearchResult>, input: &FlightSearchInput) -> Option<usize> {
+    let result = result.as_ref().ok()?.clone();
+    Some(filtered(result, input).results.count)
+}
+
+/// The progress report when `done` ended first (with `count` matches, `None`: failed) and
+/// the other search is still running.
+fn first_done(done: Search, count: Option<usize>, locale: Locale) -> String {
+    let de = locale == Locale::De;
+    match (done, count, de) {
+        (Search::Award, Some(n), true) => {
+            format!("Award-Suche fertig: {n} Treffer. Die Cash-Tarife laufen noch …")
+        }
+        (Search::Award, Some(n), false) => {
+            format!("Award search done: {n} found. Still checking cash fares …")
+        }
+        (Search::Award, None, true) => {
+            "Award-Suche nicht erreichbar. Die Cash-Tarife laufen noch …".into()
+        }
+        (Search::Award, None, false) => {
+            "Award search unavailable. Still checking cash fares …".into()
+        }
+        (Search::Cash, Some(n), true) => {
+            format!("Cash-Tarife fertig: {n} Treffer. Die Award-Suche läuft noch …")
+        }
+        (Search::Cash, Some(n), false) => {
+            format!("Cash fares done: {n} found. Still searching award seats …")
+        }
+        (Search::Cash, None, true) => {
+            "Cash-Tarife nicht erreichbar. Die Award-Suche läuft noch …".into()
+        }
+        (Search::Cash, None, false) => {
+            "Cash fares unavailable. Still searching award seats …".into()
+        }
     }
 }
 
@@ -523,6 +588,7 @@ mod tests {
             today: time::macros::date!(2026 - 01 - 01),
             locale: Locale::En,
             deadline: std::time::Instant::now(),
+            progress: Default::default(),
         }
     }
 

@@ -48,6 +48,28 @@ pub struct ToolContext {
     pub locale: Locale,
     /// The tool must answer before this instant; the pipeline also enforces it.
     pub deadline: Instant,
+    /// Where a long-running tool tells the user how far it got (`tool_progress`).
+    pub progress: Progress,
+}
+
+/// A running tool's progress reports, in the user's language; the pipeline forwards them
+/// as `tool_progress` events. The default goes nowhere (the worker has no client).
+#[derive(Debug, Clone, Default)]
+pub struct Progress(Option<tokio::sync::mpsc::UnboundedSender<String>>);
+
+impl Progress {
+    /// A reporter and the receiving end the pipeline reads.
+    pub fn channel() -> (Self, tokio::sync::mpsc::UnboundedReceiver<String>) {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        (Self(Some(tx)), rx)
+    }
+
+    pub fn report(&self, message: impl Into<String>) {
+        if let Some(tx) = &self.0 {
+            // A closed channel means the call is over: nobody to tell.
+            let _ = tx.send(message.into());
+        }
+    }
 }
 
 #[async_trait]

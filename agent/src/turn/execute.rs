@@ -135,6 +135,7 @@ impl Agent {
             today: state.today,
             locale: state.locale,
             deadline: state.tool_budget,
+            progress: Default::default(),
         }
     }
 }

@@ -34,6 +34,11 @@ pub fn data(event: &TurnEvent) -> Value {
             "deduped": deduped,
             "status": if *queued { "queued" } else { "running" },
         }),
+        TurnEvent::ToolProgress {
+            tool,
+            job_id,
+            message,
+        } => json!({ "tool": tool, "job_id": job_id, "message": message }),
         TurnEvent::ToolResult {
             tool,
             job_id,

@@ -263,3 +263,59 @@ async fn the_same_search_from_two_users_makes_one_upstream_call() {
         "{record}"
     );
 }
+
+/// A 12 s search is not silent: when the award search is done and the cash search still
+/// runs, a `tool_progress` event says so, well before the slow provider answers.
+#[tokio::test]
+async fn progress_arrives_before_the_slow_provider_finishes() {
+    use wiremock::matchers::{method, path};
+    use wiremock::{Mock, ResponseTemplate};
+    let rig = Rig::start().await;
+    let slow = std::time::Duration::from_millis(1500);
+    Mock::given(method("GET"))
+        .and(path("/v2/shopping/flight-offers"))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .set_body_raw(
+                    test_support::fixture(
+                        "amadeus/flight_offers_search_response.amadeus-java.json",
+                    ),
+                    "application/vnd.amadeus+json",
+                )
+                .set_delay(slow),
+        )
+        .with_priority(1)
+        .mount(&rig.functions.amadeus_upstream)
+        .await;
+    rig.llm
+        .push(Reply::tool_call("search_flights", common::flight_args()));
+    let token = rig.token(&test_support::unique("slow"));
+    let turn = rig
+        .chat(Some(&token), json!({"message": "FRA to JFK in business"}))
+        .await;
+    assert_eq!(
+        turn.names()[..4],
+        ["init", "tool_started", "tool_progress", "tool_result"],
+        "{:?}",
+        turn.names()
+    );
+    let at = |name: &str| {
+        turn.events
+            .iter()
+            .find(|e| e.name == name)
+            .map(|e| e.at)
+            .unwrap_or_default()
+    };
+    assert!(
+        at("tool_progress") + slow / 2 < at("tool_result"),
+        "progress at {:?}, result at {:?}",
+        at("tool_progress"),
+        at("tool_result")
+    );
+    let progress = turn.first("tool_progress");
+    assert_eq!(progress["tool"], json!("search_flights"));
+    assert_eq!(progress["job_id"], turn.first("tool_result")["job_id"]);
+    let message = progress["message"].as_str().unwrap_or_default();
+    assert!(message.starts_with("Award search done:"), "{message}");
+    assert!(message.contains("cash fares"), "{message}");
+}

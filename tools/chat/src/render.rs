@@ -97,6 +97,7 @@ impl<W: Write, E: Write> Renderer<W, E> {
                 self.line(&self.paint(DIM, &line))?;
             }
             "tool_started" => self.tool_started(data)?,
+            "tool_progress" => self.tool_progress(data)?,
             "tool_result" => self.tool_result(data)?,
             "assistant_token" => {
                 let content = text(&data["content"]);
@@ -192,6 +193,16 @@ impl<W: Write, E: Write> Renderer<W, E> {
         spinner.enable_steady_tick(Duration::from_millis(80));
         self.spinners.insert(spinner_key(data), spinner);
         Ok(())
+    }
+
+    /// A running call's progress: the spinner's text on a terminal, else a line of its own.
+    fn tool_progress(&mut self, data: &Value) -> io::Result<()> {
+        let message = text(&data["message"]);
+        if let Some(spinner) = self.spinners.get(&spinner_key(data)) {
+            spinner.set_message(format!("{} … {message}", tool_name(data)));
+            return Ok(());
+        }
+        self.line(&self.paint(DIM, &format!("  {message}")))
     }
 
     fn tool_result(&mut self, data: &Value) -> io::Result<()> {
@@ -358,6 +369,9 @@ data: {"tool":"search_flights","job_id":"j1","deduped":false,"status":"running"}
 event: tool_started
 data: {"tool":"kb_retrieve","job_id":"j2","deduped":true,"status":"running"}
 
+event: tool_progress
+data: {"tool":"search_flights","job_id":"j1","message":"Award search done: 1 found. Still checking cash fares …"}
+
 event: debug
 data: {"type":"llm_request","payload":{"messages":3}}
 
@@ -392,7 +406,7 @@ data: {}
 
     fn render(options: Options) -> (String, String, bool) {
         let events = SseParser::default().push(RECORDED.as_bytes());
-        assert_eq!(events.len(), 13);
+        assert_eq!(events.len(), 14);
         let mut renderer = Renderer::new(Vec::new(), Vec::new(), options);
         renderer.begin_turn();
         for event in &events {
@@ -414,6 +428,7 @@ data: {}
 chat 01JCHAT (new)
 ▸ search_flights …
 ▸ kb_retrieve … (deduped)
+  Award search done: 1 found. Still checking cash fares …
 ✗ kb_retrieve failed: upstream 503 (retry queued)
 ✓ search_flights succeeded
 ⏳ search_flights queued in the background (job j3)
@@ -449,12 +464,12 @@ local stack: fake upstreams
             .lines()
             .map(|l| serde_json::from_str(l).unwrap())
             .collect();
-        assert_eq!(lines.len(), 13);
+        assert_eq!(lines.len(), 14);
         assert_eq!(
             lines[0],
             json!({"event": "init", "data": {"chat_id": "01JCHAT", "created": true}})
         );
-        assert_eq!(lines[12]["event"], "done");
+        assert_eq!(lines[13]["event"], "done");
     }
 
     #[test]
