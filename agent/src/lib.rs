@@ -41,6 +41,7 @@
 //! - [`guard`]: the input guard, data blocks for untrusted text, the output guard on the
 //!   stream.
 //! - [`turn`]: the turn loop; [`events`]: what it emits.
+//! - [`language`]: which language a turn's user texts use; [`texts`]: those texts.
 //!
 //! Errors are `shared::Error`: the runtime fails the same ways the stores and upstream
 //! calls it wraps do, and each function maps that one type once to its HTTP envelope.
@@ -48,11 +49,13 @@
 pub mod events;
 pub mod guard;
 pub mod jobs;
+pub mod language;
 pub mod llm;
 pub mod pipeline;
 pub mod profiles;
 pub mod runtime;
 pub mod stop;
+pub mod texts;
 pub mod timezone;
 pub mod tools;
 pub mod turn;

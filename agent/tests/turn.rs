@@ -134,6 +134,7 @@ impl Rig {
             message: message.to_owned(),
             deadline: Instant::now() + Duration::from_secs(20),
             timezone: None,
+            language: None,
             turn_id: shared::ids::new_id(),
             new_chat_id: shared::ids::new_id(),
             stop: agent::StopSignal::default(),
@@ -216,8 +217,12 @@ async fn invalid_tool_calls_get_one_repair_round_then_an_error_and_an_apology() 
     let user = test_support::unique("user");
     let (chat_id, events) = rig.run(rig.input(&user, "Flights please")).await;
 
-    // Each refused call is shown to the client (and audited) before the turn gives up.
-    assert_eq!(kinds(&events), ["init", "tool_result", "error", "done"]);
+    // Each refused call is shown to the client (and audited) before the turn gives up; the
+    // apology is streamed before the error.
+    assert_eq!(
+        kinds(&events),
+        ["init", "tool_result", "assistant_token", "error", "done"]
+    );
     let refused = events
         .iter()
         .filter(|e| {

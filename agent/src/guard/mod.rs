@@ -29,6 +29,3 @@ pub enum GuardMode {
     /// The turn ends with a short refusal and `error{code: "guardrail"}`.
     Block,
 }
-
-/// Said instead of an answer a guard stopped.
-pub const REFUSAL: &str = "Sorry, I can't help with that request.";

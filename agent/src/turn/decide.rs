@@ -1,9 +1,12 @@
 //! Step 5: after a step's tools, what next. A pure function of the step's outcome, so the
 //! rules are in one place and tested without a model.
 
+use shared::domain::flight::Locale;
 use shared::domain::tool_call::ToolName;
+use time::OffsetDateTime;
 
-use crate::pipeline::{CallStatus, StepOutcome};
+use crate::pipeline::{CallOutcome, CallStatus, StepOutcome};
+use crate::texts::UserText;
 
 #[derive(Debug, PartialEq)]
 pub(super) enum Decision {
@@ -13,10 +16,18 @@ pub(super) enum Decision {
     /// fix it.
     Repair,
     /// Every call was to a tool whose message is the answer (seed 000 §12.1): no further
-    /// model call. The joined messages.
+    /// model call. The joined answers, each the tool's own or, for a call that did not
+    /// succeed, a user text in the turn's language (never what the model was told).
     AnswerDirectly(String),
     /// The model erred again after its repair round. The problems, joined.
     GiveUp(String),
+}
+
+/// How a turn's step is seen: the user's language and the time (for a limit's reset).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Audience {
+    pub locale: Locale,
+    pub now: OffsetDateTime,
 }
 
 /// `answers_directly` tells whether a tool's message is the answer itself.
@@ -24,6 +35,7 @@ pub(super) fn after_tools(
     outcome: &StepOutcome,
     repaired: bool,
     answers_directly: impl Fn(ToolName) -> bool,
+    audience: Audience,
 ) -> Decision {
     if outcome.needs_repair() {
         if !repaired {
@@ -45,7 +57,7 @@ pub(super) fn after_tools(
         let text = outcome
             .calls
             .iter()
-            .map(|c| c.result.message.as_str())
+            .map(|c| shown(c, audience))
             .collect::<Vec<_>>()
             .join("\n\n");
         return Decision::AnswerDirectly(text);
@@ -53,12 +65,24 @@ pub(super) fn after_tools(
     Decision::NextStep
 }
 
+/// What the user sees of a call whose message would be the answer.
+fn shown(call: &CallOutcome, audience: Audience) -> String {
+    match UserText::for_call(call, audience.now) {
+        Some(text) => text.text(audience.locale),
+        None => call.result.message.clone(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use shared::domain::tool_result::ToolExecutionResult;
 
     use super::*;
-    use crate::pipeline::CallOutcome;
+
+    const GERMAN: Audience = Audience {
+        locale: Locale::De,
+        now: time::macros::datetime!(2027-01-21 14:03 UTC),
+    };
 
     fn call(tool: ToolName, status: CallStatus, message: &str) -> CallOutcome {
         CallOutcome {
@@ -98,9 +122,12 @@ mod tests {
             ),
             call(ToolName::AskGpt, CallStatus::Succeeded, "fine"),
         ]);
-        assert_eq!(after_tools(&bad, false, flights_answer), Decision::Repair);
         assert_eq!(
-            after_tools(&bad, true, flights_answer),
+            after_tools(&bad, false, flights_answer, GERMAN),
+            Decision::Repair
+        );
+        assert_eq!(
+            after_tools(&bad, true, flights_answer, GERMAN),
             Decision::GiveUp("origin: required.".into())
         );
     }
@@ -112,8 +139,12 @@ mod tests {
             call(ToolName::SearchFlights, CallStatus::Failed, "return failed"),
         ]);
         assert_eq!(
-            after_tools(&two, false, flights_answer),
-            Decision::AnswerDirectly("outbound\n\nreturn failed".into())
+            after_tools(&two, false, flights_answer, GERMAN),
+            Decision::AnswerDirectly(
+                "outbound\n\nDie Flugsuche ist gerade nicht verfügbar. Bitte versuche es später noch einmal."
+                    .into()
+            ),
+            "a failed call's answer is the user's text, not the model's"
         );
         let mixed = step(vec![
             call(ToolName::SearchFlights, CallStatus::Succeeded, "flights"),
@@ -124,7 +155,7 @@ mod tests {
             ),
         ]);
         assert_eq!(
-            after_tools(&mixed, true, flights_answer),
+            after_tools(&mixed, true, flights_answer, GERMAN),
             Decision::NextStep
         );
     }

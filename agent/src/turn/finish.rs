@@ -1,6 +1,6 @@
 //! Step 6: finish. The answer is written with whatever the turn has not written yet and
-//! `final` is emitted; a turn the model could not repair ends with an apology in the chat
-//! and an `error` event instead.
+//! `final` is emitted; a turn that was stopped, refused or could not be repaired streams and
+//! stores its short answer (in the user's language) and ends with an `error` event instead.
 
 use serde_json::{Value, json};
 use shared::Result;
@@ -9,15 +9,8 @@ use shared::domain::session::SessionStatePatch;
 
 use super::{Agent, Ending, TurnInput, TurnState};
 use crate::events::{EventSink, TurnErrorCode, TurnEvent};
-use crate::guard::REFUSAL;
 use crate::pipeline::CallOutcome;
-
-/// Said when the model ends without a usable answer.
-const NO_ANSWER: &str = "Sorry, I could not finish this request. Please try again or rephrase it.";
-/// The stored answer of a turn stopped by a cancel.
-pub const STOPPED: &str = "Stopped at your request.";
-/// Said when the model kept making invalid tool calls.
-const UNREPAIRABLE: &str = "Sorry, I could not complete that request. Please rephrase it.";
+use crate::texts::UserText;
 
 impl Agent {
     pub(super) async fn finish(
@@ -30,35 +23,25 @@ impl Agent {
         let content = match self.guard_direct(state, ending) {
             Ending::Answer(text) if !text.trim().is_empty() => text,
             // A model that still wants tools when none are offered may answer with nothing.
-            Ending::Answer(_) => streamed(events, NO_ANSWER.to_owned()),
+            Ending::Answer(_) => streamed(events, UserText::NoAnswer.text(state.locale)),
             Ending::Direct(text) => streamed(events, text),
             Ending::Guarded(reason) => {
                 tracing::warn!(chat_id = %state.chat.id, reason, "a guardrail stopped the turn");
-                streamed(events, REFUSAL.to_owned());
-                let message = "A guardrail stopped this turn.".to_owned();
                 return self
-                    .end_with_error(state, events, REFUSAL, TurnErrorCode::Guardrail, message)
+                    .end_with_error(state, events, TurnErrorCode::Guardrail)
                     .await;
             }
             Ending::Stopped => {
                 tracing::info!(chat_id = %state.chat.id, "turn stopped by a cancel");
-                streamed(events, STOPPED.to_owned());
-                let message = "The turn was stopped on request.".to_owned();
                 return self
-                    .end_with_error(state, events, STOPPED, TurnErrorCode::Canceled, message)
+                    .end_with_error(state, events, TurnErrorCode::Canceled)
                     .await;
             }
             Ending::Unrepairable(problems) => {
+                // What the model got wrong is for the log; the user gets the apology.
                 tracing::warn!(chat_id = %state.chat.id, problems, "model kept making invalid tool calls");
-                let message = format!("The model made invalid tool calls twice: {problems}");
                 return self
-                    .end_with_error(
-                        state,
-                        events,
-                        UNREPAIRABLE,
-                        TurnErrorCode::InvalidToolCall,
-                        message,
-                    )
+                    .end_with_error(state, events, TurnErrorCode::InvalidToolCall)
                     .await;
             }
         };
@@ -93,20 +76,24 @@ impl Agent {
         }
     }
 
-    /// Ends a turn without `final`: `stored` is the chat's answer, then the error event.
+    /// Ends a turn without `final`: the code's short answer (an apology, a refusal,
+    /// "stopped") is streamed and stored as the chat's answer, then the `error` event
+    /// repeats it.
     async fn end_with_error(
         &self,
         state: &mut TurnState,
         events: &dyn EventSink,
-        stored: &str,
         code: TurnErrorCode,
-        message: String,
     ) -> Result<()> {
+        let answer = streamed(events, UserText::for_error(code).text(state.locale));
         state
             .unsaved
-            .push(NewMessage::assistant(stored, Vec::new()));
+            .push(NewMessage::assistant(answer.clone(), Vec::new()));
         self.save_last(state, &SessionStatePatch::default()).await?;
-        events.emit(TurnEvent::Error { code, message });
+        events.emit(TurnEvent::Error {
+            code,
+            message: answer,
+        });
         Ok(())
     }
 }

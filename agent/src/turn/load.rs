@@ -12,6 +12,7 @@ use shared::Result;
 use super::{Agent, OpenTurn, TurnInput, TurnState, history, prompt};
 use crate::guard::fence::Fence;
 use crate::guard::input;
+use crate::language;
 use crate::llm::PromptMessage;
 use crate::timezone::{UserTimeZone, local_date};
 use shared::chats::TurnLease;
@@ -103,12 +104,14 @@ impl Agent {
                 .and_then(|name| UserTimeZone::parse(name).ok())
         });
         let today = local_date(zone.as_ref(), self.clock.now());
+        let (locale, language) = turn_language(input, turn.chat.session_state.language);
         let unsaved_patch = SessionStatePatch {
             timezone: input
                 .timezone
                 .as_ref()
                 .map(|z| z.name().to_owned())
                 .filter(|name| remembered.as_deref() != Some(name.as_str())),
+            language,
             ..SessionStatePatch::default()
         };
         let turn_prompt = prompt::turn_prompt(&fence, &canary, today);
@@ -134,7 +137,7 @@ impl Agent {
             canary,
             echo,
             cut: None,
-            locale: Locale::guess(&input.message),
+            locale,
             memory: turn.memory.clone(),
             prompt,
             tools: prompt::offered_tools(&self.pipeline.registry, &input.profile),
@@ -149,4 +152,14 @@ impl Agent {
             released: false,
         }
     }
+}
+
+/// The turn's language, and the language to remember in the chat when it changed: the
+/// request's, else the message's when it tells, else the remembered one, else English.
+fn turn_language(input: &TurnInput, remembered: Option<Locale>) -> (Locale, Option<Locale>) {
+    let chosen = input
+        .language
+        .or_else(|| language::from_message(&input.message));
+    let locale = chosen.or(remembered).unwrap_or_default();
+    (locale, chosen.filter(|l| remembered != Some(*l)))
 }

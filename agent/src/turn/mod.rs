@@ -45,6 +45,7 @@ use crate::pipeline::{CallOutcome, Pipeline};
 use crate::profiles::AgentProfile;
 use crate::runtime::ToolRuntime;
 use crate::stop::StopSignal;
+use crate::texts::UserText;
 use crate::timezone::UserTimeZone;
 
 /// How turns run; read once per container (chat-router's configuration).
@@ -89,6 +90,9 @@ pub struct TurnInput {
     pub deadline: Instant,
     /// The user's time zone as sent with this message; remembered in the chat.
     pub timezone: Option<UserTimeZone>,
+    /// The language the request asked for (its `language` field or `Accept-Language`);
+    /// `None`: the message's, else the chat's (see [`crate::language`]).
+    pub language: Option<Locale>,
     /// This turn's id (the caller's, so a resent request can name the same turn).
     pub turn_id: String,
     /// The id of the chat this turn creates when `chat_id` is `None`.
@@ -146,6 +150,7 @@ struct TurnState {
     echo: Arc<EchoIndex>,
     /// The output guard stopped a model step.
     cut: Option<Violation>,
+    /// The language of every text this turn writes for the user.
     locale: Locale,
     memory: Arc<UserMemory>,
     prompt: Vec<PromptMessage>,
@@ -220,9 +225,10 @@ impl Agent {
         if let Err(e) = result {
             self.save_unsaved(&mut state).await;
             tracing::error!(chat_id = %state.chat.id, error = %e, "chat turn failed");
+            let code = error_code(&e);
             events.emit(TurnEvent::Error {
-                code: error_code(&e),
-                message: ApiError::from(&e).message,
+                code,
+                message: UserText::for_error(code).text(state.locale),
             });
         }
         // Before `done`: a client may send its next message as soon as it sees it. Usually
@@ -292,7 +298,12 @@ impl Agent {
                     .get(tool)
                     .is_some_and(|t| t.tool.answers_directly())
             };
-            let decision = decide::after_tools(&outcome, state.repaired, answers_directly);
+            let audience = decide::Audience {
+                locale: state.locale,
+                now: self.clock.now(),
+            };
+            let decision =
+                decide::after_tools(&outcome, state.repaired, answers_directly, audience);
             // A step's messages are written before the model is asked again, so a turn
             // whose host ends later keeps them. A direct answer writes them with itself.
             if matches!(decision, Decision::NextStep | Decision::Repair) {

@@ -15,6 +15,7 @@ use lambda_http::{Request, RequestExt};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use sha2::{Digest, Sha256};
+use shared::domain::flight::Locale;
 use shared::domain::memory::MemoryChange;
 use shared::http::auth::AuthenticatedUser;
 use shared::http::lambda::{deadline, error_response, json_body, json_response};
@@ -24,6 +25,7 @@ use shared::turns::{Begun, TurnRecord, TurnStatus, turn_id_for_key};
 use crate::Deps;
 use crate::events::Emitter;
 use crate::{turn_log, validate};
+use agent::language;
 use agent::profiles::AgentProfile;
 use agent::timezone::UserTimeZone;
 use agent::{OpenTurn, StopSignal, TurnInput};
@@ -46,6 +48,10 @@ pub struct ChatRequest {
     /// The user's IANA time zone (e.g. `Europe/Berlin`); remembered in the chat.
     #[serde(default)]
     pub timezone: Option<String>,
+    /// The language of the user's texts, a tag such as `de` or `en-GB`; before
+    /// `Accept-Language` and the message's own.
+    #[serde(default)]
+    pub language: Option<String>,
 }
 
 enum Route<'a> {
@@ -345,6 +351,7 @@ async fn chat(deps: &Deps, req: &Request, user: AuthenticatedUser) -> Response<B
         message: valid.message,
         deadline: turn_deadline,
         timezone: valid.timezone,
+        language: valid.language,
         turn_id: record.turn_id.clone(),
         new_chat_id: record.chat_id.clone(),
         stop: stop.clone(),
@@ -370,10 +377,13 @@ struct ValidChat {
     message: String,
     profile: AgentProfile,
     timezone: Option<UserTimeZone>,
+    /// The language the request asks for, if it names a supported one.
+    language: Option<Locale>,
     idempotency_key: Option<String>,
 }
 
-/// Checks the body, the agent, the time zone and the `Idempotency-Key` of a `POST /chat`.
+/// Checks the body, the agent, the time zone, the language and the `Idempotency-Key` of a
+/// `POST /chat`.
 fn validate_chat(deps: &Deps, req: &Request) -> Result<ValidChat, ApiError> {
     let body: ChatRequest = json_body(req)?;
     if let Some(chat_id) = &body.chat_id {
@@ -407,14 +417,37 @@ fn validate_chat(deps: &Deps, req: &Request) -> Result<ValidChat, ApiError> {
         .map(UserTimeZone::parse)
         .transpose()
         .map_err(|e| ApiError::from(&e))?;
+    let language = requested_language(&body, req)?;
     let idempotency_key = idempotency_key(req)?;
     Ok(ValidChat {
         body,
         message,
         profile,
         timezone,
+        language,
         idempotency_key,
     })
+}
+
+/// The `language` field when it names a supported language, else `Accept-Language`'s
+/// first supported one; a malformed field is 400 naming it, a malformed header is ignored.
+fn requested_language(body: &ChatRequest, req: &Request) -> Result<Option<Locale>, ApiError> {
+    let field = body
+        .language
+        .as_deref()
+        .map(language::from_field)
+        .transpose()
+        .map_err(|e| ApiError::from(&e).with_details(json!({"field": "language"})))?
+        .flatten();
+    Ok(field.or_else(|| accept_language(req)))
+}
+
+/// The first supported language of the request's `Accept-Language`.
+fn accept_language(req: &Request) -> Option<Locale> {
+    req.headers()
+        .get(header::ACCEPT_LANGUAGE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(language::from_accept_language)
 }
 
 /// The record of the turn `chat` starts: its id comes from the `Idempotency-Key` when there
@@ -469,13 +502,17 @@ fn idempotency_key(req: &Request) -> Result<Option<String>, ApiError> {
 
 /// What makes two requests "the same" for an idempotency key: the body as understood.
 fn fingerprint(body: &ChatRequest, message: &str) -> String {
-    let canonical = json!({
+    let mut canonical = json!({
         "chat_id": body.chat_id,
         "message": message,
         "agent": body.agent,
         "debug": body.debug,
         "timezone": body.timezone,
     });
+    // Only when sent: the keys of requests before the field keep their fingerprints.
+    if let Some(language) = &body.language {
+        canonical["language"] = json!(language);
+    }
     hex::encode(Sha256::digest(canonical.to_string().as_bytes()))
 }
 
@@ -529,15 +566,18 @@ fn stream(
     event_stream(body)
 }
 
-/// Streams a turn's stored events after `after`, following it until `done`.
+/// Streams a turn's stored events after `after`, following it until `done`; an error it
+/// adds is in the follower's `Accept-Language`.
 fn follow(deps: &Deps, req: &Request, turn: TurnRecord, after: Option<u64>) -> Response<Body> {
     let (sender, body) = channel();
     let until = deadline(req, deps.config.turn_timeout);
+    let locale = accept_language(req).unwrap_or_default();
     tokio::spawn(turn_log::follow(
         deps.turns.clone(),
         turn,
         after,
         until,
+        locale,
         sender,
     ));
     event_stream(body)

@@ -14,10 +14,12 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use agent::texts::UserText;
 use agent::{StopSignal, TurnErrorCode, TurnEvent};
 use bytes::Bytes;
 use lambda_http::lambda_runtime::streaming::Sender;
 use serde_json::json;
+use shared::domain::flight::Locale;
 use shared::turns::{StoredEvent, TurnRecord, TurnStatus, TurnStore};
 use tokio::sync::mpsc;
 
@@ -167,14 +169,17 @@ async fn flush(
 
 /// Streams `turn`'s events after `after` (all of them, `init` first, for `None`) to
 /// `client`, following the log until `done` or until `until` (the follower's own deadline;
-/// the client then resumes from the last id it got).
+/// the client then resumes from the last id it got). The errors this adds are written in
+/// the follower's `locale`.
 pub async fn follow(
     store: Arc<dyn TurnStore>,
     mut turn: TurnRecord,
     after: Option<u64>,
     until: Instant,
+    locale: Locale,
     mut client: Sender,
 ) {
+    let text = |code| UserText::for_error(code).text(locale);
     let mut last = match after {
         Some(seq) => seq,
         None => {
@@ -189,7 +194,8 @@ pub async fn follow(
             Ok(events) => events,
             Err(e) => {
                 tracing::error!(turn_id = %turn.turn_id, error = %e, "reading the turn's events failed");
-                let error = json!({ "code": TurnErrorCode::Internal, "message": "The turn's events could not be read; resume later." });
+                let code = TurnErrorCode::Internal;
+                let error = json!({ "code": code, "message": text(code) });
                 end_with(&mut client, error).await;
                 return;
             }
@@ -225,7 +231,8 @@ pub async fn follow(
             // The request that began it was refused (a limit, a busy chat): its error.
             TurnStatus::Refused => {
                 let error = turn.refusal.clone().unwrap_or_else(|| {
-                    json!({ "code": "conflict", "message": "The turn was refused; send the message again." })
+                    let code = TurnErrorCode::Conflict;
+                    json!({ "code": code, "message": text(code) })
                 });
                 end_with(&mut client, error).await;
                 return;
@@ -236,7 +243,7 @@ pub async fn follow(
                         last + 1,
                         &TurnEvent::Error {
                             code: TurnErrorCode::Interrupted,
-                            message: "The turn was interrupted before it finished; send the message again.".into(),
+                            message: text(TurnErrorCode::Interrupted),
                         },
                     ),
                     stored(last + 2, &TurnEvent::Done),

@@ -434,7 +434,14 @@ async fn an_unknown_tool_is_reported_to_the_llm_then_a_second_is_an_error() {
         .await;
     assert_eq!(
         turn.shape(),
-        ["init", "tool_result", "tool_result", "error", "done"]
+        [
+            "init",
+            "tool_result",
+            "tool_result",
+            "assistant_token",
+            "error",
+            "done"
+        ]
     );
     for refused in turn.all("tool_result") {
         assert_eq!(refused["tool"], json!("book_hotel"));

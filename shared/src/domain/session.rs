@@ -10,7 +10,7 @@ use serde_with::{DefaultOnNull, serde_as};
 use time::Date;
 
 use super::flight::{
-    Cabin, FlightConstraints, FlightResult, FlightSearchInput, IataCode, iso_date,
+    Cabin, FlightConstraints, FlightResult, FlightSearchInput, IataCode, Locale, iso_date,
 };
 
 /// Context the tools keep between turns. Every part is optional so old or partial stored
@@ -42,6 +42,10 @@ pub struct SessionState {
     /// The user's IANA time zone, as last sent with a message: "today" is their date.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timezone: Option<String>,
+    /// The language of the user's texts, as last asked for or written: a short message
+    /// ("ok") keeps it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub language: Option<Locale>,
 }
 
 fn default_pax() -> u8 {
@@ -222,6 +226,9 @@ pub struct SessionStatePatch {
     /// Replaces the remembered time zone when present.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timezone: Option<String>,
+    /// Replaces the remembered language when present.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub language: Option<Locale>,
 }
 
 impl SessionStatePatch {
@@ -235,6 +242,7 @@ impl SessionStatePatch {
             && self.preferences.is_empty()
             && self.memory.is_empty()
             && self.timezone.is_none()
+            && self.language.is_none()
     }
 
     /// Folds a later patch into this one, so several tools' patches from one turn can be
@@ -260,6 +268,9 @@ impl SessionStatePatch {
         self.memory.extend(later.memory);
         if later.timezone.is_some() {
             self.timezone = later.timezone;
+        }
+        if later.language.is_some() {
+            self.language = later.language;
         }
     }
 }
@@ -292,6 +303,9 @@ impl SessionState {
         self.memory.extend(patch.memory.iter().cloned());
         if let Some(zone) = &patch.timezone {
             self.timezone = Some(zone.clone());
+        }
+        if patch.language.is_some() {
+            self.language = patch.language;
         }
     }
 }
