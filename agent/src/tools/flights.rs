@@ -65,6 +65,40 @@ impl SearchFlightsTool {
 /// The fields without which no search can run; what is missing is asked for.
 const REQUIRED: [&str; 4] = ["origin", "destination", "depart_date", "cabin"];
 
+impl SearchFlightsTool {
+    /// Both searches in parallel. Whichever ends first is reported while the other still
+    /// runs, so a slow provider does not leave the user looking at nothing.
+    async fn search_both(
+        &self,
+        input: &FlightSearchInput,
+        ctx: &ToolContext,
+    ) -> (Result<FlightSearchResult>, Result<FlightSearchResult>) {
+        let mut params = FlightSearchParams::from(input);
+        params.locale = Some(ctx.locale);
+        let award = self.search("seatsaero-search", &self.config.award_url, &params, ctx);
+        let cash = self.search("amadeus-search", &self.config.cash_url, &params, ctx);
+        tokio::pin!(award, cash);
+        tokio::select! {
+            award = &mut award => match (&mut cash).now_or_never() {
+                Some(cash) => (award, cash),
+                None => {
+                    let count = matches_of(&award, input);
+                    ctx.progress.report(first_done(Search::Award, count, ctx.locale));
+                    (award, cash.await)
+                }
+            },
+            cash = &mut cash => match (&mut award).now_or_never() {
+                Some(award) => (award, cash),
+                None => {
+                    let count = matches_of(&cash, input);
+                    ctx.progress.report(first_done(Search::Cash, count, ctx.locale));
+                    (award.await, cash)
+                }
+            },
+        }
+    }
+}
+
 /// Fills what the LLM left out, in order of precedence: the request being gathered over
 /// the last turns, the last search when the LLM asks to reuse it, the user's remembered
 /// preferences. Explicit arguments always win.
@@ -141,31 +175,7 @@ impl Tool for SearchFlightsTool {
         }
         let input: FlightSearchInput = serde_json::from_value(request.clone())
             .map_err(|e| Error::Invalid(format!("stored flight request: {e}")))?;
-        let mut params = FlightSearchParams::from(&input);
-        params.locale = Some(ctx.locale);
-        let award = self.search("seatsaero-search", &self.config.award_url, &params, ctx);
-        let cash = self.search("amadeus-search", &self.config.cash_url, &params, ctx);
-        tokio::pin!(award, cash);
-        // Whichever search ends first is reported while the other still runs, so a slow
-        // provider does not leave the user looking at nothing.
-        let (award, cash) = tokio::select! {
-            award = &mut award => match (&mut cash).now_or_never() {
-                Some(cash) => (award, cash),
-                None => {
-                    let count = matches_of(&award, &input);
-                    ctx.progress.report(first_done(Search::Award, count, ctx.locale));
-                    (award, cash.await)
-                }
-            },
-            cash = &mut cash => match (&mut award).now_or_never() {
-                Some(award) => (award, cash),
-                None => {
-                    let count = matches_of(&cash, &input);
-                    ctx.progress.report(first_done(Search::Cash, count, ctx.locale));
-                    (award.await, cash)
-                }
-            },
-        };
+        let (award, cash) = self.search_both(&input, ctx).await;
         let mut failed = Vec::new();
         let award = award
             .inspect_err(|e| {

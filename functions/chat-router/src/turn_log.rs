@@ -238,22 +238,34 @@ pub async fn follow(
                 return;
             }
             TurnStatus::Running if turn.overdue(time::OffsetDateTime::now_utc() - GRACE) => {
-                let ending = [
-                    stored(
-                        last + 1,
-                        &TurnEvent::Error {
-                            code: TurnErrorCode::Interrupted,
-                            message: text(TurnErrorCode::Interrupted),
-                        },
-                    ),
-                    stored(last + 2, &TurnEvent::Done),
-                ];
-                if let Err(e) = store.interrupt(&turn, &ending).await {
-                    tracing::error!(turn_id = %turn.turn_id, error = %e, "marking the turn interrupted failed");
-                }
+                interrupt(
+                    store.as_ref(),
+                    &turn,
+                    last,
+                    &text(TurnErrorCode::Interrupted),
+                )
+                .await;
             }
             _ => {}
         }
+    }
+}
+
+/// Ends a turn its host ended (past its deadline without `done`) in its log, after event
+/// `last`: `error{code:"interrupted"}` and `done`, which this and every follower then read.
+async fn interrupt(store: &dyn TurnStore, turn: &TurnRecord, last: u64, message: &str) {
+    let ending = [
+        stored(
+            last + 1,
+            &TurnEvent::Error {
+                code: TurnErrorCode::Interrupted,
+                message: message.to_owned(),
+            },
+        ),
+        stored(last + 2, &TurnEvent::Done),
+    ];
+    if let Err(e) = store.interrupt(turn, &ending).await {
+        tracing::error!(turn_id = %turn.turn_id, error = %e, "marking the turn interrupted failed");
     }
 }
 

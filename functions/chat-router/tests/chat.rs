@@ -1221,22 +1221,6 @@ async fn tool_functions_get_a_signed_request_for_the_user_never_the_users_token(
     assert!(!String::from_utf8_lossy(&request.body).contains(&token));
 }
 
-/// The stored record of a turn's first tool call.
-async fn first_call_record(rig: &Rig, token: &str, turn: &common::Turn) -> Value {
-    let job = turn.first("tool_started")["job_id"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned();
-    let (status, record) = rig
-        .get(
-            token,
-            &format!("/chats/{}/tool-calls/{job}", turn.chat_id()),
-        )
-        .await;
-    assert_eq!(status, 200, "{record}");
-    record
-}
-
 /// Every flight of a stored flight search, award and cash.
 fn stored_flights(record: &Value) -> Vec<Value> {
     ["seatsResult", "amadeusResult"]
@@ -1333,7 +1317,7 @@ async fn the_whole_flight_request_reaches_both_providers() {
         ]
     );
 
-    let record = first_call_record(&rig, &token, &turn).await;
+    let record = rig.first_call_record(&token, &turn).await;
     for flight in stored_flights(&record)
         .iter()
         .filter(|f| f["provider"] == json!("seatsaero"))
@@ -1374,7 +1358,7 @@ async fn an_alliance_filter_drops_flights_of_non_member_carriers() {
             .push(Reply::tool_calls(vec![("search_flights", args)]));
         let turn = rig.chat(Some(&token), json!({"message": "flights"})).await;
         assert_eq!(turn.first("tool_result")["status"], json!("succeeded"));
-        let flights = stored_flights(&first_call_record(&rig, &token, &turn).await);
+        let flights = stored_flights(&rig.first_call_record(&token, &turn).await);
         let non_member = flights.iter().any(|f| {
             let codes = carriers(f);
             codes.is_empty() || codes.iter().any(|c| !star.contains(&c.as_str()))

@@ -246,17 +246,7 @@ async fn the_same_search_from_two_users_makes_one_upstream_call() {
     );
 
     let (token, turn) = &turns[1];
-    let job = turn.first("tool_started")["job_id"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned();
-    let (status, record) = rig
-        .get(
-            token,
-            &format!("/chats/{}/tool-calls/{job}", turn.chat_id()),
-        )
-        .await;
-    assert_eq!(status, 200, "{record}");
+    let record = rig.first_call_record(token, turn).await;
     assert_eq!(
         record["response"]["metadata"]["cached"],
         json!(true),

@@ -307,6 +307,18 @@ impl Rig {
         self.send(req).await
     }
 
+    /// The audit record of `turn`'s first tool call, read through the router.
+    pub async fn first_call_record(&self, token: &str, turn: &Turn) -> Value {
+        let job = turn.first("tool_started")["job_id"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        let path = format!("/chats/{}/tool-calls/{job}", turn.chat_id());
+        let (status, record) = self.get(token, &path).await;
+        assert_eq!(status, 200, "{record}");
+        record
+    }
+
     pub async fn get(&self, token: &str, path: &str) -> (u16, Value) {
         self.call(Method::GET, token, path).await
     }
