@@ -188,6 +188,16 @@ struct RetryEntry {
     /// Delay before the first retry, doubled for each further one.
     #[serde(default)]
     base_secs: Option<u64>,
+    /// The failures that are retried; both when absent.
+    #[serde(default)]
+    on: Option<Vec<RetryFailure>>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum RetryFailure {
+    Upstream,
+    Timeout,
 }
 
 #[derive(Debug, Deserialize)]
@@ -252,6 +262,12 @@ fn tool_settings(name: ToolName, entry: ToolEntry, source: &str) -> Result<ToolS
             max_attempts: retry.max_attempts,
             base_delay: Duration::from_secs(base_secs),
         });
+        if let Some(on) = retry.on {
+            settings.retry_on = crate::tools::RetryOn {
+                upstream: on.contains(&RetryFailure::Upstream),
+                timeout: on.contains(&RetryFailure::Timeout),
+            };
+        }
     }
     if let Some(secs) = entry.cache_secs {
         if !(1..=86_400).contains(&secs) {
@@ -427,6 +443,20 @@ mod tests {
                 base_delay: Duration::from_secs(2)
             })
         );
+        let only_timeouts = catalog("{ max_attempts = 3, on = [\"timeout\"] }")
+            .unwrap()
+            .tool_settings(ToolName::SearchFlights);
+        assert!(
+            only_timeouts
+                .retry_on
+                .covers(crate::pipeline::CallStatus::Timeout)
+        );
+        assert!(
+            !only_timeouts
+                .retry_on
+                .covers(crate::pipeline::CallStatus::Failed)
+        );
+        assert!(catalog("{ max_attempts = 3, on = [\"everything\"] }").is_err());
         for bad in [
             "{ max_attempts = 0 }",
             "{ max_attempts = 11 }",

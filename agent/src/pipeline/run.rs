@@ -237,6 +237,7 @@ impl Pipeline {
         };
         let (status, result, retryable, ledger_outcome) =
             settle(name, executed, ctx.deadline, started);
+        let retryable = retryable && registered.settings.retry_on.covers(status);
         events::debug(events, "tool_pipeline_execution", || {
             json!({
                 "tool": name,

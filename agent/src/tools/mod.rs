@@ -111,9 +111,38 @@ pub struct ToolSettings {
     /// This tool's retries through the tool queue; `None`: the deployment's
     /// (`TOOL_MAX_ATTEMPTS`, `TOOL_RETRY_BASE_SECS`).
     pub retry: Option<crate::jobs::RetrySchedule>,
+    /// Which passing failures are retried (`retry.on`); both by default.
+    pub retry_on: RetryOn,
     /// How long a result may serve identical calls of any user (`cache_secs`); `None`:
     /// never cached.
     pub cache_ttl: Option<Duration>,
+}
+
+/// The passing failures a tool retries through the tool queue (seed 003's
+/// `retryConfig.retryOn`): an upstream error (5xx, 429, unreachable) and a timeout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetryOn {
+    pub upstream: bool,
+    pub timeout: bool,
+}
+
+impl Default for RetryOn {
+    fn default() -> Self {
+        Self {
+            upstream: true,
+            timeout: true,
+        }
+    }
+}
+
+impl RetryOn {
+    /// Whether a retryable failure that ended as `status` is retried.
+    pub fn covers(self, status: crate::pipeline::CallStatus) -> bool {
+        match status {
+            crate::pipeline::CallStatus::Timeout => self.timeout,
+            _ => self.upstream,
+        }
+    }
 }
 
 impl Default for ToolSettings {
@@ -123,6 +152,7 @@ impl Default for ToolSettings {
             timeout: Duration::from_secs(5),
             rate_limit: None,
             retry: None,
+            retry_on: RetryOn::default(),
             cache_ttl: None,
         }
     }

@@ -61,7 +61,7 @@ impl Setup {
     }
 
     /// As [`Setup::start`], with the router and the worker reading `agents`.
-    async fn with_agents(max_attempts: u32, agents: &'static str) -> Self {
+    async fn with_agents(max_attempts: u32, agents: &str) -> Self {
         let kb = MockServer::start().await;
         let queues = ToolQueues::create("worker-test", 1).await;
         let (queue_url, kb_url) = (queues.queue_url.clone(), format!("{}/kb/search", kb.uri()));
@@ -808,18 +808,33 @@ async fn a_job_given_up_on_its_last_delivery_fails_its_queued_call_with_the_reas
 /// only the turn's own tries and no job is queued.
 #[tokio::test]
 async fn a_tools_own_retry_setting_changes_the_attempts() {
-    const NO_RETRY: &str = r#"
+    a_503_is_final_with("retry = { max_attempts = 1 }").await;
+}
+
+/// `retry.on` picks which failures retry: a tool that retries only timeouts takes an
+/// upstream 503 as final, with attempts to spare.
+#[tokio::test]
+async fn a_tool_that_retries_only_timeouts_takes_a_503_as_final() {
+    a_503_is_final_with(r#"retry = { max_attempts = 3, on = ["timeout"] }"#).await;
+}
+
+/// The knowledge base answers 503 to a tool configured with `retry`: the call fails in its
+/// turn and nothing is queued.
+async fn a_503_is_final_with(retry: &str) {
+    let agents = format!(
+        r#"
 default_agent = "support"
 
 [tools.search_knowledge_base]
 timeout_secs = 5
-retry = { max_attempts = 1 }
+{retry}
 
 [agents.support]
 tools = ["search_knowledge_base"]
 system_prompt = "Answer from the knowledge base."
-"#;
-    let s = Setup::with_agents(3, NO_RETRY).await;
+"#
+    );
+    let s = Setup::with_agents(3, &agents).await;
     s.kb_answers(ResponseTemplate::new(503)).await;
     let token = s.rig.token(&test_support::unique("ivy"));
     let turn = s.kb_turn(&token, "support").await;
