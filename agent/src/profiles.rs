@@ -12,7 +12,7 @@ use serde::Deserialize;
 
 use crate::guard::GuardMode;
 use crate::llm::ToolChoice;
-use crate::tools::ToolSettings;
+use crate::tools::{Approval, ToolSettings};
 use crate::{Error, Result};
 use shared::domain::tool_call::ToolName;
 use shared::limits::RateLimit;
@@ -83,6 +83,11 @@ pub struct AgentProfile {
     /// The most tokens one model step may generate (`max_tokens`); `None`: the deployment's
     /// `LLM_MAX_TOKENS`.
     pub max_tokens: Option<u32>,
+    /// Profiles this one may hand the turn to (`handoffs`): the model is offered one
+    /// `transfer_to_<agent>` tool per target.
+    pub handoffs: Vec<String>,
+    /// Per-tool approval that overrides the tool's own `approval` in this profile.
+    pub approval: BTreeMap<ToolName, Approval>,
 }
 
 impl AgentProfile {
@@ -166,6 +171,10 @@ struct AgentEntry {
     guard: GuardMode,
     #[serde(default)]
     max_tokens: Option<u32>,
+    #[serde(default)]
+    handoffs: Vec<String>,
+    #[serde(default)]
+    approval: BTreeMap<ToolName, Approval>,
 }
 
 fn auto() -> ToolChoiceMode {
@@ -207,6 +216,8 @@ struct ToolEntry {
     rate_limit: Option<RateLimitEntry>,
     retry: Option<RetryEntry>,
     cache_secs: Option<u64>,
+    #[serde(default)]
+    approval: Approval,
 }
 
 #[derive(Debug, Deserialize)]
@@ -277,6 +288,7 @@ fn tool_settings(name: ToolName, entry: ToolEntry, source: &str) -> Result<ToolS
         }
         settings.cache_ttl = Some(Duration::from_secs(secs));
     }
+    settings.approval = entry.approval;
     Ok(settings)
 }
 
@@ -321,6 +333,36 @@ fn check_agent(name: &str, entry: &AgentEntry, source: &str) -> Result<()> {
     Ok(())
 }
 
+/// Every handoff names another profile of the file, by a name a tool name can carry.
+fn check_handoffs(agents: &BTreeMap<String, AgentProfile>, source: &str) -> Result<()> {
+    for profile in agents.values() {
+        for target in &profile.handoffs {
+            if target == &profile.name || !agents.contains_key(target) {
+                return Err(Error::Config(format!(
+                    "{source}: agent `{}` hands off to `{target}`, which is not another agent of the file",
+                    profile.name
+                )));
+            }
+            if !target
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+                || target.len() > 40
+            {
+                return Err(Error::Config(format!(
+                    "{source}: agent `{target}` is a handoff target, so its name must be at most 40 letters, digits, `_` or `-`"
+                )));
+            }
+        }
+        if let Some(stray) = profile.approval.keys().find(|t| !profile.tools.contains(t)) {
+            return Err(Error::Config(format!(
+                "{source}: agent `{}` sets approval for {stray}, which is not in its tools",
+                profile.name
+            )));
+        }
+    }
+    Ok(())
+}
+
 impl AgentCatalog {
     /// Parses and checks a catalog: the default exists, a forced tool is in the profile's
     /// list, timeouts and limits are positive. `source` names the file in errors.
@@ -350,9 +392,12 @@ impl AgentCatalog {
                     temperature: entry.temperature,
                     guard: entry.guard,
                     max_tokens: entry.max_tokens,
+                    handoffs: entry.handoffs,
+                    approval: entry.approval,
                 },
             );
         }
+        check_handoffs(&agents, source)?;
         if !agents.contains_key(&file.default_agent) {
             return Err(Error::Config(format!(
                 "{source}: default_agent `{}` is not defined",

@@ -410,7 +410,8 @@ mod tests {
     fn every_declared_tool_is_registered_configured_and_offered() {
         let catalog = AgentCatalog::built_in().unwrap_or_else(|e| panic!("agents: {e}"));
         let runtime = runtime(&catalog);
-        for &tool in ToolName::ALL {
+        // A handoff is the turn's own business, not a registry tool.
+        for &tool in ToolName::ALL.iter().filter(|t| **t != ToolName::Handoff) {
             assert!(
                 runtime.pipeline.registry.get(tool).is_some(),
                 "{tool} is a ToolName but `tools` in agent/src/runtime.rs does not build it"

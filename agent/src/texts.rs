@@ -232,6 +232,10 @@ fn tool_en(tool: ToolName) -> &'static str {
         ToolName::AwardValue => "the miles value calculator",
         ToolName::Remember => "remembering",
         ToolName::SelectFlight => "the flight selection",
+        ToolName::SuggestReplies => "the reply suggestions",
+        ToolName::ShowFlightOptions => "the flight cards",
+        ToolName::CreateFareAlert => "the fare alert",
+        ToolName::Handoff => "the handoff",
     }
 }
 
@@ -245,6 +249,10 @@ fn tool_de(tool: ToolName) -> &'static str {
         ToolName::AwardValue => "die Meilenwert-Berechnung",
         ToolName::Remember => "die Merkfunktion",
         ToolName::SelectFlight => "die Flugauswahl",
+        ToolName::SuggestReplies => "die Antwortvorschläge",
+        ToolName::ShowFlightOptions => "die Flugkarten",
+        ToolName::CreateFareAlert => "die Preisalarm-Funktion",
+        ToolName::Handoff => "die Weitergabe",
     }
 }
 

@@ -101,6 +101,34 @@ pub trait Tool: Send + Sync {
     fn cache_scope(&self) -> Option<String> {
         None
     }
+
+    /// What the user is asked to approve, in their language, for a tool that needs approval
+    /// (`approval = "always"`): one line saying what the call will do. The default names
+    /// the tool and its canonical request.
+    fn approval_summary(&self, request: &Value, locale: Locale) -> String {
+        let name = self.name();
+        match locale {
+            Locale::De => format!("{name} ausführen mit {request}"),
+            Locale::En => format!("Run {name} with {request}"),
+        }
+    }
+
+    /// `Some(kind)` for a tool the client renders (a UI skill): its result's `raw` is the
+    /// `ui` event's payload, sent and stored with the answer; nothing else runs.
+    fn ui_kind(&self) -> Option<shared::domain::ui::UiKind> {
+        None
+    }
+}
+
+/// Whether a tool's calls wait for the user's approval before they run (`approval`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Approval {
+    /// Runs when the model calls it.
+    #[default]
+    Never,
+    /// Recorded as `awaiting_approval`; runs once the user approves it.
+    Always,
 }
 
 /// Operating limits of one tool, from `config/agents.toml`.
@@ -116,6 +144,8 @@ pub struct ToolSettings {
     /// How long a result may serve identical calls of any user (`cache_secs`); `None`:
     /// never cached.
     pub cache_ttl: Option<Duration>,
+    /// Whether calls wait for the user's approval; a profile may override it.
+    pub approval: Approval,
 }
 
 /// The passing failures a tool retries through the tool queue (seed 003's
@@ -154,6 +184,7 @@ impl Default for ToolSettings {
             retry: None,
             retry_on: RetryOn::default(),
             cache_ttl: None,
+            approval: Approval::Never,
         }
     }
 }

@@ -122,8 +122,22 @@ fn background_update(record: &ToolCallRecord, stored: &str, now: time::OffsetDat
             record.status,
             record.error.as_deref().unwrap_or("no details")
         ),
+        // Denied by the user: the reason they gave (their text, kept in the call's error).
+        ToolCallStatus::Canceled if record.approval.is_some() => format!(
+            "[denied] The user denied this call; it did not run. {}",
+            record.error.as_deref().unwrap_or("")
+        ),
         ToolCallStatus::Canceled => {
             "[canceled] The call was canceled before it finished.".to_owned()
+        }
+        ToolCallStatus::AwaitingApproval if record.approval_expired(now) => {
+            "[expired] The user did not approve the call in time; it did not run.".to_owned()
+        }
+        ToolCallStatus::AwaitingApproval => {
+            "[awaiting approval] The call waits for the user's approval; it has not run.".to_owned()
+        }
+        ToolCallStatus::Expired => {
+            "[expired] The user did not approve the call in time; it did not run.".to_owned()
         }
         ToolCallStatus::Queued | ToolCallStatus::Running => format!(
             "{stored}\n[still {} in the background, attempt {attempts}]",
@@ -211,6 +225,7 @@ mod tests {
             tool_call_id: None,
             ledger_call_id: None,
             background: false,
+            ui: Vec::new(),
             created_at: time::OffsetDateTime::UNIX_EPOCH,
         }
     }
@@ -233,6 +248,7 @@ mod tests {
             finished_at: None,
             attempts: Vec::new(),
             flags: Vec::new(),
+            approval: None,
             lease_until: None,
         }
     }

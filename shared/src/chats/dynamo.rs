@@ -18,6 +18,7 @@ use crate::domain::chat::{
     Chat, ChatSummary, Message, MessageToolCall, NewMessage, Role, TITLE_CHARS,
 };
 use crate::domain::session::{SessionState, SessionStatePatch};
+use crate::domain::ui::UiElement;
 use crate::dynamo::{
     ConditionFailure, Cursor, Item, MAX_TRANSIENT_ROUNDS, Page, Transaction, backoff,
     delete_partition, from_item, invalid_action, is_transient, n, page, rfc3339, s, sdk_error,
@@ -138,6 +139,7 @@ impl DynamoChatStore {
                 tool_call_id: m.tool_call_id,
                 ledger_call_id: m.ledger_call_id,
                 background: m.background,
+                ui: m.ui,
                 created_at: now,
                 ttl: Some(self.expiry(now)),
             })
@@ -514,6 +516,8 @@ struct MessageItem {
     ledger_call_id: Option<String>,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     background: bool,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    ui: Vec<UiElement>,
     #[serde(with = "time::serde::rfc3339")]
     created_at: OffsetDateTime,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -532,6 +536,7 @@ impl From<MessageItem> for Message {
             tool_call_id: item.tool_call_id,
             ledger_call_id: item.ledger_call_id,
             background: item.background,
+            ui: item.ui,
             created_at: item.created_at,
         }
     }

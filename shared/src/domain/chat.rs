@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 
 use super::session::SessionState;
+use super::ui::UiElement;
 
 /// A chat: its owner, its session state (seed 000 §13) and the version that orders changes.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -58,6 +59,10 @@ pub struct NewMessage {
     /// scheduled), so readers look up its final result in the ledger.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub background: bool,
+    /// For the turn's answer: what the client renders with it (quick replies, flight cards,
+    /// an approval box), as the turn's `ui` events sent them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ui: Vec<UiElement>,
 }
 
 impl NewMessage {
@@ -69,6 +74,7 @@ impl NewMessage {
             tool_call_id: None,
             ledger_call_id: None,
             background: false,
+            ui: Vec::new(),
         }
     }
 
@@ -80,6 +86,7 @@ impl NewMessage {
             tool_call_id: None,
             ledger_call_id: None,
             background: false,
+            ui: Vec::new(),
         }
     }
 
@@ -95,7 +102,14 @@ impl NewMessage {
             tool_call_id: Some(tool_call_id.into()),
             ledger_call_id,
             background: false,
+            ui: Vec::new(),
         }
+    }
+
+    /// The answer with the client-rendered elements of its turn.
+    pub fn with_ui(mut self, ui: Vec<UiElement>) -> Self {
+        self.ui = ui;
+        self
     }
 
     /// Marks a tool message whose call finishes in the background.
@@ -140,6 +154,8 @@ pub struct Message {
     pub ledger_call_id: Option<String>,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub background: bool,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ui: Vec<UiElement>,
     #[serde(with = "time::serde::rfc3339")]
     pub created_at: OffsetDateTime,
 }

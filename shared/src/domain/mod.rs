@@ -8,3 +8,4 @@ pub mod session;
 pub mod tool_args;
 pub mod tool_call;
 pub mod tool_result;
+pub mod ui;

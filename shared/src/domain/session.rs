@@ -46,6 +46,10 @@ pub struct SessionState {
     /// ("ok") keeps it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub language: Option<Locale>,
+    /// The agent profile that answered last (a handoff changes it): the next turn starts
+    /// there unless its request names an agent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub active_agent: Option<String>,
 }
 
 fn default_pax() -> u8 {
@@ -229,6 +233,9 @@ pub struct SessionStatePatch {
     /// Replaces the remembered language when present.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub language: Option<Locale>,
+    /// Replaces the active agent when present.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub active_agent: Option<String>,
 }
 
 impl SessionStatePatch {
@@ -243,6 +250,7 @@ impl SessionStatePatch {
             && self.memory.is_empty()
             && self.timezone.is_none()
             && self.language.is_none()
+            && self.active_agent.is_none()
     }
 
     /// Folds a later patch into this one, so several tools' patches from one turn can be
@@ -271,6 +279,9 @@ impl SessionStatePatch {
         }
         if later.language.is_some() {
             self.language = later.language;
+        }
+        if later.active_agent.is_some() {
+            self.active_agent = later.active_agent;
         }
     }
 }
@@ -306,6 +317,9 @@ impl SessionState {
         }
         if patch.language.is_some() {
             self.language = patch.language;
+        }
+        if let Some(agent) = &patch.active_agent {
+            self.active_agent = Some(agent.clone());
         }
     }
 }

@@ -16,6 +16,10 @@ pub enum ToolCallStatus {
     Failed,
     Timeout,
     Canceled,
+    /// Recorded, not run: the tool needs the user's approval first (`approval = "always"`).
+    AwaitingApproval,
+    /// Waited for approval longer than the approval window; never ran.
+    Expired,
 }
 
 impl fmt::Display for ToolCallStatus {
@@ -33,6 +37,8 @@ impl ToolCallStatus {
             Self::Failed => "failed",
             Self::Timeout => "timeout",
             Self::Canceled => "canceled",
+            Self::AwaitingApproval => "awaiting_approval",
+            Self::Expired => "expired",
         }
     }
 }
@@ -40,7 +46,10 @@ impl ToolCallStatus {
 impl ToolCallStatus {
     /// Statuses after which a later identical request starts a new attempt.
     pub fn is_rerunnable(self) -> bool {
-        matches!(self, Self::Failed | Self::Timeout | Self::Canceled)
+        matches!(
+            self,
+            Self::Failed | Self::Timeout | Self::Canceled | Self::Expired
+        )
     }
 
     /// Whether the state machine allows `self -> to` within one attempt. A new attempt
@@ -54,6 +63,8 @@ impl ToolCallStatus {
                 | (Queued, Canceled | Failed)
                 | (Running, Succeeded | Failed | Timeout | Canceled)
                 | (Failed | Timeout, Queued)
+                // Approved (runs), denied (canceled with the user's reason), or left too long.
+                | (AwaitingApproval, Running | Canceled | Expired)
         )
     }
 }
@@ -82,6 +93,15 @@ pub enum ToolName {
     AwardValue,
     Remember,
     SelectFlight,
+    /// Client-rendered: 2 to 4 quick replies (`ui` event `quick_replies`).
+    SuggestReplies,
+    /// Client-rendered: offered flights as cards (`ui` event `flight_options`).
+    ShowFlightOptions,
+    /// Keeps a fare alert for the user; needs their approval.
+    CreateFareAlert,
+    /// Not a registry tool: the turn offers one `transfer_to_<agent>` per handoff target of
+    /// the profile, and records each handoff in the ledger under this name.
+    Handoff,
 }
 
 impl ToolName {
@@ -96,6 +116,10 @@ impl ToolName {
             Self::AwardValue => "award_value",
             Self::Remember => "remember",
             Self::SelectFlight => "select_flight",
+            Self::SuggestReplies => "suggest_replies",
+            Self::ShowFlightOptions => "show_flight_options",
+            Self::CreateFareAlert => "create_fare_alert",
+            Self::Handoff => "handoff",
         }
     }
 }
@@ -192,6 +216,47 @@ pub struct ToolCallRecord {
     /// result reached the model as data, but an operator should look.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub flags: Vec<String>,
+    /// For a call that needs the user's approval: what they were asked, until when, and
+    /// what they decided.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<ApprovalRecord>,
+}
+
+impl ToolCallRecord {
+    /// Waiting for approval past its window: it reads (and is stored, once touched) as
+    /// `expired`.
+    pub fn approval_expired(&self, now: OffsetDateTime) -> bool {
+        self.status == ToolCallStatus::AwaitingApproval
+            && self.approval.as_ref().is_some_and(|a| a.expires_at <= now)
+    }
+}
+
+/// The user's say over a call that needs approval.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ApprovalRecord {
+    /// What the user was asked to approve (the tool's summary of the call).
+    pub summary: String,
+    /// Until when the call may be approved; then it is `expired`.
+    #[serde(with = "time::serde::rfc3339")]
+    pub expires_at: OffsetDateTime,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decision: Option<ApprovalDecision>,
+    /// The reason the user gave with a denial.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "time::serde::rfc3339::option"
+    )]
+    pub decided_at: Option<OffsetDateTime>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalDecision {
+    Approved,
+    Denied,
 }
 
 /// Why a tool call was refused before it ran.
@@ -264,7 +329,16 @@ mod tests {
     #[test]
     fn transition_table_matches_the_contract() {
         use ToolCallStatus::*;
-        let all = [Queued, Running, Succeeded, Failed, Timeout, Canceled];
+        let all = [
+            Queued,
+            Running,
+            Succeeded,
+            Failed,
+            Timeout,
+            Canceled,
+            AwaitingApproval,
+            Expired,
+        ];
         let legal = [
             (Queued, Running),
             (Queued, Canceled),
@@ -275,6 +349,9 @@ mod tests {
             (Running, Canceled),
             (Failed, Queued),
             (Timeout, Queued),
+            (AwaitingApproval, Running),
+            (AwaitingApproval, Canceled),
+            (AwaitingApproval, Expired),
         ];
         for from in all {
             for to in all {

@@ -24,7 +24,7 @@ use super::{
 use crate::clock::{Clock, SystemClock};
 use crate::config::LedgerConfig;
 use crate::domain::tool_call::{
-    AttemptRecord, RefusedCall, ToolCallRecord, ToolCallStatus, ToolName,
+    ApprovalRecord, AttemptRecord, RefusedCall, ToolCallRecord, ToolCallStatus, ToolName,
 };
 use crate::dynamo::{
     ConditionFailure, Item, epoch_millis, from_item, n, rfc3339, s, sdk_error, sortable_time,
@@ -363,6 +363,8 @@ struct CallItem {
     /// Epoch milliseconds.
     #[serde(default)]
     lease_until: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    approval: Option<ApprovalRecord>,
 }
 
 /// One element of the stored `attempts` list; its number is its position.
@@ -424,6 +426,7 @@ impl CallItem {
             finished_at: self.finished_at,
             attempts,
             flags: self.flags,
+            approval: self.approval,
             lease_until: self.lease_until.and_then(|ms| {
                 OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000).ok()
             }),
