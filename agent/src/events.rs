@@ -8,6 +8,8 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 use shared::domain::session::SessionState;
 use shared::domain::tool_call::{RefusalReason, ToolName};
+use shared::domain::ui::UiElement;
+use time::OffsetDateTime;
 
 use crate::pipeline::CallStatus;
 
@@ -89,6 +91,18 @@ pub enum TurnEvent {
         code: TurnErrorCode,
         message: String,
     },
+    /// The turn goes on with another agent profile (a `transfer_to_<agent>` call).
+    Handoff {
+        from: String,
+        to: String,
+        /// The model's reason, as it gave it (shortened).
+        reason: String,
+    },
+    /// Something the client renders (quick replies, flight cards, an approval box).
+    Ui(UiElement),
+    /// A call waits for the user's approval; the turn ends after it. The payload is also
+    /// stored with the answer as a `ui` element of kind `approval`.
+    ApprovalRequired(ApprovalRequest),
     /// Seed 000 §15 debug entries; only produced when the sink asks for them.
     Debug {
         kind: &'static str,
@@ -108,10 +122,26 @@ impl TurnEvent {
             Self::Token { .. } => "assistant_token",
             Self::Final { .. } => "final",
             Self::Error { .. } => "error",
+            Self::Handoff { .. } => "handoff",
+            Self::Ui(_) => "ui",
+            Self::ApprovalRequired(_) => "approval_required",
             Self::Debug { .. } => "debug",
             Self::Done => "done",
         }
     }
+}
+
+/// A call waiting for the user's approval, as `approval_required` carries it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ApprovalRequest {
+    pub job_id: String,
+    pub tool: ToolName,
+    /// The canonical request that will run when approved.
+    pub arguments: Value,
+    /// What the call will do, in the user's language.
+    pub summary: String,
+    #[serde(with = "time::serde::rfc3339")]
+    pub expires_at: OffsetDateTime,
 }
 
 /// The most a `tool_result` event (and each result in `final`) carries of a result's data.

@@ -17,6 +17,7 @@ use crate::tools::flights::{FlightSearchConfig, SearchFlightsTool};
 use crate::tools::knowledge_base::{KnowledgeBaseConfig, SearchKnowledgeBaseTool};
 use crate::tools::remember::RememberTool;
 use crate::tools::select_flight::SelectFlightTool;
+use crate::tools::ui::{ShowFlightOptionsTool, SuggestRepliesTool};
 use crate::tools::{FunctionClient, SigV4Signer, Tool, ToolRegistry};
 use shared::cache::DynamoResultCache;
 use shared::config::{Env, LedgerConfig, RetentionConfig, StorageConfig};
@@ -244,6 +245,8 @@ fn tools(
         Arc::new(AwardValueTool::new()?),
         Arc::new(RememberTool::new(memory)?),
         Arc::new(SelectFlightTool::new()?),
+        Arc::new(SuggestRepliesTool::new()?),
+        Arc::new(ShowFlightOptionsTool::new()?),
     ])
 }
 

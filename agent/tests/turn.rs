@@ -112,7 +112,7 @@ impl Rig {
             stack_notice: None,
             answer_link_hosts: vec!["seats.aero".into()],
         };
-        let agent = Agent::new(&runtime, agent_chats, settings);
+        let agent = Agent::new(&runtime, agent_chats, Arc::new(catalog.clone()), settings);
         Self {
             llm,
             agent,
@@ -131,6 +131,7 @@ impl Rig {
                 .profile(None)
                 .cloned()
                 .unwrap_or_else(|| panic!("no default profile")),
+            agent_named: false,
             message: message.to_owned(),
             deadline: Instant::now() + Duration::from_secs(20),
             timezone: None,

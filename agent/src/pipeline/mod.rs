@@ -97,7 +97,7 @@ pub struct CallOutcome {
 
 impl CallOutcome {
     /// An outcome with no flags set; callers set the ones that apply.
-    fn new(
+    pub(crate) fn new(
         call: &ToolCallRequest,
         tool: Option<ToolName>,
         status: CallStatus,

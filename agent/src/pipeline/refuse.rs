@@ -20,7 +20,7 @@ fn clip(text: &str, max: usize) -> String {
 impl Pipeline {
     /// Streams a refused call to the client and writes it to the audit. Best effort: a lost
     /// audit record is logged and does not change the turn.
-    pub(super) async fn report_refusal(
+    pub(crate) async fn report_refusal(
         &self,
         ctx: &ToolContext,
         outcome: &CallOutcome,

@@ -15,6 +15,7 @@ pub mod knowledge_base;
 pub mod remember;
 mod schema;
 pub mod select_flight;
+pub mod ui;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

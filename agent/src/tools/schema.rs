@@ -21,6 +21,12 @@ impl ToolSchema {
     /// The schema of `T` in OpenAI function form: no `$schema`/`title` noise, the type's
     /// description as the tool's description.
     pub fn of<T: JsonSchema>(name: ToolName) -> Result<Self> {
+        Self::named::<T>(name.as_str())
+    }
+
+    /// As [`ToolSchema::of`], for a tool the turn offers under a name of its own (a
+    /// handoff's `transfer_to_<agent>`).
+    pub fn named<T: JsonSchema>(name: &str) -> Result<Self> {
         let mut parameters = serde_json::to_value(schemars::schema_for!(T))?;
         let description = match parameters.as_object_mut() {
             Some(object) => {
@@ -36,12 +42,12 @@ impl ToolSchema {
         Self::build(name, description, parameters)
     }
 
-    fn build(name: ToolName, description: String, parameters: Value) -> Result<Self> {
+    fn build(name: &str, description: String, parameters: Value) -> Result<Self> {
         let validator = jsonschema::validator_for(&parameters)
             .map_err(|e| Error::Config(format!("schema of {name}: {e}")))?;
         Ok(Self {
             spec: ToolSpec {
-                name: name.as_str().to_owned(),
+                name: name.to_owned(),
                 description,
                 parameters,
             },
@@ -56,7 +62,7 @@ impl ToolSchema {
         if let Some(object) = parameters.as_object_mut() {
             object.remove("required");
         }
-        Self::build(name, self.spec.description, parameters)
+        Self::build(name.as_str(), self.spec.description, parameters)
     }
 
     /// Validates `args` against the schema, then deserialises them. Errors name the

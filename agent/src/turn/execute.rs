@@ -9,11 +9,14 @@ use shared::domain::chat::{MessageToolCall, NewMessage};
 use shared::domain::tool_call::ToolCallStatus;
 use time::OffsetDateTime;
 
-use super::{Agent, TurnInput, TurnState, prompt};
-use crate::events::EventSink;
+use super::{Agent, TurnInput, TurnState, handoff, prompt};
+use crate::events::{EventSink, TurnEvent};
 use crate::llm::{Completion, PromptMessage};
+use crate::pipeline::CallStatus;
 use crate::pipeline::{StepLimits, StepOutcome};
+use crate::profiles::AgentProfile;
 use crate::tools::ToolContext;
+use shared::domain::ui::UiElement;
 
 /// Tool calls of one model step that are stored and answered (run or "skipped"); more are
 /// dropped unanswered.
@@ -26,7 +29,7 @@ impl Agent {
         state: &mut TurnState,
         mut reply: Completion,
         events: &dyn EventSink,
-    ) -> Result<Option<StepOutcome>> {
+    ) -> Result<Option<(StepOutcome, Option<AgentProfile>)>> {
         if input.stop.is_stopped() {
             return Ok(None);
         }
@@ -46,23 +49,37 @@ impl Agent {
             budget: state.tool_budget,
             calls_left: state.calls_left,
         };
+        // Handoffs are the turn's own; the other calls go through the pipeline.
+        let (handoffs, calls): (Vec<_>, Vec<_>) = reply
+            .tool_calls
+            .iter()
+            .cloned()
+            .partition(|c| handoff::target(&state.profile, c).is_some());
         let started = self.clock.now();
-        let run = self.pipeline.run_step(
-            &ctx,
-            input.profile.tool_policy(),
-            &reply.tool_calls,
-            limits,
-            events,
-        );
-        let outcome = tokio::select! {
+        let run = self
+            .pipeline
+            .run_step(&ctx, state.profile.tool_policy(), &calls, limits, events);
+        let mut outcome = tokio::select! {
             outcome = run => outcome,
             () = input.stop.stopped() => {
                 self.cancel_calls_since(input, state, started).await;
                 return Ok(None);
             }
         };
-        let used = limits.used_by(reply.tool_calls.len(), self.pipeline.max_parallel);
+        let used = limits.used_by(calls.len(), self.pipeline.max_parallel);
         state.calls_left = state.calls_left.saturating_sub(used);
+        let mut handed_to = None;
+        for call in &handoffs {
+            let decided = self
+                .hand_off(&ctx, state, call, handed_to.is_some(), events)
+                .await;
+            handed_to = handed_to.or(decided.to);
+            outcome.calls.push(decided.outcome);
+        }
+        // Answers in the order the model made the calls.
+        let order = |id: &str| reply.tool_calls.iter().position(|c| c.id == id);
+        outcome.calls.sort_by_key(|c| order(&c.call.id));
+        self.show_ui(state, &outcome, events);
 
         let calls = reply
             .tool_calls
@@ -92,7 +109,27 @@ impl Agent {
                 prompt::fenced_tool_message(call, &state.fence, max_chars),
             )
         }));
-        Ok(Some(outcome))
+        Ok(Some((outcome, handed_to)))
+    }
+
+    /// Sends what the step's UI skills produced (`ui` events) and keeps it for the answer.
+    fn show_ui(&self, state: &mut TurnState, outcome: &StepOutcome, events: &dyn EventSink) {
+        for call in &outcome.calls {
+            let kind = call
+                .tool
+                .and_then(|t| self.pipeline.registry.get(t))
+                .and_then(|t| t.tool.ui_kind());
+            if let (Some(kind), CallStatus::Succeeded, Some(payload)) =
+                (kind, call.status, &call.result.raw)
+            {
+                let element = UiElement {
+                    kind,
+                    payload: payload.clone(),
+                };
+                events.emit(TurnEvent::Ui(element.clone()));
+                state.ui.push(element);
+            }
+        }
     }
 
     /// Cancels the chat's calls this step left queued or running (their futures are gone).

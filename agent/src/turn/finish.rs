@@ -7,7 +7,7 @@ use shared::Result;
 use shared::domain::chat::NewMessage;
 use shared::domain::session::SessionStatePatch;
 
-use super::{Agent, Ending, TurnInput, TurnState};
+use super::{Agent, Ending, TurnState};
 use crate::events::{EventSink, TurnErrorCode, TurnEvent};
 use crate::pipeline::CallOutcome;
 use crate::texts::UserText;
@@ -15,7 +15,6 @@ use crate::texts::UserText;
 impl Agent {
     pub(super) async fn finish(
         &self,
-        input: &TurnInput,
         state: &mut TurnState,
         ending: Ending,
         events: &dyn EventSink,
@@ -45,11 +44,12 @@ impl Agent {
                     .await;
             }
         };
+        let ui = std::mem::take(&mut state.ui);
         state
             .unsaved
-            .push(NewMessage::assistant(content.clone(), Vec::new()));
+            .push(NewMessage::assistant(content.clone(), Vec::new()).with_ui(ui));
         self.save_last(state, &SessionStatePatch::default()).await?;
-        tracing::debug!(chat_id = %state.chat.id, agent = %input.profile.name, "turn answered");
+        tracing::debug!(chat_id = %state.chat.id, agent = %state.profile.name, "turn answered");
         events.emit(TurnEvent::Final {
             content,
             session_state: Box::new(state.chat.session_state.clone()),

@@ -14,12 +14,13 @@ use crate::guard::fence::Fence;
 use crate::guard::input;
 use crate::language;
 use crate::llm::PromptMessage;
+use crate::profiles::AgentProfile;
 use crate::timezone::{UserTimeZone, local_date};
 use shared::chats::TurnLease;
 use shared::domain::chat::NewMessage;
 use shared::domain::flight::Locale;
 use shared::domain::memory::UserMemory;
-use shared::domain::session::SessionStatePatch;
+use shared::domain::session::{SessionState, SessionStatePatch};
 
 impl Agent {
     pub async fn open(&self, mut input: TurnInput) -> Result<OpenTurn> {
@@ -69,7 +70,7 @@ impl Agent {
         let (chat, created, mut history) = opened?;
         let now = self.clock.now();
         history::refresh_background(self.ledger.as_ref(), owner, &chat.id, &mut history, now).await;
-        tracing::info!(chat_id = %chat.id, agent = %input.profile.name, created, "chat turn");
+        tracing::info!(chat_id = %chat.id, agent = %input.profile.name, agent_named = input.agent_named, created, "chat turn");
         Ok(OpenTurn {
             input,
             chat,
@@ -114,12 +115,17 @@ impl Agent {
             language,
             ..SessionStatePatch::default()
         };
+        let profile = self.turn_profile(input, &turn.chat.session_state);
+        let mut unsaved_patch = unsaved_patch;
+        if turn.chat.session_state.active_agent.as_deref() != Some(profile.name.as_str()) {
+            unsaved_patch.active_agent = Some(profile.name.clone());
+        }
         let turn_prompt = prompt::turn_prompt(&fence, &canary, today);
         let echo = self
             .echo_indexes
-            .get(&prompt::system_prompt_parts(&input.profile));
+            .get(&prompt::system_prompt_parts(&profile));
         let mut prompt = vec![
-            PromptMessage::system(prompt::static_prompt(&input.profile)),
+            PromptMessage::system(prompt::static_prompt(&profile)),
             PromptMessage::system(turn_prompt),
         ];
         prompt.extend(prompt::session_context(&turn.chat.session_state, &fence));
@@ -131,8 +137,11 @@ impl Agent {
             &fence,
         ));
         prompt.push(PromptMessage::user(input.message.clone()));
-        TurnState {
+        let mut state = TurnState {
             chat: turn.chat.clone(),
+            profile,
+            handoffs: 0,
+            agent_step: 0,
             fence,
             canary,
             echo,
@@ -140,7 +149,7 @@ impl Agent {
             locale,
             memory: turn.memory.clone(),
             prompt,
-            tools: prompt::offered_tools(&self.pipeline.registry, &input.profile),
+            tools: Vec::new(),
             tool_budget: (Instant::now() + settings.tool_budget).min(input.deadline),
             unsaved: vec![NewMessage::user(input.message.clone())],
             repaired: false,
@@ -150,7 +159,24 @@ impl Agent {
             unsaved_patch,
             turn_id: turn.turn_id.clone(),
             released: false,
+            ui: Vec::new(),
+        };
+        state.tools = self.offered_tools(&state);
+        state
+    }
+
+    /// The profile a turn starts with: the one the request named, else the chat's active
+    /// agent (where the last handoff left it) while the catalog still has it, else the
+    /// default the request was given.
+    fn turn_profile(&self, input: &TurnInput, chat: &SessionState) -> AgentProfile {
+        if input.agent_named {
+            return input.profile.clone();
         }
+        chat.active_agent
+            .as_deref()
+            .and_then(|name| self.agents.profile(Some(name)))
+            .cloned()
+            .unwrap_or_else(|| input.profile.clone())
     }
 }
 

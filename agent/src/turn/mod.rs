@@ -12,6 +12,7 @@ mod execute;
 pub use execute::MAX_CALLS_STORED_PER_STEP;
 mod finish;
 mod guarded;
+pub mod handoff;
 pub mod history;
 mod load;
 mod model;
@@ -28,6 +29,7 @@ use shared::domain::chat::{Chat, Message, NewMessage};
 use shared::domain::flight::Locale;
 use shared::domain::memory::UserMemory;
 use shared::domain::session::SessionStatePatch;
+use shared::domain::ui::UiElement;
 use shared::http::{ApiError, ErrorCode};
 use shared::ledger::ToolCallLedger;
 use shared::memory::MemoryStore;
@@ -41,8 +43,8 @@ use crate::guard::fence::Fence;
 use crate::guard::output::Violation;
 use crate::guard::output::echo::{EchoIndex, EchoIndexes};
 use crate::llm::{LlmProvider, PromptMessage, ToolSpec};
-use crate::pipeline::{CallOutcome, Pipeline};
-use crate::profiles::AgentProfile;
+use crate::pipeline::{CallOutcome, CallStatus, Pipeline};
+use crate::profiles::{AgentCatalog, AgentProfile};
 use crate::runtime::ToolRuntime;
 use crate::stop::StopSignal;
 use crate::texts::UserText;
@@ -84,7 +86,11 @@ pub struct TurnInput {
     pub user_id: String,
     /// `None` starts a new chat.
     pub chat_id: Option<String>,
+    /// The profile the request named, else the default one.
     pub profile: AgentProfile,
+    /// Whether the request named `profile`; if not, the chat's active agent (the last
+    /// handoff's target) answers when it has one.
+    pub agent_named: bool,
     pub message: String,
     /// When the whole turn must be over (the Lambda deadline, less a margin).
     pub deadline: Instant,
@@ -137,11 +143,19 @@ pub struct Agent {
     echo_indexes: EchoIndexes,
     /// What "today" is decided by (a fixed clock in tests).
     clock: Arc<dyn Clock>,
+    /// Every profile, for handoffs.
+    agents: Arc<AgentCatalog>,
 }
 
 /// What a turn carries from step to step.
 struct TurnState {
     chat: Chat,
+    /// The agent holding the turn (a handoff changes it).
+    profile: AgentProfile,
+    /// Handoffs made in this turn.
+    handoffs: usize,
+    /// Steps of the current agent so far (its tool choice forces its first one only).
+    agent_step: usize,
     /// The data-block markers of this turn.
     fence: Fence,
     /// In the system prompt; an answer that contains it leaked the prompt.
@@ -171,6 +185,8 @@ struct TurnState {
     /// This turn, which holds the chat until its last write lets go of it.
     turn_id: String,
     released: bool,
+    /// What the client renders with the answer (UI skills, approval boxes), stored with it.
+    ui: Vec<UiElement>,
 }
 
 /// How the loop ended.
@@ -188,7 +204,12 @@ enum Ending {
 }
 
 impl Agent {
-    pub fn new(runtime: &ToolRuntime, chats: Arc<dyn ChatStore>, settings: TurnSettings) -> Self {
+    pub fn new(
+        runtime: &ToolRuntime,
+        chats: Arc<dyn ChatStore>,
+        agents: Arc<AgentCatalog>,
+        settings: TurnSettings,
+    ) -> Self {
         Self {
             chats,
             memory: runtime.memory.clone(),
@@ -200,6 +221,7 @@ impl Agent {
             settings,
             echo_indexes: EchoIndexes::default(),
             clock: Arc::new(SystemClock),
+            agents,
         }
     }
 
@@ -219,7 +241,7 @@ impl Agent {
         let input = &turn.input;
         let mut state = self.start(&turn);
         let result = match self.run_steps(input, &mut state, events).await {
-            Ok(ending) => self.finish(input, &mut state, ending, events).await,
+            Ok(ending) => self.finish(&mut state, ending, events).await,
             Err(e) => Err(e),
         };
         if let Err(e) = result {
@@ -252,8 +274,8 @@ impl Agent {
             return Ok(Ending::Guarded(findings));
         }
         let max_steps = self.settings.max_tool_steps;
-        let models = input.profile.step_models(&self.settings.default_model);
         for step in 0..=max_steps {
+            let models = state.profile.step_models(&self.settings.default_model);
             // Safe point: no model call for a stopped turn.
             if input.stop.is_stopped() {
                 return Ok(Ending::Stopped);
@@ -289,9 +311,15 @@ impl Agent {
             }
             // Safe point: the calls of a stopped turn are not started, and running ones
             // are aborted.
-            let Some(outcome) = self.execute_step(input, state, reply, events).await? else {
+            let said = reply.content.clone();
+            let Some((outcome, handed_to)) = self.execute_step(input, state, reply, events).await?
+            else {
                 return Ok(Ending::Stopped);
             };
+            state.agent_step += 1;
+            if let Some(to) = handed_to {
+                self.switch_agent(state, to);
+            }
             let registry = &self.pipeline.registry;
             let answers_directly = |tool| {
                 registry
@@ -308,6 +336,22 @@ impl Agent {
             // whose host ends later keeps them. A direct answer writes them with itself.
             if matches!(decision, Decision::NextStep | Decision::Repair) {
                 self.save(state).await?;
+            }
+            // Text with only UI skills beside it is the answer (already streamed): no
+            // further model call just to say it again.
+            let ui_only = outcome.calls.iter().all(|c| {
+                c.status == CallStatus::Succeeded
+                    && c.tool
+                        .and_then(|t| registry.get(t))
+                        .is_some_and(|t| t.tool.ui_kind().is_some())
+            });
+            if decision == Decision::NextStep
+                && ui_only
+                && !models.split()
+                && !said.trim().is_empty()
+            {
+                state.last_results = outcome.calls;
+                return Ok(Ending::Answer(said));
             }
             match decision {
                 Decision::NextStep => {}

@@ -114,7 +114,7 @@ impl Agent {
         call: ModelCall<'_>,
         events: &dyn EventSink,
     ) -> Result<(Completion, Option<Violation>)> {
-        let request = self.completion_request(input, state, &call);
+        let request = self.completion_request(state, &call);
         let (completion, violation) = if call.role == StepRole::Decide {
             let mut completion = self.metered(input, state, &request, &mut NoTokens).await?;
             // Not the answer: what a decision step says beside its calls is dropped.
@@ -222,15 +222,14 @@ impl Agent {
 
     /// The prompt so far for `call`'s model, with the profile's tools and tool choice when
     /// tools are offered.
-    fn completion_request(
-        &self,
-        input: &TurnInput,
-        state: &TurnState,
-        call: &ModelCall<'_>,
-    ) -> CompletionRequest {
-        let profile = &input.profile;
+    fn completion_request(&self, state: &TurnState, call: &ModelCall<'_>) -> CompletionRequest {
+        let profile = &state.profile;
         let (tools, tool_choice) = if call.offer_tools {
-            (state.tools.clone(), profile.tool_choice.for_step(call.step))
+            // Forcing applies to the first step of the agent holding the turn.
+            (
+                state.tools.clone(),
+                profile.tool_choice.for_step(state.agent_step),
+            )
         } else {
             (Vec::new(), ToolChoice::None)
         };

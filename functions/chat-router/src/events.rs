@@ -79,6 +79,11 @@ pub fn data(event: &TurnEvent) -> Value {
             data
         }
         TurnEvent::Error { code, message } => json!({ "code": code, "message": message }),
+        TurnEvent::Handoff { from, to, reason } => {
+            json!({ "from": from, "to": to, "reason": reason })
+        }
+        TurnEvent::Ui(element) => json!(element),
+        TurnEvent::ApprovalRequired(request) => json!(request),
         TurnEvent::Debug { kind, payload } => json!({ "type": kind, "payload": payload }),
         TurnEvent::Done => json!({}),
     }

@@ -348,6 +348,7 @@ async fn chat(deps: &Deps, req: &Request, user: AuthenticatedUser) -> Response<B
         user_id: user.user_id,
         chat_id: valid.body.chat_id,
         profile: valid.profile,
+        agent_named: valid.body.agent.is_some(),
         message: valid.message,
         deadline: turn_deadline,
         timezone: valid.timezone,

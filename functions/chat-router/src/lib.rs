@@ -68,14 +68,20 @@ impl Deps {
             clients.http.clone(),
         ));
         let runtime = ToolRuntime::new(&config.tools, &agents, clients, config.max_parallel_tools)?;
-        let agent = Agent::new(&runtime, chats.clone(), config.turn_settings());
+        let agents = Arc::new(agents);
+        let agent = Agent::new(
+            &runtime,
+            chats.clone(),
+            agents.clone(),
+            config.turn_settings(),
+        );
         Ok(Self {
             config: Arc::new(config),
             auth,
             chats,
             ledger: runtime.ledger,
             usage: runtime.usage,
-            agents: Arc::new(agents),
+            agents,
             agent: Arc::new(agent),
             memory: runtime.memory,
             turns,

@@ -213,6 +213,63 @@ fn check_text(field: &str, text: &str, max: usize) -> Result<(), Error> {
     Ok(())
 }
 
+/// `transfer_to_<agent>`: the turn goes on with another specialist (seed 002's
+/// `nextAgent`). The description comes from the target profile.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HandoffArgs {
+    /// Why the other agent should take over, in a few words.
+    #[schemars(length(min = 1, max = 200))]
+    pub reason: String,
+}
+
+/// The most quick replies `suggest_replies` offers, and the fewest.
+pub const MAX_QUICK_REPLIES: usize = 4;
+pub const MIN_QUICK_REPLIES: usize = 2;
+
+/// `suggest_replies`: answers the user can send with one tap, shown under the answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(
+    description = "Offer the user 2 to 4 short replies they can send with one tap, shown under your answer (e.g. \"Search business instead\", \"Yes, set an alert\"). Write your answer text in the same message; the replies are not the answer."
+)]
+pub struct SuggestRepliesArgs {
+    /// In the user's language, each at most 60 characters, written as the user would say it.
+    #[schemars(length(min = 2, max = 4), inner(length(min = 1, max = 60)))]
+    pub replies: Vec<String>,
+}
+
+impl SuggestRepliesArgs {
+    /// The replies trimmed, without blanks or repeats; 2 to 4 must be left.
+    pub fn canonical(&self) -> Result<Vec<String>, Error> {
+        let mut replies: Vec<String> = Vec::new();
+        for reply in &self.replies {
+            let reply = reply.split_whitespace().collect::<Vec<_>>().join(" ");
+            if !reply.is_empty() && !replies.contains(&reply) {
+                replies.push(reply);
+            }
+        }
+        if !(MIN_QUICK_REPLIES..=MAX_QUICK_REPLIES).contains(&replies.len()) {
+            return Err(Error::Invalid(format!(
+                "replies: {MIN_QUICK_REPLIES} to {MAX_QUICK_REPLIES} different, non-empty replies"
+            )));
+        }
+        Ok(replies)
+    }
+}
+
+/// `show_flight_options`: flights of the last search shown as cards.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(
+    description = "Show flights from the last search list as cards the user can look at and pick from, by their option numbers. Use it when the user wants to compare a few of them."
+)]
+pub struct ShowFlightOptionsArgs {
+    /// Option numbers as listed to the user (1 to 6 of them).
+    #[schemars(length(min = 1, max = 6), inner(range(min = 1, max = 99)))]
+    pub options: Vec<u8>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,0 +1,223 @@
+//! Handoffs between specialists (seed 002's `nextAgent`): a profile that lists `handoffs`
+//! offers the model one `transfer_to_<agent>` tool per target. A call to one ends the
+//! current agent's part of the turn: the turn goes on in the same request with the target's
+//! prompt, tools, tool choice and models, sends `handoff {from, to, reason}`, and remembers
+//! the target as the chat's active agent. At most [`MAX_HANDOFFS_PER_TURN`] per turn; then
+//! the agent holding the turn must answer.
+//!
+//! A name outside the current profile's list is not a handoff: it reaches the pipeline,
+//! which refuses it as an unknown tool.
+
+use serde_json::json;
+use shared::domain::tool_args::HandoffArgs;
+use shared::domain::tool_call::{RefusalReason, ToolName};
+use shared::domain::tool_result::ToolExecutionResult;
+use shared::ledger::{Claim, ClaimMode, ClaimRequest, Outcome};
+
+use super::{Agent, TurnState, prompt};
+use crate::events::{EventSink, TurnEvent};
+use crate::llm::{PromptMessage, ToolCallRequest, ToolSpec};
+use crate::pipeline::{CallOutcome, CallStatus};
+use crate::profiles::{AgentCatalog, AgentProfile};
+use crate::tools::{ToolContext, ToolSchema};
+
+/// Handoffs one turn may make; a further one is refused and the current agent answers.
+pub const MAX_HANDOFFS_PER_TURN: usize = 2;
+
+const PREFIX: &str = "transfer_to_";
+
+/// The tool name that hands the turn to `agent`.
+pub fn tool_name(agent: &str) -> String {
+    format!("{PREFIX}{agent}")
+}
+
+/// The handoff tools `profile` offers: one per target the catalog knows.
+pub(super) fn specs(catalog: &AgentCatalog, profile: &AgentProfile) -> Vec<ToolSpec> {
+    profile
+        .handoffs
+        .iter()
+        .filter_map(|target| catalog.profile(Some(target)))
+        .filter_map(|target| {
+            let mut schema = ToolSchema::named::<HandoffArgs>(&tool_name(&target.name))
+                .map_err(|e| tracing::error!(error = %e, "building a handoff tool failed"))
+                .ok()?;
+            schema.spec.description = format!(
+                "Hand the conversation to the {} agent when it fits the user's request better: {}",
+                target.name, target.description
+            );
+            Some(schema.spec)
+        })
+        .collect()
+}
+
+/// The target a call names, if it is one of `profile`'s handoffs.
+pub(super) fn target<'a>(profile: &'a AgentProfile, call: &ToolCallRequest) -> Option<&'a str> {
+    let name = call.name.strip_prefix(PREFIX)?;
+    profile
+        .handoffs
+        .iter()
+        .find(|t| t.as_str() == name)
+        .map(String::as_str)
+}
+
+/// A handoff as decided for one call of a step.
+pub(super) struct HandoffCall {
+    pub outcome: CallOutcome,
+    /// The profile to continue with, when this call hands the turn over.
+    pub to: Option<AgentProfile>,
+}
+
+impl Agent {
+    /// Decides one handoff call: refused when the turn used its handoffs or the step made
+    /// one already (`taken`), or the reason is missing; else recorded in the ledger and
+    /// announced.
+    pub(super) async fn hand_off(
+        &self,
+        ctx: &ToolContext,
+        state: &TurnState,
+        call: &ToolCallRequest,
+        taken: bool,
+        events: &dyn EventSink,
+    ) -> HandoffCall {
+        let refuse = |message: &str, status: CallStatus| HandoffCall {
+            outcome: CallOutcome::new(
+                call,
+                Some(ToolName::Handoff),
+                status,
+                None,
+                ToolExecutionResult::failed(message),
+            ),
+            to: None,
+        };
+        let from = state.profile.name.clone();
+        let Some(target) = target(&state.profile, call).and_then(|t| self.agents.profile(Some(t)))
+        else {
+            return refuse("No such agent to hand over to.", CallStatus::Rejected);
+        };
+        let refused = if taken || state.handoffs >= MAX_HANDOFFS_PER_TURN {
+            Some((
+                refuse(
+                    "Not handed over: no more handoffs in this turn. Answer the user yourself.",
+                    CallStatus::Skipped,
+                ),
+                RefusalReason::OverCap,
+            ))
+        } else {
+            None
+        };
+        let args = serde_json::from_str::<serde_json::Value>(&call.arguments)
+            .ok()
+            .and_then(|v| serde_json::from_value::<HandoffArgs>(v).ok())
+            .map(|a| a.reason.chars().take(200).collect::<String>())
+            .filter(|r| !r.trim().is_empty());
+        let (refused, reason) = match (refused, args) {
+            (Some(refused), _) => (Some(refused), String::new()),
+            (None, None) => (
+                Some((
+                    refuse(
+                        "Invalid arguments: give a `reason` (1 to 200 characters).",
+                        CallStatus::Rejected,
+                    ),
+                    RefusalReason::InvalidArguments,
+                )),
+                String::new(),
+            ),
+            (None, Some(reason)) => (None, reason),
+        };
+        if let Some((refused, why)) = refused {
+            self.pipeline
+                .report_refusal(ctx, &refused.outcome, why, events)
+                .await;
+            return refused;
+        }
+        let to = target.name.clone();
+        let job_id = self.record_handoff(ctx, state, &from, &to, &reason).await;
+        tracing::info!(chat_id = %ctx.chat_id, from, to, "handoff");
+        events.emit(TurnEvent::Handoff {
+            from: from.clone(),
+            to: to.clone(),
+            reason: reason.clone(),
+        });
+        let result = ToolExecutionResult::succeeded(format!(
+            "Handed over from {from} to {to}. You are now the {to} agent: continue the conversation."
+        ))
+        .with_raw(json!({ "from": from, "to": to, "reason": reason }));
+        HandoffCall {
+            outcome: CallOutcome::new(
+                call,
+                Some(ToolName::Handoff),
+                CallStatus::Succeeded,
+                job_id,
+                result,
+            ),
+            to: Some(target.clone()),
+        }
+    }
+
+    /// The handoff in the ledger, as a succeeded call; its id, or `None` when the ledger
+    /// could not take it (the handoff changes nothing outside the turn, so it goes on).
+    async fn record_handoff(
+        &self,
+        ctx: &ToolContext,
+        state: &TurnState,
+        from: &str,
+        to: &str,
+        reason: &str,
+    ) -> Option<String> {
+        let request = json!({ "from": from, "to": to, "reason": reason, "turn_id": state.turn_id });
+        let claim = self
+            .ledger
+            .record_and_claim(ClaimRequest {
+                owner_id: ctx.user_id.clone(),
+                chat_id: ctx.chat_id.clone(),
+                tool: ToolName::Handoff,
+                request: request.clone(),
+                mode: ClaimMode::Run {
+                    lease: time::Duration::MINUTE,
+                },
+            })
+            .await;
+        let recorded = match claim {
+            Ok(Claim::Claimed(claimed)) => self
+                .ledger
+                .finish(
+                    &claimed,
+                    Outcome::Succeeded(json!({ "message": "handed over", "raw": request })),
+                )
+                .await
+                .map(|()| claimed.id),
+            Ok(Claim::Duplicate(record)) => Ok(record.id),
+            Err(e) => Err(e),
+        };
+        recorded
+            .map_err(|e| tracing::warn!(chat_id = %ctx.chat_id, error = %e, "recording a handoff failed"))
+            .ok()
+    }
+
+    /// Continues the turn as `to`: its system prompt replaces the current one, its tools
+    /// (and its own handoffs while the turn has some left) are offered, its tool choice
+    /// applies from its first step.
+    pub(super) fn switch_agent(&self, state: &mut TurnState, to: AgentProfile) {
+        state.handoffs += 1;
+        state.agent_step = 0;
+        if let Some(first) = state.prompt.first_mut() {
+            *first = PromptMessage::system(prompt::static_prompt(&to));
+        }
+        state.echo = self.echo_indexes.get(&prompt::system_prompt_parts(&to));
+        state.unsaved_patch.active_agent = Some(to.name.clone());
+        state.profile = to;
+        state.tools = self.offered_tools(state);
+    }
+
+    /// The tools the current agent offers: its registry tools, and its handoffs while the
+    /// turn may still make one.
+    pub(super) fn offered_tools(&self, state: &TurnState) -> Vec<ToolSpec> {
+        let mut tools = prompt::offered_tools(&self.pipeline.registry, &state.profile);
+        if state.handoffs < MAX_HANDOFFS_PER_TURN
+            && state.profile.tool_choice != crate::profiles::ToolChoiceMode::None
+        {
+            tools.extend(specs(&self.agents, &state.profile));
+        }
+        tools
+    }
+}
