@@ -109,6 +109,7 @@ impl AgentProfile {
         ToolPolicy {
             allowed: &self.tools,
             background: &self.async_tools,
+            approval: Some(&self.approval),
         }
     }
 }
@@ -135,6 +136,19 @@ impl StepModels {
 pub struct ToolPolicy<'a> {
     pub allowed: &'a [ToolName],
     pub background: &'a [ToolName],
+    /// The profile's approval overrides of the tools' own `approval`.
+    pub approval: Option<&'a BTreeMap<ToolName, Approval>>,
+}
+
+impl ToolPolicy<'_> {
+    /// Whether `tool`'s calls wait for the user here: the profile's say, else the tool's.
+    pub fn needs_approval(&self, tool: ToolName, own: Approval) -> bool {
+        let approval = self
+            .approval
+            .and_then(|overrides| overrides.get(&tool).copied())
+            .unwrap_or(own);
+        approval == Approval::Always
+    }
 }
 
 impl<'a> ToolPolicy<'a> {
@@ -143,6 +157,7 @@ impl<'a> ToolPolicy<'a> {
         Self {
             allowed,
             background: &[],
+            approval: None,
         }
     }
 }

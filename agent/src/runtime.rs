@@ -66,6 +66,8 @@ pub struct ToolsConfig {
     /// Hosts answers and tool results may link to (`ANSWER_LINK_HOSTS`, default
     /// [`DEFAULT_LINK_HOSTS`]; `.example.com` allows its subdomains).
     pub link_hosts: Vec<String>,
+    /// How long a call may wait for approval (`APPROVAL_WINDOW_SECS`, default a day).
+    pub approval_window: Duration,
 }
 
 fn list(text: &str) -> Vec<String> {
@@ -114,6 +116,10 @@ impl ToolsConfig {
             tool_queue_url: r.optional("TOOL_QUEUE_URL").filter(|s| !s.is_empty()),
             retry,
             link_hosts: list(&r.or("ANSWER_LINK_HOSTS", DEFAULT_LINK_HOSTS)),
+            approval_window: Duration::from_secs(
+                r.parse_or("APPROVAL_WINDOW_SECS", 86_400u64)
+                    .clamp(1, 7 * 86_400),
+            ),
         };
         r.finish(config)
     }
@@ -315,6 +321,7 @@ impl ToolRuntime {
             max_parallel,
             jobs,
             cache: Some(cache),
+            approval_window: config.approval_window,
         });
         Ok(Self {
             llm,

@@ -223,6 +223,19 @@ impl UserText {
     }
 }
 
+/// The answer of a turn that waits for the user's approval: what each call will do.
+pub fn approval_question(summaries: &[&str], locale: Locale) -> String {
+    let list = summaries
+        .iter()
+        .map(|s| format!("- {s}"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    match locale {
+        Locale::De => format!("Bitte bestätige, bevor ich das ausführe:\n{list}"),
+        Locale::En => format!("Please confirm before I go ahead:\n{list}"),
+    }
+}
+
 /// A tool as English users call it, mid-sentence.
 fn tool_en(tool: ToolName) -> &'static str {
     match tool {

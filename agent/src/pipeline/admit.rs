@@ -9,7 +9,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use shared::Error;
-use shared::domain::tool_call::{RefusalReason, ToolCallRecord, ToolCallStatus, ToolName};
+use shared::domain::tool_call::{
+    ApprovalRecord, RefusalReason, ToolCallRecord, ToolCallStatus, ToolName,
+};
 use shared::domain::tool_result::ToolExecutionResult;
 use shared::ledger::{Claim, ClaimMode, ClaimRequest, ClaimedCall, Outcome};
 use shared::limits::Decision;
@@ -51,6 +53,8 @@ pub(super) struct Claimed<'a> {
     pub claimed: ClaimedCall,
     /// The call's own timeout, capped by the turn's tool budget.
     pub deadline: Instant,
+    /// What the user is asked, for a call recorded as awaiting approval.
+    pub approval: Option<ApprovalRecord>,
 }
 
 impl Pipeline {
@@ -94,14 +98,27 @@ impl Pipeline {
             let outcome = CallOutcome::new(call, Some(name), CallStatus::Skipped, None, result);
             return refused(outcome, Some(RefusalReason::NoTimeLeft));
         }
+        let mode = if policy.needs_approval(name, tool.settings.approval) {
+            ClaimMode::AwaitApproval {
+                approval: self.approval_for(ctx, tool, &request),
+            }
+        } else if background {
+            ClaimMode::Enqueue
+        } else {
+            ClaimMode::Run {
+                lease: lease_for(tool.settings.timeout),
+            }
+        };
         // The quota counts work, not requests: a call the ledger serves (a duplicate) or
-        // cannot record uses none, so the limiter is asked only once the call is claimed.
-        let admission = self
-            .claim(ctx, call, tool, request, deadline, background)
-            .await;
+        // cannot record uses none, so the limiter is asked only once the call is claimed
+        // (and for a call that waits for approval, not before it runs).
+        let admission = self.claim(ctx, call, tool, request, deadline, mode).await;
         let Admission::Claimed(claimed) = admission else {
             return admission;
         };
+        if claimed.claimed.status == ToolCallStatus::AwaitingApproval {
+            return Admission::Claimed(claimed);
+        }
         match self.rate_limit(ctx, call, tool).await {
             None => Admission::Claimed(claimed),
             Some((limited, reason)) => {
@@ -139,15 +156,13 @@ impl Pipeline {
         tool: &'a RegisteredTool,
         request: Value,
         deadline: Instant,
-        background: bool,
+        mode: ClaimMode,
     ) -> Admission<'a> {
         let name = tool.tool.name();
-        let mode = if background {
-            ClaimMode::Enqueue
-        } else {
-            ClaimMode::Run {
-                lease: lease_for(tool.settings.timeout),
-            }
+        let background = mode == ClaimMode::Enqueue;
+        let approval = match &mode {
+            ClaimMode::AwaitApproval { approval } => Some(approval.clone()),
+            _ => None,
         };
         let claim = self
             .ledger
@@ -166,6 +181,7 @@ impl Pipeline {
                 request,
                 claimed,
                 deadline,
+                approval,
             }),
             // A background duplicate is not waited for: the original's job delivers it.
             Ok(Claim::Duplicate(record)) => Admission::Duplicate {

@@ -13,6 +13,7 @@
 //! runs one queued attempt through the same run and record phases ([`Pipeline::run_job`]).
 
 mod admit;
+mod approval;
 mod cache;
 mod job;
 mod record;
@@ -57,8 +58,11 @@ pub enum CallStatus {
     Skipped,
     /// Sent to the tool queue; the result comes on a later turn.
     Queued,
-    /// Canceled (by its owner) while it ran: whatever it returned was discarded.
+    /// Canceled (by its owner) while it ran: whatever it returned was discarded; or denied
+    /// by the user before it ran.
     Canceled,
+    /// Recorded, not run: waits for the user's approval (`approval_required`).
+    AwaitingApproval,
 }
 
 impl CallStatus {
@@ -72,6 +76,7 @@ impl CallStatus {
             Self::Skipped => "skipped",
             Self::Queued => "queued",
             Self::Canceled => "canceled",
+            Self::AwaitingApproval => "awaiting_approval",
         }
     }
 }
@@ -179,7 +184,12 @@ pub struct Pipeline {
     pub jobs: Option<JobScheduler>,
     /// Results shared across chats and users (tools with `cache_secs`); `None`: no cache.
     pub cache: Option<Arc<dyn ResultCache>>,
+    /// How long a call may wait for the user's approval before it expires.
+    pub approval_window: Duration,
 }
+
+/// The approval window unless configured (`APPROVAL_WINDOW_SECS`): a day.
+pub const DEFAULT_APPROVAL_WINDOW: Duration = Duration::from_secs(24 * 3600);
 
 /// The tool queue and the retry schedule.
 #[derive(Clone)]

@@ -57,6 +57,18 @@ impl Pipeline {
                 }
                 *outcome
             }
+            Admission::Duplicate { call, record, .. }
+                if record.status == ToolCallStatus::AwaitingApproval =>
+            {
+                self.awaiting(
+                    call,
+                    record.tool,
+                    &record.id,
+                    &record.request,
+                    record.approval.as_ref(),
+                    events,
+                )
+            }
             Admission::Duplicate {
                 call,
                 record,
@@ -71,6 +83,19 @@ impl Pipeline {
                 let reused = self.reuse(ctx, call, *record, wait_until).await;
                 reused.announce(events);
                 reused
+            }
+            Admission::Claimed(claimed)
+                if claimed.claimed.status == ToolCallStatus::AwaitingApproval =>
+            {
+                let name = claimed.tool.tool.name();
+                self.awaiting(
+                    claimed.call,
+                    name,
+                    &claimed.claimed.id,
+                    &claimed.request,
+                    claimed.approval.as_ref(),
+                    events,
+                )
             }
             Admission::Claimed(claimed) if claimed.claimed.status == ToolCallStatus::Queued => {
                 self.run_background(ctx, claimed, events).await
@@ -156,7 +181,7 @@ impl Pipeline {
 
     /// Executes a running attempt this caller holds, records its end, and schedules a retry
     /// after a retryable failure.
-    async fn run_claimed(
+    pub(super) async fn run_claimed(
         &self,
         ctx: &ToolContext,
         admitted: Claimed<'_>,

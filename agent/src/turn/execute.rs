@@ -16,7 +16,7 @@ use crate::pipeline::CallStatus;
 use crate::pipeline::{StepLimits, StepOutcome};
 use crate::profiles::AgentProfile;
 use crate::tools::ToolContext;
-use shared::domain::ui::UiElement;
+use shared::domain::ui::{UiElement, UiKind};
 
 /// Tool calls of one model step that are stored and answered (run or "skipped"); more are
 /// dropped unanswered.
@@ -119,6 +119,14 @@ impl Agent {
                 .tool
                 .and_then(|t| self.pipeline.registry.get(t))
                 .and_then(|t| t.tool.ui_kind());
+            // The approval box: its event was sent when the call was admitted.
+            if let (CallStatus::AwaitingApproval, Some(payload)) = (call.status, &call.result.raw) {
+                state.ui.push(UiElement {
+                    kind: UiKind::Approval,
+                    payload: payload.clone(),
+                });
+                continue;
+            }
             if let (Some(kind), CallStatus::Succeeded, Some(payload)) =
                 (kind, call.status, &call.result.raw)
             {

@@ -10,7 +10,8 @@ use shared::domain::session::SessionStatePatch;
 use super::{Agent, Ending, TurnState};
 use crate::events::{EventSink, TurnErrorCode, TurnEvent};
 use crate::pipeline::CallOutcome;
-use crate::texts::UserText;
+use crate::texts::{self, UserText};
+use shared::domain::ui::UiKind;
 
 impl Agent {
     pub(super) async fn finish(
@@ -24,6 +25,15 @@ impl Agent {
             // A model that still wants tools when none are offered may answer with nothing.
             Ending::Answer(_) => streamed(events, UserText::NoAnswer.text(state.locale)),
             Ending::Direct(text) => streamed(events, text),
+            Ending::AwaitingApproval => {
+                let summaries: Vec<&str> = state
+                    .ui
+                    .iter()
+                    .filter(|e| e.kind == UiKind::Approval)
+                    .filter_map(|e| e.payload["summary"].as_str())
+                    .collect();
+                streamed(events, texts::approval_question(&summaries, state.locale))
+            }
             Ending::Guarded(reason) => {
                 tracing::warn!(chat_id = %state.chat.id, reason, "a guardrail stopped the turn");
                 return self

@@ -201,6 +201,8 @@ enum Ending {
     Unrepairable(String),
     /// A guard stopped the turn; why, for the log and the error event.
     Guarded(String),
+    /// A call waits for the user's approval: the turn ends asking for it.
+    AwaitingApproval,
 }
 
 impl Agent {
@@ -319,6 +321,14 @@ impl Agent {
             state.agent_step += 1;
             if let Some(to) = handed_to {
                 self.switch_agent(state, to);
+            }
+            if outcome
+                .calls
+                .iter()
+                .any(|c| c.status == CallStatus::AwaitingApproval)
+            {
+                state.last_results = outcome.calls;
+                return Ok(Ending::AwaitingApproval);
             }
             let registry = &self.pipeline.registry;
             let answers_directly = |tool| {

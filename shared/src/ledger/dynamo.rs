@@ -19,7 +19,8 @@ use serde_json::Value;
 use time::{Duration, OffsetDateTime};
 
 use super::{
-    Claim, ClaimMode, ClaimRequest, ClaimedCall, DedupeKey, Outcome, Page, ToolCallLedger,
+    ApprovalChoice, Claim, ClaimMode, ClaimRequest, ClaimedCall, Decided, DedupeKey, Outcome, Page,
+    ToolCallLedger,
 };
 use crate::clock::{Clock, SystemClock};
 use crate::config::LedgerConfig;
@@ -174,6 +175,16 @@ impl DynamoLedger {
                     ..AttemptEntry::default()
                 },
             ),
+            // Held until the approval window ends; past it an identical call starts anew.
+            ClaimMode::AwaitApproval { approval } => (
+                ToolCallStatus::AwaitingApproval,
+                (approval.expires_at - now).max(Duration::ZERO),
+                AttemptEntry {
+                    status: Some(ToolCallStatus::AwaitingApproval),
+                    queued_at: Some(now),
+                    ..AttemptEntry::default()
+                },
+            ),
         }
     }
 
@@ -189,16 +200,27 @@ impl DynamoLedger {
     ) -> Result<(ToolCallStatus, UpdateItemFluentBuilder)> {
         let (status, hold, entry) = self.claim_start(&req.mode, now);
         // A new attempt starts clean: the previous attempt's result lives on in `attempts`.
-        let (mut set, remove) = if status == ToolCallStatus::Running {
+        let (mut set, mut remove) = if status == ToolCallStatus::Running {
             (
                 vec!["started_at = :now", "lease_until = :lease"],
-                "REMOVE #response, #error, finished_at",
+                "REMOVE #response, #error, finished_at".to_owned(),
             )
         } else {
             (
                 vec!["lease_until = :lease"],
-                "REMOVE #response, #error, finished_at, started_at",
+                "REMOVE #response, #error, finished_at, started_at".to_owned(),
             )
+        };
+        // Each attempt has its own say: a new one drops an earlier attempt's approval.
+        let approval = match &req.mode {
+            ClaimMode::AwaitApproval { approval } => {
+                set.push("approval = :approval");
+                Some(to_av(approval)?)
+            }
+            _ => {
+                remove.push_str(", approval");
+                None
+            }
         };
         set.extend([
             "chat_id = :chat",
@@ -221,9 +243,9 @@ impl DynamoLedger {
             .update_expression(format!("SET {} {remove}", set.join(", ")))
             .condition_expression(
                 "attribute_not_exists(pk) OR (owner_id = :owner AND (\
-                   #status IN (:failed, :timeout, :canceled) \
+                   #status IN (:failed, :timeout, :canceled, :expired) \
                    OR (#status = :succeeded AND dedupe_until < :now_ms) \
-                   OR (#status IN (:running, :queued) AND lease_until < :now_ms)))",
+                   OR (#status IN (:running, :queued, :awaiting) AND lease_until < :now_ms)))",
             )
             .expression_attribute_names("#error", "error")
             .expression_attribute_names("#ttl", "ttl")
@@ -255,7 +277,13 @@ impl DynamoLedger {
             .expression_attribute_values(":succeeded", status_av(ToolCallStatus::Succeeded))
             .expression_attribute_values(":running", status_av(ToolCallStatus::Running))
             .expression_attribute_values(":queued", status_av(ToolCallStatus::Queued))
+            .expression_attribute_values(":expired", status_av(ToolCallStatus::Expired))
+            .expression_attribute_values(":awaiting", status_av(ToolCallStatus::AwaitingApproval))
             .return_values(ReturnValue::AllOld);
+        let update = match approval {
+            Some(approval) => update.expression_attribute_values(":approval", approval),
+            None => update,
+        };
         Ok((status, update))
     }
 
@@ -313,6 +341,36 @@ impl DynamoLedger {
                 None => Err(sdk_error("UpdateItem", err)),
             },
         }
+    }
+
+    /// A conditional update of a call awaiting approval (attempt `attempt`) to `to`; the
+    /// caller adds the update expression and its own values.
+    fn approval_update(
+        &self,
+        chat_id: &str,
+        call_id: &str,
+        attempt: u32,
+        now: OffsetDateTime,
+        to: ToolCallStatus,
+    ) -> UpdateItemFluentBuilder {
+        self.update(chat_id, call_id)
+            .condition_expression(
+                "attribute_exists(pk) AND #status = :awaiting AND attempt = :attempt",
+            )
+            .expression_attribute_values(":awaiting", status_av(ToolCallStatus::AwaitingApproval))
+            .expression_attribute_values(":attempt", n(attempt))
+            .expression_attribute_values(":to", status_av(to))
+            .expression_attribute_values(":now", rfc3339(now))
+    }
+
+    /// The record as the audit shows it: a call left awaiting approval past its window
+    /// reads as `expired` before any write has made it so.
+    fn presented(&self, item: CallItem) -> ToolCallRecord {
+        let mut record = item.into_record();
+        if record.approval_expired(self.clock.now()) {
+            record.status = ToolCallStatus::Expired;
+        }
+        record
     }
 
     /// Classifies a failed transition of `call_id` from the item that made it fail.
@@ -754,9 +812,110 @@ impl ToolCallLedger for DynamoLedger {
         Err(Error::Contention(format!("tool call {call_id}")))
     }
 
+    async fn decide(
+        &self,
+        owner_id: &str,
+        chat_id: &str,
+        call_id: &str,
+        choice: ApprovalChoice,
+    ) -> Result<Decided> {
+        let current = match self.read(chat_id, call_id).await? {
+            Some(item) if item.owner_id == owner_id => item,
+            _ => return Err(Error::NotFound),
+        };
+        let now = self.clock.now();
+        let to = match &choice {
+            ApprovalChoice::Approve { .. } => ToolCallStatus::Running,
+            ApprovalChoice::Deny { .. } => ToolCallStatus::Canceled,
+        };
+        let refused = |from| Error::IllegalTransition {
+            id: call_id.to_owned(),
+            from,
+            to,
+        };
+        if current.status != ToolCallStatus::AwaitingApproval {
+            return Err(refused(current.status));
+        }
+        let attempt = current.attempt;
+        if current
+            .lease_until
+            .is_some_and(|until| i128::from(until) <= epoch_millis(now))
+        {
+            // Past its window: stored as expired (once), whatever was asked.
+            let expired = self
+                .approval_update(chat_id, call_id, attempt, now, ToolCallStatus::Expired)
+                .update_expression(format!(
+                    "SET #status = :to, finished_at = :now, updated_at = :now, #error = :error, \
+                     attempts[{i}].#status = :to, attempts[{i}].finished_at = :now \
+                     REMOVE lease_until",
+                    i = attempt.saturating_sub(1)
+                ))
+                .expression_attribute_names("#error", "error")
+                .expression_attribute_values(
+                    ":error",
+                    s("not approved within its approval window"),
+                );
+            self.transition(expired, chat_id, call_id, attempt, ToolCallStatus::Expired)
+                .await?;
+            return Err(refused(ToolCallStatus::Expired));
+        }
+        let i = attempt.saturating_sub(1);
+        let decided = match &choice {
+            ApprovalChoice::Approve { lease } => self
+                .approval_update(chat_id, call_id, attempt, now, to)
+                .update_expression(format!(
+                    "SET #status = :to, started_at = :now, updated_at = :now, lease_until = :lease, \
+                     recent = :recent, approval.decision = :decision, approval.decided_at = :now, \
+                     attempts[{i}].#status = :to, attempts[{i}].started_at = :now"
+                ))
+                .expression_attribute_values(":lease", n(epoch_millis(now + *lease)))
+                .expression_attribute_values(
+                    ":recent",
+                    s(format!("{}#{call_id}", sortable_time(now))),
+                )
+                .expression_attribute_values(":decision", s("approved")),
+            ApprovalChoice::Deny { reason } => {
+                let error = match reason {
+                    Some(reason) => format!("denied by the user: {reason}"),
+                    None => "denied by the user".to_owned(),
+                };
+                let update = self
+                    .approval_update(chat_id, call_id, attempt, now, to)
+                    .update_expression(format!(
+                        "SET #status = :to, finished_at = :now, updated_at = :now, #error = :error, \
+                         approval.decision = :decision, approval.decided_at = :now, \
+                         {}attempts[{i}].#status = :to, attempts[{i}].finished_at = :now, \
+                         attempts[{i}].#error = :error REMOVE lease_until",
+                        if reason.is_some() { "approval.reason = :reason, " } else { "" }
+                    ))
+                    .expression_attribute_names("#error", "error")
+                    .expression_attribute_values(":error", s(error))
+                    .expression_attribute_values(":decision", s("denied"));
+                match reason {
+                    Some(reason) => update.expression_attribute_values(":reason", s(reason)),
+                    None => update,
+                }
+            }
+        };
+        let item = self
+            .transition(
+                decided.return_values(ReturnValue::AllNew),
+                chat_id,
+                call_id,
+                attempt,
+                to,
+            )
+            .await?;
+        let item = from_item::<CallItem>(item.unwrap_or_default())?;
+        Ok(match choice {
+            ApprovalChoice::Approve { .. } => Decided::Approved(item.claimed(false)),
+            ApprovalChoice::Deny { .. } => Decided::Denied(item.into_record()),
+        })
+    }
+
     async fn get(&self, owner_id: &str, chat_id: &str, call_id: &str) -> Result<ToolCallRecord> {
         match self.read(chat_id, call_id).await? {
-            Some(item) if item.owner_id == owner_id => Ok(item.into_record()),
+            Some(item) if item.owner_id == owner_id => Ok(self.presented(item)),
             _ => Err(Error::NotFound),
         }
     }
@@ -782,7 +941,7 @@ impl ToolCallLedger for DynamoLedger {
         }
         let out = query.send().await.map_err(|e| sdk_error("Query", e))?;
         page(out, |item| {
-            from_item::<CallItem>(item).map(CallItem::into_record)
+            from_item::<CallItem>(item).map(|c| self.presented(c))
         })
     }
 

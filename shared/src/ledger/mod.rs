@@ -20,7 +20,9 @@ pub use dedupe::{DedupeKey, write_canonical};
 pub use dynamo::DynamoLedger;
 
 use crate::Result;
-use crate::domain::tool_call::{RefusedCall, ToolCallRecord, ToolCallStatus, ToolName};
+use crate::domain::tool_call::{
+    ApprovalRecord, RefusedCall, ToolCallRecord, ToolCallStatus, ToolName,
+};
 
 /// What a caller asks the ledger for before executing a tool.
 #[derive(Debug, Clone)]
@@ -33,13 +35,34 @@ pub struct ClaimRequest {
     pub mode: ClaimMode,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum ClaimMode {
     /// Claim for immediate execution: status `running` with a lease; after `lease` without
     /// a finishing write, another caller may take the call over.
     Run { lease: Duration },
     /// Record as `queued` for the tool worker.
     Enqueue,
+    /// Record as `awaiting_approval` until the user decides or `approval.expires_at`
+    /// passes (then an identical call starts a new attempt).
+    AwaitApproval { approval: ApprovalRecord },
+}
+
+/// What the user decided about a call awaiting approval.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ApprovalChoice {
+    /// Run it now: the attempt becomes `running` under `lease`, held by the caller.
+    Approve { lease: Duration },
+    /// Do not run it; the reason (the user's text) is kept.
+    Deny { reason: Option<String> },
+}
+
+/// How [`ToolCallLedger::decide`] went.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Decided {
+    /// Approved: the caller holds the running attempt and executes it.
+    Approved(ClaimedCall),
+    /// Denied: the call as it is now (`canceled`, with the decision in `approval`).
+    Denied(ToolCallRecord),
 }
 
 // The record is moved once per call and never stored in bulk: boxing it buys nothing.
@@ -144,6 +167,18 @@ pub trait ToolCallLedger: Send + Sync {
     /// on `attempt`; `reason` becomes the error, so the audit log says why.
     async fn abandon(&self, chat_id: &str, call_id: &str, attempt: u32, reason: &str)
     -> Result<()>;
+
+    /// awaiting_approval → running (approved) or canceled (denied), by the chat's owner,
+    /// once: the conditional write lets one of several concurrent decisions through; the
+    /// others get `Error::IllegalTransition` naming the status they found. A call past its
+    /// approval window becomes `expired` instead, and that is the error's `from`.
+    async fn decide(
+        &self,
+        owner_id: &str,
+        chat_id: &str,
+        call_id: &str,
+        choice: ApprovalChoice,
+    ) -> Result<Decided>;
 
     /// queued | running → canceled, by the chat's owner.
     async fn cancel(&self, owner_id: &str, chat_id: &str, call_id: &str) -> Result<ToolCallRecord>;
