@@ -63,4 +63,4 @@ pub mod turn;
 pub use events::{EventSink, NoEvents, TurnErrorCode, TurnEvent};
 pub use shared::{Error, Result};
 pub use stop::StopSignal;
-pub use turn::{Agent, MAX_CALLS_STORED_PER_STEP, OpenTurn, TurnInput, TurnSettings};
+pub use turn::{Agent, CallDecision, MAX_CALLS_STORED_PER_STEP, OpenTurn, TurnInput, TurnSettings};

@@ -139,6 +139,7 @@ impl Rig {
             turn_id: shared::ids::new_id(),
             new_chat_id: shared::ids::new_id(),
             stop: agent::StopSignal::default(),
+            decision: None,
         }
     }
 

@@ -49,11 +49,29 @@ impl Agent {
                 Some(id) => {
                     let limit = self.settings.history_max_messages;
                     let (chat, history) = self.chats.open_held(owner, id, &lease, limit).await?;
-                    if let Err(e) = self.admit_turn(owner).await {
-                        self.chats.release(&chat.id, &lease.turn_id).await?;
-                        return Err(e);
+                    // A decision is taken once the chat is held, so its turn runs alone.
+                    let admitted = match self.admit_turn(owner).await {
+                        Ok(()) => match &input.decision {
+                            Some(decision) => self
+                                .take_decision(&input, &chat.id, decision)
+                                .await
+                                .map(Some),
+                            None => Ok(None),
+                        },
+                        Err(e) => Err(e),
+                    };
+                    match admitted {
+                        Ok(taken) => (chat, false, history, taken),
+                        Err(e) => {
+                            self.chats.release(&chat.id, &lease.turn_id).await?;
+                            return Err(e);
+                        }
                     }
-                    (chat, false, history)
+                }
+                None if input.decision.is_some() => {
+                    return Err(shared::Error::Invalid(
+                        "a decision continues an existing chat".into(),
+                    ));
                 }
                 // A new chat is created only for a turn that may run.
                 None => {
@@ -62,12 +80,12 @@ impl Agent {
                         .chats
                         .create_held(owner, &input.new_chat_id, &lease)
                         .await?;
-                    (chat, true, Vec::new())
+                    (chat, true, Vec::new(), None)
                 }
             })
         };
         let (opened, memory) = tokio::join!(opening, self.remembered(owner));
-        let (chat, created, mut history) = opened?;
+        let (chat, created, mut history, decision) = opened?;
         let now = self.clock.now();
         history::refresh_background(self.ledger.as_ref(), owner, &chat.id, &mut history, now).await;
         tracing::info!(chat_id = %chat.id, agent = %input.profile.name, agent_named = input.agent_named, created, "chat turn");
@@ -78,6 +96,7 @@ impl Agent {
             history,
             memory,
             turn_id: lease.turn_id,
+            decision,
         })
     }
 
@@ -136,7 +155,13 @@ impl Agent {
             settings.tool_result_max_chars,
             &fence,
         ));
-        prompt.push(PromptMessage::user(input.message.clone()));
+        // A decision turn starts from the decision (see `decision`), not a message.
+        let unsaved = if input.decision.is_some() {
+            Vec::new()
+        } else {
+            prompt.push(PromptMessage::user(input.message.clone()));
+            vec![NewMessage::user(input.message.clone())]
+        };
         let mut state = TurnState {
             chat: turn.chat.clone(),
             profile,
@@ -151,7 +176,7 @@ impl Agent {
             prompt,
             tools: Vec::new(),
             tool_budget: (Instant::now() + settings.tool_budget).min(input.deadline),
-            unsaved: vec![NewMessage::user(input.message.clone())],
+            unsaved,
             repaired: false,
             last_results: Vec::new(),
             calls_left: settings.max_tool_calls,

@@ -7,7 +7,10 @@
 
 mod admit;
 mod decide;
+mod decision;
 mod execute;
+
+pub use decision::CallDecision;
 
 pub use execute::MAX_CALLS_STORED_PER_STEP;
 mod finish;
@@ -105,6 +108,9 @@ pub struct TurnInput {
     pub new_chat_id: String,
     /// Set when the turn is cancelled; it stops at its next safe point.
     pub stop: StopSignal,
+    /// Set for a turn that continues after the user approved or denied a call; its
+    /// `message` is then empty and unused.
+    pub decision: Option<CallDecision>,
 }
 
 /// A turn whose chat is loaded: nothing can be refused any more.
@@ -117,6 +123,8 @@ pub struct OpenTurn {
     memory: Arc<UserMemory>,
     /// Holds the chat until the turn ends (see `ChatStore::open_held`).
     turn_id: String,
+    /// The decision this turn continues with, as the ledger took it.
+    decision: Option<decision::TakenDecision>,
 }
 
 impl OpenTurn {
@@ -240,8 +248,14 @@ impl Agent {
             created: turn.created,
             turn_id: turn.turn_id.clone(),
         });
-        let input = &turn.input;
         let mut state = self.start(&turn);
+        let OpenTurn {
+            input, decision, ..
+        } = turn;
+        let input = &input;
+        if let Some(taken) = decision {
+            self.apply_decision(input, &mut state, taken, events).await;
+        }
         let result = match self.run_steps(input, &mut state, events).await {
             Ok(ending) => self.finish(&mut state, ending, events).await,
             Err(e) => Err(e),
@@ -258,7 +272,7 @@ impl Agent {
         // Before `done`: a client may send its next message as soon as it sees it. Usually
         // the turn's last write let go of the chat already.
         if !state.released
-            && let Err(e) = self.chats.release(&state.chat.id, &turn.turn_id).await
+            && let Err(e) = self.chats.release(&state.chat.id, &state.turn_id).await
         {
             tracing::error!(chat_id = %state.chat.id, error = %e, "releasing the chat failed; it frees itself at the turn's deadline");
         }

@@ -77,6 +77,12 @@ enum Route<'a> {
         chat_id: &'a str,
         call_id: &'a str,
     },
+    /// `approve` or `deny` a call awaiting approval; streams the turn that follows.
+    Decide {
+        chat_id: &'a str,
+        call_id: &'a str,
+        approve: bool,
+    },
     TurnEvents {
         chat_id: &'a str,
         turn_id: &'a str,
@@ -104,6 +110,18 @@ fn route(path: &str) -> Option<Route<'_>> {
         [.., "chats", chat_id, "tool-calls", call_id, "cancel"] => {
             Some(Route::Cancel { chat_id, call_id })
         }
+        [
+            ..,
+            "chats",
+            chat_id,
+            "tool-calls",
+            call_id,
+            verb @ ("approve" | "deny"),
+        ] => Some(Route::Decide {
+            chat_id,
+            call_id,
+            approve: *verb == "approve",
+        }),
         [.., "chats", chat_id, "turns", turn_id, "events"] => {
             Some(Route::TurnEvents { chat_id, turn_id })
         }
@@ -124,7 +142,10 @@ impl Route<'_> {
     /// The methods the route answers.
     fn methods(&self) -> &'static [Method] {
         match self {
-            Route::Chat | Route::Cancel { .. } | Route::TurnCancel { .. } => &[Method::POST],
+            Route::Chat
+            | Route::Cancel { .. }
+            | Route::TurnCancel { .. }
+            | Route::Decide { .. } => &[Method::POST],
             Route::DeleteChat { .. } | Route::Forget { .. } => &[Method::DELETE],
             Route::Memory => &[Method::GET, Method::DELETE],
             _ => &[Method::GET],
@@ -140,7 +161,11 @@ impl Route<'_> {
             | Route::Messages { chat_id }
             | Route::RefusedCalls { chat_id }
             | Route::DeleteChat { chat_id } => vec![("chat_id", chat_id)],
-            Route::ToolCall { chat_id, call_id } | Route::Cancel { chat_id, call_id } => {
+            Route::ToolCall { chat_id, call_id }
+            | Route::Cancel { chat_id, call_id }
+            | Route::Decide {
+                chat_id, call_id, ..
+            } => {
                 vec![("chat_id", chat_id), ("call_id", call_id)]
             }
             Route::TurnEvents { chat_id, turn_id } | Route::TurnCancel { chat_id, turn_id } => {
@@ -262,6 +287,11 @@ async fn dispatch(
         Route::ToolCall { chat_id, call_id } => {
             ok_json(deps.ledger.get(user_id, chat_id, call_id).await)
         }
+        Route::Decide {
+            chat_id,
+            call_id,
+            approve,
+        } => crate::decide::decide(deps, req, user, chat_id, call_id, approve).await,
         Route::Memory if req.method() == Method::GET => ok_json(deps.memory.get(user_id).await),
         Route::Memory => deleted(deps.memory.clear(user_id).await),
         Route::Forget { item } => {
@@ -356,6 +386,7 @@ async fn chat(deps: &Deps, req: &Request, user: AuthenticatedUser) -> Response<B
         turn_id: record.turn_id.clone(),
         new_chat_id: record.chat_id.clone(),
         stop: stop.clone(),
+        decision: None,
     };
     // A foreign or missing chat, a busy chat or a used-up limit is refused here, before the
     // stream starts; the record keeps why, for a resend that is following it.
@@ -444,7 +475,7 @@ fn requested_language(body: &ChatRequest, req: &Request) -> Result<Option<Locale
 }
 
 /// The first supported language of the request's `Accept-Language`.
-fn accept_language(req: &Request) -> Option<Locale> {
+pub(crate) fn accept_language(req: &Request) -> Option<Locale> {
     req.headers()
         .get(header::ACCEPT_LANGUAGE)
         .and_then(|v| v.to_str().ok())
@@ -544,7 +575,7 @@ fn resume_point(req: &Request) -> Result<Option<u64>, ApiError> {
 }
 
 /// Starts the turn on its own task and returns the stream its events are written to.
-fn stream(
+pub(crate) fn stream(
     deps: Deps,
     turn: OpenTurn,
     record: TurnRecord,
@@ -569,7 +600,12 @@ fn stream(
 
 /// Streams a turn's stored events after `after`, following it until `done`; an error it
 /// adds is in the follower's `Accept-Language`.
-fn follow(deps: &Deps, req: &Request, turn: TurnRecord, after: Option<u64>) -> Response<Body> {
+pub(crate) fn follow(
+    deps: &Deps,
+    req: &Request,
+    turn: TurnRecord,
+    after: Option<u64>,
+) -> Response<Body> {
     let (sender, body) = channel();
     let until = deadline(req, deps.config.turn_timeout);
     let locale = accept_language(req).unwrap_or_default();
@@ -602,7 +638,7 @@ fn no_content() -> Response<Body> {
     response
 }
 
-fn error(api: &ApiError) -> Response<Body> {
+pub(crate) fn error(api: &ApiError) -> Response<Body> {
     let mut response: Response<Body> = error_response(api);
     if api.code == ErrorCode::Unauthorized {
         response

@@ -909,7 +909,7 @@ impl ToolCallLedger for DynamoLedger {
         let item = from_item::<CallItem>(item.unwrap_or_default())?;
         Ok(match choice {
             ApprovalChoice::Approve { .. } => Decided::Approved(item.claimed(false)),
-            ApprovalChoice::Deny { .. } => Decided::Denied(item.into_record()),
+            ApprovalChoice::Deny { .. } => Decided::Denied(Box::new(item.into_record())),
         })
     }
 

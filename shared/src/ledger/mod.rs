@@ -62,7 +62,7 @@ pub enum Decided {
     /// Approved: the caller holds the running attempt and executes it.
     Approved(ClaimedCall),
     /// Denied: the call as it is now (`canceled`, with the decision in `approval`).
-    Denied(ToolCallRecord),
+    Denied(Box<ToolCallRecord>),
 }
 
 // The record is moved once per call and never stored in bulk: boxing it buys nothing.
