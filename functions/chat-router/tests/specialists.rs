@@ -240,3 +240,35 @@ async fn quick_replies_reach_the_client_and_the_chats_history() {
     assert!(bad.all("ui").is_empty());
     assert_eq!(bad.first("tool_result")["status"], json!("rejected"));
 }
+
+#[tokio::test]
+async fn listed_flights_are_shown_as_cards_by_their_numbers() {
+    let rig = Rig::start().await;
+    let token = rig.token(&test_support::unique("cards"));
+    rig.llm
+        .push(Reply::tool_call("search_flights", common::flight_args()));
+    let listed = rig
+        .chat(Some(&token), json!({"message": "FRA to JFK in business"}))
+        .await;
+    let offered = listed.first("final")["session_state"]["offered_flights"].clone();
+    rig.llm.push(
+        Reply::text("Here are the two side by side.")
+            .with_tool_call("show_flight_options", json!({"options": [2, 1, 2]})),
+    );
+    let shown = rig
+        .chat(
+            Some(&token),
+            json!({"message": "Compare 1 and 2", "chat_id": listed.chat_id()}),
+        )
+        .await;
+    let ui = shown.first("ui");
+    assert_eq!(ui["kind"], json!("flight_options"));
+    let flights = ui["payload"]["flights"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(flights.len(), 2, "{ui}");
+    assert_eq!(flights[0], offered[1], "option 2 first, as asked, once");
+    assert_eq!(flights[1], offered[0]);
+    assert_eq!(shown.text(), "Here are the two side by side.");
+}
