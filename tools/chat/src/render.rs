@@ -210,13 +210,13 @@ impl<W: Write, E: Write> Renderer<W, E> {
     /// text is ended first so the notice gets a line of its own; piped output is left as it
     /// is, so the answer stays intact in it.
     pub fn notice(&mut self, text: &str) -> io::Result<()> {
-        self.to_err(YELLOW, text)
+        self.err_line(YELLOW, text)
     }
 
     /// A failure the conversation goes on after (a refused request) on stderr, like
     /// [`Self::notice`].
     pub fn problem(&mut self, text: &str) -> io::Result<()> {
-        self.to_err(RED, text)
+        self.err_line(RED, text)
     }
 
     /// A question for the user on stdout, without a newline (the answer follows on it).
@@ -225,7 +225,7 @@ impl<W: Write, E: Write> Renderer<W, E> {
         self.write_out(text)
     }
 
-    fn to_err(&mut self, colour: &str, text: &str) -> io::Result<()> {
+    fn err_line(&mut self, colour: &str, text: &str) -> io::Result<()> {
         if self.options.spinners {
             self.end_line()?;
         }
