@@ -9,7 +9,8 @@ use clap::Parser;
 #[command(name = "chat", version)]
 pub struct Args {
     /// The message to send. Without it: interactive mode, one turn per stdin line until
-    /// EOF or `/quit`.
+    /// EOF or `/quit`; a number answers with that quick reply, and calls that need approval
+    /// are asked about after the turn (when stdin is a terminal).
     pub message: Option<String>,
 
     /// Base URL of the chat-router; the request goes to `{url}/chat`.
@@ -59,6 +60,24 @@ pub struct Args {
     /// `aud` of the minted token.
     #[arg(long, env = "JWT_AUDIENCE", default_value = "local-dev")]
     pub audience: String,
+
+    /// Approve the tool call JOB_ID that waits for approval in the chat (`--chat-id`, else
+    /// the remembered one), and show how the turn goes on.
+    #[arg(long, value_name = "JOB_ID", conflicts_with_all = ["message", "new", "deny", "alerts"])]
+    pub approve: Option<String>,
+
+    /// Deny the tool call JOB_ID that waits for approval in the chat, and show how the turn
+    /// goes on.
+    #[arg(long, value_name = "JOB_ID", conflicts_with_all = ["message", "new", "alerts"])]
+    pub deny: Option<String>,
+
+    /// The reason sent with `--deny`.
+    #[arg(long, requires = "deny")]
+    pub reason: Option<String>,
+
+    /// List your fare alerts, one JSON object a line.
+    #[arg(long, conflicts_with_all = ["message", "new", "chat_id"])]
+    pub alerts: bool,
 
     /// Send this bearer token instead of minting one.
     #[arg(long, env = "CHAT_TOKEN", hide_env_values = true)]

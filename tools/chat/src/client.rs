@@ -6,6 +6,10 @@
 //! key (the router answers with that turn's events from `init`); after it, by resuming with
 //! `GET {url}/chats/{chat_id}/turns/{turn_id}/events` and `Last-Event-ID`, which sends only
 //! the events after the last one shown. Answers other than 2xx are never retried.
+//!
+//! A tool call waiting for approval is decided with `POST …/tool-calls/{job_id}/approve` or
+//! `…/deny`, which answers with the continuation's stream, rendered and resumed like a turn's.
+//! That `POST` is never sent twice: the first may have been decided already.
 
 use std::io::Write;
 use std::time::Duration;
@@ -13,6 +17,7 @@ use std::time::Duration;
 use reqwest::header::ACCEPT;
 use serde_json::{Value, json};
 
+use crate::printable::printable;
 use crate::render::Renderer;
 use crate::sse::{SseEvent, SseParser};
 use crate::state::Session;
@@ -46,6 +51,42 @@ pub struct Client {
     first_retry_pause: Duration,
 }
 
+/// The user's answer to a call that waits for approval.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    Approve,
+    /// With the user's reason, if they gave one.
+    Deny {
+        reason: Option<String>,
+    },
+}
+
+impl Decision {
+    fn verb(&self) -> &'static str {
+        match self {
+            Self::Approve => "approve",
+            Self::Deny { .. } => "deny",
+        }
+    }
+
+    fn body(&self) -> Value {
+        match self {
+            Self::Deny {
+                reason: Some(reason),
+            } => json!({ "reason": reason }),
+            _ => json!({}),
+        }
+    }
+}
+
+/// What starts a stream: a message, or a decision on a waiting call.
+enum Start<'a> {
+    /// `POST /chat`; resent with the same key when no answer came.
+    Message { body: &'a Value, key: &'a str },
+    /// `POST` to this URL with this body; never resent.
+    Decision { url: reqwest::Url, body: Value },
+}
+
 /// How far this message's turn has been shown: enough to resume it.
 #[derive(Debug, Default)]
 struct Progress {
@@ -68,9 +109,9 @@ impl Progress {
     }
 
     /// A retry can continue without showing anything twice: by resuming, or (nothing shown
-    /// yet) by sending the message again.
-    fn can_continue(&self) -> bool {
-        self.resume_point().is_some() || !self.shown
+    /// yet, and the request may be sent again) by sending it again.
+    fn can_continue(&self, resendable: bool) -> bool {
+        self.resume_point().is_some() || (resendable && !self.shown)
     }
 
     /// Whether `event` is new (a resend replays from `init`); records it if so.
@@ -146,13 +187,75 @@ impl Client {
         }
         // One key per message, reused by every resend of it.
         let key = shared::ids::new_id();
+        let start = Start::Message {
+            body: &body,
+            key: &key,
+        };
+        self.stream(&start, session, renderer).await
+    }
+
+    /// Approves or denies the call `job_id` waiting in `session`'s chat and renders the
+    /// continuation as it streams. A 404 (no such call of this user) or 409 (decided
+    /// already, or expired) is [`Error::Refused`] with the router's message.
+    pub async fn decide<W: Write, E: Write>(
+        &self,
+        session: &mut Session,
+        job_id: &str,
+        decision: &Decision,
+        renderer: &mut Renderer<W, E>,
+    ) -> Result<()> {
+        let chat_id = session
+            .chat_id()
+            .ok_or_else(|| Error::Setup("no chat to decide in: pass --chat-id".into()))?;
+        let url = route(
+            &self.base,
+            &["chats", chat_id, "tool-calls", job_id, decision.verb()],
+        )?;
+        let start = Start::Decision {
+            url,
+            body: decision.body(),
+        };
+        self.stream(&start, session, renderer).await
+    }
+
+    /// `GET /alerts`: the user's fare alerts as the router lists them.
+    pub async fn alerts(&self) -> Result<Value> {
+        let response = self
+            .http
+            .get(route(&self.base, &["alerts"])?)
+            .bearer_auth(self.credentials.bearer()?)
+            .header(ACCEPT, "application/json")
+            .send()
+            .await?;
+        let status = response.status();
+        let text = response.text().await?;
+        if !status.is_success() {
+            return Err(Error::Refused {
+                status: status.as_u16(),
+                message: error_message(&text),
+            });
+        }
+        serde_json::from_str(&text).map_err(|_| Error::Refused {
+            status: status.as_u16(),
+            message: format!("not JSON: {}", error_message(&text)),
+        })
+    }
+
+    /// Renders the stream `start` answers with, retrying as the module docs describe.
+    async fn stream<W: Write, E: Write>(
+        &self,
+        start: &Start<'_>,
+        session: &mut Session,
+        renderer: &mut Renderer<W, E>,
+    ) -> Result<()> {
+        let resendable = matches!(start, Start::Message { .. });
         let mut progress = Progress::default();
         let mut retries = 0u32;
         let mut begun = false;
         loop {
             let sent = match progress.resume_point() {
                 Some((chat_id, turn_id, last_id)) => self.resume(chat_id, turn_id, last_id).await,
-                None => self.send(&body, &key).await,
+                None => self.start(start).await,
             };
             let (broken, cause) = match sent {
                 Ok(response) if !response.status().is_success() => {
@@ -192,7 +295,7 @@ impl Client {
                     return Err(error);
                 }
             };
-            if retries >= MAX_RETRIES || !progress.can_continue() {
+            if retries >= MAX_RETRIES || !progress.can_continue(resendable) {
                 renderer.finish()?;
                 return Err(if renderer.failed() {
                     Error::TurnFailed
@@ -214,15 +317,19 @@ impl Client {
         }
     }
 
-    /// `POST /chat` with the message's idempotency key.
-    async fn send(&self, body: &Value, key: &str) -> Result<reqwest::Response> {
-        Ok(self
-            .http
-            .post(&self.endpoint)
+    /// `POST /chat` with the message's idempotency key, or the decision's `POST`.
+    async fn start(&self, start: &Start<'_>) -> Result<reqwest::Response> {
+        let request = match start {
+            Start::Message { body, key } => self
+                .http
+                .post(&self.endpoint)
+                .header("idempotency-key", *key)
+                .json(body),
+            Start::Decision { url, body } => self.http.post(url.clone()).json(body),
+        };
+        Ok(request
             .bearer_auth(self.credentials.bearer()?)
             .header(ACCEPT, "text/event-stream")
-            .header("idempotency-key", key)
-            .json(body)
             .send()
             .await?)
     }
@@ -234,7 +341,7 @@ impl Client {
         turn_id: &str,
         last_id: u64,
     ) -> Result<reqwest::Response> {
-        let url = events_url(&self.base, chat_id, turn_id)?;
+        let url = route(&self.base, &["chats", chat_id, "turns", turn_id, "events"])?;
         Ok(self
             .http
             .get(url)
@@ -246,14 +353,14 @@ impl Client {
     }
 }
 
-/// `{base}/chats/{chat_id}/turns/{turn_id}/events`, the ids percent-encoded as segments.
-fn events_url(base: &str, chat_id: &str, turn_id: &str) -> Result<reqwest::Url> {
+/// `{base}/{segments…}`, each segment (ids from the server) percent-encoded.
+fn route(base: &str, segments: &[&str]) -> Result<reqwest::Url> {
     let invalid = || Error::Setup(format!("--url {base} cannot take a path"));
     let mut url = reqwest::Url::parse(base).map_err(|_| invalid())?;
     url.path_segments_mut()
         .map_err(|()| invalid())?
         .pop_if_empty()
-        .extend(["chats", chat_id, "turns", turn_id, "events"]);
+        .extend(segments);
     Ok(url)
 }
 
@@ -300,18 +407,24 @@ fn retryable(error: &reqwest::Error) -> bool {
     !(error.is_builder() || error.is_redirect() || error.is_status())
 }
 
-/// `error.message` of the router's JSON error envelope, else the (shortened) raw body.
+/// `error.message` of the router's JSON error envelope (with `error.details.status` when
+/// the message does not say it: why a decision came too late), else the (shortened) raw
+/// body; safe to print.
 fn error_message(body: &str) -> String {
     let envelope: Option<Value> = serde_json::from_str(body).ok();
-    if let Some(message) = envelope
-        .as_ref()
-        .and_then(|v| v["error"]["message"].as_str())
+    if let Some(error) = envelope.as_ref().map(|v| &v["error"])
+        && let Some(message) = error["message"].as_str()
     {
-        return message.to_owned();
+        return match error["details"]["status"].as_str() {
+            Some(status) if !status.is_empty() && !message.contains(status) => {
+                printable(&format!("{message} ({status})"))
+            }
+            _ => printable(message),
+        };
     }
     match body.trim() {
         "" => "(empty body)".to_owned(),
-        text => text.chars().take(MAX_ERROR_BODY_CHARS).collect(),
+        text => printable(text).chars().take(MAX_ERROR_BODY_CHARS).collect(),
     }
 }
 
@@ -323,18 +436,23 @@ mod tests {
     fn error_message_prefers_the_envelope() {
         let envelope = r#"{"error":{"code":"unauthorized","message":"token expired"}}"#;
         assert_eq!(error_message(envelope), "token expired");
+        let late = r#"{"error":{"code":"conflict","message":"too late to approve","details":{"status":"expired"}}}"#;
+        assert_eq!(error_message(late), "too late to approve (expired)");
+        let said = r#"{"error":{"code":"conflict","message":"already denied","details":{"status":"denied"}}}"#;
+        assert_eq!(error_message(said), "already denied");
         assert_eq!(error_message(" Bad Gateway \n"), "Bad Gateway");
         assert_eq!(error_message(""), "(empty body)");
     }
 
     #[test]
     fn the_resume_url_keeps_the_base_path_and_encodes_the_ids() {
-        let url = events_url("http://127.0.0.1:9000/lambda-url/chat-router", "c 1", "t/2").unwrap();
+        let events = |base, chat, turn| route(base, &["chats", chat, "turns", turn, "events"]);
+        let url = events("http://127.0.0.1:9000/lambda-url/chat-router", "c 1", "t/2").unwrap();
         assert_eq!(
             url.as_str(),
             "http://127.0.0.1:9000/lambda-url/chat-router/chats/c%201/turns/t%2F2/events"
         );
-        let url = events_url("https://chat.example", "c1", "t1").unwrap();
+        let url = events("https://chat.example", "c1", "t1").unwrap();
         assert_eq!(
             url.as_str(),
             "https://chat.example/chats/c1/turns/t1/events"

@@ -1,6 +1,8 @@
-//! Turns events into terminal output: tokens inline, tool calls as status lines (spinners
-//! on a terminal), the final answer's flight table, errors on stderr. Writes to any `Write`
-//! so tests can capture the plain output.
+//! Turns events into terminal output: tokens inline, tool calls and handoffs as status
+//! lines (spinners on a terminal), the final answer's flight table, the turn's UI elements
+//! (offered flights, numbered quick replies) after the answer, errors on stderr. Quick replies
+//! and calls waiting for approval are kept for the caller to act on after the turn. Writes to
+//! any `Write` so tests can capture the plain output.
 
 use std::collections::{HashMap, HashSet};
 use std::io::{self, Write};
@@ -29,6 +31,16 @@ pub struct Options {
     pub debug: bool,
 }
 
+/// A tool call waiting for the user's approval (`approval_required`). Fields are as the
+/// server sent them; print them through [`printable`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Approval {
+    pub job_id: String,
+    pub tool: String,
+    pub summary: String,
+    pub expires_at: Option<String>,
+}
+
 /// Renders the events of one turn after another.
 pub struct Renderer<W: Write, E: Write> {
     out: W,
@@ -45,6 +57,15 @@ pub struct Renderer<W: Write, E: Write> {
     /// The cursor is not at the start of a line.
     line_open: bool,
     failed: bool,
+    /// Tables of `flight_options` elements, shown after the answer.
+    offered: Vec<String>,
+    /// The turn's quick replies (printable): shown after the answer, kept for the next
+    /// prompt.
+    replies: Vec<String>,
+    /// The quick replies still have to be shown.
+    replies_pending: bool,
+    /// Calls of this turn waiting for approval, until the caller takes them.
+    approvals: Vec<Approval>,
 }
 
 impl<W: Write, E: Write> Renderer<W, E> {
@@ -60,14 +81,33 @@ impl<W: Write, E: Write> Renderer<W, E> {
             streamed: false,
             line_open: false,
             failed: false,
+            offered: Vec::new(),
+            replies: Vec::new(),
+            replies_pending: false,
+            approvals: Vec::new(),
         }
     }
 
-    /// Resets the per-turn state; call before each turn's events.
+    /// Resets the per-turn state; call before each turn's events. The last turn's quick
+    /// replies and approvals are dropped: they only answer that turn.
     pub fn begin_turn(&mut self) {
         self.streamed = false;
         self.failed = false;
         self.queued.clear();
+        self.offered.clear();
+        self.replies.clear();
+        self.replies_pending = false;
+        self.approvals.clear();
+    }
+
+    /// The last turn's quick replies, for the next prompt; they are used once.
+    pub fn take_quick_replies(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.replies)
+    }
+
+    /// The calls of the last turn that wait for the user's approval.
+    pub fn take_approvals(&mut self) -> Vec<Approval> {
+        std::mem::take(&mut self.approvals)
     }
 
     /// Whether this turn's stream carried an `error` event.
@@ -85,6 +125,12 @@ impl<W: Write, E: Write> Renderer<W, E> {
         let data = &event.data;
         if event.name == "error" {
             self.failed = true;
+        }
+        // Kept in `--json` mode too: the prompts after the turn still offer them.
+        match event.name.as_str() {
+            "approval_required" => self.approval_required(data),
+            "ui" if data["kind"] == json!("quick_replies") => self.quick_replies(data),
+            _ => {}
         }
         if self.options.json {
             // Written by hand so `event` comes first (serde_json sorts object keys).
@@ -107,6 +153,28 @@ impl<W: Write, E: Write> Renderer<W, E> {
                     self.write_out(&content)?;
                 }
             }
+            "handoff" => {
+                let line = match text(&data["reason"]) {
+                    reason if reason.trim().is_empty() => format!("→ {}", text(&data["to"])),
+                    reason => format!("→ {} ({})", text(&data["to"]), reason.trim()),
+                };
+                self.line(&self.paint(DIM, &line))?;
+            }
+            "ui" if data["kind"] == json!("flight_options") => {
+                if let Some(table) = table::options(&data["payload"]) {
+                    self.offered.push(table);
+                }
+            }
+            // Quick replies were taken above; other kinds are for newer clients.
+            "ui" => {}
+            "approval_required" => {
+                let line = format!(
+                    "⏸ {} waits for your approval: {}",
+                    tool_name(data),
+                    text(&data["summary"])
+                );
+                self.line(&self.paint(YELLOW, &line))?;
+            }
             "final" => self.final_answer(data)?,
             "error" => {
                 self.end_line()?;
@@ -128,7 +196,11 @@ impl<W: Write, E: Write> Renderer<W, E> {
                 let line = format!("· {} {payload}", text(&data["type"]));
                 self.line(&self.paint(DIM, &line))?;
             }
-            "done" => self.finish()?,
+            "done" => {
+                // A turn without `final` (an error) still shows what it offered.
+                self.show_elements()?;
+                self.finish()?;
+            }
             _ => {} // unknown events: newer routers may add some
         }
         Ok(())
@@ -138,10 +210,26 @@ impl<W: Write, E: Write> Renderer<W, E> {
     /// text is ended first so the notice gets a line of its own; piped output is left as it
     /// is, so the answer stays intact in it.
     pub fn notice(&mut self, text: &str) -> io::Result<()> {
+        self.err_line(YELLOW, text)
+    }
+
+    /// A failure the conversation goes on after (a refused request) on stderr, like
+    /// [`Self::notice`].
+    pub fn problem(&mut self, text: &str) -> io::Result<()> {
+        self.err_line(RED, text)
+    }
+
+    /// A question for the user on stdout, without a newline (the answer follows on it).
+    pub fn prompt(&mut self, text: &str) -> io::Result<()> {
+        self.end_line()?;
+        self.write_out(text)
+    }
+
+    fn err_line(&mut self, colour: &str, text: &str) -> io::Result<()> {
         if self.options.spinners {
             self.end_line()?;
         }
-        let line = self.paint(YELLOW, text);
+        let line = self.paint(colour, text);
         let err = &mut self.err;
         let mut write = move || {
             writeln!(err, "{line}")?;
@@ -247,6 +335,9 @@ impl<W: Write, E: Write> Renderer<W, E> {
                 None => (YELLOW, format!("⏸ {tool} rate limited")),
             },
             "skipped" => (DIM, format!("– {tool} skipped")),
+            // Waiting for the user, not failed: `approval_required` follows.
+            "awaiting_approval" => (YELLOW, format!("⏸ {tool} awaiting approval")),
+            "expired" => (YELLOW, format!("⌛ {tool} expired without approval")),
             "queued" => {
                 let job = text(&data["job_id"]);
                 if self.queued.contains(&job) {
@@ -271,13 +362,62 @@ impl<W: Write, E: Write> Renderer<W, E> {
             }
         }
         self.end_line()?;
-        if let Some(table) = table::flights(&data["tool_result"]) {
+        // Offered flights are the assistant's pick of the search: they replace its table,
+        // which would mostly repeat them.
+        if self.offered.is_empty()
+            && let Some(table) = table::flights(&data["tool_result"])
+        {
             self.write_out(&format!("\n{table}\n"))?;
         }
         // The router sends `metadata.notice`; a top-level `notice` is accepted as well.
         let notice = detail(&data["notice"]).or_else(|| detail(&data["metadata"]["notice"]));
         if let Some(notice) = notice {
             self.line(&self.paint(DIM, &notice))?;
+        }
+        self.show_elements()
+    }
+
+    /// `approval_required`: kept for the caller, who asks the user after the turn.
+    fn approval_required(&mut self, data: &Value) {
+        let Some(job_id) = data["job_id"].as_str().filter(|id| !id.is_empty()) else {
+            return; // nothing to approve by
+        };
+        self.approvals.push(Approval {
+            job_id: job_id.to_owned(),
+            tool: data["tool"].as_str().unwrap_or("tool").to_owned(),
+            summary: data["summary"].as_str().unwrap_or_default().to_owned(),
+            expires_at: data["expires_at"].as_str().map(str::to_owned),
+        });
+    }
+
+    /// `ui` `quick_replies`: the replies as they will be shown and sent.
+    fn quick_replies(&mut self, data: &Value) {
+        let replies = data["payload"]["replies"].as_array();
+        self.replies = replies
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .map(|reply| printable(reply).trim().to_owned())
+            .filter(|reply| !reply.is_empty())
+            .collect();
+        self.replies_pending = !self.replies.is_empty();
+    }
+
+    /// The turn's offered flights and quick replies, once, after the answer.
+    fn show_elements(&mut self) -> io::Result<()> {
+        if self.options.json {
+            return Ok(());
+        }
+        for table in std::mem::take(&mut self.offered) {
+            self.end_line()?;
+            self.write_out(&format!("\n{table}\n"))?;
+        }
+        if std::mem::take(&mut self.replies_pending) {
+            let numbered: Vec<String> = (1..)
+                .zip(&self.replies)
+                .map(|(n, reply)| format!("[{n}] {reply}"))
+                .collect();
+            self.line(&self.paint(CYAN, &numbered.join("  ")))?;
         }
         Ok(())
     }
@@ -323,6 +463,7 @@ const DIM: &str = "2";
 const RED: &str = "31";
 const GREEN: &str = "32";
 const YELLOW: &str = "33";
+const CYAN: &str = "36";
 
 /// A string field of an event, safe to print.
 fn text(value: &Value) -> String {
@@ -494,5 +635,130 @@ local stack: fake upstreams
             String::from_utf8(err).unwrap(),
             "\x1b[31merror (llm_unavailable): the model did not answer\x1b[0m\n"
         );
+    }
+
+    /// Renders `stream` as one turn: (stdout, stderr, the renderer for what it kept).
+    fn turn(stream: &str, options: Options) -> (String, String, Renderer<Vec<u8>, Vec<u8>>) {
+        let mut renderer = Renderer::new(Vec::new(), Vec::new(), options);
+        renderer.begin_turn();
+        for event in SseParser::default().push(stream.as_bytes()) {
+            renderer.event(&event).unwrap();
+        }
+        let out = String::from_utf8(std::mem::take(&mut renderer.out)).unwrap();
+        let err = String::from_utf8(std::mem::take(&mut renderer.err)).unwrap();
+        (out, err, renderer)
+    }
+
+    /// A specialist's turn: a handoff (its reason from the model, with an escape sequence),
+    /// offered flights, quick replies and an unknown UI kind, then the answer.
+    const SPECIALIST: &str = concat!(
+        "event: handoff\ndata: {\"from\":\"travel\",\"to\":\"flights\",\"reason\":\"wants \\u001b[2Joptions\"}\n\n",
+        "event: ui\ndata: {\"kind\":\"flight_options\",\"payload\":{\"flights\":[",
+        "{\"option\":1,\"flight\":{\"provider\":\"seatsaero\",\"airline\":\"Lufthansa\",\"cabin\":\"Business\",\"price\":\"70,000 miles\",",
+        "\"outbound\":{\"departure\":{\"airport\":\"FRA\",\"time\":\"2027-03-15T10:05:00\"},\"arrival\":{\"airport\":\"JFK\",\"time\":\"2027-03-15T12:55:00\"},\"duration\":\"8h 50m\",\"stops\":\"Nonstop\"}}},",
+        "{\"option\":2,\"flight\":{\"provider\":\"amadeus\",\"airline\":\"United\",\"cabin\":\"Business\",\"price\":\"€2,310.00\",\"totalStops\":1,",
+        "\"outbound\":{\"departure\":{\"airport\":\"FRA\",\"time\":\"2027-03-15T11:00:00\"},\"arrival\":{\"airport\":\"EWR\",\"time\":\"2027-03-15T16:10:00\"},\"duration\":\"11h 10m\"}}}]}}\n\n",
+        "event: ui\ndata: {\"kind\":\"seat_map\",\"payload\":{\"rows\":30}}\n\n",
+        "event: ui\ndata: {\"kind\":\"quick_replies\",\"payload\":{\"replies\":[\"Book option 1\",\"\\u001b]0;x\\u0007Show more\"]}}\n\n",
+        "event: assistant_token\ndata: {\"content\":\"Two options.\"}\n\n",
+        "event: final\ndata: {\"message\":{\"role\":\"assistant\",\"content\":\"Two options.\"},\"tool_result\":",
+        "{\"seatsResult\":{\"results\":{\"flights\":[{\"airline\":\"XX\"}]}},\"amadeusResult\":null}}\n\n",
+        "event: done\ndata: {}\n\n",
+    );
+
+    #[test]
+    fn handoffs_offered_flights_and_quick_replies() {
+        let (out, err, mut renderer) = turn(SPECIALIST, Options::default());
+        // The offered flights replace the search's table (no "XX" row); the quick replies
+        // come last, nearest the prompt; the seat map is for newer clients.
+        let expected = "\
+→ flights (wants [2Joptions)
+Two options.
+
+option  source  airline    cabin     depart                arrive                duration  stops    price
+------  ------  ---------  --------  --------------------  --------------------  --------  -------  ------------
+1       award   Lufthansa  Business  FRA 2027-03-15 10:05  JFK 2027-03-15 12:55  8h 50m    Nonstop  70,000 miles
+2       cash    United     Business  FRA 2027-03-15 11:00  EWR 2027-03-15 16:10  11h 10m   1        €2,310.00
+[1] Book option 1  [2] ]0;xShow more
+";
+        assert_eq!(out, expected, "\n{out}");
+        assert_eq!(err, "");
+        assert_eq!(
+            renderer.take_quick_replies(),
+            ["Book option 1", "]0;xShow more"]
+        );
+        // Taken once; a new turn starts without any.
+        assert!(renderer.take_quick_replies().is_empty());
+    }
+
+    #[test]
+    fn unknown_ui_kinds_are_ignored_and_json_shows_everything_raw() {
+        let unknown = concat!(
+            "event: ui\ndata: {\"kind\":\"seat_map\",\"payload\":{\"rows\":30}}\n\n",
+            "event: ui\ndata: {\"kind\":\"flight_options\",\"payload\":{\"flights\":[]}}\n\n",
+            "event: ui\ndata: {\"kind\":\"quick_replies\",\"payload\":{\"replies\":\"not a list\"}}\n\n",
+            "event: final\ndata: {\"message\":{\"role\":\"assistant\",\"content\":\"Hi.\"},\"tool_result\":null}\n\n",
+            "event: done\ndata: {}\n\n",
+        );
+        let (out, err, mut renderer) = turn(unknown, Options::default());
+        assert_eq!(out, "Hi.\n");
+        assert_eq!(err, "");
+        assert!(renderer.take_quick_replies().is_empty());
+
+        let json = Options {
+            json: true,
+            ..Options::default()
+        };
+        let (out, _, mut renderer) = turn(SPECIALIST, json);
+        let events: Vec<Value> = out
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let names: Vec<&str> = events.iter().filter_map(|e| e["event"].as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "handoff",
+                "ui",
+                "ui",
+                "ui",
+                "assistant_token",
+                "final",
+                "done"
+            ]
+        );
+        assert_eq!(events[2]["data"]["kind"], "seat_map");
+        // The replies can still be sent by number.
+        assert_eq!(renderer.take_quick_replies().len(), 2);
+    }
+
+    #[test]
+    fn approvals_are_shown_and_kept() {
+        let stream = concat!(
+            "event: tool_started\ndata: {\"tool\":\"create_fare_alert\",\"job_id\":\"j9\",\"deduped\":false,\"status\":\"running\"}\n\n",
+            "event: tool_result\ndata: {\"tool\":\"create_fare_alert\",\"job_id\":\"j9\",\"status\":\"awaiting_approval\",\"metadata\":{}}\n\n",
+            "event: approval_required\ndata: {\"job_id\":\"j9\",\"tool\":\"create_fare_alert\",\"arguments\":{\"origin\":\"FRA\"},",
+            "\"summary\":\"Fare alert FRA → JFK\",\"expires_at\":\"2027-03-01T10:00:00Z\"}\n\n",
+            "event: final\ndata: {\"message\":{\"role\":\"assistant\",\"content\":\"Shall I?\"},\"tool_result\":null}\n\n",
+            "event: done\ndata: {}\n\n",
+        );
+        let (out, err, mut renderer) = turn(stream, Options::default());
+        assert_eq!(
+            out,
+            "▸ create_fare_alert …\n⏸ create_fare_alert awaiting approval\n\
+             ⏸ create_fare_alert waits for your approval: Fare alert FRA → JFK\nShall I?\n"
+        );
+        assert_eq!(err, "");
+        assert!(!renderer.failed());
+        assert_eq!(
+            renderer.take_approvals(),
+            [Approval {
+                job_id: "j9".into(),
+                tool: "create_fare_alert".into(),
+                summary: "Fare alert FRA → JFK".into(),
+                expires_at: Some("2027-03-01T10:00:00Z".into()),
+            }]
+        );
+        assert!(renderer.take_approvals().is_empty());
     }
 }

@@ -1,4 +1,5 @@
-//! Flight results of `final.tool_result` as an aligned text table.
+//! Flight results of `final.tool_result`, and the flights a `flight_options` UI element
+//! offers, as aligned text tables.
 
 use serde_json::Value;
 
@@ -15,36 +16,67 @@ const HEADER: [&str; 8] = [
 /// search result (`{seatsResult, amadeusResult}`) or, when several tools ran, a list of
 /// `{tool, raw, ...}` entries.
 pub fn flights(tool_result: &Value) -> Option<String> {
-    let mut rows: Vec<[String; 8]> = Vec::new();
+    let mut rows: Vec<Vec<String>> = Vec::new();
     for result in flight_results(tool_result) {
         for (source, key) in [("award", "seatsResult"), ("cash", "amadeusResult")] {
             let flights = result[key]["results"]["flights"].as_array();
             for flight in flights.into_iter().flatten().take(MAX_ROWS) {
-                rows.push(row(source, flight));
+                rows.push(row(source, flight).to_vec());
             }
         }
     }
+    layout(&HEADER, &rows)
+}
+
+/// The flights a `ui` event of kind `flight_options` offers (`payload: {flights: [{option,
+/// flight}]}`), numbered as the assistant refers to them; `None` when it offers none.
+pub fn options(payload: &Value) -> Option<String> {
+    let offered = payload["flights"].as_array();
+    let rows: Vec<Vec<String>> = offered
+        .into_iter()
+        .flatten()
+        .take(MAX_ROWS)
+        .map(|entry| {
+            let flight = &entry["flight"];
+            let source = match flight["provider"].as_str() {
+                Some("seatsaero") => "award".to_owned(),
+                Some("amadeus") => "cash".to_owned(),
+                _ => text(&flight["provider"]),
+            };
+            let mut cells = vec![text(&entry["option"])];
+            cells.extend(row(&source, flight));
+            cells
+        })
+        .collect();
+    let mut header = vec!["option"];
+    header.extend(HEADER);
+    layout(&header, &rows)
+}
+
+/// `rows` under `header`, columns aligned; `None` without rows.
+fn layout(header: &[&str], rows: &[Vec<String>]) -> Option<String> {
     if rows.is_empty() {
         return None;
     }
-    let header = HEADER.map(str::to_owned);
-    let mut widths = HEADER.map(|h| h.chars().count());
-    for row in &rows {
+    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    for row in rows {
         for (width, cell) in widths.iter_mut().zip(row) {
             *width = (*width).max(cell.chars().count());
         }
     }
     // `{:<w$}` pads by chars, which matches the widths for the text seen here (no wide CJK).
-    let line = |cells: &[String; 8]| {
+    let line = |cells: &[String]| {
         let padded: Vec<String> = cells
             .iter()
-            .zip(widths)
-            .map(|(cell, w)| format!("{cell:<w$}"))
+            .zip(&widths)
+            .map(|(cell, &w)| format!("{cell:<w$}"))
             .collect();
         padded.join("  ").trim_end().to_owned()
     };
-    let mut out = vec![line(&header), widths.map(|w| "-".repeat(w)).join("  ")];
-    out.extend(rows.iter().map(line));
+    let header: Vec<String> = header.iter().map(|h| (*h).to_owned()).collect();
+    let rule: Vec<String> = widths.iter().map(|&w| "-".repeat(w)).collect();
+    let mut out = vec![line(&header), rule.join("  ")];
+    out.extend(rows.iter().map(|row| line(row)));
     Some(out.join("\n"))
 }
 
