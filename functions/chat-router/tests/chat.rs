@@ -101,7 +101,8 @@ async fn flight_search_streams_the_contract_events_with_one_llm_call() {
             "ask_gpt",
             "award_value",
             "remember",
-            "select_flight"
+            "select_flight",
+            "create_fare_alert"
         ]
     );
 
