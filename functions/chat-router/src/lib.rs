@@ -17,6 +17,7 @@ use agent::Agent;
 use agent::profiles::AgentCatalog;
 use agent::runtime::{ToolClients, ToolRuntime};
 use shared::Result;
+use shared::alerts::AlertStore;
 use shared::chats::{ChatStore, DynamoChatStore};
 use shared::http::auth::{AuthConfig, Authenticator};
 use shared::ledger::ToolCallLedger;
@@ -41,6 +42,8 @@ pub struct Deps {
     pub memory: Arc<dyn MemoryStore>,
     /// Turn records and event logs (resume, resend, cancel).
     pub turns: Arc<dyn TurnStore>,
+    /// Users' fare alerts (`GET /alerts`, `DELETE /alerts/{id}`).
+    pub alerts: Arc<dyn AlertStore>,
 }
 
 impl Deps {
@@ -79,6 +82,7 @@ impl Deps {
             agent: Arc::new(agent),
             memory: runtime.memory,
             turns,
+            alerts: runtime.alerts,
         })
     }
 }
