@@ -38,6 +38,7 @@
 //! - [`pipeline`]: admit → run → record; [`pipeline::Pipeline::run_job`] for the worker.
 //! - [`jobs`]: tool jobs on the SQS tool queue, the retry schedule, the dead-letter queue.
 //! - [`runtime`]: configuration and wiring shared by chat-router and tool-worker.
+//! - [`alerts`]: checking a fare alert's searches (tool-worker runs it on a schedule).
 //! - [`guard`]: the input guard, data blocks for untrusted text, the output guard on the
 //!   stream.
 //! - [`turn`]: the turn loop; [`events`]: what it emits.
@@ -46,6 +47,7 @@
 //! Errors are `shared::Error`: the runtime fails the same ways the stores and upstream
 //! calls it wraps do, and each function maps that one type once to its HTTP envelope.
 
+pub mod alerts;
 pub mod events;
 pub mod guard;
 pub mod jobs;

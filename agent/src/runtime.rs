@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::Result;
+use crate::alerts::FareChecker;
 use crate::guard::links::{DEFAULT_LINK_HOSTS, LinkPolicy};
 use crate::jobs::{RetrySchedule, SqsJobQueue};
 use crate::llm::{ApiKey, LlmProvider, OpenAiClient, OpenAiConfig};
@@ -13,12 +14,14 @@ use crate::pipeline::{JobScheduler, Pipeline};
 use crate::profiles::AgentCatalog;
 use crate::tools::ask_gpt::{AskGptConfig, AskGptTool};
 use crate::tools::award_value::AwardValueTool;
+use crate::tools::fare_alert::CreateFareAlertTool;
 use crate::tools::flights::{FlightSearchConfig, SearchFlightsTool};
 use crate::tools::knowledge_base::{KnowledgeBaseConfig, SearchKnowledgeBaseTool};
 use crate::tools::remember::RememberTool;
 use crate::tools::select_flight::SelectFlightTool;
 use crate::tools::ui::{ShowFlightOptionsTool, SuggestRepliesTool};
 use crate::tools::{FunctionClient, SigV4Signer, Tool, ToolRegistry};
+use shared::alerts::{AlertStore, DynamoAlertStore};
 use shared::cache::DynamoResultCache;
 use shared::config::{Env, LedgerConfig, RetentionConfig, StorageConfig};
 use shared::ledger::{DynamoLedger, ToolCallLedger};
@@ -187,6 +190,10 @@ pub struct ToolRuntime {
     pub pipeline: Arc<Pipeline>,
     /// What users asked to be remembered (`remember`, `GET/DELETE /memory`).
     pub memory: Arc<dyn MemoryStore>,
+    /// Users' fare alerts (`create_fare_alert`, `GET/DELETE /alerts`, the worker's checks).
+    pub alerts: Arc<dyn AlertStore>,
+    /// The flight searches of an alert's check, through the same routes as `search_flights`.
+    pub fares: Arc<FareChecker>,
     /// The container's secrets; the output guard keeps their values out of answers.
     pub secrets: Arc<SecretsCache>,
 }
@@ -222,6 +229,7 @@ fn tools(
     llm: Arc<dyn LlmProvider>,
     usage: Arc<dyn UsageStore>,
     memory: Arc<dyn MemoryStore>,
+    alerts: Arc<dyn AlertStore>,
 ) -> Result<Vec<Arc<dyn Tool>>> {
     Ok(vec![
         Arc::new(SearchFlightsTool::new(
@@ -253,6 +261,7 @@ fn tools(
         Arc::new(SelectFlightTool::new()?),
         Arc::new(SuggestRepliesTool::new()?),
         Arc::new(ShowFlightOptionsTool::new()?),
+        Arc::new(CreateFareAlertTool::new(alerts)?),
     ])
 }
 
@@ -283,6 +292,10 @@ impl ToolRuntime {
             clients.dynamodb.clone(),
             storage.chats_table.clone(),
         ));
+        let alerts: Arc<dyn AlertStore> = Arc::new(DynamoAlertStore::new(
+            clients.dynamodb.clone(),
+            storage.chats_table.clone(),
+        ));
         let cache = Arc::new(DynamoResultCache::new(
             clients.dynamodb.clone(),
             storage.tool_calls_table.clone(),
@@ -292,12 +305,18 @@ impl ToolRuntime {
             storage.rate_limits_table.clone(),
         ));
         let functions = FunctionClient::new(clients.http, config.function_retry(), clients.signer);
+        let fares = Arc::new(FareChecker::new(
+            functions.clone(),
+            config.award_search_url.clone(),
+            config.cash_search_url.clone(),
+        ));
         let tools = tools(
             config,
             functions,
             llm.clone(),
             usage.clone(),
             memory.clone(),
+            alerts.clone(),
         )?;
         let mut registry = ToolRegistry::new();
         for tool in tools {
@@ -329,6 +348,8 @@ impl ToolRuntime {
             ledger,
             pipeline,
             memory,
+            alerts,
+            fares,
             secrets,
         })
     }

@@ -25,7 +25,7 @@ EXPECTED = {
             "dynamodb:UpdateItem",
             "dynamodb:Query",
             "dynamodb:ConditionCheckItem",
-            # DELETE /memory: what a user asked to be remembered, on their request.
+            # DELETE /memory and DELETE /alerts/{id}: a user's own items, on their request.
             "dynamodb:DeleteItem",
         }
         | DELETES,
@@ -36,7 +36,15 @@ EXPECTED = {
     "ToolWorkerFunction": {
         "ToolCallsTable": LEDGER,
         "ToolCallsTable/index": LEDGER,
-        "ChatsTable": {"dynamodb:GetItem", "dynamodb:UpdateItem"},
+        # Session-state patches; fare alerts: the schedule read (Query), matches written,
+        # a schedule entry replaced by the next (PutItem, DeleteItem).
+        "ChatsTable": {
+            "dynamodb:GetItem",
+            "dynamodb:UpdateItem",
+            "dynamodb:Query",
+            "dynamodb:PutItem",
+            "dynamodb:DeleteItem",
+        },
         "UsageTable": {"dynamodb:PutItem"},
     },
     # Only with PublicToolRoutes: each user's calls to the public routes are counted.
@@ -46,8 +54,8 @@ EXPECTED = {
 # Who may call the tool routes of the IAM-only API: the router and the worker, nobody else.
 INVOKERS = {"ChatRouterFunction", "ToolWorkerFunction"}
 # Tables whose data is users' chats, calls and spend: never scanned, never granted all
-# actions. (Deletes are in EXPECTED: only the router's, for DELETE /chats/{id} and
-# DELETE /memory.)
+# actions. (Deletes are in EXPECTED: the router's, for DELETE /chats/{id}, DELETE /memory
+# and DELETE /alerts/{id}; the worker's, for fare-alert schedule entries.)
 PRIVATE = {"ChatsTable", "ToolCallsTable", "UsageTable"}
 FORBIDDEN = {"dynamodb:Scan", "dynamodb:*"}
 SAM_DYNAMODB_POLICIES = {"DynamoDBCrudPolicy", "DynamoDBWritePolicy", "DynamoDBReadPolicy"}

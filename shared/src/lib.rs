@@ -6,6 +6,7 @@
 //! Every function crate builds its clients once per container from here and hands them to
 //! a handler; tests call the same handlers against the local emulators.
 
+pub mod alerts;
 pub mod aws;
 pub mod cache;
 pub mod chats;

@@ -9,6 +9,7 @@
 
 pub mod ask_gpt;
 pub mod award_value;
+pub mod fare_alert;
 pub mod flights;
 mod functions;
 pub mod knowledge_base;

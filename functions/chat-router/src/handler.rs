@@ -97,6 +97,12 @@ enum Route<'a> {
     Forget {
         item: &'a str,
     },
+    /// `GET` lists the user's fare alerts with what they found.
+    Alerts,
+    /// `DELETE` removes one of the user's fare alerts.
+    Alert {
+        alert_id: &'a str,
+    },
 }
 
 /// Matches on the path's trailing segments, so the router works under any prefix (a
@@ -134,6 +140,8 @@ fn route(path: &str) -> Option<Route<'_>> {
         [.., "chat"] => Some(Route::Chat),
         [.., "memory"] => Some(Route::Memory),
         [.., "memory", item] => Some(Route::Forget { item }),
+        [.., "alerts"] => Some(Route::Alerts),
+        [.., "alerts", alert_id] => Some(Route::Alert { alert_id }),
         _ => None,
     }
 }
@@ -146,7 +154,9 @@ impl Route<'_> {
             | Route::Cancel { .. }
             | Route::TurnCancel { .. }
             | Route::Decide { .. } => &[Method::POST],
-            Route::DeleteChat { .. } | Route::Forget { .. } => &[Method::DELETE],
+            Route::DeleteChat { .. } | Route::Forget { .. } | Route::Alert { .. } => {
+                &[Method::DELETE]
+            }
             Route::Memory => &[Method::GET, Method::DELETE],
             _ => &[Method::GET],
         }
@@ -155,8 +165,9 @@ impl Route<'_> {
     /// The ids the path names, each checked by [`validate::id`].
     fn ids(&self) -> Vec<(&'static str, &str)> {
         match *self {
-            Route::Chat | Route::Chats | Route::Memory => Vec::new(),
+            Route::Chat | Route::Chats | Route::Memory | Route::Alerts => Vec::new(),
             Route::Forget { item } => vec![("item", item)],
+            Route::Alert { alert_id } => vec![("alert_id", alert_id)],
             Route::ToolCalls { chat_id }
             | Route::Messages { chat_id }
             | Route::RefusedCalls { chat_id }
@@ -298,6 +309,14 @@ async fn dispatch(
             let change = MemoryChange::Forget(item.to_owned());
             deleted(deps.memory.change(user_id, &change).await.map(drop))
         }
+        Route::Alerts => ok_json(
+            deps.alerts
+                .list(user_id)
+                .await
+                .map(|alerts| json!({ "alerts": alerts })),
+        ),
+        // Another user's alert is as missing as one that never was: 404 either way.
+        Route::Alert { alert_id } => deleted(deps.alerts.delete(user_id, alert_id).await),
     }
 }
 
@@ -701,6 +720,13 @@ mod tests {
             route("/memory/home_airport"),
             Some(Route::Forget {
                 item: "home_airport"
+            })
+        ));
+        assert!(matches!(route("/alerts"), Some(Route::Alerts)));
+        assert!(matches!(
+            route("/alerts/01J0ALERT"),
+            Some(Route::Alert {
+                alert_id: "01J0ALERT"
             })
         ));
         assert!(route("/nope").is_none());

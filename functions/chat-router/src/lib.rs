@@ -18,6 +18,7 @@ use agent::Agent;
 use agent::profiles::AgentCatalog;
 use agent::runtime::{ToolClients, ToolRuntime};
 use shared::Result;
+use shared::alerts::AlertStore;
 use shared::chats::{ChatStore, DynamoChatStore};
 use shared::http::auth::{AuthConfig, Authenticator};
 use shared::ledger::ToolCallLedger;
@@ -42,6 +43,8 @@ pub struct Deps {
     pub memory: Arc<dyn MemoryStore>,
     /// Turn records and event logs (resume, resend, cancel).
     pub turns: Arc<dyn TurnStore>,
+    /// Users' fare alerts (`GET /alerts`, `DELETE /alerts/{id}`).
+    pub alerts: Arc<dyn AlertStore>,
 }
 
 impl Deps {
@@ -86,6 +89,7 @@ impl Deps {
             agent: Arc::new(agent),
             memory: runtime.memory,
             turns,
+            alerts: runtime.alerts,
         })
     }
 }

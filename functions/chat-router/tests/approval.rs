@@ -260,3 +260,34 @@ async fn a_call_left_waiting_expires_and_cannot_be_approved() {
     assert_eq!(record["status"], json!("awaiting_approval"));
     assert_eq!(record["attempt"], json!(2));
 }
+
+/// The shipped `create_fare_alert` needs approval: nothing is stored until the user approves,
+/// then the alert is listed once.
+#[tokio::test]
+async fn a_fare_alert_is_created_only_once_its_user_approves_it() {
+    let rig = Rig::start().await;
+    let token = rig.token(&test_support::unique("alert"));
+    let from = test_support::future_date();
+    rig.llm.push(Reply::tool_call(
+        "create_fare_alert",
+        json!({"origin": "FRA", "destination": "JFK", "date_from": from, "date_to": from,
+               "cabin": "business", "max_miles": 80000}),
+    ));
+    let turn = rig
+        .chat(Some(&token), json!({"message": "Alert me below 80k miles FRA-JFK"}))
+        .await;
+    let request = turn.first("approval_required").clone();
+    assert_eq!(request["tool"], json!("create_fare_alert"), "{:?}", turn.names());
+    let summary = request["summary"].as_str().unwrap_or_default();
+    assert!(summary.contains("FRA → JFK") && summary.contains("80,000"), "{summary}");
+    let (_, alerts) = rig.get(&token, "/alerts").await;
+    assert_eq!(alerts["alerts"], json!([]), "{alerts}");
+
+    rig.llm.push(Reply::text("Your alert is set."));
+    let job = request["job_id"].as_str().unwrap_or_default();
+    let approved = decide(&rig, &token, &turn.chat_id(), job, "approve", None).await;
+    assert_eq!(approved.first("tool_result")["status"], json!("succeeded"));
+    assert_eq!(approved.text(), "Your alert is set.");
+    let (_, alerts) = rig.get(&token, "/alerts").await;
+    assert_eq!(alerts["alerts"].as_array().map(Vec::len), Some(1), "{alerts}");
+}

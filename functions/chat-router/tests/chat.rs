@@ -101,7 +101,11 @@ async fn flight_search_streams_the_contract_events_with_one_llm_call() {
             "ask_gpt",
             "award_value",
             "remember",
-            "select_flight"
+            "select_flight",
+            "suggest_replies",
+            "show_flight_options",
+            "create_fare_alert",
+            "transfer_to_support"
         ]
     );
 

@@ -82,6 +82,7 @@ async fn main() {
         dead_letter_queue_url: test_support::require_env("TOOL_DLQ_URL"),
         function_timeout: std::time::Duration::from_secs(30),
         max_receive_count: tool_worker::DEFAULT_MAX_RECEIVE_COUNT,
+        alert_check_interval: std::time::Duration::from_secs(3600),
     };
     let agents = AgentCatalog::built_in().unwrap_or_else(|e| panic!("agents: {e}"));
     let deps =

@@ -1,20 +1,26 @@
-//! tool-worker: consumes the SQS tool queue. Each message names a queued attempt of a tool
+//! tool-worker: consumes the SQS tool queue, and checks fare alerts on a schedule
+//! ([`alerts`]). Each message names a queued attempt of a tool
 //! call (a retry after a passing failure, or a background call); the worker runs it through
 //! the same pipeline and ledger as chat-router and reports per message, so one bad message
 //! never holds up the rest of its batch.
 //!
-//! `main.rs` builds [`Deps`] once per container and hands every batch to
-//! [`handler::handle`]; tests call the same handler with events built from real queue
+//! `main.rs` builds [`Deps`] once per container and hands every invocation to
+//! [`event::handle_event`]: an SQS batch goes to [`handler::handle`], a scheduled event to
+//! [`alerts::check_due`]. Tests call the same handlers with events built from real queue
 //! messages.
 
+pub mod alerts;
+pub mod event;
 pub mod handler;
 
 use std::sync::Arc;
 
+use agent::alerts::FareChecker;
 use agent::jobs::DeadLetters;
 use agent::pipeline::Pipeline;
 use agent::profiles::AgentCatalog;
 use agent::runtime::{ToolClients, ToolRuntime, ToolsConfig};
+use shared::alerts::AlertStore;
 use shared::chats::{ChatStore, DynamoChatStore};
 use shared::config::Env;
 use shared::domain::tool_call::ToolName;
@@ -33,7 +39,13 @@ pub struct Config {
     /// queue (`TOOL_MAX_RECEIVE_COUNT`, set from the template's `ToolMaxReceiveCount`): on
     /// the last one, a job that still cannot be handled fails its call with the reason.
     pub max_receive_count: u32,
+    /// Time between two checks of a fare alert (`ALERT_CHECK_MINUTES`, set by the template
+    /// from the same parameter as the schedule's rate).
+    pub alert_check_interval: std::time::Duration,
 }
+
+/// Default `ALERT_CHECK_MINUTES`, the template's `AlertCheckMinutes`.
+pub const DEFAULT_ALERT_CHECK_MINUTES: u64 = 60;
 
 /// Default `TOOL_MAX_RECEIVE_COUNT`, the template's `ToolMaxReceiveCount`.
 pub const DEFAULT_MAX_RECEIVE_COUNT: u32 = 5;
@@ -55,11 +67,15 @@ impl Config {
         let max_receive_count = r
             .parse_or("TOOL_MAX_RECEIVE_COUNT", DEFAULT_MAX_RECEIVE_COUNT)
             .max(1);
+        let alert_minutes = r
+            .parse_or("ALERT_CHECK_MINUTES", DEFAULT_ALERT_CHECK_MINUTES)
+            .max(1);
         let config = r.finish(Self {
             tools,
             dead_letter_queue_url,
             function_timeout,
             max_receive_count,
+            alert_check_interval: std::time::Duration::from_secs(alert_minutes * 60),
         })?;
         if config.tools.tool_queue_url.is_none() {
             return Err(Error::Config(
@@ -78,6 +94,12 @@ pub struct Deps {
     pub chats: Arc<dyn ChatStore>,
     pub dead_letters: DeadLetters,
     pub max_receive_count: u32,
+    /// Fare alerts and the searches that check them (scheduled runs).
+    pub alerts: Arc<dyn AlertStore>,
+    pub fares: Arc<FareChecker>,
+    pub alert_check_interval: std::time::Duration,
+    /// The function's own timeout: a scheduled run stops starting checks before it.
+    pub function_timeout: std::time::Duration,
 }
 
 impl Deps {
@@ -99,6 +121,10 @@ impl Deps {
             chats,
             dead_letters,
             max_receive_count,
+            alerts: runtime.alerts,
+            fares: runtime.fares,
+            alert_check_interval: config.alert_check_interval,
+            function_timeout: config.function_timeout,
         })
     }
 }

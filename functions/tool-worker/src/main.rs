@@ -1,13 +1,13 @@
-//! Lambda entry point: builds the clients once per container, then hands each SQS batch to
-//! the handler (event source mapping with `ReportBatchItemFailures`).
+//! Lambda entry point: builds the clients once per container, then hands each invocation
+//! to the worker: an SQS batch (event source mapping with `ReportBatchItemFailures`) or the
+//! fare-alert schedule's event.
 
 use agent::profiles::AgentCatalog;
 use agent::runtime::ToolClients;
 use agent::tools::SigV4Signer;
-use aws_lambda_events::event::sqs::SqsEvent;
 use lambda_runtime::{LambdaEvent, run, service_fn};
 use shared::config::Env;
-use tool_worker::handler::handle;
+use tool_worker::event::handle_event;
 use tool_worker::{Config, Deps};
 
 #[tokio::main]
@@ -20,9 +20,14 @@ async fn main() -> Result<(), lambda_runtime::Error> {
     // No user token here: calls to the IAM routes are signed with the function's role.
     let clients = ToolClients::from_sdk(&sdk, &env, SigV4Signer::from_sdk_config(&sdk))?;
     let deps = Deps::new(config, &agents, clients)?;
-    run(service_fn(|event: LambdaEvent<SqsEvent>| {
+    run(service_fn(|event: LambdaEvent<serde_json::Value>| {
         let deps = deps.clone();
-        async move { Ok::<_, std::convert::Infallible>(handle(&deps, event.payload).await) }
+        // Only an event of neither shape fails the invocation; its reason goes to the log.
+        async move {
+            handle_event(&deps, event.payload)
+                .await
+                .map_err(|e| lambda_runtime::Diagnostic::from(e.to_string()))
+        }
     }))
     .await
 }

@@ -86,6 +86,7 @@ impl Setup {
             dead_letter_queue_url: queues.dlq_url.clone(),
             function_timeout: std::time::Duration::from_secs(30),
             max_receive_count: tool_worker::DEFAULT_MAX_RECEIVE_COUNT,
+            alert_check_interval: std::time::Duration::from_secs(3600),
         };
         let clients = ToolClients {
             dynamodb: test_support::dynamodb().await,
@@ -123,6 +124,7 @@ impl Setup {
             dead_letter_queue_url: self.queues.dlq_url.clone(),
             function_timeout: std::time::Duration::from_secs(30),
             max_receive_count: tool_worker::DEFAULT_MAX_RECEIVE_COUNT,
+            alert_check_interval: std::time::Duration::from_secs(3600),
         };
         let clients = ToolClients {
             dynamodb: aws_sdk_dynamodb::Client::from_conf(dynamodb),

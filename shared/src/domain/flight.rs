@@ -23,7 +23,7 @@ time::serde::format_description!(
 );
 
 /// Schema stand-in for a [`Date`] serialised with [`iso_date`].
-struct IsoDateSchema;
+pub(crate) struct IsoDateSchema;
 
 impl JsonSchema for IsoDateSchema {
     fn inline_schema() -> bool {

@@ -1,5 +1,6 @@
 //! Plain domain types: flights, session state, tool calls and tool results.
 
+pub mod alert;
 pub mod chat;
 pub mod flight;
 pub mod loyalty;

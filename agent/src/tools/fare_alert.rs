@@ -1,0 +1,207 @@
+//! `create_fare_alert`: keeps a fare alert for the user (a route, a date range, a cabin and
+//! a limit in miles and/or cash). It waits for the user's approval (`approval = "always"`
+//! in `config/agents.toml`); tool-worker checks kept alerts on a schedule, and the user
+//! lists and deletes them with `GET/DELETE /alerts`.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde_json::Value;
+
+use super::{Tool, ToolContext, ToolSchema};
+use crate::{Error, Result};
+use shared::alerts::AlertStore;
+use shared::domain::alert::CreateFareAlertArgs;
+use shared::domain::flight::{Cabin, Locale};
+use shared::domain::tool_call::ToolName;
+use shared::domain::tool_result::ToolExecutionResult;
+
+pub struct CreateFareAlertTool {
+    store: Arc<dyn AlertStore>,
+    schema: ToolSchema,
+}
+
+impl CreateFareAlertTool {
+    pub fn new(store: Arc<dyn AlertStore>) -> Result<Self> {
+        Ok(Self {
+            store,
+            schema: ToolSchema::of::<CreateFareAlertArgs>(ToolName::CreateFareAlert)?,
+        })
+    }
+}
+
+/// Models write `"business"`; the schema's enum is strict, so normalise before validating
+/// instead of spending a repair round on it.
+fn normalise_cabin(args: &mut Value) {
+    if let Some(cabin) = args.get_mut("cabin")
+        && let Some(parsed) = cabin.as_str().and_then(|c| c.parse::<Cabin>().ok())
+    {
+        *cabin = Value::String(parsed.as_str().to_owned());
+    }
+}
+
+#[async_trait]
+impl Tool for CreateFareAlertTool {
+    fn name(&self) -> ToolName {
+        ToolName::CreateFareAlert
+    }
+
+    fn schema(&self) -> &ToolSchema {
+        &self.schema
+    }
+
+    fn prepare(&self, mut args: Value, ctx: &ToolContext) -> Result<Value> {
+        normalise_cabin(&mut args);
+        let args: CreateFareAlertArgs = self.schema.parse(&args)?;
+        args.validate(ctx.today)?;
+        Ok(args.canonical())
+    }
+
+    async fn execute(&self, ctx: &ToolContext, request: &Value) -> Result<ToolExecutionResult> {
+        let args: CreateFareAlertArgs = serde_json::from_value(request.clone())
+            .map_err(|e| Error::Invalid(format!("stored create_fare_alert request: {e}")))?;
+        // Approval may come days later: the range must still lie ahead then.
+        args.validate(ctx.today)?;
+        let alert = self.store.create(&ctx.user_id, &args).await?;
+        let summary = args.summary(ctx.locale);
+        let message = match ctx.locale {
+            Locale::De => format!(
+                "Gespeichert: {summary}. Der Alarm wird regelmäßig geprüft; Treffer und das Löschen findet der Nutzer unter seinen Preisalarmen."
+            ),
+            Locale::En => format!(
+                "Saved: {summary}. The alert is checked regularly; the user finds what it finds, and can delete it, under their fare alerts."
+            ),
+        };
+        Ok(ToolExecutionResult::succeeded(message)
+            .with_raw(serde_json::to_value(&alert).unwrap_or_default()))
+    }
+
+    fn approval_summary(&self, request: &Value, locale: Locale) -> String {
+        match serde_json::from_value::<CreateFareAlertArgs>(request.clone()) {
+            Ok(args) => args.summary(locale),
+            Err(_) => match locale {
+                Locale::De => "Preisalarm anlegen".into(),
+                Locale::En => "Create a fare alert".into(),
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use serde_json::json;
+    use shared::domain::alert::FareAlert;
+    use shared::domain::session::SessionState;
+    use std::sync::Mutex;
+
+    use super::*;
+
+    /// Keeps created alerts in memory; the DynamoDB store has its own tests.
+    #[derive(Default)]
+    struct Kept(Mutex<Vec<(String, FareAlert)>>);
+
+    #[async_trait]
+    impl AlertStore for Kept {
+        async fn create(&self, owner: &str, args: &CreateFareAlertArgs) -> Result<FareAlert> {
+            let alert = FareAlert::new("a1".into(), args, "2027-01-01T00:00:00Z".into());
+            if let Ok(mut kept) = self.0.lock() {
+                kept.push((owner.to_owned(), alert.clone()));
+            }
+            Ok(alert)
+        }
+        async fn list(&self, _: &str) -> Result<Vec<FareAlert>> {
+            Ok(Vec::new())
+        }
+        async fn delete(&self, _: &str, _: &str) -> Result<()> {
+            Err(Error::NotFound)
+        }
+        async fn due(&self, _: usize) -> Result<Vec<shared::alerts::DueAlert>> {
+            Ok(Vec::new())
+        }
+        async fn record_matches(
+            &self,
+            _: &shared::alerts::DueAlert,
+            _: &[shared::domain::alert::AlertMatch],
+            _: Option<time::OffsetDateTime>,
+        ) -> Result<usize> {
+            Ok(0)
+        }
+    }
+
+    fn ctx(locale: Locale) -> ToolContext {
+        ToolContext {
+            user_id: "u1".into(),
+            chat_id: "c1".into(),
+            session_state: SessionState::default(),
+            memory: Default::default(),
+            today: time::macros::date!(2027 - 02 - 01),
+            locale,
+            deadline: Instant::now() + Duration::from_secs(2),
+            progress: Default::default(),
+        }
+    }
+
+    fn example() -> Value {
+        json!({"origin": "fra", "destination": "jfk", "date_from": "2027-03-01",
+               "date_to": "2027-03-15", "cabin": "business", "max_miles": 80000})
+    }
+
+    #[tokio::test]
+    async fn creates_the_alert_for_the_caller() {
+        let store = Arc::new(Kept::default());
+        let tool = CreateFareAlertTool::new(store.clone()).unwrap();
+        let request = tool.prepare(example(), &ctx(Locale::En)).unwrap();
+        assert_eq!(request["origin"], json!("FRA"));
+        assert_eq!(request["cabin"], json!("BUSINESS"));
+        let result = tool.execute(&ctx(Locale::En), &request).await.unwrap();
+        assert!(result.is_success());
+        assert!(
+            result
+                .message
+                .starts_with("Saved: Fare alert FRA → JFK, 1–15 Mar 2027, business"),
+            "{}",
+            result.message
+        );
+        assert_eq!(result.raw.unwrap()["id"], json!("a1"));
+        assert_eq!(store.0.lock().unwrap()[0].0, "u1");
+    }
+
+    #[test]
+    fn the_approval_summary_is_in_the_users_language() {
+        let tool = CreateFareAlertTool::new(Arc::new(Kept::default())).unwrap();
+        let request = tool.prepare(example(), &ctx(Locale::En)).unwrap();
+        assert_eq!(
+            tool.approval_summary(&request, Locale::En),
+            "Fare alert FRA → JFK, 1–15 Mar 2027, business, at most 80,000 miles"
+        );
+        assert_eq!(
+            tool.approval_summary(&request, Locale::De),
+            "Preisalarm FRA → JFK, 1.–15. März 2027, business, höchstens 80.000 Meilen"
+        );
+    }
+
+    #[test]
+    fn invalid_input_names_the_field() {
+        let tool = CreateFareAlertTool::new(Arc::new(Kept::default())).unwrap();
+        let mut past = example();
+        past["date_from"] = json!("2027-01-15");
+        let err = tool
+            .prepare(past, &ctx(Locale::En))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("date_from"), "{err}");
+        let mut bad = example();
+        bad["origin"] = json!("FRANKFURT");
+        let err = tool.prepare(bad, &ctx(Locale::En)).unwrap_err().to_string();
+        assert!(err.contains("origin"), "{err}");
+        let mut no_limit = example();
+        no_limit.as_object_mut().unwrap().remove("max_miles");
+        let err = tool
+            .prepare(no_limit, &ctx(Locale::En))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("max_miles"), "{err}");
+    }
+}
