@@ -274,12 +274,23 @@ async fn a_fare_alert_is_created_only_once_its_user_approves_it() {
                "cabin": "business", "max_miles": 80000}),
     ));
     let turn = rig
-        .chat(Some(&token), json!({"message": "Alert me below 80k miles FRA-JFK"}))
+        .chat(
+            Some(&token),
+            json!({"message": "Alert me below 80k miles FRA-JFK"}),
+        )
         .await;
     let request = turn.first("approval_required").clone();
-    assert_eq!(request["tool"], json!("create_fare_alert"), "{:?}", turn.names());
+    assert_eq!(
+        request["tool"],
+        json!("create_fare_alert"),
+        "{:?}",
+        turn.names()
+    );
     let summary = request["summary"].as_str().unwrap_or_default();
-    assert!(summary.contains("FRA → JFK") && summary.contains("80,000"), "{summary}");
+    assert!(
+        summary.contains("FRA → JFK") && summary.contains("80,000"),
+        "{summary}"
+    );
     let (_, alerts) = rig.get(&token, "/alerts").await;
     assert_eq!(alerts["alerts"], json!([]), "{alerts}");
 
@@ -289,5 +300,9 @@ async fn a_fare_alert_is_created_only_once_its_user_approves_it() {
     assert_eq!(approved.first("tool_result")["status"], json!("succeeded"));
     assert_eq!(approved.text(), "Your alert is set.");
     let (_, alerts) = rig.get(&token, "/alerts").await;
-    assert_eq!(alerts["alerts"].as_array().map(Vec::len), Some(1), "{alerts}");
+    assert_eq!(
+        alerts["alerts"].as_array().map(Vec::len),
+        Some(1),
+        "{alerts}"
+    );
 }
