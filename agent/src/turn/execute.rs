@@ -68,14 +68,9 @@ impl Agent {
         };
         let used = limits.used_by(calls.len(), self.pipeline.max_parallel);
         state.calls_left = state.calls_left.saturating_sub(used);
-        let mut handed_to = None;
-        for call in &handoffs {
-            let decided = self
-                .hand_off(&ctx, state, call, handed_to.is_some(), events)
-                .await;
-            handed_to = handed_to.or(decided.to);
-            outcome.calls.push(decided.outcome);
-        }
+        let handed_to = self
+            .run_handoffs(&ctx, state, &handoffs, &mut outcome, events)
+            .await;
         // Answers in the order the model made the calls.
         let order = |id: &str| reply.tool_calls.iter().position(|c| c.id == id);
         outcome.calls.sort_by_key(|c| order(&c.call.id));

@@ -60,6 +60,14 @@ pub(super) fn target<'a>(profile: &'a AgentProfile, call: &ToolCallRequest) -> O
         .map(String::as_str)
 }
 
+/// The call's `reason`, when its arguments are valid.
+fn reason(call: &ToolCallRequest) -> Option<String> {
+    serde_json::from_str::<HandoffArgs>(&call.arguments)
+        .ok()
+        .map(|a| a.reason.trim().chars().take(200).collect::<String>())
+        .filter(|r| !r.is_empty())
+}
+
 /// A handoff as decided for one call of a step.
 pub(super) struct HandoffCall {
     pub outcome: CallOutcome,
@@ -105,12 +113,7 @@ impl Agent {
         } else {
             None
         };
-        let args = serde_json::from_str::<serde_json::Value>(&call.arguments)
-            .ok()
-            .and_then(|v| serde_json::from_value::<HandoffArgs>(v).ok())
-            .map(|a| a.reason.chars().take(200).collect::<String>())
-            .filter(|r| !r.trim().is_empty());
-        let (refused, reason) = match (refused, args) {
+        let (refused, reason) = match (refused, reason(call)) {
             (Some(refused), _) => (Some(refused), String::new()),
             (None, None) => (
                 Some((
@@ -152,6 +155,27 @@ impl Agent {
             ),
             to: Some(target.clone()),
         }
+    }
+
+    /// Decides a step's handoff calls (only the first valid one hands over) and adds their
+    /// outcomes to the step's; the profile to continue with, if one handed over.
+    pub(super) async fn run_handoffs(
+        &self,
+        ctx: &ToolContext,
+        state: &TurnState,
+        calls: &[ToolCallRequest],
+        outcome: &mut crate::pipeline::StepOutcome,
+        events: &dyn EventSink,
+    ) -> Option<AgentProfile> {
+        let mut handed_to = None;
+        for call in calls {
+            let decided = self
+                .hand_off(ctx, state, call, handed_to.is_some(), events)
+                .await;
+            handed_to = handed_to.or(decided.to);
+            outcome.calls.push(decided.outcome);
+        }
+        handed_to
     }
 
     /// The handoff in the ledger, as a succeeded call; its id, or `None` when the ledger

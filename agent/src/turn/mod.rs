@@ -46,7 +46,7 @@ use crate::guard::fence::Fence;
 use crate::guard::output::Violation;
 use crate::guard::output::echo::{EchoIndex, EchoIndexes};
 use crate::llm::{LlmProvider, PromptMessage, ToolSpec};
-use crate::pipeline::{CallOutcome, CallStatus, Pipeline};
+use crate::pipeline::{CallOutcome, CallStatus, Pipeline, StepOutcome};
 use crate::profiles::{AgentCatalog, AgentProfile};
 use crate::runtime::ToolRuntime;
 use crate::stop::StopSignal;
@@ -336,59 +336,64 @@ impl Agent {
             if let Some(to) = handed_to {
                 self.switch_agent(state, to);
             }
-            if outcome
-                .calls
-                .iter()
-                .any(|c| c.status == CallStatus::AwaitingApproval)
-            {
-                state.last_results = outcome.calls;
-                return Ok(Ending::AwaitingApproval);
+            let said = (!models.split() && !said.trim().is_empty()).then_some(said);
+            if let Some(ending) = self.after_step(state, outcome, said).await? {
+                return Ok(ending);
             }
-            let registry = &self.pipeline.registry;
-            let answers_directly = |tool| {
-                registry
-                    .get(tool)
-                    .is_some_and(|t| t.tool.answers_directly())
-            };
-            let audience = decide::Audience {
-                locale: state.locale,
-                now: self.clock.now(),
-            };
-            let decision =
-                decide::after_tools(&outcome, state.repaired, answers_directly, audience);
-            // A step's messages are written before the model is asked again, so a turn
-            // whose host ends later keeps them. A direct answer writes them with itself.
-            if matches!(decision, Decision::NextStep | Decision::Repair) {
-                self.save(state).await?;
-            }
-            // Text with only UI skills beside it is the answer (already streamed): no
-            // further model call just to say it again.
-            let ui_only = outcome.calls.iter().all(|c| {
-                c.status == CallStatus::Succeeded
-                    && c.tool
-                        .and_then(|t| registry.get(t))
-                        .is_some_and(|t| t.tool.ui_kind().is_some())
-            });
-            if decision == Decision::NextStep
-                && ui_only
-                && !models.split()
-                && !said.trim().is_empty()
-            {
-                state.last_results = outcome.calls;
-                return Ok(Ending::Answer(said));
-            }
-            match decision {
-                Decision::NextStep => {}
-                Decision::Repair => state.repaired = true,
-                Decision::AnswerDirectly(text) => {
-                    state.last_results = outcome.calls;
-                    return Ok(Ending::Direct(text));
-                }
-                Decision::GiveUp(problems) => return Ok(Ending::Unrepairable(problems)),
-            }
-            state.last_results = outcome.calls;
         }
         Ok(Ending::Answer(String::new()))
+    }
+
+    /// What follows a step whose calls ran: `None` asks the model again, else how the turn
+    /// ends. `said` is the step's text when it is the answer as streamed (one model writes
+    /// both), so UI skills beside it need no further model call.
+    async fn after_step(
+        &self,
+        state: &mut TurnState,
+        outcome: StepOutcome,
+        said: Option<String>,
+    ) -> Result<Option<Ending>> {
+        if outcome
+            .calls
+            .iter()
+            .any(|c| c.status == CallStatus::AwaitingApproval)
+        {
+            state.last_results = outcome.calls;
+            return Ok(Some(Ending::AwaitingApproval));
+        }
+        let registry = &self.pipeline.registry;
+        let answers_directly = |tool| {
+            registry
+                .get(tool)
+                .is_some_and(|t| t.tool.answers_directly())
+        };
+        let audience = decide::Audience {
+            locale: state.locale,
+            now: self.clock.now(),
+        };
+        let decision = decide::after_tools(&outcome, state.repaired, answers_directly, audience);
+        // A step's messages are written before the model is asked again, so a turn whose
+        // host ends later keeps them. A direct answer writes them with itself.
+        if matches!(decision, Decision::NextStep | Decision::Repair) {
+            self.save(state).await?;
+        }
+        let ui_only = outcome.calls.iter().all(|c| {
+            c.status == CallStatus::Succeeded
+                && c.tool
+                    .and_then(|t| registry.get(t))
+                    .is_some_and(|t| t.tool.ui_kind().is_some())
+        });
+        let ending = match decision {
+            Decision::NextStep => said.filter(|_| ui_only).map(Ending::Answer),
+            Decision::Repair => {
+                state.repaired = true;
+                None
+            }
+            Decision::AnswerDirectly(text) => Some(Ending::Direct(text)),
+            Decision::GiveUp(problems) => Some(Ending::Unrepairable(problems)),
+        };
+        state.last_results = outcome.calls;
+        Ok(ending)
     }
 
     /// Writes this turn's unwritten messages and state changes in one chat write.

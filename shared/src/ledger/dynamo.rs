@@ -343,6 +343,79 @@ impl DynamoLedger {
         }
     }
 
+    /// awaiting_approval → expired, for a call past its approval window.
+    async fn expire(
+        &self,
+        chat_id: &str,
+        call_id: &str,
+        attempt: u32,
+        now: OffsetDateTime,
+    ) -> Result<()> {
+        let expired = self
+            .approval_update(chat_id, call_id, attempt, now, ToolCallStatus::Expired)
+            .update_expression(format!(
+                "SET #status = :to, finished_at = :now, updated_at = :now, #error = :error, \
+                 attempts[{i}].#status = :to, attempts[{i}].finished_at = :now \
+                 REMOVE lease_until",
+                i = attempt.saturating_sub(1)
+            ))
+            .expression_attribute_names("#error", "error")
+            .expression_attribute_values(":error", s("not approved within its approval window"));
+        self.transition(expired, chat_id, call_id, attempt, ToolCallStatus::Expired)
+            .await
+            .map(drop)
+    }
+
+    /// The write of the user's decision: approved → running (held by the caller under
+    /// `lease`), denied → canceled with the reason.
+    fn decision_update(
+        &self,
+        chat_id: &str,
+        call_id: &str,
+        attempt: u32,
+        now: OffsetDateTime,
+        choice: &ApprovalChoice,
+    ) -> UpdateItemFluentBuilder {
+        let i = attempt.saturating_sub(1);
+        match choice {
+            ApprovalChoice::Approve { lease } => self
+                .approval_update(chat_id, call_id, attempt, now, ToolCallStatus::Running)
+                .update_expression(format!(
+                    "SET #status = :to, started_at = :now, updated_at = :now, lease_until = :lease, \
+                     recent = :recent, approval.decision = :decision, approval.decided_at = :now, \
+                     attempts[{i}].#status = :to, attempts[{i}].started_at = :now"
+                ))
+                .expression_attribute_values(":lease", n(epoch_millis(now + *lease)))
+                .expression_attribute_values(
+                    ":recent",
+                    s(format!("{}#{call_id}", sortable_time(now))),
+                )
+                .expression_attribute_values(":decision", s("approved")),
+            ApprovalChoice::Deny { reason } => {
+                let error = match reason {
+                    Some(reason) => format!("denied by the user: {reason}"),
+                    None => "denied by the user".to_owned(),
+                };
+                let update = self
+                    .approval_update(chat_id, call_id, attempt, now, ToolCallStatus::Canceled)
+                    .update_expression(format!(
+                        "SET #status = :to, finished_at = :now, updated_at = :now, #error = :error, \
+                         approval.decision = :decision, approval.decided_at = :now, \
+                         {}attempts[{i}].#status = :to, attempts[{i}].finished_at = :now, \
+                         attempts[{i}].#error = :error REMOVE lease_until",
+                        if reason.is_some() { "approval.reason = :reason, " } else { "" }
+                    ))
+                    .expression_attribute_names("#error", "error")
+                    .expression_attribute_values(":error", s(error))
+                    .expression_attribute_values(":decision", s("denied"));
+                match reason {
+                    Some(reason) => update.expression_attribute_values(":reason", s(reason)),
+                    None => update,
+                }
+            }
+        }
+    }
+
     /// A conditional update of a call awaiting approval (attempt `attempt`) to `to`; the
     /// caller adds the update expression and its own values.
     fn approval_update(
@@ -842,61 +915,10 @@ impl ToolCallLedger for DynamoLedger {
             .is_some_and(|until| i128::from(until) <= epoch_millis(now))
         {
             // Past its window: stored as expired (once), whatever was asked.
-            let expired = self
-                .approval_update(chat_id, call_id, attempt, now, ToolCallStatus::Expired)
-                .update_expression(format!(
-                    "SET #status = :to, finished_at = :now, updated_at = :now, #error = :error, \
-                     attempts[{i}].#status = :to, attempts[{i}].finished_at = :now \
-                     REMOVE lease_until",
-                    i = attempt.saturating_sub(1)
-                ))
-                .expression_attribute_names("#error", "error")
-                .expression_attribute_values(
-                    ":error",
-                    s("not approved within its approval window"),
-                );
-            self.transition(expired, chat_id, call_id, attempt, ToolCallStatus::Expired)
-                .await?;
+            self.expire(chat_id, call_id, attempt, now).await?;
             return Err(refused(ToolCallStatus::Expired));
         }
-        let i = attempt.saturating_sub(1);
-        let decided = match &choice {
-            ApprovalChoice::Approve { lease } => self
-                .approval_update(chat_id, call_id, attempt, now, to)
-                .update_expression(format!(
-                    "SET #status = :to, started_at = :now, updated_at = :now, lease_until = :lease, \
-                     recent = :recent, approval.decision = :decision, approval.decided_at = :now, \
-                     attempts[{i}].#status = :to, attempts[{i}].started_at = :now"
-                ))
-                .expression_attribute_values(":lease", n(epoch_millis(now + *lease)))
-                .expression_attribute_values(
-                    ":recent",
-                    s(format!("{}#{call_id}", sortable_time(now))),
-                )
-                .expression_attribute_values(":decision", s("approved")),
-            ApprovalChoice::Deny { reason } => {
-                let error = match reason {
-                    Some(reason) => format!("denied by the user: {reason}"),
-                    None => "denied by the user".to_owned(),
-                };
-                let update = self
-                    .approval_update(chat_id, call_id, attempt, now, to)
-                    .update_expression(format!(
-                        "SET #status = :to, finished_at = :now, updated_at = :now, #error = :error, \
-                         approval.decision = :decision, approval.decided_at = :now, \
-                         {}attempts[{i}].#status = :to, attempts[{i}].finished_at = :now, \
-                         attempts[{i}].#error = :error REMOVE lease_until",
-                        if reason.is_some() { "approval.reason = :reason, " } else { "" }
-                    ))
-                    .expression_attribute_names("#error", "error")
-                    .expression_attribute_values(":error", s(error))
-                    .expression_attribute_values(":decision", s("denied"));
-                match reason {
-                    Some(reason) => update.expression_attribute_values(":reason", s(reason)),
-                    None => update,
-                }
-            }
-        };
+        let decided = self.decision_update(chat_id, call_id, attempt, now, &choice);
         let item = self
             .transition(
                 decided.return_values(ReturnValue::AllNew),
