@@ -4,26 +4,22 @@
 //! that got no answer is sent again with the same key; retries are bounded and answers
 //! other than 2xx are not retried.
 
+mod common;
+
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use bytes::Bytes;
 use chat::Error;
 use chat::client::{Client, TurnRequest};
 use chat::render::{Options, Renderer};
 use chat::state::Session;
 use chat::token::Credentials;
-use http_body_util::channel::Channel;
-use serde_json::{Value, json};
-use test_support::serve::{BoxError, LocalServer, serve_lambda};
+use common::{PREFIX, Reply, Seen, TOKEN, frame, router, temp_dir};
+use serde_json::json;
 use tokio::io::{AsyncReadExt, copy_bidirectional};
 use tokio::net::{TcpListener, TcpStream};
-
-const PREFIX: &str = "/lambda-url/chat-router";
-const TOKEN: &str = "test-token";
 
 /// What the scripted turn renders, each token once.
 const EXPECTED: &str = "\
@@ -32,10 +28,6 @@ chat chat-9 (new)
 ✓ search_flights succeeded
 alpha bravo charlie
 ";
-
-fn frame(id: u64, event: &str, data: Value) -> String {
-    format!("id: {id}\nevent: {event}\ndata: {data}\n\n")
-}
 
 /// The turn's events as the router frames them, ids 0 (`init`) to 7 (`done`).
 fn frames() -> Vec<String> {
@@ -81,101 +73,6 @@ fn until(end: usize) -> String {
 fn after(seen: &Seen) -> String {
     let last: usize = seen.last_event_id.as_deref().unwrap().parse().unwrap();
     from(last + 1)
-}
-
-/// What the fake router saw of one request.
-#[derive(Debug, Clone)]
-struct Seen {
-    method: String,
-    path: String,
-    authorization: String,
-    accept: String,
-    key: Option<String>,
-    last_event_id: Option<String>,
-}
-
-/// One scripted answer.
-enum Reply {
-    /// 200, these bytes in small chunks, then a clean end of the body.
-    Stream(String),
-    /// 200, these bytes, then the connection is cut (the body fails).
-    Cut(String),
-    /// A refusal with the router's JSON error envelope.
-    Refuse(u16, &'static str),
-}
-
-type Script = dyn Fn(&Seen, usize) -> Reply + Send + Sync;
-
-/// A router answering the n-th request (from 0) with `script(request, n)`.
-async fn router(
-    script: impl Fn(&Seen, usize) -> Reply + Send + Sync + 'static,
-) -> (LocalServer, Arc<Mutex<Vec<Seen>>>) {
-    let script: Arc<Script> = Arc::new(script);
-    let seen: Arc<Mutex<Vec<Seen>>> = Arc::default();
-    let record = Arc::clone(&seen);
-    let server = serve_lambda(move |request: lambda_http::Request| {
-        let header = |name: &str| {
-            request
-                .headers()
-                .get(name)
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_owned)
-        };
-        let this = Seen {
-            method: request.method().to_string(),
-            path: request.uri().path().to_owned(),
-            authorization: header("authorization").unwrap_or_default(),
-            accept: header("accept").unwrap_or_default(),
-            key: header("idempotency-key"),
-            last_event_id: header("last-event-id"),
-        };
-        let n = {
-            let mut seen = record.lock().unwrap();
-            seen.push(this.clone());
-            seen.len() - 1
-        };
-        let reply = script(&this, n);
-        async move {
-            let (mut sender, body) = Channel::<Bytes, BoxError>::new(4);
-            let (status, content_type) = match &reply {
-                Reply::Refuse(status, _) => (*status, "application/json"),
-                _ => (200, "text/event-stream"),
-            };
-            tokio::spawn(async move {
-                let (bytes, cut) = match reply {
-                    Reply::Stream(text) => (text.into_bytes(), false),
-                    Reply::Cut(text) => (text.into_bytes(), true),
-                    Reply::Refuse(_, code) => {
-                        let envelope =
-                            json!({"error": {"code": code, "message": format!("refused: {code}")}});
-                        (envelope.to_string().into_bytes(), false)
-                    }
-                };
-                for chunk in bytes.chunks(11) {
-                    if sender
-                        .send_data(Bytes::copy_from_slice(chunk))
-                        .await
-                        .is_err()
-                    {
-                        return;
-                    }
-                    tokio::time::sleep(Duration::from_millis(1)).await;
-                }
-                if cut {
-                    // Let the bytes reach the client first.
-                    tokio::time::sleep(Duration::from_millis(20)).await;
-                    sender.abort("connection cut".into());
-                }
-            });
-            http::Response::builder()
-                .status(status)
-                .header("content-type", content_type)
-                .body(body)
-                .unwrap()
-        }
-    })
-    .await;
-    (server, seen)
 }
 
 /// A TCP front for `backend`: each of the first `drops` connections has its request read
@@ -244,13 +141,6 @@ fn header_of(request: &str, name: &str) -> String {
         .unwrap_or_default()
 }
 
-/// A fresh directory for the state file.
-fn temp_dir() -> PathBuf {
-    let dir = std::env::temp_dir().join(test_support::unique("chat-cli-retry"));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
 /// One turn against the router at `base` (with `PREFIX`), output captured.
 async fn run_turn(
     base: &str,
@@ -287,7 +177,7 @@ fn events_path() -> String {
 #[tokio::test]
 async fn every_message_carries_its_own_idempotency_key() {
     let (server, seen) = router(|_, _| Reply::Stream(from(0))).await;
-    let dir = temp_dir();
+    let dir = temp_dir("chat-cli-retry");
     for message in ["hi", "hi"] {
         let (result, out, err) = run_turn(&server.base_url(), &dir, message).await;
         result.unwrap();
@@ -322,7 +212,7 @@ async fn a_stream_ending_without_done_is_resumed_after_the_last_event_id() {
         _ => Reply::Stream(after(request)),
     })
     .await;
-    let dir = temp_dir();
+    let dir = temp_dir("chat-cli-retry");
     let (result, out, err) = run_turn(&server.base_url(), &dir, "hi").await;
     result.unwrap();
     assert_eq!(out, EXPECTED, "\n{out}");
@@ -358,7 +248,7 @@ async fn a_cut_connection_is_resumed_from_each_last_id_and_nothing_shows_twice()
         _ => Reply::Stream(from(2)),
     })
     .await;
-    let dir = temp_dir();
+    let dir = temp_dir("chat-cli-retry");
     let (result, out, err) = run_turn(&server.base_url(), &dir, "hi").await;
     result.unwrap();
     assert_eq!(out, EXPECTED, "\n{out}");
@@ -393,7 +283,7 @@ async fn a_cut_connection_is_resumed_from_each_last_id_and_nothing_shows_twice()
 async fn a_request_without_an_answer_is_sent_again_with_the_same_key() {
     let (server, seen) = router(|_, _| Reply::Stream(from(0))).await;
     let (front, dropped) = dropping_front(server.addr(), 1).await;
-    let dir = temp_dir();
+    let dir = temp_dir("chat-cli-retry");
     let (result, out, err) = run_turn(&format!("http://{front}"), &dir, "hi").await;
     result.unwrap();
     assert_eq!(out, EXPECTED, "\n{out}");
@@ -413,7 +303,7 @@ async fn a_request_without_an_answer_is_sent_again_with_the_same_key() {
 
 #[tokio::test]
 async fn retries_are_bounded_and_refusals_are_not_retried() {
-    let dir = temp_dir();
+    let dir = temp_dir("chat-cli-retry");
 
     // No answer ever: the message is sent 1 + 3 times, always with the same key.
     let (server, seen) = router(|_, _| Reply::Stream(from(0))).await;
@@ -458,7 +348,7 @@ async fn retries_are_bounded_and_refusals_are_not_retried() {
     );
 
     // Refusals are reported as before, not retried: a 5xx for the message…
-    let (server, seen) = router(|_, _| Reply::Refuse(503, "internal")).await;
+    let (server, seen) = router(|_, _| Reply::refused(503, "internal")).await;
     let (result, _, err) = run_turn(&server.base_url(), &dir, "hi").await;
     match result {
         Err(e @ Error::Refused { status: 503, .. }) => {
@@ -470,7 +360,7 @@ async fn retries_are_bounded_and_refusals_are_not_retried() {
     assert_eq!(seen.lock().unwrap().len(), 1);
 
     // …a 409 for a busy chat…
-    let (server, seen) = router(|_, _| Reply::Refuse(409, "turn_in_progress")).await;
+    let (server, seen) = router(|_, _| Reply::refused(409, "turn_in_progress")).await;
     let (result, _, _) = run_turn(&server.base_url(), &dir, "hi").await;
     assert!(
         matches!(result, Err(Error::Refused { status: 409, .. })),
@@ -481,7 +371,7 @@ async fn retries_are_bounded_and_refusals_are_not_retried() {
     // …and a 404 for the resume.
     let (server, seen) = router(|_, n| match n {
         0 => Reply::Cut(until(2)),
-        _ => Reply::Refuse(404, "not_found"),
+        _ => Reply::refused(404, "not_found"),
     })
     .await;
     let (result, out, _) = run_turn(&server.base_url(), &dir, "hi").await;
@@ -505,7 +395,7 @@ async fn a_stream_without_ids_is_not_resumed() {
         )
     })
     .await;
-    let dir = temp_dir();
+    let dir = temp_dir("chat-cli-retry");
     let (result, out, err) = run_turn(&server.base_url(), &dir, "hi").await;
     assert!(matches!(result, Err(Error::Truncated)), "{result:?}");
     assert_eq!(out, "chat chat-8 (new)\nHalf\n");

@@ -3,26 +3,17 @@
 //! approval (asked about after the turn; the answer is `POST …/approve` or `…/deny`, whose
 //! stream is rendered like a turn; a refusal is reported and the conversation goes on).
 
-use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+mod common;
 
-use bytes::Bytes;
 use chat::client::{Client, TurnRequest};
 use chat::render::{Options, Renderer};
 use chat::state::Session;
 use chat::token::Credentials;
 use chat::{Args, converse};
 use clap::Parser;
-use http_body_util::channel::Channel;
+use common::{PREFIX, Reply, Seen, TOKEN, frame, router, temp_dir};
 use serde_json::{Value, json};
-use test_support::serve::{BoxError, LocalServer, serve_lambda};
-
-const PREFIX: &str = "/lambda-url/chat-router";
-const TOKEN: &str = "test-token";
-
-fn frame(id: u64, event: &str, data: Value) -> String {
-    format!("id: {id}\nevent: {event}\ndata: {data}\n\n")
-}
+use test_support::serve::LocalServer;
 
 /// A whole turn: `init`, `middle` (events), `final` with `answer`, `done`.
 fn turn(turn_id: &str, middle: &[(&str, Value)], answer: &str) -> String {
@@ -46,90 +37,6 @@ fn turn(turn_id: &str, middle: &[(&str, Value)], answer: &str) -> String {
     frames.concat()
 }
 
-/// What the fake router saw of one request.
-#[derive(Debug, Clone)]
-struct Seen {
-    method: String,
-    path: String,
-    authorization: String,
-    accept: String,
-    body: Value,
-}
-
-/// One scripted answer.
-enum Reply {
-    Stream(String),
-    /// A refusal with the router's JSON error envelope: status, code, message, details.
-    Refuse(u16, &'static str, &'static str, Value),
-}
-
-type Script = dyn Fn(&Seen, usize) -> Reply + Send + Sync;
-
-/// A router answering the n-th request (from 0) with `script(request, n)`.
-async fn router(
-    script: impl Fn(&Seen, usize) -> Reply + Send + Sync + 'static,
-) -> (LocalServer, Arc<Mutex<Vec<Seen>>>) {
-    let script: Arc<Script> = Arc::new(script);
-    let seen: Arc<Mutex<Vec<Seen>>> = Arc::default();
-    let record = Arc::clone(&seen);
-    let server = serve_lambda(move |request: lambda_http::Request| {
-        let header = |name: &str| {
-            request
-                .headers()
-                .get(name)
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or_default()
-                .to_owned()
-        };
-        let this = Seen {
-            method: request.method().to_string(),
-            path: request.uri().path().to_owned(),
-            authorization: header("authorization"),
-            accept: header("accept"),
-            body: serde_json::from_slice(request.body().as_ref()).unwrap_or_default(),
-        };
-        let n = {
-            let mut seen = record.lock().unwrap();
-            seen.push(this.clone());
-            seen.len() - 1
-        };
-        let reply = script(&this, n);
-        async move {
-            let (mut sender, body) = Channel::<Bytes, BoxError>::new(4);
-            let (status, content_type, bytes) = match reply {
-                Reply::Stream(text) => (200, "text/event-stream", text.into_bytes()),
-                Reply::Refuse(status, code, message, details) => {
-                    let envelope =
-                        json!({"error": {"code": code, "message": message, "details": details}});
-                    (
-                        status,
-                        "application/json",
-                        envelope.to_string().into_bytes(),
-                    )
-                }
-            };
-            tokio::spawn(async move {
-                for chunk in bytes.chunks(13) {
-                    if sender
-                        .send_data(Bytes::copy_from_slice(chunk))
-                        .await
-                        .is_err()
-                    {
-                        return;
-                    }
-                }
-            });
-            http::Response::builder()
-                .status(status)
-                .header("content-type", content_type)
-                .body(body)
-                .unwrap()
-        }
-    })
-    .await;
-    (server, seen)
-}
-
 /// The conversation `chat` runs for `input` (the user's lines) in chat `chat-5`, with
 /// questions (`asks`) or without: stdout (prompts included) and stderr.
 async fn converse_with(server: &LocalServer, input: &str, asks: bool) -> (String, String) {
@@ -138,7 +45,7 @@ async fn converse_with(server: &LocalServer, input: &str, asks: bool) -> (String
         Credentials::Given(TOKEN.into()),
     )
     .unwrap();
-    let dir = temp_dir();
+    let dir = temp_dir("chat-cli-specialists");
     let mut session = Session::open(dir.join("chat-id"), Some("chat-5".into()), false).unwrap();
     let mut renderer = Renderer::new(Vec::new(), Vec::new(), Options::default());
     let template = TurnRequest {
@@ -163,12 +70,6 @@ async fn converse_with(server: &LocalServer, input: &str, asks: bool) -> (String
         String::from_utf8(out).unwrap(),
         String::from_utf8(err).unwrap(),
     )
-}
-
-fn temp_dir() -> PathBuf {
-    let dir = std::env::temp_dir().join(test_support::unique("chat-cli-specialists"));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
 }
 
 fn chat_path() -> String {
@@ -330,7 +231,7 @@ async fn a_refused_decision_is_reported_and_the_conversation_goes_on() {
         _ if request.path == decision_path("approve") => Reply::Refuse(
             409,
             "conflict",
-            "this tool call can no longer be decided",
+            "this tool call can no longer be decided".into(),
             json!({"status": "expired"}),
         ),
         _ => Reply::Stream(turn("turn-3", &[], "Anything else?")),
@@ -404,7 +305,7 @@ async fn the_approve_and_deny_flags_and_the_alert_list() {
         Credentials::Given(TOKEN.into()),
     )
     .unwrap();
-    let dir = temp_dir();
+    let dir = temp_dir("chat-cli-specialists");
     let mut session = Session::open(dir.join("chat-id"), None, true).unwrap();
     let mut renderer = Renderer::new(Vec::new(), Vec::new(), Options::default());
     let decision = chat::client::Decision::Approve;
