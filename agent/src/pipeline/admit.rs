@@ -132,7 +132,7 @@ impl Pipeline {
     /// Gives up a claim the rate limit refused: the attempt ends `canceled` (a queued one is
     /// withdrawn), so the next identical call starts afresh. If that write fails, a running
     /// claim frees itself when its lease ends.
-    async fn release(&self, claimed: &ClaimedCall, reason: &str) {
+    pub(super) async fn release(&self, claimed: &ClaimedCall, reason: &str) {
         let released = if claimed.status == ToolCallStatus::Queued {
             let (chat, id) = (&claimed.chat_id, &claimed.id);
             self.ledger
@@ -312,7 +312,7 @@ impl Pipeline {
     /// `Some` when the call may not run now: the user's limit for the tool is used up (the
     /// client is told when it resets), or the limiter could not be asked; then the call is
     /// refused rather than run unchecked (fail closed, seed 004).
-    async fn rate_limit(
+    pub(super) async fn rate_limit(
         &self,
         ctx: &ToolContext,
         call: &ToolCallRequest,

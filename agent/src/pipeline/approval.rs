@@ -109,6 +109,16 @@ impl Pipeline {
             outcome.announce(events);
             return outcome;
         };
+        // The user's limit for the tool counts calls that run: it is checked now.
+        if let Some((limited, _)) = self.rate_limit(ctx, &call, tool).await {
+            self.release(&claimed, &limited.result.message).await;
+            let limited = CallOutcome {
+                job_id: Some(record.id.clone()),
+                ..limited
+            };
+            limited.announce(events);
+            return limited;
+        }
         let admitted = Claimed {
             call: &call,
             tool,

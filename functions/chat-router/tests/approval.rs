@@ -20,6 +20,7 @@ default_agent = "travel"
 
 [tools.remember]
 timeout_secs = 3
+rate_limit = { max = 1, window_secs = 3600 }
 
 [agents.travel]
 system_prompt = "You help travellers."
@@ -305,4 +306,41 @@ async fn a_fare_alert_is_created_only_once_its_user_approves_it() {
         Some(1),
         "{alerts}"
     );
+}
+
+/// The user's limit for a tool counts approved calls when they run: one over it is not run.
+#[tokio::test]
+async fn an_approved_call_over_the_users_limit_does_not_run() {
+    let rig = rig(None).await;
+    let token = rig.token(&test_support::unique("limit"));
+    let (_, chat, job) = waiting_turn(&rig, &token).await;
+    rig.llm.push(Reply::text("Noted."));
+    let first = decide(&rig, &token, &chat, &job, "approve", None).await;
+    assert_eq!(first.first("tool_result")["status"], json!("succeeded"));
+
+    rig.llm.push(Reply::tool_call(
+        "remember",
+        json!({"note": "window seats too"}),
+    ));
+    let second = rig
+        .chat(
+            Some(&token),
+            json!({"message": "And window seats", "chat_id": chat}),
+        )
+        .await;
+    let job = second.first("approval_required")["job_id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    rig.llm
+        .push(Reply::text("That is over your limit for now."));
+    let over = decide(&rig, &token, &chat, &job, "approve", None).await;
+    let result = over.first("tool_result");
+    assert_eq!(result["status"], json!("rate_limited"), "{result}");
+    assert_eq!(result["job_id"], json!(job));
+    assert_eq!(notes(&rig, &token).await, 1, "the second note was not kept");
+    let (_, record) = rig
+        .get(&token, &format!("/chats/{chat}/tool-calls/{job}"))
+        .await;
+    assert_eq!(record["status"], json!("canceled"), "{record}");
 }
