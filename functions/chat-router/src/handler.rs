@@ -242,14 +242,7 @@ async fn dispatch(
         Route::Chat => chat(deps, req, user).await,
         Route::DeleteChat { chat_id } => deleted(delete_chat(deps, &user, chat_id).await),
         Route::TurnEvents { chat_id, turn_id } => {
-            let after = match resume_point(req) {
-                Ok(after) => after,
-                Err(e) => return error(&e),
-            };
-            match deps.turns.get(user_id, chat_id, turn_id).await {
-                Ok(turn) => follow(deps, req, turn, after),
-                Err(e) => error(&ApiError::from(&e)),
-            }
+            turn_events(deps, req, user_id, chat_id, turn_id).await
         }
         // Stops the turn at its next safe point; a turn already over is left as it is.
         Route::TurnCancel { chat_id, turn_id } => ok_json(
@@ -317,6 +310,25 @@ async fn dispatch(
         ),
         // Another user's alert is as missing as one that never was: 404 either way.
         Route::Alert { alert_id } => deleted(deps.alerts.delete(user_id, alert_id).await),
+    }
+}
+
+/// `GET …/turns/{turn_id}/events`: the turn's events after the resume point, followed
+/// until `done`.
+async fn turn_events(
+    deps: &Deps,
+    req: &Request,
+    user_id: &str,
+    chat_id: &str,
+    turn_id: &str,
+) -> Response<Body> {
+    let after = match resume_point(req) {
+        Ok(after) => after,
+        Err(e) => return error(&e),
+    };
+    match deps.turns.get(user_id, chat_id, turn_id).await {
+        Ok(turn) => follow(deps, req, turn, after),
+        Err(e) => error(&ApiError::from(&e)),
     }
 }
 
