@@ -25,3 +25,64 @@ export SAM_CLI_TELEMETRY=0
 
 log() { printf '\033[1;34m[local]\033[0m %s\n' "$*" >&2; }
 die() { printf '\033[1;31m[local] error:\033[0m %s\n' "$*" >&2; exit 1; }
+
+# --- Processes we start -------------------------------------------------------------------
+# A PID file is trusted only while its process runs the program we started there, so a
+# recycled PID never gets a signal from us. Two windows make a live process look otherwise,
+# and both are widest on a new machine with a cold page cache: between fork and exec it
+# still runs our shell's command line, and while inside execve its /proc cmdline reads
+# empty. A just-started process is therefore given a moment to show its command line.
+
+# The process's state letter (R, S, D, Z, …); empty once it is gone.
+proc_state() {
+  sed -n 's/^[0-9]* (.*) \([A-Za-z]\) .*/\1/p' "/proc/$1/stat" 2>/dev/null || true
+}
+
+# Alive: it exists and is not a zombie (a child of ours that exited but was not reaped yet
+# still answers `kill -0`).
+proc_alive() {
+  local state
+  state="$(proc_state "$1")"
+  [ -n "$state" ] && [ "$state" != Z ]
+}
+
+# Whether process $1 is alive and runs a command line containing $2.
+proc_runs() {
+  local pid="$1" marker="$2" line
+  for _ in $(seq 1 40); do
+    proc_alive "$pid" || return 1
+    line="$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null || true)"
+    case "$line" in
+      *"$marker"*) [ -n "$line" ] && return 0 ;;
+    esac
+    sleep 0.05
+  done
+  return 1
+}
+
+# The PID in file $1 if that process is alive and runs a command line containing $2.
+pid_from_file() {
+  local pid
+  [ -f "$1" ] || return 1
+  pid="$(cat "$1")"
+  [ -n "$pid" ] && proc_runs "$pid" "$2" || return 1
+  echo "$pid"
+}
+
+# Waits until `host:port` ($2) accepts a connection while process $1 is alive, checking
+# every half second up to $3 times. Returns 0 once it accepts, 1 as soon as the process is
+# gone, 2 when time runs out.
+wait_port() {
+  local pid="$1" host_port="$2" tries="$3"
+  for _ in $(seq 1 "$tries"); do
+    (exec 3<>"/dev/tcp/${host_port%%:*}/${host_port##*:}") 2>/dev/null && return 0
+    proc_alive "$pid" || return 1
+    sleep 0.5
+  done
+  return 2
+}
+
+# The last lines of a start-up log, for an error message.
+log_tail() {
+  tail -n "${2:-5}" "$1" 2>/dev/null | sed 's/^/    /' || true
+}

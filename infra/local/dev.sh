@@ -31,15 +31,7 @@ JWT_AUDIENCE_LOCAL="local-dev"
 # Processes of ours: name, a marker their command line contains, how to start them.
 pidfile() { echo "$RUN_DIR/dev-$1.pid"; }
 
-our_pid() {
-  local f pid
-  f="$(pidfile "$1")"
-  [ -f "$f" ] || return 1
-  pid="$(cat "$f")"
-  [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 1
-  tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q -- "$2" || return 1
-  echo "$pid"
-}
+our_pid() { pid_from_file "$(pidfile "$1")" "$2"; }
 
 # Started in its own session, so `down` can stop it with everything it spawned (cargo lambda
 # watch runs each function as a child process) by signalling that one process group.
@@ -70,13 +62,14 @@ stop_bg() {
 # short ones: requests abandoned while a function still builds would queue up in
 # cargo lambda watch and be answered into closed connections later.
 wait_for() {
-  local what="$1" url="$2" seconds="$3" name="$4" code host_port
+  local what="$1" url="$2" seconds="$3" name="$4" code host_port pid waited=0
   host_port="${url#http://}"; host_port="${host_port%%/*}"
-  for _ in $(seq 1 120); do
-    (exec 3<>"/dev/tcp/${host_port%%:*}/${host_port##*:}") 2>/dev/null && break
-    our_pid "$name" "" >/dev/null || die "$what exited during start-up; see .local/run/dev-$name.log"
-    sleep 0.5
-  done
+  pid="$(cat "$(pidfile "$name")" 2>/dev/null || echo 0)"
+  wait_port "$pid" "$host_port" 120 || waited=$?
+  if [ "$waited" = 1 ]; then
+    die "$what exited during start-up; the end of .local/run/dev-$name.log:
+$(log_tail "$RUN_DIR/dev-$name.log")"
+  fi
   code="$(curl -s -o /dev/null -w '%{http_code}' --max-time "$seconds" "$url" || true)"
   case "$code" in
     000 | 5*) die "$what did not answer at $url (HTTP $code); see .local/run/dev-$name.log" ;;

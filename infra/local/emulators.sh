@@ -12,17 +12,8 @@ source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 pidfile() { echo "$RUN_DIR/$1.pid"; }
 
-# A PID file is trusted only while its process still runs the program we started there, so a
-# recycled PID never gets a signal from us.
-our_pid() {
-  local name="$1" marker="$2" f pid
-  f="$(pidfile "$name")"
-  [ -f "$f" ] || return 1
-  pid="$(cat "$f")"
-  [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 1
-  tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q -- "$marker" || return 1
-  echo "$pid"
-}
+# See `pid_from_file` (common.sh).
+our_pid() { pid_from_file "$(pidfile "$1")" "$2"; }
 
 answers() { curl -s -o /dev/null --max-time 2 "$1"; }
 
@@ -30,7 +21,8 @@ wait_until_answers() {
   local name="$1" url="$2" pid="$3"
   for _ in $(seq 1 120); do
     answers "$url" && return 0
-    kill -0 "$pid" 2>/dev/null || die "$name exited during start-up; see $RUN_DIR/$name.log"
+    proc_alive "$pid" || die "$name exited during start-up; the end of $RUN_DIR/$name.log:
+$(log_tail "$RUN_DIR/$name.log")"
     sleep 0.5
   done
   die "$name did not answer at $url within 60 s; see $RUN_DIR/$name.log"

@@ -24,3 +24,5 @@ source "$RUN_DIR/env"
 cargo test --workspace --all-targets "$@"
 # Least privilege: each function's DynamoDB access in template.yaml is what its code uses.
 "$VENV_DIR/bin/python" "$REPO_ROOT/infra/tests/iam.py"
+# The local scripts' start-up checks in the windows where a live process looks exited.
+"$REPO_ROOT/infra/tests/process_wait.sh"
