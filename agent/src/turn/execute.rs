@@ -125,6 +125,15 @@ impl Agent {
             if let (Some(kind), CallStatus::Succeeded, Some(payload)) =
                 (kind, call.status, &call.result.raw)
             {
+                // Quick replies are the model's words: they pass the answer's guard.
+                let words: Vec<&str> = payload["replies"]
+                    .as_array()
+                    .map(|r| r.iter().filter_map(|r| r.as_str()).collect())
+                    .unwrap_or_default();
+                if let Some(violation) = self.guard_model_text(state, &words.join("\n")) {
+                    tracing::warn!(chat_id = %state.chat.id, violation = violation.as_str(), "output guard: quick replies dropped");
+                    continue;
+                }
                 let element = UiElement {
                     kind,
                     payload: payload.clone(),

@@ -9,6 +9,7 @@ use super::{Agent, TurnInput, TurnState};
 use crate::events::{self, EventSink};
 use crate::guard::GuardMode;
 use crate::guard::detect::{self, Finding};
+use crate::guard::output::Violation;
 
 fn names(findings: &[Finding]) -> Vec<&'static str> {
     findings.iter().map(|f| f.as_str()).collect()
@@ -39,5 +40,14 @@ impl Agent {
             || json!({ "findings": names(&findings), "blocked": blocked }),
         );
         blocked.then(|| names(&findings).join(", "))
+    }
+
+    /// The output guard over model text that reaches the client outside the answer (quick
+    /// replies, a handoff's reason): what it found, if it would have cut an answer there.
+    pub(super) fn guard_model_text(&self, state: &TurnState, text: &str) -> Option<Violation> {
+        let mut guard = self.output_guard(state);
+        guard.push(text);
+        guard.finish();
+        guard.violation()
     }
 }

@@ -125,7 +125,14 @@ impl Agent {
                 )),
                 String::new(),
             ),
-            (None, Some(reason)) => (None, reason),
+            // The reason reaches the client: the answer's guard applies to it.
+            (None, Some(reason)) => match self.guard_model_text(state, &reason) {
+                Some(violation) => {
+                    tracing::warn!(chat_id = %ctx.chat_id, violation = violation.as_str(), "output guard: handoff reason withheld");
+                    (None, String::new())
+                }
+                None => (None, reason),
+            },
         };
         if let Some((refused, why)) = refused {
             self.pipeline

@@ -272,3 +272,24 @@ async fn listed_flights_are_shown_as_cards_by_their_numbers() {
     assert_eq!(flights[1], offered[0]);
     assert_eq!(shown.text(), "Here are the two side by side.");
 }
+
+/// Quick replies are the model's words shown outside the answer: a reply that would leak a
+/// secret is dropped by the answer's guard, and the rest of the turn goes on.
+#[tokio::test]
+async fn quick_replies_that_leak_a_secret_are_not_shown() {
+    let rig = Rig::start().await;
+    let token = rig.token(&test_support::unique("leak"));
+    let secret = rig.jwt_secret().to_owned();
+    assert!(secret.chars().count() <= 60, "fits in a reply: {secret}");
+    rig.llm.push(
+        Reply::text("Anything else?")
+            .with_tool_call("suggest_replies", json!({"replies": [secret, "No"]})),
+    );
+    let turn = rig.chat(Some(&token), json!({"message": "Hi"})).await;
+    assert!(turn.all("ui").is_empty(), "{:?}", turn.names());
+    assert_eq!(turn.text(), "Anything else?");
+    let (_, page) = rig
+        .get(&token, &format!("/chats/{}/messages", turn.chat_id()))
+        .await;
+    assert!(page["items"][0]["ui"].is_null(), "{page}");
+}
