@@ -86,3 +86,17 @@ wait_port() {
 log_tail() {
   tail -n "${2:-5}" "$1" 2>/dev/null | sed 's/^/    /' || true
 }
+
+# Waits until file $2 has a line matching $3 while process $1 is alive, checking every
+# quarter second up to $4 times. Returns 0 once it has, 1 as soon as the process is gone,
+# 2 when time runs out. A first start on a new machine (a cold page cache, a loaded CPU)
+# can take far longer than later ones.
+wait_log_line() {
+  local pid="$1" file="$2" pattern="$3" tries="$4"
+  for _ in $(seq 1 "$tries"); do
+    grep -q -- "$pattern" "$file" 2>/dev/null && return 0
+    proc_alive "$pid" || { grep -q -- "$pattern" "$file" 2>/dev/null && return 0; return 1; }
+    sleep 0.25
+  done
+  return 2
+}

@@ -153,8 +153,13 @@ cmd_up() {
   [ "$FAKE_AMADEUS" = 1 ] && fake_args+=(--amadeus-port "$AMADEUS_PORT")
   if [ ${#fake_args[@]} -gt 0 ]; then
     start_bg fakes "dev-stack fakes" "$BIN/dev-stack" fakes "${fake_args[@]}"
-    for _ in $(seq 1 60); do grep -q '\[fakes\] ready' "$RUN_DIR/dev-fakes.log" && break; sleep 0.25; done
-    grep -q '\[fakes\] ready' "$RUN_DIR/dev-fakes.log" || die "the fakes did not start; see .local/run/dev-fakes.log"
+    local ready=0
+    wait_log_line "$(cat "$(pidfile fakes)")" "$RUN_DIR/dev-fakes.log" '\[fakes\] ready' 480 || ready=$?
+    case "$ready" in
+      1) die "the fakes exited during start-up; the end of .local/run/dev-fakes.log:
+$(log_tail "$RUN_DIR/dev-fakes.log")" ;;
+      2) die "the fakes were not ready within 120 s; see .local/run/dev-fakes.log" ;;
+    esac
   fi
 
   start_bg watch "lambda watch" "$VENV_DIR/bin/cargo-lambda" lambda watch \

@@ -55,3 +55,20 @@ wait_port "$dying" "127.0.0.1:1" 120 || result=$?
 grep -q "address in use" <(log_tail "$dir/dying.log") || fail "the log's end does not name the reason"
 
 echo "process_wait: ok ($starts starts checked at once, slow start waited for, early exit named)"
+
+# 5. A ready line written late is waited for; a process that exits without it is reported.
+bash -c "sleep 2; echo '[svc] ready' >>'$dir/late.log'; sleep 60" &
+late=$!
+started+=("$late")
+result=0
+wait_log_line "$late" "$dir/late.log" '\[svc\] ready' 80 || result=$?
+[ "$result" = 0 ] || fail "a ready line written after 2 s was not waited for (result $result)"
+bash -c "echo 'port taken' >>'$dir/gone.log'; exit 1" &
+gone=$!
+began=$SECONDS
+result=0
+wait_log_line "$gone" "$dir/gone.log" '\[svc\] ready' 480 || result=$?
+[ "$result" = 1 ] || fail "a process that exited before its ready line was not reported (result $result)"
+[ $((SECONDS - began)) -le 5 ] || fail "its exit was noticed only after $((SECONDS - began)) s"
+
+echo "process_wait: ok ($starts starts checked at once, a slow start and a late ready line waited for, early exits named)"
