@@ -54,7 +54,6 @@ wait_port "$dying" "127.0.0.1:1" 120 || result=$?
 [ $((SECONDS - began)) -le 5 ] || fail "an exited process was noticed only after $((SECONDS - began)) s"
 grep -q "address in use" <(log_tail "$dir/dying.log") || fail "the log's end does not name the reason"
 
-echo "process_wait: ok ($starts starts checked at once, slow start waited for, early exit named)"
 
 # 5. A ready line written late is waited for; a process that exits without it is reported.
 bash -c "sleep 2; echo '[svc] ready' >>'$dir/late.log'; sleep 60" &
