@@ -76,6 +76,13 @@ impl Agent {
         outcome.calls.sort_by_key(|c| order(&c.call.id));
         self.show_ui(state, &outcome, events);
 
+        self.keep_step(state, reply, &outcome);
+        Ok(Some((outcome, handed_to)))
+    }
+
+    /// The step's messages, to be written with the next chat write, and the same calls and
+    /// results in the prompt for the next model step.
+    fn keep_step(&self, state: &mut TurnState, reply: Completion, outcome: &StepOutcome) {
         let calls = reply
             .tool_calls
             .iter()
@@ -104,7 +111,6 @@ impl Agent {
                 prompt::fenced_tool_message(call, &state.fence, max_chars),
             )
         }));
-        Ok(Some((outcome, handed_to)))
     }
 
     /// Sends what the step's UI skills produced (`ui` events) and keeps it for the answer.

@@ -68,6 +68,27 @@ fn reason(call: &ToolCallRequest) -> Option<String> {
         .filter(|r| !r.is_empty())
 }
 
+/// Why a handoff call to a listed target is refused, if it is: the turn used its handoffs
+/// or the step made one already (`taken`), or it gives no valid reason.
+fn refusal(
+    state: &TurnState,
+    call: &ToolCallRequest,
+    taken: bool,
+) -> Option<(&'static str, CallStatus, RefusalReason)> {
+    if taken || state.handoffs >= MAX_HANDOFFS_PER_TURN {
+        return Some((
+            "Not handed over: no more handoffs in this turn. Answer the user yourself.",
+            CallStatus::Skipped,
+            RefusalReason::OverCap,
+        ));
+    }
+    reason(call).is_none().then_some((
+        "Invalid arguments: give a `reason` (1 to 200 characters).",
+        CallStatus::Rejected,
+        RefusalReason::InvalidArguments,
+    ))
+}
+
 /// A handoff as decided for one call of a step.
 pub(super) struct HandoffCall {
     pub outcome: CallOutcome,
@@ -102,44 +123,22 @@ impl Agent {
         else {
             return refuse("No such agent to hand over to.", CallStatus::Rejected);
         };
-        let refused = if taken || state.handoffs >= MAX_HANDOFFS_PER_TURN {
-            Some((
-                refuse(
-                    "Not handed over: no more handoffs in this turn. Answer the user yourself.",
-                    CallStatus::Skipped,
-                ),
-                RefusalReason::OverCap,
-            ))
-        } else {
-            None
-        };
-        let (refused, reason) = match (refused, reason(call)) {
-            (Some(refused), _) => (Some(refused), String::new()),
-            (None, None) => (
-                Some((
-                    refuse(
-                        "Invalid arguments: give a `reason` (1 to 200 characters).",
-                        CallStatus::Rejected,
-                    ),
-                    RefusalReason::InvalidArguments,
-                )),
-                String::new(),
-            ),
-            // The reason reaches the client: the answer's guard applies to it.
-            (None, Some(reason)) => match self.guard_model_text(state, &reason) {
-                Some(violation) => {
-                    tracing::warn!(chat_id = %ctx.chat_id, violation = violation.as_str(), "output guard: handoff reason withheld");
-                    (None, String::new())
-                }
-                None => (None, reason),
-            },
-        };
-        if let Some((refused, why)) = refused {
+        if let Some((message, status, why)) = refusal(state, call, taken) {
+            let refused = refuse(message, status);
             self.pipeline
                 .report_refusal(ctx, &refused.outcome, why, events)
                 .await;
             return refused;
         }
+        // The reason reaches the client: the answer's guard applies to it.
+        let reason = reason(call).unwrap_or_default();
+        let reason = match self.guard_model_text(state, &reason) {
+            Some(violation) => {
+                tracing::warn!(chat_id = %ctx.chat_id, violation = violation.as_str(), "output guard: handoff reason withheld");
+                String::new()
+            }
+            None => reason,
+        };
         let to = target.name.clone();
         let job_id = self.record_handoff(ctx, state, &from, &to, &reason).await;
         tracing::info!(chat_id = %ctx.chat_id, from, to, "handoff");
