@@ -80,6 +80,8 @@ impl FareChecker {
             locale: Locale::En,
             deadline,
             progress: Default::default(),
+            // A scheduled check belongs to no chat turn's trace.
+            trace_header: None,
         };
         let searches: Vec<(Kind, Date)> = days
             .iter()

@@ -27,6 +27,7 @@ use shared::config::{Env, LedgerConfig, RetentionConfig, StorageConfig};
 use shared::ledger::{DynamoLedger, ToolCallLedger};
 use shared::limits::DynamoRateLimiter;
 use shared::memory::{DynamoMemoryStore, MemoryStore};
+use shared::metrics::Metrics;
 use shared::secrets::{AwsSecretSource, SecretsCache};
 use shared::upstream::RetryPolicy;
 use shared::usage::{DynamoUsageStore, PriceTable, UsageStore};
@@ -157,6 +158,8 @@ pub struct ToolClients {
     pub http: reqwest::Client,
     /// Signs calls to the functions' IAM routes; `None` in local runs (no API Gateway).
     pub signer: Option<SigV4Signer>,
+    /// Where tool, LLM and turn metrics go (EMF on stdout in Lambda).
+    pub metrics: Metrics,
 }
 
 impl ToolClients {
@@ -166,6 +169,7 @@ impl ToolClients {
         sdk: &aws_config::SdkConfig,
         env: &Env,
         signer: Option<SigV4Signer>,
+        metrics: Metrics,
     ) -> Result<Self> {
         let secrets = Arc::new(SecretsCache::new(
             Arc::new(AwsSecretSource::new(shared::aws::secrets_manager(sdk))),
@@ -177,6 +181,7 @@ impl ToolClients {
             secrets,
             http: shared::upstream::http_client()?,
             signer,
+            metrics,
         })
     }
 }
@@ -196,6 +201,7 @@ pub struct ToolRuntime {
     pub fares: Arc<FareChecker>,
     /// The container's secrets; the output guard keeps their values out of answers.
     pub secrets: Arc<SecretsCache>,
+    pub metrics: Metrics,
 }
 
 /// Seed 000 §8.2: `ask_gpt` answers directly from the model's own knowledge.
@@ -230,6 +236,7 @@ fn tools(
     usage: Arc<dyn UsageStore>,
     memory: Arc<dyn MemoryStore>,
     alerts: Arc<dyn AlertStore>,
+    metrics: Metrics,
 ) -> Result<Vec<Arc<dyn Tool>>> {
     Ok(vec![
         Arc::new(SearchFlightsTool::new(
@@ -249,6 +256,7 @@ fn tools(
         Arc::new(AskGptTool::new(
             llm,
             usage,
+            metrics,
             AskGptConfig {
                 model: config.llm.model.clone(),
                 system_prompt: ASK_GPT_PROMPT.to_owned(),
@@ -317,6 +325,7 @@ impl ToolRuntime {
             usage.clone(),
             memory.clone(),
             alerts.clone(),
+            clients.metrics.clone(),
         )?;
         let mut registry = ToolRegistry::new();
         for tool in tools {
@@ -341,6 +350,7 @@ impl ToolRuntime {
             jobs,
             cache: Some(cache),
             approval_window: config.approval_window,
+            metrics: clients.metrics.clone(),
         });
         Ok(Self {
             llm,
@@ -351,6 +361,7 @@ impl ToolRuntime {
             alerts,
             fares,
             secrets,
+            metrics: clients.metrics,
         })
     }
 }
@@ -414,6 +425,7 @@ mod tests {
             )),
             http: reqwest::Client::new(),
             signer: None,
+            metrics: Metrics::discard(),
         };
         ToolRuntime::new(&config, catalog, clients, 5)
     }

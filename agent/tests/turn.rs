@@ -79,6 +79,7 @@ impl Rig {
             secrets,
             http: shared::upstream::http_client().unwrap_or_else(|e| panic!("http: {e}")),
             signer: None,
+            metrics: shared::metrics::Metrics::discard(),
         };
         let chats: Arc<dyn ChatStore> = Arc::new(DynamoChatStore::new(
             dynamodb,
@@ -140,6 +141,7 @@ impl Rig {
             new_chat_id: shared::ids::new_id(),
             stop: agent::StopSignal::default(),
             decision: None,
+            trace: None,
         }
     }
 

@@ -1,8 +1,9 @@
 """What an on-call engineer needs from template.yaml, checked: every function logs to a log
 group of its own with a retention, has an error-rate and a throttle alarm, and may have
 reserved concurrency; the dead-letter queue and the turn duration have alarms; every alarm
-goes to the optional e-mail topic; the dashboard shows every function; the router's CORS
-origins come from a parameter, never `*`.
+goes to the optional e-mail topic; the dashboard shows every function and every metric the
+functions emit (`Metric` in shared/src/metrics.rs), with alarms on the LLM error rate and the
+turn duration; the router's CORS origins come from a parameter, never `*`.
 
 Run: .local/venv/bin/python infra/tests/ops.py (part of `make test`).
 """
@@ -27,6 +28,14 @@ def alarm_subjects(alarm):
     for metric in props.get("Metrics", []):
         dims += metric.get("MetricStat", {}).get("Metric", {}).get("Dimensions", [])
     return {ref(d["Value"]) for d in dims if ref(d.get("Value"))}
+
+
+def emitted_metrics():
+    """The metric names the functions emit: the variants of `Metric` in shared/src/metrics.rs."""
+    source = (ROOT / "shared/src/metrics.rs").read_text()
+    body = source.split("pub enum Metric {", 1)[1].split("\n}", 1)[0]
+    return [line.strip().rstrip(",") for line in body.splitlines()
+            if line.strip() and not line.strip().startswith("//")]
 
 
 def check(template):
@@ -66,6 +75,21 @@ def check(template):
     for name in functions:
         if f"${{{name}}}" not in body:
             failures.append(f"the dashboard does not show {name}")
+    text = "".join(str(b["Properties"]["DashboardBody"].get("Fn::Sub", "")) for b in boards.values())
+    for metric in emitted_metrics():
+        if f'MetricName=\\"{metric}\\"' not in text and f'"{metric}", "function"' not in text:
+            failures.append(f"the dashboard does not show the metric {metric} (shared/src/metrics.rs)")
+    own = [a["Properties"] for a in alarms.values()]
+    metric_names = {a.get("MetricName") for a in own}
+    for props in own:
+        for metric in props.get("Metrics", []):
+            metric_names.add(metric.get("MetricStat", {}).get("Metric", {}).get("MetricName"))
+    for needed in ("LlmErrors", "TurnDuration"):
+        if needed not in metric_names:
+            failures.append(f"no alarm on {needed}")
+    variables = template.get("Globals", {}).get("Function", {}).get("Environment", {}).get("Variables", {})
+    if "METRICS_NAMESPACE" not in variables:
+        failures.append("Globals set no METRICS_NAMESPACE: the alarms and the dashboard would miss the metrics")
     cors = functions["ChatRouterFunction"]["Properties"]["FunctionUrlConfig"]["Cors"]["AllowOrigins"]
     if ref(cors) != "CorsAllowOrigins":
         failures.append(f"the router's CORS origins are {cors}, not the CorsAllowOrigins parameter")
@@ -81,7 +105,7 @@ def main():
         sys.exit("operations check failed:\n  " + "\n  ".join(failures))
     print(f"operations check: {len(functions)} functions with log retention, error-rate and "
           f"throttle alarms and reserved concurrency; {len(alarms)} alarms to the alarm topic; "
-          "dashboard; CORS from a parameter")
+          "dashboard of every function and EMF metric; CORS from a parameter")
 
 
 if __name__ == "__main__":

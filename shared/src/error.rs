@@ -92,3 +92,27 @@ pub enum Error {
     #[error("JSON: {0}")]
     Json(#[from] serde_json::Error),
 }
+
+impl Error {
+    /// A short, fixed name of the error's kind, for metrics and log fields.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Config(_) => "config",
+            Self::Invalid(_) => "invalid",
+            Self::Unauthorized(_) => "unauthorized",
+            Self::NotFound => "not_found",
+            Self::IllegalTransition { .. } => "illegal_transition",
+            Self::Fenced { .. } => "fenced",
+            Self::Limited { .. } => "limited",
+            Self::TurnInProgress { .. } => "turn_in_progress",
+            Self::Contention(_) => "contention",
+            Self::Secret { .. } => "secret",
+            Self::Dynamo { .. } => "dynamodb",
+            Self::Corrupt(_) => "corrupt",
+            Self::Upstream { .. } => "upstream",
+            Self::UpstreamTimeout { .. } => "timeout",
+            Self::UpstreamRejected { .. } => "rejected",
+            Self::Json(_) => "json",
+        }
+    }
+}

@@ -23,6 +23,7 @@ pub mod kb;
 pub mod ledger;
 pub mod limits;
 pub mod memory;
+pub mod metrics;
 pub mod observability;
 pub mod secrets;
 pub mod turns;

@@ -6,7 +6,8 @@
 use std::time::Instant;
 
 use shared::Result;
-use shared::usage::{TokenUsage, UsageStore};
+use shared::metrics::{Dimension, Metric, Metrics, Point};
+use shared::usage::{TokenUsage, UsageRecord, UsageStore};
 
 use super::{Completion, CompletionRequest, FinishReason, LlmProvider, TokenSink};
 use crate::stop::StopSignal;
@@ -18,6 +19,14 @@ pub struct UsageScope<'a> {
     pub chat_id: Option<&'a str>,
     /// e.g. `chat`, `ask_gpt`.
     pub operation: &'a str,
+}
+
+/// What runs an LLM call and what records it: the provider, the usage store, the metrics.
+#[derive(Clone, Copy)]
+pub struct Meter<'a> {
+    pub llm: &'a dyn LlmProvider,
+    pub usage: &'a dyn UsageStore,
+    pub metrics: &'a Metrics,
 }
 
 /// Characters per token in the estimate (the usual rule of thumb for English text).
@@ -72,16 +81,23 @@ fn produced(completion: &Completion) -> usize {
 /// When `stop` fires first, the stream is abandoned and the text so far comes back as a
 /// completion that finished `canceled`, its usage estimated.
 pub async fn complete_metered(
-    llm: &dyn LlmProvider,
-    store: &dyn UsageStore,
+    meter: Meter<'_>,
     scope: UsageScope<'_>,
     request: &CompletionRequest,
     deadline: Instant,
     tokens: &mut dyn TokenSink,
     stop: Option<&StopSignal>,
 ) -> Result<Completion> {
+    let Meter {
+        llm,
+        usage: store,
+        metrics,
+    } = meter;
+    let started = Instant::now();
+    let mut first_token = None;
     let mut streamed = String::new();
     let mut counting = |text: &str| {
+        first_token.get_or_insert_with(|| started.elapsed());
         streamed.push_str(text);
         tokens.token(text);
     };
@@ -110,13 +126,75 @@ pub async fn complete_metered(
         ),
         // Text was produced, so tokens were billed; the provider's figures never came.
         Err(_) if streamed > 0 => (request.model.as_str(), estimate(request, streamed)),
-        Err(_) => return result,
+        Err(e) => {
+            observe(
+                metrics,
+                scope,
+                &request.model,
+                started,
+                first_token,
+                None,
+                Some(e),
+            );
+            return result;
+        }
     };
-    if let Err(e) = store
+    let recorded = store
         .record(scope.user_id, scope.chat_id, model, scope.operation, usage)
         .await
-    {
-        tracing::error!(operation = scope.operation, error = %e, "recording LLM usage failed");
-    }
+        .inspect_err(|e| {
+            tracing::error!(operation = scope.operation, error = %e, "recording LLM usage failed");
+        })
+        .ok();
+    observe(
+        metrics,
+        scope,
+        model,
+        started,
+        first_token,
+        Some((usage, recorded)),
+        result.as_ref().err(),
+    );
     result
+}
+
+/// The call's metrics: duration, time to first token, tokens and cost, or its error's kind.
+fn observe(
+    metrics: &Metrics,
+    scope: UsageScope<'_>,
+    model: &str,
+    started: Instant,
+    first_token: Option<std::time::Duration>,
+    usage: Option<(TokenUsage, Option<UsageRecord>)>,
+    error: Option<&shared::Error>,
+) {
+    let mut point = Point::new()
+        .dimension(Dimension::Operation, scope.operation)
+        .rollup(&[])
+        .count(Metric::LlmCalls, 1)
+        .millis(Metric::LlmDuration, started.elapsed())
+        .property("model", Some(model))
+        .property("chat_id", scope.chat_id);
+    if let Some(ttft) = first_token {
+        point = point.millis(Metric::LlmTimeToFirstToken, ttft);
+    }
+    if let Some((usage, record)) = usage {
+        point = point
+            .value(Metric::LlmInputTokens, usage.prompt_tokens as f64)
+            .value(Metric::LlmOutputTokens, usage.completion_tokens as f64);
+        if let Some(cost) = record.and_then(|r| r.cost_usd) {
+            point = point.value(Metric::LlmCostUsd, cost);
+        }
+    }
+    metrics.emit(point);
+    if let Some(error) = error {
+        metrics.emit(
+            Point::new()
+                .dimension(Dimension::Kind, error.kind())
+                .rollup(&[])
+                .count(Metric::LlmErrors, 1)
+                .property("model", Some(model))
+                .property("chat_id", scope.chat_id),
+        );
+    }
 }

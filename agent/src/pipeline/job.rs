@@ -9,6 +9,7 @@ use shared::domain::session::SessionState;
 use shared::domain::tool_call::ToolCallStatus;
 use shared::domain::tool_result::ToolExecutionResult;
 use shared::ledger::{ClaimedCall, Outcome};
+use shared::observability::Trace;
 
 use super::record::with_retry_note;
 use super::{CallStatus, Pipeline, lease_for};
@@ -40,7 +41,7 @@ impl Pipeline {
     /// whose attempt is no longer queued (done, canceled, superseded, held by another worker)
     /// is skipped. `Err` means the ledger could not be read or written: let the queue deliver
     /// it again.
-    pub async fn run_job(&self, job: &ToolJob) -> shared::Result<JobReport> {
+    pub async fn run_job(&self, job: &ToolJob, trace: Option<&Trace>) -> shared::Result<JobReport> {
         let (claimed, request) = match self.start_job(job).await? {
             Ok(started) => started,
             Err(skipped) => return Ok(skipped),
@@ -67,10 +68,13 @@ impl Pipeline {
             locale: job.locale,
             deadline: Instant::now() + registered.settings.timeout,
             progress: Default::default(),
+            trace_header: trace.map(|t| t.header.clone()),
         };
+        let started = Instant::now();
         let (status, mut result, retryable) = self
             .execute_claimed(&ctx, registered, &request, &claimed, &NoEvents)
             .await;
+        self.observe_call(&ctx, claimed.tool, status, false, started);
         let retry = if retryable {
             self.schedule_retry(&ctx, &claimed).await
         } else {

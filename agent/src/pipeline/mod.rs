@@ -31,6 +31,7 @@ use shared::domain::tool_call::ToolName;
 use shared::domain::tool_result::ToolExecutionResult;
 use shared::ledger::ToolCallLedger;
 use shared::limits::RateLimiter;
+use shared::metrics::{Dimension, Metric, Metrics, Point};
 
 pub use job::JobReport;
 
@@ -186,6 +187,8 @@ pub struct Pipeline {
     pub cache: Option<Arc<dyn ResultCache>>,
     /// How long a call may wait for the user's approval before it expires.
     pub approval_window: Duration,
+    /// Where each call's metrics go (calls by status, latency, dedupe hits, retries).
+    pub metrics: Metrics,
 }
 
 /// The approval window unless configured (`APPROVAL_WINDOW_SECS`): a day.
@@ -216,13 +219,40 @@ impl Pipeline {
                 .map(|(index, call)| self.admit(ctx, policy, call, index, limits, events)),
         )
         .await;
-        let outcomes = join_all(
-            admissions
-                .into_iter()
-                .map(|admission| self.run_admitted(ctx, admission, events)),
-        )
+        let outcomes = join_all(admissions.into_iter().map(|admission| async {
+            let started = Instant::now();
+            let outcome = self.run_admitted(ctx, admission, events).await;
+            if let Some(tool) = outcome.tool {
+                self.observe_call(ctx, tool, outcome.status, outcome.deduped, started);
+            }
+            outcome
+        }))
         .await;
         StepOutcome::collect(outcomes, events)
+    }
+
+    /// A call's metrics: one call ended with `status`, after this long, deduped or not.
+    fn observe_call(
+        &self,
+        ctx: &ToolContext,
+        tool: ToolName,
+        status: CallStatus,
+        deduped: bool,
+        started: Instant,
+    ) {
+        self.metrics.emit(
+            Point::new()
+                .dimension(Dimension::Tool, tool.as_str())
+                .dimension(Dimension::Status, status.as_str())
+                .rollup(&[Dimension::Tool])
+                .count(Metric::ToolCalls, 1)
+                .millis(Metric::ToolLatency, started.elapsed())
+                .count(Metric::ToolDedupeHits, usize::from(deduped))
+                .property(
+                    "chat_id",
+                    Some(ctx.chat_id.as_str()).filter(|c| !c.is_empty()),
+                ),
+        );
     }
 }
 

@@ -99,6 +99,12 @@ impl Pipeline {
         match self.enqueue(ctx, &next, JobKind::Retry, delay).await {
             Ok(()) => {
                 tracing::info!(call_id = %next.id, attempt = next.attempt, delay_secs = delay.as_secs(), "retry scheduled");
+                self.metrics.emit(
+                    shared::metrics::Point::new()
+                        .dimension(shared::metrics::Dimension::Tool, next.tool.as_str())
+                        .count(shared::metrics::Metric::ToolRetries, 1)
+                        .property("job_id", Some(next.id.as_str())),
+                );
                 Some((next.attempt, delay))
             }
             Err(e) => {

@@ -7,13 +7,14 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use super::{Tool, ToolContext, ToolSchema};
-use crate::llm::metered::{UsageScope, complete_metered};
+use crate::llm::metered::{Meter, UsageScope, complete_metered};
 use crate::llm::{CompletionRequest, LlmProvider, NoTokens, PromptMessage, ToolChoice};
 use crate::{Error, Result};
 use shared::domain::session::SessionStatePatch;
 use shared::domain::tool_args::AskGptArgs;
 use shared::domain::tool_call::ToolName;
 use shared::domain::tool_result::ToolExecutionResult;
+use shared::metrics::Metrics;
 use shared::usage::UsageStore;
 
 #[derive(Debug, Clone)]
@@ -41,6 +42,7 @@ impl AskGptConfig {
 pub struct AskGptTool {
     llm: Arc<dyn LlmProvider>,
     usage: Arc<dyn UsageStore>,
+    metrics: Metrics,
     config: AskGptConfig,
     schema: ToolSchema,
 }
@@ -49,11 +51,13 @@ impl AskGptTool {
     pub fn new(
         llm: Arc<dyn LlmProvider>,
         usage: Arc<dyn UsageStore>,
+        metrics: Metrics,
         config: AskGptConfig,
     ) -> Result<Self> {
         Ok(Self {
             llm,
             usage,
+            metrics,
             config,
             schema: ToolSchema::of::<AskGptArgs>(ToolName::AskGpt)?,
         })
@@ -106,16 +110,13 @@ impl Tool for AskGptTool {
             chat_id: Some(&ctx.chat_id),
             operation: "ask_gpt",
         };
-        let completion = complete_metered(
-            self.llm.as_ref(),
-            self.usage.as_ref(),
-            scope,
-            &request,
-            ctx.deadline,
-            &mut NoTokens,
-            None,
-        )
-        .await?;
+        let meter = Meter {
+            llm: self.llm.as_ref(),
+            usage: self.usage.as_ref(),
+            metrics: &self.metrics,
+        };
+        let completion =
+            complete_metered(meter, scope, &request, ctx.deadline, &mut NoTokens, None).await?;
         let content = completion.content.trim().to_owned();
         if content.is_empty() {
             return Err(Error::Upstream {

@@ -157,6 +157,7 @@ mod tests {
             locale,
             deadline: Instant::now() + Duration::from_secs(2),
             progress: Default::default(),
+            trace_header: None,
         }
     }
 

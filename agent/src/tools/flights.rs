@@ -599,6 +599,7 @@ mod tests {
             locale: Locale::En,
             deadline: std::time::Instant::now(),
             progress: Default::default(),
+            trace_header: None,
         }
     }
 

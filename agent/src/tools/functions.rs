@@ -21,6 +21,7 @@ use serde::de::DeserializeOwned;
 use super::ToolContext;
 use crate::{Error, Result};
 use shared::http::route_access::ON_BEHALF_OF_HEADER;
+use shared::observability::TRACE_HEADER;
 use shared::upstream::{self, RetryPolicy};
 
 /// Signs requests with AWS Signature V4 for API Gateway (`execute-api`).
@@ -136,6 +137,10 @@ impl FunctionClient {
                 .collect();
             let signature = signer.sign_post(url, &to_sign, &bytes).await?;
             headers.extend(signature);
+        }
+        // Unsigned: API Gateway adds its own segment to the header on the way.
+        if let Some(trace) = &ctx.trace_header {
+            headers.push((TRACE_HEADER.to_owned(), trace.clone()));
         }
         let response = upstream::send(service, ctx.deadline, &self.retry, || {
             headers.iter().fold(

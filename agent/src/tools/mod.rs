@@ -52,6 +52,9 @@ pub struct ToolContext {
     pub deadline: Instant,
     /// Where a long-running tool tells the user how far it got (`tool_progress`).
     pub progress: Progress,
+    /// The X-Ray trace of the invocation this call belongs to (`X-Amzn-Trace-Id`), passed
+    /// on to the functions a tool calls so one chat turn is one trace.
+    pub trace_header: Option<String>,
 }
 
 /// A running tool's progress reports, in the user's language; the pipeline forwards them

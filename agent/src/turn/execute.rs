@@ -66,6 +66,7 @@ impl Agent {
                 return Ok(None);
             }
         };
+        state.tool_calls += outcome.calls.len();
         let used = limits.used_by(calls.len(), self.pipeline.max_parallel);
         state.calls_left = state.calls_left.saturating_sub(used);
         let handed_to = self
@@ -191,6 +192,7 @@ impl Agent {
             locale: state.locale,
             deadline: state.tool_budget,
             progress: Default::default(),
+            trace_header: input.trace.as_ref().map(|t| t.header.clone()),
         }
     }
 }

@@ -185,6 +185,9 @@ impl Agent {
             turn_id: turn.turn_id.clone(),
             released: false,
             ui: Vec::new(),
+            started: Instant::now(),
+            steps: 0,
+            tool_calls: 0,
         };
         state.tools = self.offered_tools(&state);
         state

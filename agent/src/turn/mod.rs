@@ -36,6 +36,8 @@ use shared::domain::ui::UiElement;
 use shared::http::{ApiError, ErrorCode};
 use shared::ledger::ToolCallLedger;
 use shared::memory::MemoryStore;
+use shared::metrics::{Dimension, Metric, Metrics, Point};
+use shared::observability::Trace;
 use shared::secrets::SecretsCache;
 use shared::usage::UsageStore;
 use shared::{Error, Result};
@@ -111,6 +113,8 @@ pub struct TurnInput {
     /// Set for a turn that continues after the user approved or denied a call; its
     /// `message` is then empty and unused.
     pub decision: Option<CallDecision>,
+    /// The request's X-Ray trace, passed on to the functions the turn's tools call.
+    pub trace: Option<Trace>,
 }
 
 /// A turn whose chat is loaded: nothing can be refused any more.
@@ -153,6 +157,7 @@ pub struct Agent {
     clock: Arc<dyn Clock>,
     /// Every profile, for handoffs.
     agents: Arc<AgentCatalog>,
+    metrics: Metrics,
 }
 
 /// What a turn carries from step to step.
@@ -195,6 +200,10 @@ struct TurnState {
     released: bool,
     /// What the client renders with the answer (UI skills, approval boxes), stored with it.
     ui: Vec<UiElement>,
+    /// For the turn's metrics: when it started, its model steps and its tool calls.
+    started: Instant,
+    steps: usize,
+    tool_calls: usize,
 }
 
 /// How the loop ended.
@@ -211,6 +220,19 @@ enum Ending {
     Guarded(String),
     /// A call waits for the user's approval: the turn ends asking for it.
     AwaitingApproval,
+}
+
+impl Ending {
+    /// How the turn ended, as its metrics say (`status`).
+    fn status(&self) -> &'static str {
+        match self {
+            Self::Answer(_) | Self::Direct(_) => "answered",
+            Self::Stopped => "canceled",
+            Self::Unrepairable(_) => "unrepairable",
+            Self::Guarded(_) => "guarded",
+            Self::AwaitingApproval => "awaiting_approval",
+        }
+    }
 }
 
 impl Agent {
@@ -232,6 +254,7 @@ impl Agent {
             echo_indexes: EchoIndexes::default(),
             clock: Arc::new(SystemClock),
             agents,
+            metrics: runtime.metrics.clone(),
         }
     }
 
@@ -256,10 +279,14 @@ impl Agent {
         if let Some(taken) = decision {
             self.apply_decision(input, &mut state, taken, events).await;
         }
-        let result = match self.run_steps(input, &mut state, events).await {
-            Ok(ending) => self.finish(&mut state, ending, events).await,
-            Err(e) => Err(e),
+        let (status, result) = match self.run_steps(input, &mut state, events).await {
+            Ok(ending) => (
+                ending.status(),
+                self.finish(&mut state, ending, events).await,
+            ),
+            Err(e) => ("error", Err(e)),
         };
+        let status = if result.is_err() { "error" } else { status };
         if let Err(e) = result {
             self.save_unsaved(&mut state).await;
             tracing::error!(chat_id = %state.chat.id, error = %e, "chat turn failed");
@@ -276,7 +303,25 @@ impl Agent {
         {
             tracing::error!(chat_id = %state.chat.id, error = %e, "releasing the chat failed; it frees itself at the turn's deadline");
         }
+        self.observe_turn(&state, status);
         events.emit(TurnEvent::Done);
+    }
+
+    /// The turn's metrics: duration, model steps and tool calls, by agent and status.
+    fn observe_turn(&self, state: &TurnState, status: &'static str) {
+        self.metrics.emit(
+            Point::new()
+                .dimension(Dimension::Agent, state.profile.name.clone())
+                .dimension(Dimension::Status, status)
+                .rollup(&[Dimension::Agent])
+                .rollup(&[])
+                .count(Metric::Turns, 1)
+                .millis(Metric::TurnDuration, state.started.elapsed())
+                .count(Metric::TurnSteps, state.steps)
+                .count(Metric::TurnToolCalls, state.tool_calls)
+                .property("chat_id", Some(state.chat.id.as_str()))
+                .property("turn_id", Some(state.turn_id.as_str())),
+        );
     }
 
     /// The loop: model steps while the model asks for tools, up to the step limit.
@@ -306,6 +351,7 @@ impl Agent {
             } = self
                 .step(input, state, &models, step, offer_tools, events)
                 .await?;
+            state.steps += 1;
             // A stop during the step abandoned its stream: what it said so far is dropped.
             if input.stop.is_stopped() {
                 return Ok(Ending::Stopped);

@@ -14,7 +14,7 @@ use shared::Result;
 use super::{Agent, TurnInput, TurnState};
 use crate::events::{self, EventSink, TurnEvent};
 use crate::guard::output::{StreamGuard, Violation};
-use crate::llm::metered::{UsageScope, complete_metered};
+use crate::llm::metered::{Meter, UsageScope, complete_metered};
 use crate::llm::{Completion, CompletionRequest, NoTokens, TokenSink, ToolChoice};
 use crate::profiles::StepModels;
 
@@ -191,9 +191,13 @@ impl Agent {
             chat_id: Some(&state.chat.id),
             operation: "chat",
         };
+        let meter = Meter {
+            llm: self.llm.as_ref(),
+            usage: self.usage.as_ref(),
+            metrics: &self.metrics,
+        };
         complete_metered(
-            self.llm.as_ref(),
-            self.usage.as_ref(),
+            meter,
             scope,
             request,
             input.deadline,

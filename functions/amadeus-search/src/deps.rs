@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use shared::clock::{Clock, SystemClock};
 use shared::http::route_access::RouteAccess;
+use shared::metrics::Metrics;
 use shared::secrets::SecretsCache;
 
 use crate::config::Config;
@@ -17,6 +18,8 @@ pub struct Deps {
     pub token: Arc<TokenProvider>,
     /// Who may call; IAM-authorised callers only unless [`Deps::with_access`] says more.
     pub access: RouteAccess,
+    /// Searches by outcome and their latency.
+    pub metrics: Metrics,
 }
 
 impl Deps {
@@ -37,12 +40,20 @@ impl Deps {
             config: Arc::new(config),
             token: Arc::new(token),
             access: RouteAccess::internal_only(),
+            metrics: Metrics::discard(),
         }
     }
 
     /// With the admission rules of the deployment (`shared::http::route_access`).
     pub fn with_access(mut self, access: RouteAccess) -> Self {
         self.access = access;
+        self
+    }
+
+    /// Searches and refusals counted in `metrics`.
+    pub fn with_metrics(mut self, metrics: Metrics) -> Self {
+        self.access = self.access.with_metrics(metrics.clone());
+        self.metrics = metrics;
         self
     }
 }

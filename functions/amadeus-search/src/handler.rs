@@ -5,6 +5,8 @@ use lambda_http::{Body, Request, Response};
 use shared::domain::flight::{FlightSearchParams, FlightSearchResult};
 use shared::http::lambda::{deadline, error_response, json_body, json_response};
 use shared::http::{ApiError, ErrorCode};
+use shared::observability::Trace;
+use tracing::Instrument;
 
 use crate::deps::Deps;
 use crate::search::search;
@@ -12,7 +14,15 @@ use crate::search::search;
 /// The route this function serves (behind `/internal` for IAM callers).
 pub const ROUTE: &str = "/flights/cash";
 
+/// Handles one request inside a span that carries the caller's X-Ray trace id.
 pub async fn handle(deps: &Deps, req: Request) -> Response<Body> {
+    let trace = Trace::of(&req);
+    serve(deps, req)
+        .instrument(Trace::span(trace.as_ref()))
+        .await
+}
+
+async fn serve(deps: &Deps, req: Request) -> Response<Body> {
     if req.method() != Method::POST {
         let mut response = error_response(&ApiError::new(
             ErrorCode::MethodNotAllowed,
@@ -35,7 +45,10 @@ pub async fn handle(deps: &Deps, req: Request) -> Response<Body> {
         Ok(params) => params,
         Err(e) => return error_response(&ApiError::from(&e)),
     };
-    match search(deps, &params, deadline).await {
+    let started = std::time::Instant::now();
+    let result = search(deps, &params, deadline).await;
+    deps.metrics.search(started, result.as_ref().err());
+    match result {
         Ok(flights) => {
             tracing::info!(
                 origin = %params.origin,

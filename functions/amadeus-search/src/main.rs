@@ -7,6 +7,7 @@ use amadeus_search::{Config, Deps, handle};
 use lambda_http::{Request, service_fn};
 use shared::config::{Env, secrets_cache_ttl};
 use shared::http::route_access::{AccessConfig, RouteAccess};
+use shared::metrics::Metrics;
 use shared::secrets::{AwsSecretSource, SecretsCache};
 
 #[tokio::main]
@@ -23,7 +24,9 @@ async fn main() -> Result<(), lambda_http::Error> {
         Arc::new(AwsSecretSource::new(shared::aws::secrets_manager(&aws))),
         secrets_cache_ttl(&env)?,
     );
-    let deps = Deps::new(http, secrets, config).with_access(access);
+    let deps = Deps::new(http, secrets, config)
+        .with_access(access)
+        .with_metrics(Metrics::stdout("amadeus-search", &env));
     lambda_http::run(service_fn(|req: Request| {
         let deps = deps.clone();
         async move { Ok::<_, Infallible>(handle(&deps, req).await) }

@@ -88,6 +88,7 @@ pub async fn decide(
             approve,
             reason,
         }),
+        trace: shared::observability::Trace::of(req),
     };
     match deps.agent.open(input).await {
         Ok(turn) => stream(deps.clone(), turn, record, stop, false),

@@ -20,7 +20,9 @@ use shared::domain::memory::MemoryChange;
 use shared::http::auth::AuthenticatedUser;
 use shared::http::lambda::{deadline, error_response, json_body, json_response};
 use shared::http::{ApiError, ErrorCode};
+use shared::observability::Trace;
 use shared::turns::{Begun, TurnRecord, TurnStatus, turn_id_for_key};
+use tracing::Instrument;
 
 use crate::Deps;
 use crate::events::Emitter;
@@ -186,7 +188,15 @@ impl Route<'_> {
     }
 }
 
+/// Handles one request inside a span that carries its X-Ray trace id, so every log line of
+/// it (and of the turn it starts) can be found by that id.
 pub async fn handle(deps: &Deps, req: Request) -> Response<Body> {
+    let trace = Trace::of(&req);
+    let span = Trace::span(trace.as_ref());
+    route_request(deps, req).instrument(span).await
+}
+
+async fn route_request(deps: &Deps, req: Request) -> Response<Body> {
     let path = req.raw_http_path().to_owned();
     let path = if path.is_empty() {
         req.uri().path().to_owned()
@@ -418,6 +428,7 @@ async fn chat(deps: &Deps, req: &Request, user: AuthenticatedUser) -> Response<B
         new_chat_id: record.chat_id.clone(),
         stop: stop.clone(),
         decision: None,
+        trace: Trace::of(req),
     };
     // A foreign or missing chat, a busy chat or a used-up limit is refused here, before the
     // stream starts; the record keeps why, for a resend that is following it.
@@ -616,16 +627,15 @@ pub(crate) fn stream(
     let (emitter, queue) = Emitter::new(debug);
     let (sender, body) = channel();
     let agent = deps.agent.clone();
-    tokio::spawn(async move { agent.run_turn(turn, &emitter).await });
+    // The turn's tasks outlive the handler: they carry its span (and so its trace id) and
+    // the chat and turn ids on every log line.
+    let span = tracing::info_span!("turn", chat_id = %turn.chat_id(), turn_id = %record.turn_id);
+    tokio::spawn(async move { agent.run_turn(turn, &emitter).await }.instrument(span.clone()));
     // A gone client only stops the sending: holding the body open until the turn's log is
     // written keeps the invocation (and so the turn) alive on Lambda.
-    tokio::spawn(turn_log::record(
-        deps.turns.clone(),
-        record,
-        stop,
-        queue,
-        sender,
-    ));
+    tokio::spawn(
+        turn_log::record(deps.turns.clone(), record, stop, queue, sender).instrument(span),
+    );
     event_stream(body)
 }
 

@@ -66,11 +66,10 @@ impl Deps {
             clients.dynamodb.clone(),
             config.tools.storage.chats_table.clone(),
         ));
-        let auth = Arc::new(Authenticator::new(
-            auth,
-            clients.secrets.clone(),
-            clients.http.clone(),
-        ));
+        let auth = Arc::new(
+            Authenticator::new(auth, clients.secrets.clone(), clients.http.clone())
+                .with_metrics(clients.metrics.clone()),
+        );
         let runtime = ToolRuntime::new(&config.tools, &agents, clients, config.max_parallel_tools)?;
         let agents = Arc::new(agents);
         let agent = Agent::new(

@@ -9,6 +9,7 @@ use chat_router::{Config, Deps};
 use lambda_http::{Request, run_with_streaming_response, service_fn};
 use shared::config::Env;
 use shared::http::auth::AuthConfig;
+use shared::metrics::Metrics;
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {
@@ -20,7 +21,8 @@ async fn main() -> Result<(), lambda_http::Error> {
     let sdk = shared::aws::sdk_config().await;
     // Tool calls go to the IAM-authorised routes, signed with this function's role; the
     // user's token stays here.
-    let clients = ToolClients::from_sdk(&sdk, &env, SigV4Signer::from_sdk_config(&sdk))?;
+    let metrics = Metrics::stdout("chat-router", &env);
+    let clients = ToolClients::from_sdk(&sdk, &env, SigV4Signer::from_sdk_config(&sdk), metrics)?;
     let deps = Deps::new(config, agents, auth, clients)?;
     run_with_streaming_response(service_fn(|req: Request| {
         let deps = deps.clone();

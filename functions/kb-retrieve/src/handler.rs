@@ -12,7 +12,10 @@ use shared::http::lambda::{deadline, error_response, json_body, json_response};
 use shared::http::route_access::RouteAccess;
 use shared::http::{ApiError, ErrorCode};
 use shared::kb::KbStore;
+use shared::metrics::{Dimension, Metric, Metrics, Point};
+use shared::observability::Trace;
 use shared::secrets::SecretsCache;
+use tracing::Instrument;
 
 use crate::config::Config;
 use crate::embed::QueryEmbedder;
@@ -32,6 +35,8 @@ pub struct Deps {
     pub embedder: Arc<QueryEmbedder>,
     /// Who may call; IAM-authorised callers only unless [`Deps::with_access`] says more.
     pub access: RouteAccess,
+    /// Queries by mode and their latency.
+    pub metrics: Metrics,
 }
 
 impl Deps {
@@ -55,7 +60,15 @@ impl Deps {
             kb: Arc::new(kb),
             embedder: Arc::new(embedder),
             access: RouteAccess::internal_only(),
+            metrics: Metrics::discard(),
         }
+    }
+
+    /// Queries and refusals counted in `metrics`.
+    pub fn with_metrics(mut self, metrics: Metrics) -> Self {
+        self.access = self.access.with_metrics(metrics.clone());
+        self.metrics = metrics;
+        self
     }
 
     /// With the admission rules of the deployment (`shared::http::route_access`).
@@ -83,7 +96,15 @@ pub struct SearchResponse {
 /// The route this function serves (behind `/internal` for IAM callers).
 pub const ROUTE: &str = "/kb/search";
 
+/// Handles one request inside a span that carries the caller's X-Ray trace id.
 pub async fn handle(deps: &Deps, req: Request) -> Response<Body> {
+    let trace = Trace::of(&req);
+    serve(deps, req)
+        .instrument(Trace::span(trace.as_ref()))
+        .await
+}
+
+async fn serve(deps: &Deps, req: Request) -> Response<Body> {
     let deadline = deadline(&req, deps.config.deadline_fallback);
     if req.method() != Method::POST {
         let mut response = error_response(&ApiError::new(
@@ -102,7 +123,19 @@ pub async fn handle(deps: &Deps, req: Request) -> Response<Body> {
         Ok(parsed) => parsed,
         Err(error) => return error_response(&error),
     };
-    match search(deps, &query, top_k, deadline).await {
+    let started = Instant::now();
+    let result = search(deps, &query, top_k, deadline).await;
+    let mode = match &result {
+        Ok(response) => response.mode.as_str(),
+        Err(_) => "failed",
+    };
+    deps.metrics.emit(
+        Point::new()
+            .dimension(Dimension::Mode, mode)
+            .count(Metric::KbQueries, 1)
+            .millis(Metric::KbQueryLatency, started.elapsed()),
+    );
+    match result {
         Ok(response) => json_response(200, &response),
         Err(err) => error_response(&ApiError::from(&err)),
     }

@@ -42,6 +42,15 @@ pub enum Mode {
     Bm25,
 }
 
+impl Mode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Hybrid => "hybrid",
+            Self::Bm25 => "bm25",
+        }
+    }
+}
+
 #[derive(Debug)]
 pub struct IndexedChunk {
     pub id: String,

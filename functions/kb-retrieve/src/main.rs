@@ -9,6 +9,7 @@ use lambda_http::{Request, service_fn};
 use shared::config::Env;
 use shared::http::route_access::{AccessConfig, RouteAccess};
 use shared::kb::DynamoKbStore;
+use shared::metrics::Metrics;
 use shared::secrets::{AwsSecretSource, SecretsCache};
 
 #[tokio::main]
@@ -28,8 +29,9 @@ async fn main() -> Result<(), lambda_http::Error> {
         shared::aws::dynamodb(&sdk),
         config.kb_table.clone(),
     ));
-    let deps =
-        Deps::new(shared::upstream::http_client()?, secrets, store, config).with_access(access);
+    let deps = Deps::new(shared::upstream::http_client()?, secrets, store, config)
+        .with_access(access)
+        .with_metrics(Metrics::stdout("kb-retrieve", &env));
     // Load the knowledge base during the init phase; if that fails, the first request retries.
     if let Err(e) = deps.kb.get().await {
         tracing::error!(error = %e, "knowledge base not loaded at cold start");

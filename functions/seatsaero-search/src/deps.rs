@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use shared::http::route_access::RouteAccess;
+use shared::metrics::Metrics;
 use shared::secrets::SecretsCache;
 
 use crate::client::SeatsAero;
@@ -18,6 +19,8 @@ pub struct Deps {
     pub(crate) client: SeatsAero,
     /// Who may call; IAM-authorised callers only unless [`Deps::with_access`] says more.
     pub access: RouteAccess,
+    /// Searches by outcome and their latency.
+    pub metrics: Metrics,
 }
 
 impl Deps {
@@ -28,12 +31,20 @@ impl Deps {
             config: Arc::new(config),
             client,
             access: RouteAccess::internal_only(),
+            metrics: Metrics::discard(),
         }
     }
 
     /// With the admission rules of the deployment (`shared::http::route_access`).
     pub fn with_access(mut self, access: RouteAccess) -> Self {
         self.access = access;
+        self
+    }
+
+    /// Searches and refusals counted in `metrics`.
+    pub fn with_metrics(mut self, metrics: Metrics) -> Self {
+        self.access = self.access.with_metrics(metrics.clone());
+        self.metrics = metrics;
         self
     }
 }

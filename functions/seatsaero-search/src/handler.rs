@@ -5,6 +5,8 @@ use lambda_http::http::{HeaderValue, Method, header};
 use lambda_http::{Body, Request, Response};
 use shared::http::lambda::{deadline, error_response, json_response};
 use shared::http::{ApiError, ErrorCode};
+use shared::observability::Trace;
+use tracing::Instrument;
 
 use crate::deps::Deps;
 use crate::{request, search};
@@ -12,7 +14,15 @@ use crate::{request, search};
 /// The route this function serves (behind `/internal` for IAM callers).
 pub const ROUTE: &str = "/flights/award";
 
+/// Handles one request inside a span that carries the caller's X-Ray trace id.
 pub async fn handle(deps: &Deps, req: Request) -> Response<Body> {
+    let trace = Trace::of(&req);
+    serve(deps, req)
+        .instrument(Trace::span(trace.as_ref()))
+        .await
+}
+
+async fn serve(deps: &Deps, req: Request) -> Response<Body> {
     let deadline = deadline(&req, deps.config.deadline_fallback);
     if req.method() != Method::POST {
         let mut response = error_response(&ApiError::new(
@@ -31,7 +41,10 @@ pub async fn handle(deps: &Deps, req: Request) -> Response<Body> {
         Ok(params) => params,
         Err(error) => return error_response(&error),
     };
-    match search::run(deps, &params, deadline).await {
+    let started = std::time::Instant::now();
+    let result = search::run(deps, &params, deadline).await;
+    deps.metrics.search(started, result.as_ref().err());
+    match result {
         Ok(result) => json_response(200, &result),
         Err(err) => error_response(&ApiError::from(&err)),
     }

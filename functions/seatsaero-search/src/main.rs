@@ -7,6 +7,7 @@ use lambda_http::{Request, service_fn};
 use seatsaero_search::{Config, Deps, handle};
 use shared::config::Env;
 use shared::http::route_access::{AccessConfig, RouteAccess};
+use shared::metrics::Metrics;
 use shared::secrets::{AwsSecretSource, SecretsCache};
 
 #[tokio::main]
@@ -22,7 +23,9 @@ async fn main() -> Result<(), lambda_http::Error> {
         Arc::new(AwsSecretSource::new(shared::aws::secrets_manager(&sdk))),
         shared::config::secrets_cache_ttl(&env)?,
     );
-    let deps = Deps::new(shared::upstream::http_client()?, secrets, config).with_access(access);
+    let deps = Deps::new(shared::upstream::http_client()?, secrets, config)
+        .with_access(access)
+        .with_metrics(Metrics::stdout("seatsaero-search", &env));
     lambda_http::run(service_fn(|req: Request| {
         let deps = deps.clone();
         async move { Ok::<_, Infallible>(handle(&deps, req).await) }

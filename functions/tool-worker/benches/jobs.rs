@@ -76,6 +76,7 @@ async fn main() {
         )),
         http: shared::upstream::http_client().unwrap_or_else(|e| panic!("http: {e}")),
         signer: None,
+        metrics: shared::metrics::Metrics::discard(),
     };
     let config = tool_worker::Config {
         tools,

@@ -22,6 +22,9 @@ use agent::pipeline::{CallStatus, JobReport};
 use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent, SqsMessage};
 use futures::future::join_all;
 use shared::domain::tool_result::ToolExecutionResult;
+use shared::metrics::{Dimension, Metric, Point};
+use shared::observability::Trace;
+use tracing::Instrument;
 
 use crate::Deps;
 
@@ -46,23 +49,86 @@ async fn process(deps: &Deps, message: &SqsMessage) -> bool {
         Ok(job) => job,
         Err(e) => {
             tracing::error!(message_id, error = %e, "not a tool job; left to the dead-letter queue");
+            observe(deps, None, "not_a_job");
+            if receive_count(message) >= deps.max_receive_count {
+                dead_lettered(deps, None);
+            }
             return false;
         }
     };
-    let span = tracing::info_span!("job", message_id, call_id = %job.call_id, attempt = job.attempt, kind = ?job.kind);
-    let _guard = span.enter();
-    match deps.pipeline.run_job(&job).await {
-        Ok(report) => settle(deps, &job, body, report).await,
+    // X-Ray passes the sender's trace through SQS; the job's logs carry it.
+    let trace = message
+        .attributes
+        .get("AWSTraceHeader")
+        .and_then(|h| Trace::parse(h));
+    let span = tracing::info_span!(
+        "job",
+        message_id,
+        job_id = %job.call_id,
+        chat_id = %job.chat_id,
+        attempt = job.attempt,
+        kind = ?job.kind,
+        xrayTraceId = trace.as_ref().map(|t| t.root.as_str()),
+    );
+    run(deps, message, &job, body, trace.as_ref())
+        .instrument(span)
+        .await
+}
+
+async fn run(
+    deps: &Deps,
+    message: &SqsMessage,
+    job: &ToolJob,
+    body: &str,
+    trace: Option<&Trace>,
+) -> bool {
+    match deps.pipeline.run_job(job, trace).await {
+        Ok(report) => {
+            observe(deps, Some(job), report_status(&report));
+            settle(deps, job, body, report).await
+        }
         Err(e) if receive_count(message) >= deps.max_receive_count => {
             tracing::error!(error = %e, "tool job could not be handled on its last delivery; SQS moves it to the dead-letter queue");
-            give_up(deps, &job, &e).await;
+            observe(deps, Some(job), "error");
+            dead_lettered(deps, Some(job));
+            give_up(deps, job, &e).await;
             false
         }
         Err(e) => {
             tracing::error!(error = %e, "tool job could not be handled; SQS will deliver it again");
+            observe(deps, Some(job), "error");
             false
         }
     }
+}
+
+/// How a job's delivery ended, as `WorkerAttempts` counts it.
+fn report_status(report: &JobReport) -> &'static str {
+    match report {
+        JobReport::Ran { status, .. } => status.as_str(),
+        JobReport::AlreadySucceeded(_) => "redelivered",
+        JobReport::Skipped(_) => "skipped",
+    }
+}
+
+/// One delivery handled, by how it ended.
+fn observe(deps: &Deps, job: Option<&ToolJob>, status: &'static str) {
+    deps.pipeline.metrics.emit(
+        Point::new()
+            .dimension(Dimension::Status, status)
+            .count(Metric::WorkerAttempts, 1)
+            .property("job_id", job.map(|j| j.call_id.as_str()))
+            .property("attempt", job.map(|j| j.attempt)),
+    );
+}
+
+/// A message that ends in the dead-letter queue (`None`: not a tool job).
+fn dead_lettered(deps: &Deps, job: Option<&ToolJob>) {
+    deps.pipeline.metrics.emit(
+        Point::new()
+            .count(Metric::WorkerDeadLetters, 1)
+            .property("job_id", job.map(|j| j.call_id.as_str())),
+    );
 }
 
 /// How often SQS has delivered `message` (`ApproximateReceiveCount`; 1 when absent).
@@ -174,7 +240,10 @@ async fn settle(deps: &Deps, job: &ToolJob, body: &str, report: JobReport) -> bo
                 "tool job gave up; parking it in the dead-letter queue"
             );
             match deps.dead_letters.park(body, &reason).await {
-                Ok(()) => true,
+                Ok(()) => {
+                    dead_lettered(deps, Some(job));
+                    true
+                }
                 Err(e) => {
                     tracing::error!(error = %e, "parking in the dead-letter queue failed");
                     false

@@ -7,6 +7,7 @@ use agent::runtime::ToolClients;
 use agent::tools::SigV4Signer;
 use lambda_runtime::{LambdaEvent, run, service_fn};
 use shared::config::Env;
+use shared::metrics::Metrics;
 use tool_worker::event::handle_event;
 use tool_worker::{Config, Deps};
 
@@ -18,7 +19,8 @@ async fn main() -> Result<(), lambda_runtime::Error> {
     let agents = AgentCatalog::from_env(&env)?;
     let sdk = shared::aws::sdk_config().await;
     // No user token here: calls to the IAM routes are signed with the function's role.
-    let clients = ToolClients::from_sdk(&sdk, &env, SigV4Signer::from_sdk_config(&sdk))?;
+    let metrics = Metrics::stdout("tool-worker", &env);
+    let clients = ToolClients::from_sdk(&sdk, &env, SigV4Signer::from_sdk_config(&sdk), metrics)?;
     let deps = Deps::new(config, &agents, clients)?;
     run(service_fn(|event: LambdaEvent<serde_json::Value>| {
         let deps = deps.clone();

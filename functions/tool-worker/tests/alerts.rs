@@ -100,6 +100,7 @@ async fn worker(rig: &Rig) -> (tool_worker::Deps, Arc<ManualClock>) {
         http: common::http(),
         // Signed as deployed: the flight functions admit only IAM-authorised calls.
         signer: agent::tools::SigV4Signer::from_sdk_config(&test_support::sdk_config().await),
+        metrics: shared::metrics::Metrics::discard(),
     };
     let agents = AgentCatalog::built_in().unwrap_or_else(|e| panic!("agents: {e}"));
     let mut deps =

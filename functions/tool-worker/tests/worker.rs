@@ -53,6 +53,8 @@ struct Setup {
     worker: tool_worker::Deps,
     kb: MockServer,
     queues: ToolQueues,
+    /// What the worker emitted (EMF documents).
+    metrics: shared::metrics::Metrics,
 }
 
 impl Setup {
@@ -88,6 +90,7 @@ impl Setup {
             max_receive_count: tool_worker::DEFAULT_MAX_RECEIVE_COUNT,
             alert_check_interval: std::time::Duration::from_secs(3600),
         };
+        let metrics = shared::metrics::Metrics::capture("tool-worker");
         let clients = ToolClients {
             dynamodb: test_support::dynamodb().await,
             sqs: test_support::sqs().await,
@@ -95,6 +98,7 @@ impl Setup {
             http: common::http(),
             // Signed as deployed: the functions admit only IAM-authorised calls.
             signer: agent::tools::SigV4Signer::from_sdk_config(&test_support::sdk_config().await),
+            metrics: metrics.clone(),
         };
         let worker = tool_worker::Deps::new(config, &agents, clients).unwrap();
         Self {
@@ -102,6 +106,7 @@ impl Setup {
             worker,
             kb,
             queues,
+            metrics,
         }
     }
 
@@ -132,6 +137,7 @@ impl Setup {
             secrets: common::secrets().await,
             http: common::http(),
             signer: agent::tools::SigV4Signer::from_sdk_config(&test_support::sdk_config().await),
+            metrics: shared::metrics::Metrics::discard(),
         };
         let agents = AgentCatalog::from_toml(AGENTS, "test agents").unwrap();
         tool_worker::Deps::new(config, &agents, clients).unwrap()
@@ -293,6 +299,21 @@ async fn a_transient_failure_is_retried_by_the_worker_and_ends_succeeded_with_tw
     assert_eq!(statuses(&record), ["succeeded", "failed"], "newest first");
     assert_eq!(s.kb_calls().await, 3);
     assert!(s.queues.receive(1, Duration::from_secs(1)).await.is_empty());
+    // Metrics: the router counted the failed call and its retry, the worker the attempt.
+    let router = s.rig.metrics.captured();
+    assert_eq!(
+        metric_values(&router, "ToolRetries"),
+        [("search_knowledge_base".to_owned(), 1.0)]
+    );
+    assert_eq!(
+        metric_values(&router, "ToolCalls").len(),
+        2,
+        "the call and its duplicate"
+    );
+    assert_eq!(
+        statuses_of(&s.metrics.captured(), "WorkerAttempts"),
+        ["succeeded"]
+    );
     // The router's tries and the worker's are all signed (IAM) and name the chat's user.
     for request in s.kb.received_requests().await.unwrap_or_default() {
         let header = |name: &str| {
@@ -350,6 +371,10 @@ async fn a_permanent_failure_ends_in_the_dead_letter_queue_with_status_failed_an
         .and_then(|v| v.string_value())
         .unwrap_or_default();
     assert!(reason.contains("attempt 2 ended failed"), "{reason}");
+    let worker = s.metrics.captured();
+    assert_eq!(statuses_of(&worker, "WorkerAttempts"), ["failed"]);
+    assert_eq!(metric_values(&worker, "WorkerDeadLetters").len(), 1);
+    assert_eq!(statuses_of(&worker, "ToolCalls"), ["failed"]);
     assert!(
         s.queues.receive(1, Duration::from_secs(1)).await.is_empty(),
         "no third attempt"
@@ -854,4 +879,22 @@ system_prompt = "Answer from the knowledge base."
         (&record["status"], &record["attempt"]),
         (&json!("failed"), &json!(1))
     );
+}
+
+/// `(tool, value)` of each document of `docs` that carries `metric`.
+fn metric_values(docs: &[serde_json::Value], metric: &str) -> Vec<(String, f64)> {
+    docs.iter()
+        .filter_map(|d| {
+            let value = d.get(metric)?.as_f64()?;
+            Some((d["tool"].as_str().unwrap_or_default().to_owned(), value))
+        })
+        .collect()
+}
+
+/// The `status` dimension of each document of `docs` that carries `metric`.
+fn statuses_of(docs: &[serde_json::Value], metric: &str) -> Vec<String> {
+    docs.iter()
+        .filter(|d| d.get(metric).is_some())
+        .map(|d| d["status"].as_str().unwrap_or_default().to_owned())
+        .collect()
 }

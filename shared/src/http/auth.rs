@@ -23,6 +23,7 @@ use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use serde::{Deserialize, Serialize};
 
 use crate::config::Env;
+use crate::metrics::Metrics;
 use crate::secrets::SecretsCache;
 use crate::upstream::{self, RetryPolicy};
 use crate::{Error, Result};
@@ -257,6 +258,8 @@ pub struct AuthenticatedUser {
 
 /// Verifies bearer tokens. Build one per container and share it: the JWKS cache lives in it.
 pub struct Authenticator {
+    /// Counts rejected tokens (`AuthFailures` by reason).
+    metrics: Metrics,
     issuer: String,
     audience: String,
     leeway: Duration,
@@ -284,6 +287,7 @@ impl Authenticator {
             KeySource::Jwks { url, cache_ttl } => Keys::Jwks(JwksCache::new(url, http, cache_ttl)),
         };
         Self {
+            metrics: Metrics::discard(),
             issuer: config.issuer,
             audience: config.audience,
             // Also bounds hand-built configs: jsonwebtoken subtracts the leeway from "now".
@@ -293,12 +297,19 @@ impl Authenticator {
         }
     }
 
+    /// Rejected tokens counted in `metrics`.
+    pub fn with_metrics(mut self, metrics: Metrics) -> Self {
+        self.metrics = metrics;
+        self
+    }
+
     /// Verifies the `Authorization` header's bearer token. A bad or missing token is
     /// `Error::Unauthorized` (401); an unreachable key source is an upstream or secrets error.
     pub async fn authenticate(&self, authorization: Option<&str>) -> Result<AuthenticatedUser> {
         let result = self.verify(authorization).await;
         if let Err(Error::Unauthorized(reason)) = &result {
             tracing::info!(reason, "bearer token rejected");
+            self.metrics.auth_failure(reason);
         }
         result
     }

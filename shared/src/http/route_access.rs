@@ -22,6 +22,7 @@ use time::Duration;
 use super::{ApiError, ErrorCode};
 use crate::config::Env;
 use crate::limits::{Decision, DynamoRateLimiter, LimitScope, RateLimit, RateLimiter};
+use crate::metrics::Metrics;
 use crate::{Error, Result};
 
 /// The header in which the router and the worker name the user a tool call is for.
@@ -112,6 +113,8 @@ impl Admitted {
 pub struct RouteAccess {
     public: Option<PublicLimit>,
     allow_unauthenticated: bool,
+    /// Counts refusals (`AuthFailures` by reason).
+    metrics: Metrics,
 }
 
 #[derive(Clone)]
@@ -160,6 +163,12 @@ impl RouteAccess {
     }
 
     /// Also serves requests no authorizer vouched for (the local stack, tests).
+    /// Refusals counted in `metrics`.
+    pub fn with_metrics(mut self, metrics: Metrics) -> Self {
+        self.metrics = metrics;
+        self
+    }
+
     pub fn allowing_unauthenticated(mut self) -> Self {
         self.allow_unauthenticated = true;
         self
@@ -233,7 +242,14 @@ impl RouteAccess {
                 );
                 Ok(admitted)
             }
-            Err(error) => Err(super::lambda::error_response(&error)),
+            Err(error) => {
+                match error.code {
+                    ErrorCode::Unauthorized => self.metrics.auth_failure("no subject"),
+                    ErrorCode::Forbidden => self.metrics.auth_failure("route refused"),
+                    _ => {}
+                }
+                Err(super::lambda::error_response(&error))
+            }
         }
     }
 }

@@ -27,6 +27,7 @@ fn read_all(env: &Env) {
     let _ = shared::http::route_access::AccessConfig::from_env(env);
     let _ = shared::config::secrets_cache_ttl(env);
     let _ = kb_ingest::cli::direct_api_key(env);
+    let _ = shared::metrics::Metrics::stdout("docs-check", env);
 }
 
 /// What the five functions read through `Env`, with their defaults. Required variables

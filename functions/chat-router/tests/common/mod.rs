@@ -15,6 +15,7 @@ use lambda_http::{Request, RequestExt};
 use serde_json::{Value, json};
 use shared::config::Env;
 use shared::http::auth::{AuthConfig, DevClaims, mint_hs256};
+use shared::metrics::Metrics;
 use shared::secrets::{AwsSecretSource, SecretsCache};
 use test_support::fake_llm::FakeLlm;
 use test_support::serve::{LocalServer, serve_lambda};
@@ -47,6 +48,10 @@ pub struct Functions {
     pub cash: LocalServer,
     pub kb: LocalServer,
     pub kb_table: String,
+    /// What the award function emitted (EMF documents).
+    pub award_metrics: Metrics,
+    /// The `X-Amzn-Trace-Id` of each request the award function received.
+    pub award_traces: Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 impl Functions {
@@ -56,10 +61,19 @@ impl Functions {
         let seats_key = test_support::create_secret("router-test/seatsaero", "sk-test").await;
         let seats_config = seatsaero_search::Config::new(&seats_upstream.uri(), seats_key)
             .unwrap_or_else(|e| panic!("seatsaero config: {e}"));
+        let award_metrics = Metrics::capture("seatsaero-search");
         let seats_deps =
-            seatsaero_search::Deps::new(http(), (*secrets().await).clone(), seats_config);
+            seatsaero_search::Deps::new(http(), (*secrets().await).clone(), seats_config)
+                .with_metrics(award_metrics.clone());
+        let award_traces = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let seen = award_traces.clone();
         let award = serve_lambda(move |req: Request| {
             let deps = seats_deps.clone();
+            if let Some(trace) = req.headers().get("x-amzn-trace-id")
+                && let (Ok(trace), Ok(mut seen)) = (trace.to_str(), seen.lock())
+            {
+                seen.push(trace.to_owned());
+            }
             async move { seatsaero_search::handle(&deps, req).await }
         })
         .await;
@@ -112,6 +126,8 @@ impl Functions {
             cash,
             kb,
             kb_table,
+            award_metrics,
+            award_traces,
         }
     }
 
@@ -136,6 +152,8 @@ pub struct Rig {
     pub llm: FakeLlm,
     pub functions: Functions,
     pub deps: Deps,
+    /// What the router emitted (EMF documents).
+    pub metrics: Metrics,
     jwt_secret: String,
 }
 
@@ -213,6 +231,7 @@ impl Rig {
         }
         .unwrap_or_else(|e| panic!("agents: {e}"));
         let auth = AuthConfig::from_env(&env).unwrap_or_else(|e| panic!("auth config: {e}"));
+        let metrics = Metrics::capture("chat-router");
         let clients = ToolClients {
             dynamodb,
             sqs: test_support::sqs().await,
@@ -220,12 +239,14 @@ impl Rig {
             http: http(),
             // Signed as deployed: the functions admit only IAM-authorised calls.
             signer: agent::tools::SigV4Signer::from_sdk_config(&test_support::sdk_config().await),
+            metrics: metrics.clone(),
         };
         let deps = Deps::new(config, agents, auth, clients).unwrap_or_else(|e| panic!("deps: {e}"));
         Self {
             llm,
             functions,
             deps,
+            metrics,
             jwt_secret,
         }
     }
