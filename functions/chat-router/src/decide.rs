@@ -28,11 +28,12 @@ use agent::{CallDecision, StopSignal, TurnInput};
 const MAX_REASON_CHARS: usize = 500;
 
 /// Body of `deny` (and, empty, of `approve`); the body may be left out.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct DecisionBody {
+pub struct DecisionBody {
+    /// Why the user denied the call (`deny` only), at most 500 characters.
     #[serde(default)]
-    reason: Option<String>,
+    pub reason: Option<String>,
 }
 
 pub async fn decide(

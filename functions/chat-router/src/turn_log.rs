@@ -277,12 +277,23 @@ async fn end_with(client: &mut Sender, error: serde_json::Value) {
     let _ = client.send_data(unlogged(&TurnEvent::Done)).await;
 }
 
+/// The answer of `POST …/turns/{turn_id}/cancel`.
+#[derive(Debug, serde::Serialize, schemars::JsonSchema)]
+pub struct CancelResponse {
+    pub turn_id: String,
+    pub chat_id: String,
+    /// A turn that has already ended is left as it is.
+    pub status: TurnStatus,
+    /// Whether the turn was asked to stop (false for one that has already ended).
+    pub cancel_requested: bool,
+}
+
 /// The cancel route's answer.
-pub fn cancel_response(turn: &TurnRecord) -> serde_json::Value {
-    json!({
-        "turn_id": turn.turn_id,
-        "chat_id": turn.chat_id,
-        "status": turn.status,
-        "cancel_requested": turn.cancel_requested,
-    })
+pub fn cancel_response(turn: &TurnRecord) -> CancelResponse {
+    CancelResponse {
+        turn_id: turn.turn_id.clone(),
+        chat_id: turn.chat_id.clone(),
+        status: turn.status,
+        cancel_requested: turn.cancel_requested,
+    }
 }

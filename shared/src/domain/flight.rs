@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 use serde_with::{DeserializeFromStr, SerializeDisplay};
 use time::Date;
 
+use super::schema::IsoDateSchema;
 use crate::Error;
 
 // Serde format `iso_date` for calendar dates as `YYYY-MM-DD`, the wire form of every date
@@ -21,23 +22,6 @@ time::serde::format_description!(
     Date,
     "[year]-[month]-[day]"
 );
-
-/// Schema stand-in for a [`Date`] serialised with [`iso_date`].
-pub(crate) struct IsoDateSchema;
-
-impl JsonSchema for IsoDateSchema {
-    fn inline_schema() -> bool {
-        true
-    }
-
-    fn schema_name() -> Cow<'static, str> {
-        "Date".into()
-    }
-
-    fn json_schema(_: &mut SchemaGenerator) -> Schema {
-        json_schema!({ "type": "string", "format": "date" })
-    }
-}
 
 /// Travel class. Accepts any case and spaced or hyphenated spellings on input because LLMs
 /// and callers are sloppy; always writes the canonical `SCREAMING_SNAKE_CASE` name.
@@ -506,6 +490,7 @@ pub struct FlightSearchParams {
     pub non_stop: bool,
     /// Days searched either side of `departureDate` (clamped to 0..=3).
     #[serde(default, deserialize_with = "saturating_u8")]
+    #[schemars(with = "i64")]
     pub flexibility: u8,
     #[serde(default)]
     pub use_miles: bool,
@@ -513,7 +498,7 @@ pub struct FlightSearchParams {
     pub include_return_awards: bool,
     /// Results wanted (clamped to 1..=20).
     #[serde(default = "default_max_results", deserialize_with = "saturating_u8")]
-    #[schemars(range(min = 1))]
+    #[schemars(with = "i64")]
     pub max_results: u8,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub locale: Option<Locale>,
