@@ -7,6 +7,33 @@ docs/api.md#errors: `{"error": {"code", "message", "details"?}}`, served as JSON
 
 import schemathesis
 
+# The body `cargo lambda watch` answers with when it cannot turn a request into a Lambda
+# event; the function never sees such a request.
+EMULATOR_500 = b'"type":"https://httpstatuses.com/500"'
+
+
+def _utf8(raw):
+    if raw is None:
+        return True
+    if isinstance(raw, str):
+        # `requests` sends header strings as Latin-1 bytes.
+        raw = raw.encode("latin-1", errors="replace")
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+@schemathesis.hook
+def filter_failure(ctx, failure, case, response):
+    """Drops one failure: the local emulator's own 500 for a request with a header value or
+    a body that is not UTF-8, which it cannot put into a Lambda event (a limit of the local
+    stack, not of the functions: the request never reaches them)."""
+    request = response.request
+    unpassable = not _utf8(request.body) or not all(_utf8(v) for v in request.headers.values())
+    return not (response.status_code == 500 and EMULATOR_500 in response.content and unpassable)
+
 
 @schemathesis.check
 def error_envelope(ctx, response, case):

@@ -70,6 +70,7 @@ impl Deps {
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct SearchRequest {
     /// Not empty after normalisation, at most 2,000 characters.
+    #[schemars(length(min = 1, max = MAX_QUERY_CHARS))]
     pub query: String,
     /// Results wanted: clamped to 1–20, 6 when left out.
     #[serde(default)]

@@ -9,6 +9,9 @@ use shared::http::ErrorEnvelope;
 
 use crate::Error;
 
+/// The schema of one event of a stream.
+pub const SSE_EVENT: &str = "SseEvent";
+
 pub struct Components {
     requests: SchemaGenerator,
     responses: SchemaGenerator,
@@ -66,18 +69,22 @@ impl Components {
                 json!({
                     "type": "object",
                     "properties": {
-                        "id": {"type": "integer", "minimum": 0, "description": "The event's place in its turn (`init` is 0); absent on an event that is not part of the turn's log."},
+                        "id": {"type": "string", "pattern": "^[0-9]+$", "description": "The event's place in its turn (`init` is 0); absent on an event that is not part of the turn's log."},
                         "event": {"const": name},
-                        "data": data
+                        "data": {
+                            "type": "string",
+                            "contentMediaType": "application/json",
+                            "contentSchema": data
+                        }
                     },
                     "required": ["event", "data"]
                 })
             })
             .collect();
         self.extra.insert(
-            "SseEvent".into(),
+            SSE_EVENT.into(),
             json!({
-                "description": "One Server-Sent Event: `id: N` (optional), `event: NAME` and one `data: JSON` line, then a blank line.",
+                "description": "One Server-Sent Event as a client parses it: `id` (optional), `event` and `data`, the event's JSON on one line.",
                 "oneOf": frames
             }),
         );

@@ -60,7 +60,7 @@ pub fn document() -> Result<Value, Error> {
             "title": "Tool-calling chat backend",
             "version": "1",
             "summary": "The chat-router's streaming chat API and the flight and knowledge-base tool functions.",
-            "description": "Generated from the Rust types by `cargo run -p openapi`; do not edit by hand. The prose reference is docs/api.md. Every error is the JSON envelope `ErrorEnvelope`. Event streams (`text/event-stream`) list their events in `x-sse-events`: event name to the schema of its `data` (schema `SseEvent` describes one frame).",
+            "description": "Generated from the Rust types by `cargo run -p openapi`; do not edit by hand. The prose reference is docs/api.md. Every error is the JSON envelope `ErrorEnvelope`. An event stream (`text/event-stream`) has the schema `SseEvent`, one event (`id`, `event`, `data`) whose `data` is JSON with the `contentSchema` of its event, and lists its events in `x-sse-events`: event name to the schema of its `data`.",
             "license": {"name": "MIT OR Apache-2.0", "identifier": "MIT OR Apache-2.0"}
         },
         "servers": [router::server_local(), router::server_deployed()],

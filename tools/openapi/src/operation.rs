@@ -2,6 +2,8 @@
 
 use serde_json::{Map, Value, json};
 
+use crate::components::SSE_EVENT;
+
 /// An operation object under construction.
 pub struct Operation {
     value: Map<String, Value>,
@@ -92,8 +94,8 @@ impl Operation {
                 },
                 "content": {"text/event-stream": {
                     "schema": {
-                        "type": "string",
-                        "description": format!("A stream of `SseEvent` frames; the events: {}.", names.join(", "))
+                        "$ref": format!("#/components/schemas/{SSE_EVENT}"),
+                        "description": format!("Each event of the stream (OpenAPI 3.1 has no schema for a stream as a whole); the events: {}.", names.join(", "))
                     },
                     "x-sse-events": by_name
                 }}

@@ -185,10 +185,10 @@ pub fn paths(c: &mut Components) -> Vec<(String, Value)> {
     )
     .error(404, chat_missing)
     .build();
-    let decision = |id: &str, summary: &str, body: &str, c: &mut Components| {
+    let decision = |id: &str, summary: &str, body: Value, text: &str| {
         with_ids(op(id, "chat", summary), &["chat_id", "call_id"])
             .parameter(accept_language())
-            .json_body(c.request::<DecisionBody>(), false, body)
+            .json_body(body, false, text)
             .event_stream("The turn that follows the decision, streamed like `POST /chat`'s.", &events)
             .error(404, "`not_found`: the call is not the caller's, or not in that chat")
             .error(409, "`conflict` (the call was decided otherwise, or is not waiting any more: `details.status`) or `turn_in_progress`")
@@ -196,17 +196,19 @@ pub fn paths(c: &mut Components) -> Vec<(String, Value)> {
             .error(429, "`rate_limited`: the caller's turns per minute or daily budget are used up")
             .build()
     };
+    // An approval takes no reason (one is 400): its body is an empty object at most.
+    let empty = json!({"type": "object", "additionalProperties": false});
     let approve = decision(
         "approveToolCall",
         "Approve a call that waits for approval, and stream the turn that runs it",
+        empty,
         "None, or `{}`.",
-        c,
     );
     let deny = decision(
         "denyToolCall",
         "Deny a call that waits for approval, and stream the turn that follows",
+        c.request::<DecisionBody>(),
         "None, `{}` or `{\"reason\": …}`.",
-        c,
     );
 
     let turn_events = with_ids(op("turnEvents", "turns", "Resume a turn's event stream"), &["chat_id", "turn_id"])
