@@ -212,6 +212,13 @@ pub async fn follow(
         if !events.is_empty() {
             continue;
         }
+        // The record was read before these events, and a turn's status ends in the same
+        // write as its `done`: an ended turn with nothing after `last` has nothing more to
+        // send (the follower resumed at or past its end). Polling would hold the invocation
+        // until its deadline.
+        if matches!(turn.status, TurnStatus::Finished | TurnStatus::Interrupted) {
+            return;
+        }
         if Instant::now() + POLL_EVERY >= until {
             // Out of time here; the client resumes with the last id it got.
             return;
