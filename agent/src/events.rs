@@ -4,8 +4,10 @@
 //! `done`, `error` at any point before `done`). The chat-router frames them as SSE; the
 //! tool worker, which has no client, drops them.
 
+use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::{Map, Value};
+use shared::domain::schema::DateTimeSchema;
 use shared::domain::session::SessionState;
 use shared::domain::tool_call::{RefusalReason, ToolName};
 use shared::domain::ui::UiElement;
@@ -14,7 +16,7 @@ use time::OffsetDateTime;
 use crate::pipeline::CallStatus;
 
 /// Why a turn ended with an `error` event. Serialised as the event's `code`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum TurnErrorCode {
     /// The model could not be reached or answered garbage.
@@ -132,7 +134,7 @@ impl TurnEvent {
 }
 
 /// A call waiting for the user's approval, as `approval_required` carries it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct ApprovalRequest {
     pub job_id: String,
     pub tool: ToolName,
@@ -141,6 +143,7 @@ pub struct ApprovalRequest {
     /// What the call will do, in the user's language.
     pub summary: String,
     #[serde(with = "time::serde::rfc3339")]
+    #[schemars(with = "DateTimeSchema")]
     pub expires_at: OffsetDateTime,
 }
 

@@ -319,10 +319,11 @@ mod tests {
 }
 
 /// One page of a listing.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+#[schemars(rename = "{T}Page")]
 pub struct Page<T> {
     pub items: Vec<T>,
-    /// Pass back to get the next page; `None` on the last one.
+    /// Pass back to get the next page; absent on the last one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next_cursor: Option<String>,
 }

@@ -45,7 +45,7 @@ use crate::tools::{ToolContext, ToolRegistry};
 pub const DEFAULT_MAX_PARALLEL: usize = 5;
 
 /// How a call ended, as the client and the LLM see it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum CallStatus {
     Succeeded,

@@ -25,14 +25,16 @@ use crate::handler::{accept_language, error, follow, stream};
 use agent::{CallDecision, StopSignal, TurnInput};
 
 /// Longest reason kept with a denial.
-const MAX_REASON_CHARS: usize = 500;
+pub const MAX_REASON_CHARS: usize = 500;
 
 /// Body of `deny` (and, empty, of `approve`); the body may be left out.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct DecisionBody {
+pub struct DecisionBody {
+    /// Why the user denied the call (`deny` only), at most 500 characters.
     #[serde(default)]
-    reason: Option<String>,
+    #[schemars(length(max = MAX_REASON_CHARS))]
+    pub reason: Option<String>,
 }
 
 pub async fn decide(

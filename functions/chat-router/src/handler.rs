@@ -12,9 +12,11 @@
 use lambda_http::http::{HeaderValue, Method, Response, header};
 use lambda_http::lambda_runtime::streaming::{Body, channel};
 use lambda_http::{Request, RequestExt};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use sha2::{Digest, Sha256};
+use shared::domain::alert::FareAlert;
 use shared::domain::flight::Locale;
 use shared::domain::memory::MemoryChange;
 use shared::http::auth::AuthenticatedUser;
@@ -32,19 +34,24 @@ use agent::profiles::AgentProfile;
 use agent::timezone::UserTimeZone;
 use agent::{OpenTurn, StopSignal, TurnInput};
 
-/// Most tool calls returned by one audit page.
 /// Longest `Idempotency-Key` accepted.
-const MAX_KEY_CHARS: usize = 255;
+pub const MAX_KEY_CHARS: usize = 255;
 
 /// Body of `POST /chat`.
-#[derive(Debug, Deserialize, Serialize)]
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ChatRequest {
+    /// Continue this chat; without it, a new chat owned by the caller is created.
     #[serde(default)]
+    #[schemars(regex(pattern = validate::ID_PATTERN))]
     pub chat_id: Option<String>,
+    /// The user's message: trimmed, then not empty and at most `MAX_MESSAGE_CHARS`
+    /// characters (413 above).
     pub message: String,
+    /// The agent profile (`travel` by default).
     #[serde(default)]
     pub agent: Option<String>,
+    /// Also send `debug` events, if the caller may have them.
     #[serde(default)]
     pub debug: bool,
     /// The user's IANA time zone (e.g. `Europe/Berlin`); remembered in the chat.
@@ -56,6 +63,7 @@ pub struct ChatRequest {
     pub language: Option<String>,
 }
 
+#[derive(strum::EnumCount)]
 enum Route<'a> {
     Chat,
     Chats,
@@ -148,7 +156,37 @@ fn route(path: &str) -> Option<Route<'_>> {
     }
 }
 
+/// How many routes the router has: every one must be in the OpenAPI document.
+pub const ROUTE_COUNT: usize = <Route as strum::EnumCount>::COUNT;
+
+/// The name of the route `path` matches and the methods it answers: how the OpenAPI
+/// document is checked against the router.
+pub fn route_summary(path: &str) -> Option<(&'static str, &'static [Method])> {
+    route(path).map(|r| (r.name(), r.methods()))
+}
+
 impl Route<'_> {
+    /// A name per route, for [`route_summary`].
+    fn name(&self) -> &'static str {
+        match self {
+            Route::Chat => "chat",
+            Route::Chats => "chats",
+            Route::Messages { .. } => "messages",
+            Route::DeleteChat { .. } => "delete_chat",
+            Route::ToolCalls { .. } => "tool_calls",
+            Route::RefusedCalls { .. } => "refused_calls",
+            Route::ToolCall { .. } => "tool_call",
+            Route::Cancel { .. } => "cancel",
+            Route::Decide { .. } => "decide",
+            Route::TurnEvents { .. } => "turn_events",
+            Route::TurnCancel { .. } => "turn_cancel",
+            Route::Memory => "memory",
+            Route::Forget { .. } => "forget",
+            Route::Alerts => "alerts",
+            Route::Alert { .. } => "alert",
+        }
+    }
+
     /// The methods the route answers.
     fn methods(&self) -> &'static [Method] {
         match self {
@@ -316,11 +354,18 @@ async fn dispatch(
             deps.alerts
                 .list(user_id)
                 .await
-                .map(|alerts| json!({ "alerts": alerts })),
+                .map(|alerts| AlertList { alerts }),
         ),
         // Another user's alert is as missing as one that never was: 404 either way.
         Route::Alert { alert_id } => deleted(deps.alerts.delete(user_id, alert_id).await),
     }
+}
+
+/// The answer of `GET /alerts`.
+#[derive(Serialize, JsonSchema)]
+pub struct AlertList {
+    /// Oldest first, each with its matches, newest first.
+    pub alerts: Vec<FareAlert>,
 }
 
 /// `GET …/turns/{turn_id}/events`: the turn's events after the resume point, followed

@@ -6,7 +6,7 @@
 //! to [`handler::handle`]; tests call the same handler against DynamoDB Local and fakes.
 
 pub mod config;
-mod decide;
+pub mod decide;
 pub mod events;
 pub mod handler;
 pub mod turn_log;

@@ -212,6 +212,13 @@ pub async fn follow(
         if !events.is_empty() {
             continue;
         }
+        // The record was read before these events, and a turn's status ends in the same
+        // write as its `done`: an ended turn with nothing after `last` has nothing more to
+        // send (the follower resumed at or past its end). Polling would hold the invocation
+        // until its deadline.
+        if matches!(turn.status, TurnStatus::Finished | TurnStatus::Interrupted) {
+            return;
+        }
         if Instant::now() + POLL_EVERY >= until {
             // Out of time here; the client resumes with the last id it got.
             return;
@@ -277,12 +284,23 @@ async fn end_with(client: &mut Sender, error: serde_json::Value) {
     let _ = client.send_data(unlogged(&TurnEvent::Done)).await;
 }
 
+/// The answer of `POST …/turns/{turn_id}/cancel`.
+#[derive(Debug, serde::Serialize, schemars::JsonSchema)]
+pub struct CancelResponse {
+    pub turn_id: String,
+    pub chat_id: String,
+    /// A turn that has already ended is left as it is.
+    pub status: TurnStatus,
+    /// Whether the turn was asked to stop (false for one that has already ended).
+    pub cancel_requested: bool,
+}
+
 /// The cancel route's answer.
-pub fn cancel_response(turn: &TurnRecord) -> serde_json::Value {
-    json!({
-        "turn_id": turn.turn_id,
-        "chat_id": turn.chat_id,
-        "status": turn.status,
-        "cancel_requested": turn.cancel_requested,
-    })
+pub fn cancel_response(turn: &TurnRecord) -> CancelResponse {
+    CancelResponse {
+        turn_id: turn.turn_id.clone(),
+        chat_id: turn.chat_id.clone(),
+        status: turn.status,
+        cancel_requested: turn.cancel_requested,
+    }
 }

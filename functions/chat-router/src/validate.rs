@@ -8,11 +8,15 @@ use shared::http::{ApiError, ErrorCode};
 
 /// Ids are ULIDs (26 characters); the margin allows other id schemes of a deployment.
 pub const MAX_ID_LEN: usize = 64;
+/// What [`id`] accepts, as a regular expression (for the OpenAPI document).
+pub const ID_PATTERN: &str = "^[A-Za-z0-9_-]{1,64}$";
+/// What [`page`] accepts as a cursor.
+pub const CURSOR_PATTERN: &str = "^[0-9A-Fa-f]{1,2048}$";
 /// A listing cursor is a hex-encoded key: a few hundred characters in practice.
 pub const MAX_CURSOR_LEN: usize = 2048;
 /// Items per page of an audit listing.
 pub const MAX_PAGE: u32 = 100;
-const DEFAULT_PAGE: u32 = 20;
+pub const DEFAULT_PAGE: u32 = 20;
 
 /// `value` if it is a well-formed id: 1–64 ASCII letters, digits, `-` or `_`.
 pub fn id<'a>(field: &str, value: &'a str) -> Result<&'a str, ApiError> {

@@ -183,6 +183,21 @@ async fn a_client_that_drops_after_the_first_token_resumes_without_gap_or_duplic
         )
         .await;
     assert_eq!(status, 404);
+
+    // Resuming the ended turn at or past its `done` ends at once with nothing to add, not
+    // at the invocation's deadline (found by the contract check).
+    let done = resumed.events.last().and_then(|e| e.id).unwrap_or(0);
+    for after in [done, done + 1000] {
+        let asked = Instant::now();
+        let past = rig.resume(&token, &chat_id, &turn_id, Some(after)).await;
+        assert_eq!(past.status, 200, "{}", past.json);
+        assert!(past.events.is_empty(), "after {after}: {:?}", past.names());
+        assert!(
+            asked.elapsed() < Duration::from_secs(5),
+            "after {after}: took {:?}",
+            asked.elapsed()
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -6,6 +6,7 @@ use std::time::Instant;
 
 use lambda_http::http::{HeaderValue, Method, header};
 use lambda_http::{Body, Request, Response};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use shared::Error;
 use shared::http::lambda::{deadline, error_response, json_body, json_response};
@@ -78,14 +79,18 @@ impl Deps {
     }
 }
 
-#[derive(Debug, Deserialize)]
-struct SearchRequest {
-    query: String,
+/// Body of `POST /kb/search`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct SearchRequest {
+    /// Not empty after normalisation, at most 2,000 characters.
+    #[schemars(length(min = 1, max = MAX_QUERY_CHARS))]
+    pub query: String,
+    /// Results wanted: clamped to 1–20, 6 when left out.
     #[serde(default)]
-    top_k: Option<i64>,
+    pub top_k: Option<i64>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, JsonSchema)]
 pub struct SearchResponse {
     pub results: Vec<Hit>,
     pub mode: Mode,

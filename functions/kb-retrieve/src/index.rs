@@ -35,7 +35,7 @@ pub struct EmbeddingSpec {
     pub dimensions: Option<u32>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Mode {
     Hybrid,
@@ -59,7 +59,7 @@ pub struct IndexedChunk {
 }
 
 /// One result of [`Index::search`], in the reply's shape.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Hit {
     pub id: String,
     pub document_id: String,
@@ -70,7 +70,7 @@ pub struct Hit {
     pub vector: Option<RankVerdict>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct RankVerdict {
     pub rank: u32,
     pub score: f32,

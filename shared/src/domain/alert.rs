@@ -13,8 +13,9 @@ use sha2::{Digest, Sha256};
 use time::Date;
 
 use super::flight::{
-    Cabin, FlightEndpoint, FlightResult, IataCode, IsoDateSchema, Locale, Provider, Taxes, iso_date,
+    Cabin, FlightEndpoint, FlightResult, IataCode, Locale, Provider, Taxes, iso_date,
 };
+use super::schema::IsoDateSchema;
 use crate::Error;
 
 /// The widest date range of one alert, in days (both ends included).
@@ -248,14 +249,16 @@ fn money_text(amount: f64, locale: Locale) -> String {
 }
 
 /// A kept fare alert with what it found so far.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct FareAlert {
     pub id: String,
     pub origin: IataCode,
     pub destination: IataCode,
     #[serde(with = "iso_date")]
+    #[schemars(with = "IsoDateSchema")]
     pub date_from: Date,
     #[serde(with = "iso_date")]
+    #[schemars(with = "IsoDateSchema")]
     pub date_to: Date,
     pub cabin: Cabin,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -360,7 +363,7 @@ pub fn cash_price(flight: &FlightResult) -> Option<Money> {
 }
 
 /// A flight an alert found, once per key.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct AlertMatch {
     /// Derived from the provider, the flight, its date and its price or miles: the same
     /// offer found again has the same key, a cheaper one a new key.
@@ -371,12 +374,13 @@ pub struct AlertMatch {
 }
 
 /// What is kept of a matching flight: enough to show and recognise it, every text clipped.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct AlertFlight {
     pub provider: Provider,
     pub airline: String,
     pub flight_numbers: String,
     #[serde(with = "iso_date")]
+    #[schemars(with = "IsoDateSchema")]
     pub date: Date,
     pub departure: FlightEndpoint,
     pub arrival: FlightEndpoint,

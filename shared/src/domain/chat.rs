@@ -1,8 +1,10 @@
 //! Chats and their messages.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 
+use super::schema::DateTimeSchema;
 use super::session::SessionState;
 use super::ui::UiElement;
 
@@ -23,7 +25,7 @@ pub struct Chat {
     pub updated_at: OffsetDateTime,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Role {
     System,
@@ -33,7 +35,7 @@ pub enum Role {
 }
 
 /// A tool call as the LLM requested it in an assistant message.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct MessageToolCall {
     /// The LLM's id for the call (echoed by the tool message that answers it).
     pub id: String,
@@ -120,7 +122,7 @@ impl NewMessage {
 }
 
 /// A chat as its owner's chat list shows it (`GET /chats`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ChatSummary {
     pub chat_id: String,
     /// The start of the chat's first user message (at most 80 characters); `None` before one.
@@ -128,6 +130,7 @@ pub struct ChatSummary {
     pub title: Option<String>,
     pub message_count: u64,
     #[serde(with = "time::serde::rfc3339")]
+    #[schemars(with = "DateTimeSchema")]
     pub created_at: OffsetDateTime,
     /// When a turn last wrote to it (UTC, RFC 3339).
     pub active_at: String,
@@ -138,7 +141,7 @@ pub const TITLE_CHARS: usize = 80;
 
 /// A stored message. `seq` is its place in the chat (0, 1, 2, … as written), assigned by
 /// the write that stores it, so order never depends on a host's clock.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Message {
     pub id: String,
     pub chat_id: String,
@@ -157,5 +160,6 @@ pub struct Message {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ui: Vec<UiElement>,
     #[serde(with = "time::serde::rfc3339")]
+    #[schemars(with = "DateTimeSchema")]
     pub created_at: OffsetDateTime,
 }

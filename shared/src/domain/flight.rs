@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 use serde_with::{DeserializeFromStr, SerializeDisplay};
 use time::Date;
 
+use super::schema::IsoDateSchema;
 use crate::Error;
 
 // Serde format `iso_date` for calendar dates as `YYYY-MM-DD`, the wire form of every date
@@ -21,23 +22,6 @@ time::serde::format_description!(
     Date,
     "[year]-[month]-[day]"
 );
-
-/// Schema stand-in for a [`Date`] serialised with [`iso_date`].
-pub(crate) struct IsoDateSchema;
-
-impl JsonSchema for IsoDateSchema {
-    fn inline_schema() -> bool {
-        true
-    }
-
-    fn schema_name() -> Cow<'static, str> {
-        "Date".into()
-    }
-
-    fn json_schema(_: &mut SchemaGenerator) -> Schema {
-        json_schema!({ "type": "string", "format": "date" })
-    }
-}
 
 /// Travel class. Accepts any case and spaced or hyphenated spellings on input because LLMs
 /// and callers are sloppy; always writes the canonical `SCREAMING_SNAKE_CASE` name.
@@ -506,6 +490,7 @@ pub struct FlightSearchParams {
     pub non_stop: bool,
     /// Days searched either side of `departureDate` (clamped to 0..=3).
     #[serde(default, deserialize_with = "saturating_u8")]
+    #[schemars(with = "i64")]
     pub flexibility: u8,
     #[serde(default)]
     pub use_miles: bool,
@@ -513,15 +498,28 @@ pub struct FlightSearchParams {
     pub include_return_awards: bool,
     /// Results wanted (clamped to 1..=20).
     #[serde(default = "default_max_results", deserialize_with = "saturating_u8")]
-    #[schemars(range(min = 1))]
+    #[schemars(with = "i64")]
     pub max_results: u8,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub locale: Option<Locale>,
     /// Seats.aero programmes (source ids, e.g. `lufthansa`) to restrict the award search
     /// to; empty: all. The cash search ignores it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(length(max = 25))]
+    #[schemars(schema_with = "sources_schema")]
     pub sources: Vec<String>,
+}
+
+/// `sources`: at most 25 of the Seats.aero programmes' source ids (an unknown one is 400).
+fn sources_schema(_: &mut SchemaGenerator) -> Schema {
+    let ids: Vec<&str> = super::loyalty::PROGRAMMES
+        .iter()
+        .map(|p| p.source)
+        .collect();
+    json_schema!({
+        "type": "array",
+        "maxItems": FlightSearchParams::MAX_SOURCES,
+        "items": { "type": "string", "enum": ids },
+    })
 }
 
 impl FlightSearchParams {
@@ -531,6 +529,8 @@ impl FlightSearchParams {
     pub const MAX_FLEXIBILITY_DAYS: u8 = 3;
     /// Results per search at most.
     pub const MAX_RESULTS: u8 = 20;
+    /// Seats.aero programmes one search may name at most.
+    pub const MAX_SOURCES: usize = 25;
 
     /// Validates, then clamps the soft limits (flexibility to 0..=3 days, maxResults to
     /// 1..=20): what both flight functions do with a request body.
@@ -571,6 +571,13 @@ impl FlightSearchParams {
             return Err(Error::Invalid(format!(
                 "returnDate {ret} must not be before departureDate {}",
                 self.departure_date
+            )));
+        }
+        if self.sources.len() > Self::MAX_SOURCES {
+            return Err(Error::Invalid(format!(
+                "sources: at most {} programmes, got {}",
+                Self::MAX_SOURCES,
+                self.sources.len()
             )));
         }
         if let Some(unknown) = self.sources.iter().find(|s| {
@@ -986,6 +993,9 @@ mod tests {
         assert_eq!(Locale::default(), Locale::En);
         assert!(p.validate().is_ok());
 
+        let mut many = p.clone();
+        many.sources = vec!["lufthansa".into(); FlightSearchParams::MAX_SOURCES + 1];
+        assert!(many.validate().unwrap_err().to_string().contains("sources"));
         let mut bad = p.clone();
         bad.infants = 2;
         assert!(bad.validate().unwrap_err().to_string().contains("infants"));

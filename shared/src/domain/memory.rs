@@ -114,7 +114,7 @@ impl TravelPreferences {
 }
 
 /// Something the user wants remembered that is not a search preference.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct MemoryNote {
     pub id: String,
     pub content: String,
@@ -123,7 +123,7 @@ pub struct MemoryNote {
 }
 
 /// Everything remembered about one user.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct UserMemory {
     #[serde(default)]
     pub preferences: TravelPreferences,

@@ -5,6 +5,7 @@ pub mod chat;
 pub mod flight;
 pub mod loyalty;
 pub mod memory;
+pub mod schema;
 pub mod session;
 pub mod tool_args;
 pub mod tool_call;

@@ -4,6 +4,7 @@
 //! alone, preferences merge key by key and memory only appends. That is what lets two
 //! concurrent patches on one chat both survive an optimistic-concurrency retry.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use serde_with::{DefaultOnNull, serde_as};
@@ -12,11 +13,12 @@ use time::Date;
 use super::flight::{
     Cabin, FlightConstraints, FlightResult, FlightSearchInput, IataCode, Locale, iso_date,
 };
+use super::schema::IsoDateSchema;
 
 /// Context the tools keep between turns. Every part is optional so old or partial stored
 /// states still load; unknown keys are ignored.
 #[serde_as]
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SessionState {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_flight_request: Option<FlightRequestSnapshot>,
@@ -28,16 +30,20 @@ pub struct SessionState {
     /// `select_flight` can take "option 3".
     #[serde_as(as = "DefaultOnNull")]
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(with = "Vec<OfferedFlight>")]
     pub offered_flights: Vec<OfferedFlight>,
     /// The flights the user picked (`select_flight`), as [`OfferedFlight`]s.
     #[serde_as(as = "DefaultOnNull")]
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(with = "Vec<Value>")]
     pub selected_itineraries: Vec<Value>,
     #[serde_as(as = "DefaultOnNull")]
     #[serde(default, skip_serializing_if = "Map::is_empty")]
+    #[schemars(with = "Map<String, Value>")]
     pub preferences: Map<String, Value>,
     #[serde_as(as = "DefaultOnNull")]
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(with = "Vec<MemoryEntry>")]
     pub memory: Vec<MemoryEntry>,
     /// The user's IANA time zone, as last sent with a message: "today" is their date.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -58,17 +64,19 @@ fn default_pax() -> u8 {
 
 /// The last flight search that ran, so `reuse_last_request` and follow-ups ("and in
 /// First?") can fill in what the user did not repeat.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct FlightRequestSnapshot {
     pub origin: IataCode,
     pub destination: IataCode,
     #[serde(with = "iso_date")]
+    #[schemars(with = "IsoDateSchema")]
     pub depart_date: Date,
     #[serde(
         default,
         with = "iso_date::option",
         skip_serializing_if = "Option::is_none"
     )]
+    #[schemars(with = "Option<IsoDateSchema>")]
     pub return_date: Option<Date>,
     pub cabin: Cabin,
     #[serde(default = "default_pax")]
@@ -129,7 +137,7 @@ impl From<&FlightRequestSnapshot> for FlightSearchInput {
 }
 
 /// A flight search the user has started but not fully specified yet.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct PendingFlightRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub origin: Option<IataCode>,
@@ -140,12 +148,14 @@ pub struct PendingFlightRequest {
         with = "iso_date::option",
         skip_serializing_if = "Option::is_none"
     )]
+    #[schemars(with = "Option<IsoDateSchema>")]
     pub depart_date: Option<Date>,
     #[serde(
         default,
         with = "iso_date::option",
         skip_serializing_if = "Option::is_none"
     )]
+    #[schemars(with = "Option<IsoDateSchema>")]
     pub return_date: Option<Date>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cabin: Option<Cabin>,
@@ -166,21 +176,21 @@ pub struct PendingFlightRequest {
 }
 
 /// One flight of a search's list, under the number shown to the user.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct OfferedFlight {
     pub option: u8,
     pub flight: FlightResult,
 }
 
 /// A question the knowledge base could not answer, kept so `ask_gpt` can pick it up.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct PendingGptQuery {
     pub query: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub asked_at: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct MemoryEntry {
     #[serde(rename = "type")]
     pub kind: String,

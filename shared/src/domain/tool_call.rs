@@ -2,12 +2,15 @@
 
 use std::fmt;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use time::OffsetDateTime;
 
+use super::schema::DateTimeSchema;
+
 /// Status of a tool call (seed 000 §3.2).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ToolCallStatus {
     Queued,
@@ -83,6 +86,7 @@ impl ToolCallStatus {
     Hash,
     Serialize,
     Deserialize,
+    JsonSchema,
     strum::VariantArray,
 )]
 #[serde(rename_all = "snake_case")]
@@ -143,7 +147,7 @@ impl std::str::FromStr for ToolName {
 }
 
 /// One execution attempt of a tool call, kept for the audit log.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct AttemptRecord {
     pub attempt: u32,
     pub status: ToolCallStatus,
@@ -152,18 +156,21 @@ pub struct AttemptRecord {
         skip_serializing_if = "Option::is_none",
         with = "time::serde::rfc3339::option"
     )]
+    #[schemars(with = "Option<DateTimeSchema>")]
     pub queued_at: Option<OffsetDateTime>,
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
         with = "time::serde::rfc3339::option"
     )]
+    #[schemars(with = "Option<DateTimeSchema>")]
     pub started_at: Option<OffsetDateTime>,
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
         with = "time::serde::rfc3339::option"
     )]
+    #[schemars(with = "Option<DateTimeSchema>")]
     pub finished_at: Option<OffsetDateTime>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
@@ -178,7 +185,7 @@ impl AttemptRecord {
 
 /// A tool call as the audit API shows it: the latest attempt's state at the top level and
 /// every attempt, newest first, in `attempts`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ToolCallRecord {
     pub id: String,
     pub chat_id: String,
@@ -192,20 +199,24 @@ pub struct ToolCallRecord {
     pub error: Option<String>,
     pub dedupe_key: String,
     #[serde(with = "time::serde::rfc3339")]
+    #[schemars(with = "DateTimeSchema")]
     pub created_at: OffsetDateTime,
     #[serde(with = "time::serde::rfc3339")]
+    #[schemars(with = "DateTimeSchema")]
     pub updated_at: OffsetDateTime,
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
         with = "time::serde::rfc3339::option"
     )]
+    #[schemars(with = "Option<DateTimeSchema>")]
     pub started_at: Option<OffsetDateTime>,
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
         with = "time::serde::rfc3339::option"
     )]
+    #[schemars(with = "Option<DateTimeSchema>")]
     pub finished_at: Option<OffsetDateTime>,
     pub attempts: Vec<AttemptRecord>,
     /// Until when a `running` attempt's worker holds the call; past it, that worker is
@@ -232,12 +243,13 @@ impl ToolCallRecord {
 }
 
 /// The user's say over a call that needs approval.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ApprovalRecord {
     /// What the user was asked to approve (the tool's summary of the call).
     pub summary: String,
     /// Until when the call may be approved; then it is `expired`.
     #[serde(with = "time::serde::rfc3339")]
+    #[schemars(with = "DateTimeSchema")]
     pub expires_at: OffsetDateTime,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub decision: Option<ApprovalDecision>,
@@ -249,10 +261,11 @@ pub struct ApprovalRecord {
         skip_serializing_if = "Option::is_none",
         with = "time::serde::rfc3339::option"
     )]
+    #[schemars(with = "Option<DateTimeSchema>")]
     pub decided_at: Option<OffsetDateTime>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ApprovalDecision {
     Approved,
@@ -260,7 +273,7 @@ pub enum ApprovalDecision {
 }
 
 /// Why a tool call was refused before it ran.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum RefusalReason {
     /// The model named a tool that does not exist.
@@ -301,7 +314,7 @@ impl RefusalReason {
 /// A tool call refused before it ran, kept for the audit (seed 004's execution tracker): what
 /// the model tried and why it did not run. `tool` and `arguments` are the model's text,
 /// shortened; they are shown to the chat's owner only and never executed.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct RefusedCall {
     pub id: String,
     pub chat_id: String,
@@ -312,6 +325,7 @@ pub struct RefusedCall {
     /// What the model was told.
     pub message: String,
     #[serde(with = "time::serde::rfc3339")]
+    #[schemars(with = "DateTimeSchema")]
     pub created_at: OffsetDateTime,
 }
 

@@ -3,11 +3,12 @@
 //! Sent as the SSE event `ui {kind, payload}` and stored with the turn's answer, so a
 //! reloaded chat shows them again.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// Which widget a [`UiElement`] is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum UiKind {
     /// `payload: {replies: [string]}`: 2 to 4 answers the user can send with one tap.
@@ -30,7 +31,7 @@ impl UiKind {
 }
 
 /// One client-rendered element of a turn.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct UiElement {
     pub kind: UiKind,
     pub payload: Value,

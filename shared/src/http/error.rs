@@ -2,12 +2,13 @@
 //! from [`crate::Error`] to it. Internal errors are logged in full and answered with a
 //! generic message: no upstream body, secret or internal id reaches a client.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::Error;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ErrorCode {
     BadRequest,
@@ -51,7 +52,7 @@ impl ErrorCode {
 }
 
 /// An error as a client sees it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ApiError {
     pub code: ErrorCode,
     pub message: String,
@@ -60,7 +61,7 @@ pub struct ApiError {
 }
 
 /// The wire form: `{"error": ApiError}`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ErrorEnvelope {
     pub error: ApiError,
 }

@@ -21,7 +21,7 @@ use crate::Result;
 /// How long a turn's record, events and idempotency key are kept.
 pub const RETENTION: time::Duration = time::Duration::DAY;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum TurnStatus {
     /// Begun; its events may still grow.

@@ -1,0 +1,148 @@
+//! Every event the router sends validates against the schema the document gives its name:
+//! the event streams are not checked by the contract run (schemathesis reads JSON only).
+
+use agent::events::ApprovalRequest;
+use agent::pipeline::CallStatus;
+use agent::{TurnErrorCode, TurnEvent};
+use serde_json::{Map, Value, json};
+use shared::domain::session::SessionState;
+use shared::domain::tool_call::{RefusalReason, ToolName};
+use shared::domain::ui::{UiElement, UiKind};
+
+/// One event of every kind, in the shapes the turn produces.
+fn samples() -> Vec<TurnEvent> {
+    let metadata: Map<String, Value> = json!({"mode": "flights", "award_count": 3})
+        .as_object()
+        .cloned()
+        .unwrap_or_default();
+    let state: SessionState = serde_json::from_value(json!({
+        "timezone": "Europe/Berlin",
+        "language": "de",
+        "pending_gpt_query": {"query": "Meilen?"}
+    }))
+    .unwrap();
+    vec![
+        TurnEvent::Init {
+            chat_id: "c1".into(),
+            created: true,
+            turn_id: "t1".into(),
+        },
+        TurnEvent::ToolStarted {
+            tool: ToolName::SearchFlights,
+            job_id: "tc_1".into(),
+            deduped: false,
+            queued: true,
+        },
+        TurnEvent::ToolProgress {
+            tool: ToolName::SearchFlights,
+            job_id: "tc_1".into(),
+            message: "halfway".into(),
+        },
+        TurnEvent::ToolResult {
+            tool: ToolName::SearchFlights,
+            job_id: Some("tc_1".into()),
+            status: CallStatus::Succeeded,
+            metadata: metadata.clone(),
+            result: Some(json!({"seatsResult": null})),
+        },
+        TurnEvent::ToolResult {
+            tool: ToolName::AskGpt,
+            job_id: Some("tc_2".into()),
+            status: CallStatus::Failed,
+            metadata: Map::new(),
+            result: None,
+        },
+        TurnEvent::ToolRefused {
+            tool: "book_hotel".into(),
+            status: CallStatus::Rejected,
+            reason: RefusalReason::UnknownTool,
+            message: "Unknown tool".into(),
+            metadata: Map::new(),
+        },
+        TurnEvent::Token {
+            content: "Hallo".into(),
+        },
+        TurnEvent::Final {
+            content: "Hallo".into(),
+            session_state: Box::new(state),
+            tool_result: json!([{"tool": "ask_gpt", "job_id": "tc_2", "status": "failed", "raw": null}]),
+            notice: Some("local stack".into()),
+        },
+        TurnEvent::Final {
+            content: String::new(),
+            session_state: Box::default(),
+            tool_result: Value::Null,
+            notice: None,
+        },
+        TurnEvent::Error {
+            code: TurnErrorCode::Guardrail,
+            message: "no".into(),
+        },
+        TurnEvent::Handoff {
+            from: "travel".into(),
+            to: "support".into(),
+            reason: "kb".into(),
+        },
+        TurnEvent::Ui(UiElement {
+            kind: UiKind::QuickReplies,
+            payload: json!({"replies": ["a", "b"]}),
+        }),
+        TurnEvent::ApprovalRequired(ApprovalRequest {
+            job_id: "tc_3".into(),
+            tool: ToolName::CreateFareAlert,
+            arguments: json!({"origin": "FRA"}),
+            summary: "Fare alert".into(),
+            expires_at: time::OffsetDateTime::UNIX_EPOCH,
+        }),
+        TurnEvent::Debug {
+            kind: "llm_choice",
+            payload: json!({"step": 1}),
+        },
+        TurnEvent::Done,
+    ]
+}
+
+#[test]
+fn every_event_matches_its_schema() {
+    let doc = openapi::document().unwrap();
+    let events = &doc["paths"]["/chat"]["post"]["responses"]["200"]["content"]["text/event-stream"]
+        ["x-sse-events"];
+    let mut seen = std::collections::BTreeSet::new();
+    for event in samples() {
+        let name = event.name();
+        seen.insert(name);
+        // The document's components go along, for the `$ref`s to resolve.
+        let mut schema = events[name].clone();
+        assert!(schema.is_object(), "no schema for the event `{name}`");
+        schema["components"] = doc["components"].clone();
+        let validator = jsonschema::validator_for(&schema).unwrap();
+        let data = chat_router::events::data(&event);
+        let errors: Vec<String> = validator
+            .iter_errors(&data)
+            .map(|e| e.to_string())
+            .collect();
+        assert!(errors.is_empty(), "`{name}` {data}: {errors:?}");
+    }
+    let documented: std::collections::BTreeSet<&str> = events
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(
+        seen, documented,
+        "an event is documented but not sampled here, or the reverse"
+    );
+}
+
+#[test]
+fn a_refusal_replayed_as_an_error_event_matches_too() {
+    let doc = openapi::document().unwrap();
+    let mut schema = doc["paths"]["/chat"]["post"]["responses"]["200"]["content"]["text/event-stream"]["x-sse-events"]["error"].clone();
+    schema["components"] = doc["components"].clone();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let refusal =
+        json!({"code": "turn_in_progress", "message": "busy", "details": {"turn_id": "t0"}});
+    assert!(validator.is_valid(&refusal));
+    assert!(!validator.is_valid(&json!({"code": "nonsense", "message": "x"})));
+}
