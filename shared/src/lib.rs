@@ -25,6 +25,7 @@ pub mod limits;
 pub mod memory;
 pub mod observability;
 pub mod secrets;
+pub mod tls;
 pub mod turns;
 pub mod upstream;
 pub mod usage;
