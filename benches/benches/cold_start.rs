@@ -11,7 +11,8 @@
 //! the first response), CPU per warm invocation, and peak RSS, each as median and p90 of the
 //! cold starts, with PASS/MISS against the targets. `cargo test --all-targets` runs a smoke
 //! pass (one cold start, two warm invocations) on the debug binaries beside it, when they
-//! exist. `COLD_START_BIN_DIR=<dir>` measures the binaries in `<dir>` instead (no build).
+//! exist. `COLD_START_BIN_DIR=<dir>` measures the binaries in `<dir>` instead (no build);
+//! `COLD_START_ONLY=kb-retrieve,chat-router` measures only those functions.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -96,7 +97,10 @@ async fn main() {
         bin_dir.display()
     );
     let mut verdicts = Vec::new();
-    for function in functions(&upstreams) {
+    // `COLD_START_ONLY=chat-router` (a comma-separated list) measures only those.
+    let only = std::env::var("COLD_START_ONLY").unwrap_or_default();
+    let chosen = |name: &str| only.is_empty() || only.split(',').any(|o| o.trim() == name);
+    for function in functions(&upstreams).into_iter().filter(|f| chosen(f.name)) {
         let bin = bin_dir.join(function.name);
         // One start not counted: the emulators' JIT and the page cache warm up.
         if full {
