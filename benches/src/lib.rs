@@ -5,6 +5,9 @@
 
 use std::time::Duration;
 
+pub mod process;
+pub mod runtime_api;
+
 /// True under `cargo bench`; false when `cargo test --all-targets` runs the binary.
 pub fn full_run() -> bool {
     std::env::args().any(|a| a == "--bench")
@@ -51,6 +54,11 @@ impl Percentiles {
 /// Peak resident set size of this process so far (Linux `VmHWM`), in KiB.
 pub fn peak_rss_kib() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    vm_hwm(&status)
+}
+
+/// `VmHWM` of a `/proc/PID/status` text, in KiB.
+fn vm_hwm(status: &str) -> Option<u64> {
     status
         .lines()
         .find_map(|line| line.strip_prefix("VmHWM:"))

@@ -22,8 +22,22 @@ const DYNAMODB_MAX_ATTEMPTS: u32 = 6;
 const DYNAMODB_FIRST_BACKOFF: Duration = Duration::from_millis(25);
 const DYNAMODB_MAX_BACKOFF: Duration = Duration::from_secs(2);
 
+/// The SDK configuration every client of a container is built from. One HTTP client with
+/// the compiled-in TLS roots ([`crate::tls`]) serves every service: one connection pool, and
+/// the roots are read once rather than by each client.
 pub async fn sdk_config() -> SdkConfig {
-    aws_config::defaults(BehaviorVersion::latest()).load().await
+    let loader = aws_config::defaults(BehaviorVersion::latest());
+    match crate::tls::aws_http_client() {
+        Ok(http) => loader.http_client(http),
+        Err(e) => {
+            // Never happens with the SDK version in the lock file; the SDK's own client
+            // (system roots) still verifies certificates.
+            tracing::warn!(error = %e, "AWS SDK HTTP client with compiled-in roots not built; using the SDK's default");
+            loader
+        }
+    }
+    .load()
+    .await
 }
 
 /// The DynamoDB client every store uses: the SDK's retries (throttling, timeouts) plus

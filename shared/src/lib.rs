@@ -26,6 +26,7 @@ pub mod memory;
 pub mod metrics;
 pub mod observability;
 pub mod secrets;
+pub mod tls;
 pub mod turns;
 pub mod upstream;
 pub mod usage;

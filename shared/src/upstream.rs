@@ -45,8 +45,10 @@ pub const MAX_BODY_BYTES: usize = 16 * 1024 * 1024;
 /// One reqwest client per container: connection pools and TLS set-up are reused.
 /// Redirects are not followed: requests carry credentials (`Partner-Authorization`, bearer
 /// tokens, SigV4) that must never reach another host, and no upstream of ours redirects.
+/// TLS trusts the compiled-in roots ([`crate::tls`]), not the system store.
 pub fn http_client() -> Result<reqwest::Client> {
     reqwest::Client::builder()
+        .tls_backend_preconfigured(crate::tls::client_config()?)
         .user_agent(concat!("tool-calling-lambda/", env!("CARGO_PKG_VERSION")))
         .redirect(reqwest::redirect::Policy::none())
         .connect_timeout(Duration::from_secs(3))

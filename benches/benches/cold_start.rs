@@ -1,0 +1,537 @@
+//! Cold start of the four HTTP functions' release binaries under a fake Lambda Runtime API.
+//!
+//!     make emulators-up && source .local/run/env
+//!     cargo bench -p benchmarks --bench cold_start
+//!
+//! Builds the release binaries of seatsaero-search, amadeus-search, kb-retrieve and
+//! chat-router (`cargo build --release`; the first build takes minutes), then starts each one
+//! several times as Lambda would, with the upstream fakes of the tests (Seats.aero, Amadeus,
+//! the LLM) and the emulators behind it, and reports per function: spawn → first `next`
+//! poll (init), spawn → first response, CPU of init and of the whole cold start (through
+//! the first response), CPU per warm invocation, and peak RSS, each as median and p90 of the
+//! cold starts, with PASS/MISS against the targets. `cargo test --all-targets` runs a smoke
+//! pass (one cold start, two warm invocations) on the debug binaries beside it, when they
+//! exist. `COLD_START_BIN_DIR=<dir>` measures the binaries in `<dir>` instead (no build);
+//! `COLD_START_ONLY=kb-retrieve,chat-router` measures only those functions.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use benchmarks::process::{cpu_time, peak_rss_kib_of};
+use benchmarks::runtime_api::RuntimeApi;
+use benchmarks::{Percentiles, full_run};
+use serde_json::{Value, json};
+use shared::http::auth::{DevClaims, mint_hs256};
+use test_support::fake_llm::{FakeLlm, Reply};
+use wiremock::MockServer;
+
+const FUNCTIONS: [&str; 4] = [
+    "seatsaero-search",
+    "amadeus-search",
+    "kb-retrieve",
+    "chat-router",
+];
+const ISSUER: &str = "https://auth.bench.local/";
+const AUDIENCE: &str = "cold-start-bench";
+/// Longest wait for a poll or an answer before a run counts as failed.
+const PATIENCE: Duration = Duration::from_secs(30);
+
+/// The issue's targets for this machine's class of hardware.
+const INIT_TARGET: Duration = Duration::from_millis(5);
+const COLD_CPU_TARGET: Duration = Duration::from_millis(8);
+const WARM_AWARD_CPU_TARGET: Duration = Duration::from_micros(500);
+const RSS_TARGET_KIB: u64 = 16 * 1024;
+
+/// How one function is started and invoked.
+struct Function {
+    name: &'static str,
+    env: Vec<(String, String)>,
+    /// The event of the `n`th invocation of a process.
+    event: Box<dyn Fn(usize) -> Value + Send + Sync>,
+    /// Warm CPU per invocation has a target only for the award search.
+    warm_target: Option<Duration>,
+}
+
+/// The figures of one process: a cold start and the warm invocations after it.
+struct Sample {
+    init: Duration,
+    first_response: Duration,
+    init_cpu: Duration,
+    cold_cpu: Duration,
+    warm_cpu: Duration,
+    warm_latency: Vec<Duration>,
+    peak_rss_kib: u64,
+}
+
+/// The fakes and emulator resources every run shares; dropping them stops the fakes.
+struct Upstreams {
+    seatsaero: MockServer,
+    amadeus: MockServer,
+    llm: FakeLlm,
+    seats_key: String,
+    amadeus_credentials: String,
+    amadeus_token: String,
+    jwt_secret: String,
+    jwt_secret_name: String,
+    kb_table: String,
+}
+
+#[tokio::main]
+async fn main() {
+    let full = full_run();
+    let (runs, warm) = if full { (15, 30) } else { (1, 2) };
+    let bin_dir = match binaries(full) {
+        Ok(Some(dir)) => dir,
+        Ok(None) => {
+            println!("cold_start: smoke pass skipped, no debug binaries of {FUNCTIONS:?} here");
+            return;
+        }
+        Err(e) => panic!("{e}"),
+    };
+    let upstreams = Arc::new(upstreams().await);
+    println!(
+        "cold start of the release binaries in {} ({runs} cold starts per function, {warm} warm invocations each)",
+        bin_dir.display()
+    );
+    let mut verdicts = Vec::new();
+    // `COLD_START_ONLY=chat-router` (a comma-separated list) measures only those.
+    let only = std::env::var("COLD_START_ONLY").unwrap_or_default();
+    let chosen = |name: &str| only.is_empty() || only.split(',').any(|o| o.trim() == name);
+    for function in functions(&upstreams).into_iter().filter(|f| chosen(f.name)) {
+        let bin = bin_dir.join(function.name);
+        // One start not counted: the emulators' JIT and the page cache warm up.
+        if full {
+            if let Err(e) = run_once(&bin, &function, warm).await {
+                panic!("{}: {e}", function.name);
+            }
+        }
+        let mut samples = Vec::with_capacity(runs);
+        for _ in 0..runs {
+            match run_once(&bin, &function, warm).await {
+                Ok(sample) => samples.push(sample),
+                Err(e) => panic!("{}: {e}", function.name),
+            }
+        }
+        verdicts.extend(report(&function, &samples));
+    }
+    println!();
+    for line in &verdicts {
+        println!("{line}");
+    }
+    println!(
+        "(targets: init ≤ 5 ms, CPU per cold start ≤ 8 ms, warm CPU per award search ≤ 0.5 ms, peak RSS ≤ 16 MiB; medians)"
+    );
+}
+
+/// The directory holding the functions' binaries: `COLD_START_BIN_DIR` if set (to compare
+/// builds), else release ones, built now, for a full run; for the smoke pass the debug ones
+/// `cargo test` built beside this binary, if it did.
+fn binaries(full: bool) -> Result<Option<PathBuf>, String> {
+    if let Some(dir) = std::env::var_os("COLD_START_BIN_DIR") {
+        return Ok(Some(PathBuf::from(dir)));
+    }
+    let exe = std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?;
+    // <target>/<profile>/deps/cold_start-<hash>
+    let profile_dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .ok_or("unexpected bench location")?;
+    if !full {
+        let present = FUNCTIONS.iter().all(|f| profile_dir.join(f).is_file());
+        return Ok(present.then(|| profile_dir.to_path_buf()));
+    }
+    let target = profile_dir.parent().ok_or("unexpected bench location")?;
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut command = Command::new(cargo);
+    command
+        .args(["build", "--release", "--target-dir"])
+        .arg(target);
+    for f in FUNCTIONS {
+        command.args(["-p", f]);
+    }
+    println!("building the release binaries (lto: minutes when they changed)");
+    let status = command
+        .status()
+        .map_err(|e| format!("running cargo build: {e}"))?;
+    if !status.success() {
+        return Err(format!("cargo build --release failed: {status}"));
+    }
+    Ok(Some(target.join("release")))
+}
+
+async fn upstreams() -> Upstreams {
+    let seatsaero = MockServer::start().await;
+    test_support::upstreams::mount_seatsaero(&seatsaero).await;
+    let amadeus = MockServer::start().await;
+    test_support::upstreams::mount_amadeus(&amadeus).await;
+    // Every model call of a turn gets a short answer without tool calls.
+    let llm = FakeLlm::start_with(
+        0,
+        Box::new(|_| Reply::text("Award space on that route is best searched a few weeks out.")),
+    )
+    .await;
+    let jwt_secret = test_support::unique("bench-jwt-secret-0123456789abcdef");
+    let credentials = json!({"client_id": "id", "client_secret": "secret"}).to_string();
+    Upstreams {
+        seatsaero,
+        amadeus,
+        llm,
+        seats_key: test_support::create_secret("bench/seatsaero", "sk-bench").await,
+        amadeus_credentials: test_support::create_secret("bench/amadeus", &credentials).await,
+        amadeus_token: test_support::create_secret("bench/amadeus-token", "{}").await,
+        jwt_secret_name: test_support::create_secret("bench/jwt", &jwt_secret).await,
+        jwt_secret,
+        kb_table: sample_knowledge_base().await,
+    }
+}
+
+/// A fresh table holding the sample knowledge base (infra/kb/docs), text only (BM25), as
+/// `make dev` ingests it.
+async fn sample_knowledge_base() -> String {
+    let client = test_support::dynamodb().await;
+    let table = test_support::create_pk_sk_table(&client, "bench-kb").await;
+    let docs = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../infra/kb/docs");
+    let sources = kb_ingest::files::collect(&[docs], "")
+        .unwrap_or_else(|e| panic!("sample knowledge base: {e}"));
+    let store = shared::kb::DynamoKbStore::new(client, table.clone());
+    kb_ingest::ingest(
+        &store,
+        None,
+        &sources,
+        &kb_ingest::IngestOptions::default(),
+        &kb_ingest::Progress::silent(),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("ingesting the sample knowledge base: {e}"));
+    table
+}
+
+/// An event file of the repository (`events/`), with its body replaced.
+fn event(path: &str, body: &Value) -> Value {
+    let file = test_support::event_path(path);
+    let text =
+        std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("event {}: {e}", file.display()));
+    let mut event: Value =
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("event {path}: {e}"));
+    event["body"] = Value::String(body.to_string());
+    event
+}
+
+fn functions(up: &Arc<Upstreams>) -> Vec<Function> {
+    let award = event(
+        "seatsaero-search/search-200.json",
+        &json!({
+            "origin": "SFO", "destination": "JFK", "departureDate": "2023-08-14",
+            "travelClass": "BUSINESS", "flexibility": 3, "maxResults": 5
+        }),
+    );
+    let cash = event(
+        "amadeus-search/search-200.json",
+        &json!({
+            "origin": "FRA", "destination": "JFK", "departureDate": test_support::future_date(),
+            "travelClass": "BUSINESS", "adults": 1, "maxResults": 5
+        }),
+    );
+    let kb = event(
+        "kb-retrieve/search-200.json",
+        &json!({"query": "free stopover on award tickets", "top_k": 6}),
+    );
+    let chat = event(
+        "chat-router/chat-200.json",
+        &json!({"message": "When should I search for award seats to New York?"}),
+    );
+    let chat_up = Arc::clone(up);
+    vec![
+        Function {
+            name: "seatsaero-search",
+            env: pairs([
+                ("SEATSAERO_BASE_URL", up.seatsaero.uri()),
+                ("SEATSAERO_API_KEY_SECRET", up.seats_key.clone()),
+            ]),
+            event: Box::new(move |_| award.clone()),
+            warm_target: Some(WARM_AWARD_CPU_TARGET),
+        },
+        Function {
+            name: "amadeus-search",
+            env: pairs([
+                ("AMADEUS_BASE_URL", up.amadeus.uri()),
+                ("AMADEUS_CREDENTIALS_SECRET", up.amadeus_credentials.clone()),
+                ("AMADEUS_TOKEN_SECRET", up.amadeus_token.clone()),
+            ]),
+            event: Box::new(move |_| cash.clone()),
+            warm_target: None,
+        },
+        Function {
+            name: "kb-retrieve",
+            env: pairs([
+                ("KB_TABLE", up.kb_table.clone()),
+                ("EMBEDDINGS_BASE_URL", "none".to_owned()),
+            ]),
+            event: Box::new(move |_| kb.clone()),
+            warm_target: None,
+        },
+        Function {
+            name: "chat-router",
+            env: pairs([
+                ("OPENAI_BASE_URL", up.llm.base_url()),
+                ("OPENAI_MODEL", "gpt-4o-mini".to_owned()),
+                ("JWT_SECRET_NAME", up.jwt_secret_name.clone()),
+                ("JWT_ISSUER", ISSUER.to_owned()),
+                ("JWT_AUDIENCE", AUDIENCE.to_owned()),
+                // Required settings; this turn calls no tool.
+                (
+                    "AWARD_SEARCH_URL",
+                    "http://127.0.0.1:9/flights/award".to_owned(),
+                ),
+                (
+                    "CASH_SEARCH_URL",
+                    "http://127.0.0.1:9/flights/cash".to_owned(),
+                ),
+                ("KB_SEARCH_URL", "http://127.0.0.1:9/kb/search".to_owned()),
+            ]),
+            // A user of its own per turn: a new chat each time, and the per-user turn limit
+            // (checked as in production) never trips.
+            event: Box::new(move |n| {
+                let user = test_support::unique(&format!("bench-user-{n}"));
+                let claims = DevClaims::new(user, ISSUER, AUDIENCE, Duration::from_secs(3600));
+                let token = mint_hs256(&chat_up.jwt_secret, &claims)
+                    .unwrap_or_else(|e| panic!("token: {e}"));
+                let mut event = chat.clone();
+                event["headers"]["authorization"] = Value::String(format!("Bearer {token}"));
+                event
+            }),
+            warm_target: None,
+        },
+    ]
+}
+
+fn pairs<const N: usize>(items: [(&str, String); N]) -> Vec<(String, String)> {
+    items.into_iter().map(|(k, v)| (k.to_owned(), v)).collect()
+}
+
+/// What Lambda sets, the emulators' settings and table names from this process's
+/// environment (`source .local/run/env`), and the function's own settings.
+fn environment(api: &RuntimeApi, function: &Function) -> Vec<(String, String)> {
+    const PASSED_ON: [&str; 12] = [
+        "TOOL_CALLS_TABLE",
+        "CHATS_TABLE",
+        "USAGE_TABLE",
+        "RATE_LIMITS_TABLE",
+        "KB_TABLE",
+        "TOOL_QUEUE_URL",
+        "DEDUPE_WINDOW_SECS",
+        "PUBLIC_TOOL_ROUTES",
+        "PUBLIC_ROUTE_CALLS_PER_MINUTE",
+        "CHAT_RETENTION_DAYS",
+        "TOOL_CALL_RETENTION_DAYS",
+        "USAGE_RETENTION_DAYS",
+    ];
+    let mut env: Vec<(String, String)> = std::env::vars()
+        .filter(|(k, _)| k.starts_with("AWS_") || PASSED_ON.contains(&k.as_str()))
+        .collect();
+    env.extend(pairs([
+        ("AWS_LAMBDA_RUNTIME_API", api.address()),
+        ("AWS_LAMBDA_FUNCTION_NAME", function.name.to_owned()),
+        ("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "256".to_owned()),
+        ("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST".to_owned()),
+        (
+            "AWS_LAMBDA_LOG_GROUP_NAME",
+            format!("/aws/lambda/{}", function.name),
+        ),
+        ("AWS_LAMBDA_LOG_STREAM_NAME", "bench".to_owned()),
+        ("TZ", ":UTC".to_owned()),
+    ]));
+    env.extend(function.env.iter().cloned());
+    env
+}
+
+/// Kills the function when a run ends, however it ends.
+struct Running(Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn log_path(name: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("cold-start-{name}.log"))
+}
+
+/// The end of a function's log, for error messages.
+fn log_tail(name: &str) -> String {
+    let text = std::fs::read_to_string(log_path(name)).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(8)..].join("\n")
+}
+
+async fn within<T>(
+    what: &str,
+    name: &str,
+    f: impl Future<Output = Option<T>>,
+) -> Result<T, String> {
+    match tokio::time::timeout(PATIENCE, f).await {
+        Ok(Some(value)) => Ok(value),
+        Ok(None) => Err(format!("runtime API stopped while waiting for {what}")),
+        Err(_) => Err(format!(
+            "no {what} within {PATIENCE:?}; the end of its log:\n{}",
+            log_tail(name)
+        )),
+    }
+}
+
+/// One cold start, then `warm` invocations of the same process.
+async fn run_once(bin: &Path, function: &Function, warm: usize) -> Result<Sample, String> {
+    let mut api = RuntimeApi::start()
+        .await
+        .map_err(|e| format!("runtime API: {e}"))?;
+    let log = File::create(log_path(function.name)).map_err(|e| format!("log file: {e}"))?;
+    let log_err = log.try_clone().map_err(|e| format!("log file: {e}"))?;
+    let env = environment(&api, function);
+    // The event waits at the first poll, as for a cold start Lambda makes for a request.
+    let first_id = api.push((function.event)(0));
+
+    let spawned = Instant::now();
+    let child = Command::new(bin)
+        .env_clear()
+        .envs(env)
+        .stdin(Stdio::null())
+        .stdout(log)
+        .stderr(log_err)
+        .spawn()
+        .map_err(|e| format!("starting {}: {e}", bin.display()))?;
+    let running = Running(child);
+    let pid = running.0.id();
+
+    let first_poll = within("first poll", function.name, api.next_poll()).await?;
+    let init_cpu = cpu_time(pid).map_err(|e| format!("CPU time: {e}"))?;
+    let outcome = within("first response", function.name, api.next_outcome()).await?;
+    check(&outcome, &first_id, function.name)?;
+    // The runtime polls again once the answer is posted: the cold start's work is done.
+    within("second poll", function.name, api.next_poll()).await?;
+    let cold_cpu = cpu_time(pid).map_err(|e| format!("CPU time: {e}"))?;
+
+    let mut warm_latency = Vec::with_capacity(warm);
+    for n in 1..=warm {
+        let id = api.push((function.event)(n));
+        let pushed = Instant::now();
+        let outcome = within("warm response", function.name, api.next_outcome()).await?;
+        check(&outcome, &id, function.name)?;
+        warm_latency.push(outcome.at.duration_since(pushed));
+        within("poll", function.name, api.next_poll()).await?;
+    }
+    let warm_cpu = cpu_time(pid).map_err(|e| format!("CPU time: {e}"))?;
+    let peak_rss_kib = peak_rss_kib_of(pid).ok_or("VmHWM not readable")?;
+    drop(running);
+
+    Ok(Sample {
+        init: first_poll.duration_since(spawned),
+        first_response: outcome.at.duration_since(spawned),
+        init_cpu,
+        cold_cpu,
+        warm_cpu: warm_cpu
+            .saturating_sub(cold_cpu)
+            .checked_div(warm.max(1) as u32)
+            .unwrap_or_default(),
+        warm_latency,
+        peak_rss_kib,
+    })
+}
+
+fn check(outcome: &benchmarks::runtime_api::Outcome, id: &str, name: &str) -> Result<(), String> {
+    if outcome.request_id != id {
+        return Err(format!(
+            "answer to {} while waiting for {id}",
+            outcome.request_id
+        ));
+    }
+    match outcome.status() {
+        Ok(200) => Ok(()),
+        Ok(status) => Err(format!(
+            "HTTP {status}; the end of its log:\n{}",
+            log_tail(name)
+        )),
+        Err(e) => Err(format!("{e}; the end of its log:\n{}", log_tail(name))),
+    }
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+/// Prints a function's table and returns its PASS/MISS lines.
+fn report(function: &Function, samples: &[Sample]) -> Vec<String> {
+    let of = |f: fn(&Sample) -> Duration| Percentiles::of(samples.iter().map(f).collect());
+    let init = of(|s| s.init);
+    let first = of(|s| s.first_response);
+    let init_cpu = of(|s| s.init_cpu);
+    let cold_cpu = of(|s| s.cold_cpu);
+    let warm_cpu = of(|s| s.warm_cpu);
+    let warm_latency = Percentiles::of(
+        samples
+            .iter()
+            .flat_map(|s| s.warm_latency.iter().copied())
+            .collect(),
+    );
+    let mut rss: Vec<u64> = samples.iter().map(|s| s.peak_rss_kib).collect();
+    rss.sort_unstable();
+    let rss_p50 = rss.get(rss.len() / 2).copied().unwrap_or_default();
+    let rss_max = rss.last().copied().unwrap_or_default();
+
+    println!("\n{}", function.name);
+    let row = |label: &str, p: &Percentiles| {
+        println!(
+            "  {label:<40} p50 {:>8.3} ms   p90 {:>8.3} ms",
+            ms(p.p50),
+            ms(p.p90)
+        );
+    };
+    row("spawn → first poll (init)", &init);
+    row("spawn → first response", &first);
+    row("CPU of init", &init_cpu);
+    row("CPU of the cold start (to 1st response)", &cold_cpu);
+    row("CPU per warm invocation", &warm_cpu);
+    row("warm invocation, event → response", &warm_latency);
+    println!(
+        "  {:<40} p50 {:>8.1} MiB  max {:>8.1} MiB",
+        "peak RSS",
+        rss_p50 as f64 / 1024.0,
+        rss_max as f64 / 1024.0
+    );
+
+    let verdict = |what: &str, value: f64, target: f64, unit: &str| {
+        let pass = if value <= target { "PASS" } else { "MISS" };
+        format!(
+            "{pass} {:<18} {what:<28} {value:>8.3} {unit} (target ≤ {target} {unit})",
+            function.name
+        )
+    };
+    let mut lines = vec![
+        verdict("init", ms(init.p50), ms(INIT_TARGET), "ms"),
+        verdict(
+            "CPU per cold start",
+            ms(cold_cpu.p50),
+            ms(COLD_CPU_TARGET),
+            "ms",
+        ),
+        verdict(
+            "peak RSS",
+            rss_p50 as f64 / 1024.0,
+            RSS_TARGET_KIB as f64 / 1024.0,
+            "MiB",
+        ),
+    ];
+    if let Some(target) = function.warm_target {
+        lines.push(verdict(
+            "warm CPU per invocation",
+            ms(warm_cpu.p50),
+            ms(target),
+            "ms",
+        ));
+    }
+    lines
+}

@@ -1,0 +1,55 @@
+//! Figures of another process (Linux): CPU time so far and peak RSS.
+
+use std::time::Duration;
+
+/// CPU time (user + system, all threads, exited ones included) that process `pid` has used
+/// so far, from its POSIX CPU-time clock: nanosecond resolution, unlike the clock ticks of
+/// `/proc/PID/stat`, which are too coarse for a cold start of a few milliseconds.
+pub fn cpu_time(pid: u32) -> std::io::Result<Duration> {
+    let pid = libc::pid_t::try_from(pid).map_err(std::io::Error::other)?;
+    let mut clock: libc::clockid_t = 0;
+    // SAFETY: `clock` is a valid out-pointer; the call only writes it.
+    let rc = unsafe { libc::clock_getcpuclockid(pid, &mut clock) };
+    if rc != 0 {
+        return Err(std::io::Error::from_raw_os_error(rc));
+    }
+    let mut now = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `now` is a valid out-pointer for one timespec.
+    if unsafe { libc::clock_gettime(clock, &mut now) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let secs = u64::try_from(now.tv_sec).map_err(std::io::Error::other)?;
+    let nanos = u32::try_from(now.tv_nsec).map_err(std::io::Error::other)?;
+    Ok(Duration::new(secs, nanos))
+}
+
+/// Peak resident set size of process `pid` so far (`VmHWM`), in KiB.
+pub fn peak_rss_kib_of(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    crate::vm_hwm(&status)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn own_cpu_time_grows() {
+        let pid = std::process::id();
+        let before = cpu_time(pid).unwrap();
+        let mut x = 0u64;
+        for i in 0..2_000_000u64 {
+            x = std::hint::black_box(x.wrapping_add(i * i));
+        }
+        let after = cpu_time(pid).unwrap();
+        assert!(after > before, "{before:?} then {after:?} ({x})");
+    }
+
+    #[test]
+    fn own_peak_rss_is_read() {
+        assert!(peak_rss_kib_of(std::process::id()).unwrap() > 0);
+    }
+}
