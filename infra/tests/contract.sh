@@ -49,6 +49,18 @@ print(head + "." + b64(hmac.new(secret, head.encode(), hashlib.sha256).digest())
 PY
 )"
 
+# Each tool function answers once before the turn below calls it: a function's first
+# invocation starts its process under `cargo lambda watch`, and a router call that gives up
+# on a slow start can leave the emulator's runtime connection broken.
+warm() {
+  curl -sS -o /dev/null --max-time 120 -X POST "$BASE/$1" -H 'content-type: application/json' -d "$2" \
+    || die "$1 did not answer; see .local/run/dev-watch.log"
+}
+log "contract: the tool functions' first invocations"
+warm seatsaero-search/internal/flights/award '{"origin": "FRA", "destination": "JFK", "departureDate": "2027-03-15", "travelClass": "BUSINESS"}'
+warm amadeus-search/internal/flights/cash '{"origin": "FRA", "destination": "JFK", "departureDate": "2027-03-15", "travelClass": "BUSINESS"}'
+warm kb-retrieve/internal/kb/search '{"query": "Meilen"}'
+
 # One turn to have something to read: its chat, its turn and a tool call of it.
 log "contract: one chat turn to give the routes existing ids"
 date="$(date -u -d '+60 days' +%Y-%m-%d 2>/dev/null || echo 2027-03-15)"
@@ -95,20 +107,27 @@ parameters = { "path.chat_id" = "$CHAT_ID", "path.turn_id" = "$TURN_ID" }
 TOML
 
 # One schemathesis run against one function: its base URL, then filters. Run from the
-# report directory, where schemathesis keeps its files.
+# report directory, where schemathesis keeps its files. Bounded in time: a function process
+# that stopped under the emulator would otherwise leave every request waiting.
 contract() {
-  local function="$1"; shift
+  local function="$1" status=0; shift
   log "contract: $function"
   (cd "$REPORT_DIR" && PYTHONPATH="$REPO_ROOT/infra/tests" SCHEMATHESIS_HOOKS=contract_hooks \
-    "$ST" --no-color --config-file "$REPORT_DIR/schemathesis.toml" run "$REPO_ROOT/docs/openapi.json" \
+    timeout "${CONTRACT_RUN_SECS:-240}" "$ST" --no-color --config-file "$REPORT_DIR/schemathesis.toml" run "$REPO_ROOT/docs/openapi.json" \
     --url "$BASE/$function" \
     --header "Authorization: Bearer $TOKEN" \
     --checks not_a_server_error,response_schema_conformance \
     --mode all --phases examples,coverage,fuzzing \
     --max-examples "$MAX_EXAMPLES" --seed 1 --workers 2 --generation-database none \
-    --request-timeout 60 \
-    --report junit --report-junit-path "$REPORT_DIR/$function.xml" \
-    "$@")
+    --request-timeout 30 \
+    --report junit,ndjson --report-junit-path "$REPORT_DIR/$function.xml" \
+    --report-ndjson-path "$REPORT_DIR/$function.ndjson" \
+    "$@") || status=$?
+  if [ "$status" = 124 ]; then
+    die "contract: $function did not finish within ${CONTRACT_RUN_SECS:-240} s; the end of .local/run/dev-watch.log:
+$(log_tail "$RUN_DIR/dev-watch.log" 10)"
+  fi
+  [ "$status" = 0 ] || die "contract: $function failed (report: .local/run/contract/$function.xml)"
 }
 
 started=$SECONDS
