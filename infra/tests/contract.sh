@@ -3,7 +3,8 @@
 # local stack. Start it first (`make dev`, `DEMO=0 make dev` is enough); CI runs this
 # between `make dev` and `make down`.
 #
-#   infra/tests/contract.sh        WATCH_PORT (9000) as for make dev; CONTRACT_MAX_EXAMPLES (5)
+#   infra/tests/contract.sh   WATCH_PORT (9000) as for make dev; CONTRACT_MAX_EXAMPLES (5) per
+#                             operation; CONTRACT_RUN_SECS (120): the most one function's run may take
 #
 # Checks on every answer: no 5xx (not_a_server_error), every answer matches its documented
 # schema (response_schema_conformance), and every 4xx/5xx is the JSON error envelope
@@ -113,7 +114,7 @@ contract() {
   local function="$1" status=0; shift
   log "contract: $function"
   (cd "$REPORT_DIR" && PYTHONPATH="$REPO_ROOT/infra/tests" SCHEMATHESIS_HOOKS=contract_hooks \
-    timeout "${CONTRACT_RUN_SECS:-240}" "$ST" --no-color --config-file "$REPORT_DIR/schemathesis.toml" run "$REPO_ROOT/docs/openapi.json" \
+    timeout "${CONTRACT_RUN_SECS:-120}" "$ST" --no-color --config-file "$REPORT_DIR/schemathesis.toml" run "$REPO_ROOT/docs/openapi.json" \
     --url "$BASE/$function" \
     --header "Authorization: Bearer $TOKEN" \
     --checks not_a_server_error,response_schema_conformance \
@@ -124,7 +125,7 @@ contract() {
     --report-ndjson-path "$REPORT_DIR/$function.ndjson" \
     "$@") || status=$?
   if [ "$status" = 124 ]; then
-    die "contract: $function did not finish within ${CONTRACT_RUN_SECS:-240} s; the end of .local/run/dev-watch.log:
+    die "contract: $function did not finish within ${CONTRACT_RUN_SECS:-120} s; the end of .local/run/dev-watch.log:
 $(log_tail "$RUN_DIR/dev-watch.log" 10)"
   fi
   [ "$status" = 0 ] || die "contract: $function failed (report: .local/run/contract/$function.xml)"
