@@ -93,9 +93,12 @@ async fn main() {
     };
     let upstreams = Arc::new(upstreams().await);
     println!(
-        "cold start of the release binaries in {} ({runs} cold starts per function, {warm} warm invocations each)",
+        "cold start of the binaries in {} ({runs} cold starts per function, {warm} warm invocations each)",
         bin_dir.display()
     );
+    if !full {
+        println!("smoke pass on debug binaries: the figures and verdicts mean nothing");
+    }
     let mut verdicts = Vec::new();
     // `COLD_START_ONLY=chat-router` (a comma-separated list) measures only those.
     let only = std::env::var("COLD_START_ONLY").unwrap_or_default();
