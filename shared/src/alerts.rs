@@ -280,9 +280,9 @@ impl AlertStore for DynamoAlertStore {
                 "at most {MAX_ALERTS_PER_USER} fare alerts per user: delete one first"
             ))),
             // A fresh ULID already taken: not something a caller can fix.
-            Transaction::Canceled(reasons) => Err(Error::Dynamo {
+            canceled => Err(Error::Dynamo {
                 op: "TransactWriteItems",
-                message: format!("creating a fare alert: {}", reasons.join(", ")),
+                message: format!("creating a fare alert: {}", canceled.codes()),
             }),
         }
     }

@@ -17,7 +17,10 @@ use serde_json::Value;
 use crate::clock::{Clock, SystemClock};
 use crate::domain::tool_call::ToolName;
 use crate::domain::tool_result::ToolExecutionResult;
-use crate::dynamo::{Item, n, s, sdk_error};
+use aws_sdk_dynamodb::types::{Put, TransactWriteItem};
+
+use crate::companion::Companion;
+use crate::dynamo::{Item, invalid_action, n, s, sdk_error};
 use crate::ledger::hash_call;
 use crate::{Error, Result};
 
@@ -56,6 +59,15 @@ pub trait ResultCache: Send + Sync {
         result: &ToolExecutionResult,
         ttl: Duration,
     ) -> Result<bool>;
+
+    /// [`ResultCache::put`] as a write in another store's transaction (the call's finishing
+    /// write); `None` for a result too large to cache.
+    fn put_companion(
+        &self,
+        key: &CacheKey,
+        result: &ToolExecutionResult,
+        ttl: Duration,
+    ) -> Result<Option<Companion>>;
 }
 
 #[derive(Clone)]
@@ -77,6 +89,26 @@ impl DynamoResultCache {
             table: table.into(),
             clock,
         }
+    }
+
+    /// The stored entry for `result`, kept for `ttl`; `None` when it is too large.
+    fn item(
+        &self,
+        key: &CacheKey,
+        result: &ToolExecutionResult,
+        ttl: Duration,
+    ) -> Result<Option<Item>> {
+        let text = serde_json::to_string(result)?;
+        if text.len() > MAX_CACHED_BYTES {
+            return Ok(None);
+        }
+        let expires_at = self.clock.now().unix_timestamp()
+            + i64::try_from(ttl.as_secs()).unwrap_or(i64::MAX / 2);
+        let mut item = Self::key(key);
+        item.insert("result".to_owned(), s(text));
+        item.insert("expires_at".to_owned(), n(expires_at));
+        item.insert("ttl".to_owned(), n(expires_at));
+        Ok(Some(item))
     }
 
     fn key(key: &CacheKey) -> Item {
@@ -124,16 +156,9 @@ impl ResultCache for DynamoResultCache {
         result: &ToolExecutionResult,
         ttl: Duration,
     ) -> Result<bool> {
-        let text = serde_json::to_string(result)?;
-        if text.len() > MAX_CACHED_BYTES {
+        let Some(item) = self.item(key, result, ttl)? else {
             return Ok(false);
-        }
-        let expires_at = self.clock.now().unix_timestamp()
-            + i64::try_from(ttl.as_secs()).unwrap_or(i64::MAX / 2);
-        let mut item = Self::key(key);
-        item.insert("result".to_owned(), s(text));
-        item.insert("expires_at".to_owned(), n(expires_at));
-        item.insert("ttl".to_owned(), n(expires_at));
+        };
         self.client
             .put_item()
             .table_name(&self.table)
@@ -142,5 +167,23 @@ impl ResultCache for DynamoResultCache {
             .await
             .map_err(|e| sdk_error("PutItem", e))?;
         Ok(true)
+    }
+
+    fn put_companion(
+        &self,
+        key: &CacheKey,
+        result: &ToolExecutionResult,
+        ttl: Duration,
+    ) -> Result<Option<Companion>> {
+        let Some(item) = self.item(key, result, ttl)? else {
+            return Ok(None);
+        };
+        let put = Put::builder()
+            .table_name(&self.table)
+            .set_item(Some(item))
+            .build()
+            .map_err(invalid_action)?;
+        let action = TransactWriteItem::builder().put(put).build();
+        Ok(Some(Companion::unconditional("cached result", action)))
     }
 }

@@ -51,18 +51,53 @@ where
     Error::Dynamo { op, message }
 }
 
-/// How a transaction ended, short of an error: written, or canceled with one reason code
-/// per action (`"None"` for actions that were fine, `"ConditionalCheckFailed"`, …).
+/// How a transaction ended, short of an error: written, or canceled with one reason per
+/// action (code `"None"` for actions that were fine, `"ConditionalCheckFailed"`, …).
 pub(crate) enum Transaction {
     Written,
-    Canceled(Vec<String>),
+    Canceled(Vec<CancelReason>),
+}
+
+/// Why one action of a canceled transaction failed, with the item as it was when the
+/// action asked for it (`ReturnValuesOnConditionCheckFailure`).
+pub(crate) struct CancelReason {
+    pub(crate) code: String,
+    pub(crate) item: Option<Item>,
 }
 
 impl Transaction {
     /// Whether action `index`'s condition failed.
     pub(crate) fn failed_at(&self, index: usize) -> bool {
         matches!(self, Self::Canceled(reasons)
-            if reasons.get(index).is_some_and(|code| code == "ConditionalCheckFailed"))
+            if reasons.get(index).is_some_and(|r| r.code == "ConditionalCheckFailed"))
+    }
+
+    /// The reason codes, for an error message.
+    pub(crate) fn codes(&self) -> String {
+        match self {
+            Self::Written => String::new(),
+            Self::Canceled(reasons) => reasons
+                .iter()
+                .map(|r| r.code.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+        }
+    }
+
+    /// The item action `index` returned with its failed condition.
+    pub(crate) fn take_item(&mut self, index: usize) -> Option<Item> {
+        match self {
+            Self::Written => None,
+            Self::Canceled(reasons) => reasons.get_mut(index).and_then(|r| r.item.take()),
+        }
+    }
+
+    /// The error a transaction canceled for another reason than a checked condition is.
+    pub(crate) fn unexpected(&self) -> Error {
+        Error::Dynamo {
+            op: "TransactWriteItems",
+            message: format!("canceled: {}", self.codes()),
+        }
     }
 }
 
@@ -87,11 +122,14 @@ pub(crate) async fn transact(
         let Err(err) = result else {
             return Ok(Transaction::Written);
         };
-        let reasons: Vec<String> = match err.as_service_error() {
+        let reasons: Vec<CancelReason> = match err.as_service_error() {
             Some(TransactWriteItemsError::TransactionCanceledException(e)) => e
                 .cancellation_reasons()
                 .iter()
-                .map(|r| r.code().unwrap_or("None").to_owned())
+                .map(|r| CancelReason {
+                    code: r.code().unwrap_or("None").to_owned(),
+                    item: r.item().cloned(),
+                })
                 .collect(),
             _ if is_transient(&err) && round < MAX_TRANSIENT_ROUNDS => {
                 round += 1;
@@ -102,20 +140,18 @@ pub(crate) async fn transact(
         };
         let conflicted = reasons
             .iter()
-            .any(|code| code == "TransactionConflict" || code == "ThrottlingError");
-        let condition_failed = reasons.iter().any(|code| code == "ConditionalCheckFailed");
+            .any(|r| r.code == "TransactionConflict" || r.code == "ThrottlingError");
+        let condition_failed = reasons.iter().any(|r| r.code == "ConditionalCheckFailed");
         if conflicted && !condition_failed && round < MAX_TRANSIENT_ROUNDS {
             round += 1;
             backoff(round).await;
             continue;
         }
+        let canceled = Transaction::Canceled(reasons);
         if condition_failed {
-            return Ok(Transaction::Canceled(reasons));
+            return Ok(canceled);
         }
-        return Err(Error::Dynamo {
-            op: "TransactWriteItems",
-            message: format!("canceled: {}", reasons.join(", ")),
-        });
+        return Err(canceled.unexpected());
     }
 }
 

@@ -53,6 +53,11 @@ pub enum Error {
     #[error("turn {turn_id} of this chat is still running")]
     TurnInProgress { turn_id: String },
 
+    /// The turn a request would begin exists already (a resent request with the same
+    /// `Idempotency-Key`): the record is the earlier one, to follow or refuse.
+    #[error("turn {} has begun already", .0.turn_id)]
+    TurnBegun(Box<crate::turns::TurnRecord>),
+
     /// Optimistic-concurrency retries ran out.
     #[error("too much contention updating {0}")]
     Contention(String),
@@ -105,6 +110,7 @@ impl Error {
             Self::Fenced { .. } => "fenced",
             Self::Limited { .. } => "limited",
             Self::TurnInProgress { .. } => "turn_in_progress",
+            Self::TurnBegun(_) => "turn_begun",
             Self::Contention(_) => "contention",
             Self::Secret { .. } => "secret",
             Self::Dynamo { .. } => "dynamodb",

@@ -11,6 +11,7 @@ pub mod aws;
 pub mod cache;
 pub mod chats;
 pub mod clock;
+pub mod companion;
 pub mod config;
 pub mod domain;
 mod dynamo;

@@ -6,13 +6,14 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use aws_sdk_dynamodb::Client;
-use aws_sdk_dynamodb::types::ReturnValue;
+use aws_sdk_dynamodb::types::{ReturnValue, TransactWriteItem, Update};
 use serde::{Deserialize, Serialize};
 use time::{Duration, OffsetDateTime};
 
 use crate::clock::{Clock, SystemClock};
+use crate::companion::Companion;
 use crate::domain::tool_call::ToolName;
-use crate::dynamo::{ConditionFailure, n, s, sdk_error};
+use crate::dynamo::{ConditionFailure, invalid_action, n, s, sdk_error};
 use crate::{Error, Result};
 
 /// At most `max` calls per `window`.
@@ -55,6 +56,14 @@ pub enum LimitScope {
 }
 
 impl LimitScope {
+    /// The limit's name in a 429's `details.limit`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::ChatTurns => "chat_turns",
+            other => other.key(),
+        }
+    }
+
     fn key(self) -> &'static str {
         match self {
             Self::Tool(tool) => tool.as_str(),
@@ -75,6 +84,16 @@ pub trait RateLimiter: Send + Sync {
         scope: LimitScope,
         limit: RateLimit,
     ) -> Result<Decision>;
+
+    /// [`RateLimiter::check_scope`] as a write in another store's transaction: it counts
+    /// only if that write happens, and its failed condition (the window is full) is
+    /// `Error::Limited`. A limit of 0 is `Error::Limited` at once.
+    fn count_companion(
+        &self,
+        user_id: &str,
+        scope: LimitScope,
+        limit: RateLimit,
+    ) -> Result<Companion>;
 
     /// Counts one call of `tool` by `user_id` if the window has room.
     async fn check(&self, user_id: &str, tool: ToolName, limit: RateLimit) -> Result<Decision> {
@@ -112,21 +131,23 @@ fn window_bounds(now: OffsetDateTime, window: Duration) -> (i64, OffsetDateTime)
     (start, reset_at)
 }
 
-#[async_trait]
-impl RateLimiter for DynamoRateLimiter {
-    async fn check_scope(
+impl DynamoRateLimiter {
+    /// The counter's conditional increment for the window containing now, and when that
+    /// window ends.
+    fn counter_update(
         &self,
         user_id: &str,
         scope: LimitScope,
         limit: RateLimit,
-    ) -> Result<Decision> {
+    ) -> Result<(Update, OffsetDateTime)> {
         let (start, reset_at) = window_bounds(self.clock.now(), limit.window);
         if limit.max == 0 {
-            return Ok(Decision::Limited { reset_at });
+            return Err(Error::Limited {
+                what: scope.name().to_owned(),
+                reset_at,
+            });
         }
-        let result = self
-            .client
-            .update_item()
+        let update = Update::builder()
             .table_name(&self.table)
             .key("pk", s(format!("RL#{user_id}#{}#{start}", scope.key())))
             .update_expression("ADD calls :one SET #ttl = :ttl")
@@ -136,6 +157,34 @@ impl RateLimiter for DynamoRateLimiter {
             .expression_attribute_values(":max", n(limit.max))
             // Keep the counter a little past its window, then let TTL remove it.
             .expression_attribute_values(":ttl", n(reset_at.unix_timestamp() + 3600))
+            .build()
+            .map_err(invalid_action)?;
+        Ok((update, reset_at))
+    }
+}
+
+#[async_trait]
+impl RateLimiter for DynamoRateLimiter {
+    async fn check_scope(
+        &self,
+        user_id: &str,
+        scope: LimitScope,
+        limit: RateLimit,
+    ) -> Result<Decision> {
+        let (update, reset_at) = match self.counter_update(user_id, scope, limit) {
+            Ok(update) => update,
+            Err(Error::Limited { reset_at, .. }) => return Ok(Decision::Limited { reset_at }),
+            Err(e) => return Err(e),
+        };
+        let result = self
+            .client
+            .update_item()
+            .table_name(update.table_name())
+            .set_key(Some(update.key().clone()))
+            .update_expression(update.update_expression())
+            .set_condition_expression(update.condition_expression().map(str::to_owned))
+            .set_expression_attribute_names(update.expression_attribute_names().cloned())
+            .set_expression_attribute_values(update.expression_attribute_values().cloned())
             .return_values(ReturnValue::UpdatedNew)
             .send()
             .await;
@@ -156,6 +205,23 @@ impl RateLimiter for DynamoRateLimiter {
             Err(err) if err.condition_failed_item().is_some() => Ok(Decision::Limited { reset_at }),
             Err(err) => Err(sdk_error("UpdateItem", err)),
         }
+    }
+
+    fn count_companion(
+        &self,
+        user_id: &str,
+        scope: LimitScope,
+        limit: RateLimit,
+    ) -> Result<Companion> {
+        let (update, reset_at) = self.counter_update(user_id, scope, limit)?;
+        let what = scope.name();
+        let action = TransactWriteItem::builder().update(update).build();
+        Ok(Companion::new("rate-limit counter", action, move |_| {
+            Error::Limited {
+                what: what.to_owned(),
+                reset_at,
+            }
+        }))
     }
 }
 

@@ -10,7 +10,10 @@ use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 
 use crate::clock::{Clock, SystemClock};
-use crate::dynamo::{from_item, n, s, sdk_error, sortable_time, to_item};
+use aws_sdk_dynamodb::types::{Put, TransactWriteItem};
+
+use crate::companion::Companion;
+use crate::dynamo::{Item, from_item, invalid_action, n, s, sdk_error, sortable_time, to_item};
 use crate::ids::new_id;
 use crate::{Error, Result};
 
@@ -127,6 +130,22 @@ pub struct UsageRecord {
 
 #[async_trait]
 pub trait UsageStore: Send + Sync {
+    /// The record of one LLM call (with its cost), not yet written.
+    fn priced(
+        &self,
+        user_id: &str,
+        chat_id: Option<&str>,
+        model: &str,
+        operation: &str,
+        usage: TokenUsage,
+    ) -> UsageRecord;
+
+    /// Writes `record`.
+    async fn save(&self, record: &UsageRecord) -> Result<()>;
+
+    /// Writing `record` as a write in another store's transaction (a turn's chat write).
+    fn save_companion(&self, record: &UsageRecord) -> Result<Companion>;
+
     /// Records one LLM call and returns the stored record (with its cost).
     async fn record(
         &self,
@@ -135,7 +154,11 @@ pub trait UsageStore: Send + Sync {
         model: &str,
         operation: &str,
         usage: TokenUsage,
-    ) -> Result<UsageRecord>;
+    ) -> Result<UsageRecord> {
+        let record = self.priced(user_id, chat_id, model, operation, usage);
+        self.save(&record).await?;
+        Ok(record)
+    }
 
     /// A user's records since `since`, oldest first.
     async fn list_for_user(&self, user_id: &str, since: OffsetDateTime)
@@ -172,6 +195,17 @@ impl DynamoUsageStore {
         }
     }
 
+    /// The stored item: by user, in time order; kept for the retention.
+    fn item(&self, record: &UsageRecord) -> Result<Item> {
+        let mut item = to_item(record)?;
+        item.insert("pk".into(), s(format!("USER#{}", record.user_id)));
+        let sk = format!("{}#{}", sortable_time(record.created_at), record.id);
+        item.insert("sk".into(), s(sk));
+        let expires = (record.created_at + self.retention).unix_timestamp();
+        item.insert("ttl".into(), n(expires));
+        Ok(item)
+    }
+
     /// Records are deleted by TTL this long after they were written.
     pub fn with_retention(mut self, retention: time::Duration) -> Self {
         self.retention = retention;
@@ -181,22 +215,20 @@ impl DynamoUsageStore {
 
 #[async_trait]
 impl UsageStore for DynamoUsageStore {
-    async fn record(
+    fn priced(
         &self,
         user_id: &str,
         chat_id: Option<&str>,
         model: &str,
         operation: &str,
         usage: TokenUsage,
-    ) -> Result<UsageRecord> {
-        let now = self.clock.now();
+    ) -> UsageRecord {
         let cost_usd = self.prices.cost(model, &usage);
         if cost_usd.is_none() {
             tracing::warn!(model, "no price for model; usage recorded without cost");
         }
-        let id = new_id();
-        let record = UsageRecord {
-            id: id.clone(),
+        UsageRecord {
+            id: new_id(),
             user_id: user_id.to_owned(),
             chat_id: chat_id.map(str::to_owned),
             model: model.to_owned(),
@@ -209,20 +241,29 @@ impl UsageStore for DynamoUsageStore {
             cached_tokens: usage.cached_tokens,
             estimated: usage.estimated,
             cost_usd,
-            created_at: now,
-        };
-        let mut item = to_item(&record)?;
-        item.insert("pk".into(), s(format!("USER#{user_id}")));
-        item.insert("sk".into(), s(format!("{}#{id}", sortable_time(now))));
-        item.insert("ttl".into(), n((now + self.retention).unix_timestamp()));
+            created_at: self.clock.now(),
+        }
+    }
+
+    async fn save(&self, record: &UsageRecord) -> Result<()> {
         self.client
             .put_item()
             .table_name(&self.table)
-            .set_item(Some(item))
+            .set_item(Some(self.item(record)?))
             .send()
             .await
             .map_err(|e| sdk_error("PutItem", e))?;
-        Ok(record)
+        Ok(())
+    }
+
+    fn save_companion(&self, record: &UsageRecord) -> Result<Companion> {
+        let put = Put::builder()
+            .table_name(&self.table)
+            .set_item(Some(self.item(record)?))
+            .build()
+            .map_err(invalid_action)?;
+        let action = TransactWriteItem::builder().put(put).build();
+        Ok(Companion::unconditional("usage record", action))
     }
 
     async fn list_for_user(

@@ -1,9 +1,11 @@
 //! Phase 1 of a step: may this call run, and under which ledger record?
 //!
 //! The checks that need no I/O come first (position in the step, known tool, allowed by the
-//! profile, valid arguments), then the turn's remaining tool time, the ledger's
-//! record-and-claim, which dedupes identical calls, and last the user's rate limit, so that
-//! only calls that will run count against it.
+//! profile, valid arguments), then the turn's remaining tool time, then the ledger's
+//! record-and-claim, which dedupes identical calls, with the user's rate limit, so that only
+//! calls that will run count against it: a new call's count is written with its claim (one
+//! request; a call over its limit is not recorded as claimed at all), a call claimed again
+//! after an earlier attempt is counted once it holds the claim.
 
 use std::time::{Duration, Instant};
 
@@ -14,7 +16,7 @@ use shared::domain::tool_call::{
 };
 use shared::domain::tool_result::ToolExecutionResult;
 use shared::ledger::{Claim, ClaimMode, ClaimRequest, ClaimedCall, Outcome};
-use shared::limits::Decision;
+use shared::limits::{Decision, LimitScope, RateLimit};
 
 use super::{CallOutcome, CallStatus, Pipeline, StepLimits, lease_for};
 use crate::events::{self, EventSink};
@@ -110,13 +112,14 @@ impl Pipeline {
             }
         };
         // The quota counts work, not requests: a call the ledger serves (a duplicate) or
-        // cannot record uses none, so the limiter is asked only once the call is claimed
-        // (and for a call that waits for approval, not before it runs).
-        let admission = self.claim(ctx, call, tool, request, deadline, mode).await;
+        // cannot record uses none, so a new call is counted in its claim's write, and one
+        // claimed again after an earlier attempt once it is claimed (a call that waits for
+        // approval is counted when it runs).
+        let (admission, counted) = self.claim(ctx, call, tool, request, deadline, mode).await;
         let Admission::Claimed(claimed) = admission else {
             return admission;
         };
-        if claimed.claimed.status == ToolCallStatus::AwaitingApproval {
+        if counted || claimed.claimed.status == ToolCallStatus::AwaitingApproval {
             return Admission::Claimed(claimed);
         }
         match self.rate_limit(ctx, call, tool).await {
@@ -148,7 +151,9 @@ impl Pipeline {
     }
 
     /// Records the call in the ledger and claims it (to run now, or queued for the worker);
-    /// an identical call within the dedupe window comes back as a duplicate instead.
+    /// an identical call within the dedupe window comes back as a duplicate instead. The
+    /// tool's rate-limit count goes with a new call's claim (not with one that waits for
+    /// approval); the flag says whether it was written.
     async fn claim<'a>(
         &self,
         ctx: &ToolContext,
@@ -157,8 +162,18 @@ impl Pipeline {
         request: Value,
         deadline: Instant,
         mode: ClaimMode,
-    ) -> Admission<'a> {
+    ) -> (Admission<'a>, bool) {
         let name = tool.tool.name();
+        let counter = match (&mode, tool.settings.rate_limit) {
+            (ClaimMode::AwaitApproval { .. }, _) | (_, None) => None,
+            (_, Some(limit)) => {
+                let scope = LimitScope::Tool(name);
+                match self.limiter.count_companion(&ctx.user_id, scope, limit) {
+                    Ok(counter) => Some(counter),
+                    Err(e) => return (self.limit_refusal(call, tool, &e), false),
+                }
+            }
+        };
         let background = mode == ClaimMode::Enqueue;
         let approval = match &mode {
             ClaimMode::AwaitApproval { approval } => Some(approval.clone()),
@@ -166,33 +181,46 @@ impl Pipeline {
         };
         let claim = self
             .ledger
-            .record_and_claim(ClaimRequest {
-                owner_id: ctx.user_id.clone(),
-                chat_id: ctx.chat_id.clone(),
-                tool: name,
-                request: request.clone(),
-                mode,
-            })
+            .record_and_claim_with(
+                ClaimRequest {
+                    owner_id: ctx.user_id.clone(),
+                    chat_id: ctx.chat_id.clone(),
+                    tool: name,
+                    request: request.clone(),
+                    mode,
+                },
+                counter.as_slice(),
+            )
             .await;
         match claim {
-            Ok(Claim::Claimed(claimed)) => Admission::Claimed(Claimed {
-                call,
-                tool,
-                request,
-                claimed,
-                deadline,
-                approval,
-            }),
+            Ok((Claim::Claimed(claimed), counted)) => (
+                Admission::Claimed(Claimed {
+                    call,
+                    tool,
+                    request,
+                    claimed,
+                    deadline,
+                    approval,
+                }),
+                counted,
+            ),
             // A background duplicate is not waited for: the original's job delivers it.
-            Ok(Claim::Duplicate(record)) => Admission::Duplicate {
-                call,
-                record: Box::new(record),
-                wait_until: if background { Instant::now() } else { deadline },
-            },
+            Ok((Claim::Duplicate(record), _)) => (
+                Admission::Duplicate {
+                    call,
+                    record: Box::new(record),
+                    wait_until: if background { Instant::now() } else { deadline },
+                },
+                false,
+            ),
+            Err(e @ Error::Limited { .. }) => (self.limit_refusal(call, tool, &e), false),
             Err(e) => {
                 tracing::error!(tool = %name, error = %e, "recording the tool call failed");
                 let outcome = CallOutcome::unavailable(call, name, None);
-                refused(outcome, Some(RefusalReason::ChecksUnavailable))
+                (
+                    refused(outcome, Some(RefusalReason::ChecksUnavailable)),
+                    false,
+                )
             }
         }
     }
@@ -322,33 +350,66 @@ impl Pipeline {
         let limit = tool.settings.rate_limit?;
         match self.limiter.check(&ctx.user_id, name, limit).await {
             Ok(Decision::Allowed { .. }) => None,
-            Ok(Decision::Limited { reset_at }) => {
-                let reset = reset_at
-                    .format(&time::format_description::well_known::Rfc3339)
-                    .unwrap_or_default();
-                let result = ToolExecutionResult::failed(format!(
-                    "Rate limit reached for {name}: at most {} calls per {} s. It can be used again after {reset}. Tell the user.",
-                    limit.max,
-                    limit.window.whole_seconds()
-                ))
-                .with_metadata("reset_at", reset)
-                .with_metadata("limit", limit.max);
-                let limited =
-                    CallOutcome::new(call, Some(name), CallStatus::RateLimited, None, result);
-                Some((limited, RefusalReason::RateLimited))
-            }
-            Err(e) => {
-                tracing::error!(tool = %name, error = %e, "rate-limit check failed; refusing the call (fail closed)");
-                let result = ToolExecutionResult::failed(format!(
-                    "Not run: {name}'s rate limit could not be checked, and calls are not run unchecked. Try again later."
-                ));
-                let outcome = CallOutcome {
-                    retryable: true,
-                    ..CallOutcome::new(call, Some(name), CallStatus::Failed, None, result)
-                };
-                Some((outcome, RefusalReason::ChecksUnavailable))
-            }
+            Ok(Decision::Limited { reset_at }) => Some((
+                limited(call, name, limit, reset_at),
+                RefusalReason::RateLimited,
+            )),
+            Err(e) => Some((unchecked(call, name, &e), RefusalReason::ChecksUnavailable)),
         }
+    }
+
+    /// The refusal of a call whose rate-limit count failed: its limit is used up, or the
+    /// limiter could not be asked (then the call is not run unchecked).
+    fn limit_refusal<'a>(
+        &self,
+        call: &ToolCallRequest,
+        tool: &RegisteredTool,
+        error: &Error,
+    ) -> Admission<'a> {
+        let name = tool.tool.name();
+        match (error, tool.settings.rate_limit) {
+            (Error::Limited { reset_at, .. }, Some(limit)) => refused(
+                limited(call, name, limit, *reset_at),
+                Some(RefusalReason::RateLimited),
+            ),
+            _ => refused(
+                unchecked(call, name, error),
+                Some(RefusalReason::ChecksUnavailable),
+            ),
+        }
+    }
+}
+
+/// A call refused because the user's `limit` for the tool is used up until `reset_at`: the
+/// model and the client are told when it resets.
+fn limited(
+    call: &ToolCallRequest,
+    name: ToolName,
+    limit: RateLimit,
+    reset_at: time::OffsetDateTime,
+) -> CallOutcome {
+    let reset = reset_at
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default();
+    let result = ToolExecutionResult::failed(format!(
+        "Rate limit reached for {name}: at most {} calls per {} s. It can be used again after {reset}. Tell the user.",
+        limit.max,
+        limit.window.whole_seconds()
+    ))
+    .with_metadata("reset_at", reset)
+    .with_metadata("limit", limit.max);
+    CallOutcome::new(call, Some(name), CallStatus::RateLimited, None, result)
+}
+
+/// A call refused because its rate limit could not be checked (fail closed, seed 004).
+fn unchecked(call: &ToolCallRequest, name: ToolName, error: &Error) -> CallOutcome {
+    tracing::error!(tool = %name, error = %error, "rate-limit check failed; refusing the call (fail closed)");
+    let result = ToolExecutionResult::failed(format!(
+        "Not run: {name}'s rate limit could not be checked, and calls are not run unchecked. Try again later."
+    ));
+    CallOutcome {
+        retryable: true,
+        ..CallOutcome::new(call, Some(name), CallStatus::Failed, None, result)
     }
 }
 

@@ -96,8 +96,12 @@ impl Pipeline {
         };
         let Some(tool) = self.registry.get(record.tool) else {
             let message = format!("{} is not available in this deployment", record.tool);
-            self.finish(&claimed, shared::ledger::Outcome::Failed(message.clone()))
-                .await;
+            self.finish(
+                &claimed,
+                shared::ledger::Outcome::Failed(message.clone()),
+                &[],
+            )
+            .await;
             let result = ToolExecutionResult::failed(message);
             let outcome = CallOutcome::new(
                 &call,

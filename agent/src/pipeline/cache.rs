@@ -1,12 +1,13 @@
 //! The result cache in front of a tool's execution: an identical call of any user within
 //! the tool's `cache_secs` is answered from the stored result, marked `cached: true` in its
-//! metadata (so in the `tool_result` event, the audit record and the log). The cache is an
-//! optimisation: when it cannot be read or written, the tool simply runs.
-
-use std::time::Duration;
+//! metadata (so in the `tool_result` event, the audit record and the log). A fresh result
+//! is stored in the same write that ends its call in the ledger (no request of its own), so
+//! a result whose call was canceled meanwhile is not cached. The cache is an optimisation:
+//! when it cannot be read or written, the tool simply runs.
 
 use serde_json::Value;
 use shared::cache::CacheKey;
+use shared::companion::Companion;
 use shared::domain::flight::Locale;
 use shared::domain::tool_result::ToolExecutionResult;
 
@@ -15,20 +16,21 @@ use crate::Result;
 use crate::tools::{RegisteredTool, ToolContext};
 
 impl Pipeline {
-    /// Runs the tool, or serves the cached result of the same request.
+    /// Runs the tool, or serves the cached result of the same request. A fresh successful
+    /// result comes with its cache entry, to write with the call's finishing write.
     pub(super) async fn execute_cached(
         &self,
         ctx: &ToolContext,
         registered: &RegisteredTool,
         request: &Value,
-    ) -> Result<ToolExecutionResult> {
+    ) -> Result<(ToolExecutionResult, Option<Companion>)> {
         let tool = &registered.tool;
         let (Some(cache), Some(ttl), Some(scope)) = (
             &self.cache,
             registered.settings.cache_ttl,
             tool.cache_scope(),
         ) else {
-            return tool.execute(ctx, request).await;
+            return Ok((tool.execute(ctx, request).await?, None));
         };
         let name = tool.name();
         // The message is written in the user's language: one entry per language.
@@ -40,7 +42,7 @@ impl Pipeline {
         match cache.get(&key).await {
             Ok(Some(hit)) => {
                 tracing::info!(tool = %name, cache = "hit", "tool result served from the cache");
-                return Ok(hit.with_metadata("cached", true));
+                return Ok((hit.with_metadata("cached", true), None));
             }
             Ok(None) => {}
             Err(e) => {
@@ -48,25 +50,21 @@ impl Pipeline {
             }
         }
         let result = tool.execute(ctx, request).await?;
-        if result.is_success() {
-            self.store(&key, &result, ttl, name).await;
-        }
         tracing::info!(tool = %name, cache = "miss", "tool ran");
-        Ok(result)
-    }
-
-    async fn store(
-        &self,
-        key: &CacheKey,
-        result: &ToolExecutionResult,
-        ttl: Duration,
-        name: shared::domain::tool_call::ToolName,
-    ) {
-        let Some(cache) = &self.cache else { return };
-        match cache.put(key, result, ttl).await {
-            Ok(true) => {}
-            Ok(false) => tracing::info!(tool = %name, "result too large to cache"),
-            Err(e) => tracing::warn!(tool = %name, error = %e, "result cache not written"),
+        if !result.is_success() {
+            return Ok((result, None));
         }
+        let entry = match cache.put_companion(&key, &result, ttl) {
+            Ok(Some(entry)) => Some(entry),
+            Ok(None) => {
+                tracing::info!(tool = %name, "result too large to cache");
+                None
+            }
+            Err(e) => {
+                tracing::warn!(tool = %name, error = %e, "result cache not written");
+                None
+            }
+        };
+        Ok((result, entry))
     }
 }

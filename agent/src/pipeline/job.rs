@@ -48,7 +48,7 @@ impl Pipeline {
         };
         let Some(registered) = self.registry.get(claimed.tool) else {
             let message = format!("{} is not available in this deployment", claimed.tool);
-            self.finish(&claimed, Outcome::Failed(message.clone()))
+            self.finish(&claimed, Outcome::Failed(message.clone()), &[])
                 .await;
             return Ok(JobReport::Ran {
                 status: CallStatus::Failed,

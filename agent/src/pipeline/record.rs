@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use shared::Error;
+use shared::companion::Companion;
 use shared::domain::tool_result::ToolExecutionResult;
 use shared::ledger::{ClaimedCall, Outcome};
 
@@ -27,13 +28,18 @@ pub(super) fn with_retry_note(
 }
 
 impl Pipeline {
-    /// Writes the attempt's end. A failure here is logged, not returned: the result is
-    /// already computed, and the lease lets a later call take over the record.
-    /// Ends the claimed attempt in the ledger. `false` when the attempt no longer held the
-    /// call (canceled by its owner, or taken over after its lease): its result must not be
-    /// used. A ledger failure is logged and the result kept.
-    pub(super) async fn finish(&self, claimed: &ClaimedCall, outcome: Outcome) -> bool {
-        match self.ledger.finish(claimed, outcome).await {
+    /// Ends the claimed attempt in the ledger, with `extras` (its result's cache entry) in
+    /// the same write. `false` when the attempt no longer held the call (canceled by its
+    /// owner, or taken over after its lease): its result must not be used. A ledger failure
+    /// is logged, not returned: the result is already computed, and the lease lets a later
+    /// call take over the record.
+    pub(super) async fn finish(
+        &self,
+        claimed: &ClaimedCall,
+        outcome: Outcome,
+        extras: &[Companion],
+    ) -> bool {
+        match self.ledger.finish_with(claimed, outcome, extras).await {
             Ok(()) => true,
             Err(e @ (Error::Fenced { .. } | Error::IllegalTransition { .. })) => {
                 tracing::info!(call_id = %claimed.id, attempt = claimed.attempt, reason = %e, "the call was canceled or taken over while it ran; its result is discarded");

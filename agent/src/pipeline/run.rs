@@ -260,6 +260,13 @@ impl Pipeline {
                 return (CallStatus::Canceled, stopped, false);
             }
         };
+        let mut cache_entry = None;
+        let executed = executed.map(|run| {
+            run.map(|(result, entry)| {
+                cache_entry = entry;
+                result
+            })
+        });
         let (status, result, retryable, ledger_outcome) =
             settle(name, executed, ctx.deadline, started);
         let retryable = retryable && registered.settings.retry_on.covers(status);
@@ -272,7 +279,10 @@ impl Pipeline {
                 "duration_ms": started.elapsed().as_millis() as u64,
             })
         });
-        if !self.finish(claimed, ledger_outcome).await {
+        if !self
+            .finish(claimed, ledger_outcome, cache_entry.as_slice())
+            .await
+        {
             let discarded = ToolExecutionResult::failed(format!(
                 "{name} was canceled while it ran; its result was discarded."
             ));

@@ -1,6 +1,7 @@
 //! Step 1: open the turn. The chat and its recent messages come from one store call (two
-//! requests in parallel), or the chat is created; background tool results that arrived
-//! since are folded into the history.
+//! requests in parallel), or the chat is created (one transaction with the turn's count and
+//! the caller's turn record); background tool results that arrived since are folded into
+//! the history.
 //! Everything a caller can be refused for (too many turns, the day's budget spent, a
 //! foreign or missing chat) fails here, before any event is emitted or anything is stored.
 
@@ -9,6 +10,7 @@ use std::time::Instant;
 
 use shared::Result;
 
+use super::usage::TurnUsage;
 use super::{Agent, OpenTurn, TurnInput, TurnState, history, prompt};
 use crate::guard::fence::Fence;
 use crate::guard::input;
@@ -46,6 +48,11 @@ impl Agent {
             Ok::<_, shared::Error>(match input.chat_id.as_deref() {
                 // The chat is taken before the turn is counted, so a message refused because
                 // the chat is busy (409) or not the user's (404) uses none of their turns.
+                Some(_) if !input.begin_with.is_empty() => {
+                    return Err(shared::Error::Invalid(
+                        "writes to begin a turn with go with a new chat only".into(),
+                    ));
+                }
                 Some(id) => {
                     let limit = self.settings.history_max_messages;
                     let (chat, history) = self.chats.open_held(owner, id, &lease, limit).await?;
@@ -73,12 +80,14 @@ impl Agent {
                         "a decision continues an existing chat".into(),
                     ));
                 }
-                // A new chat is created only for a turn that may run.
+                // A new chat is created only for a turn that may run, in one write with the
+                // turn's count and the caller's record of the turn.
                 None => {
-                    self.admit_turn(owner).await?;
+                    let mut with = input.begin_with.clone();
+                    with.extend(self.admit_new_chat_turn(owner).await?);
                     let chat = self
                         .chats
-                        .create_held(owner, &input.new_chat_id, &lease)
+                        .create_held_with(owner, &input.new_chat_id, &lease, &with)
                         .await?;
                     (chat, true, Vec::new(), None)
                 }
@@ -188,6 +197,7 @@ impl Agent {
             started: Instant::now(),
             steps: 0,
             tool_calls: 0,
+            usage: TurnUsage::new(self.usage.clone()),
         };
         state.tools = self.offered_tools(&state);
         state

@@ -20,6 +20,7 @@ pub mod history;
 mod load;
 mod model;
 mod prompt;
+mod usage;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -28,6 +29,7 @@ use time::Date;
 
 use shared::chats::ChatStore;
 use shared::clock::{Clock, SystemClock};
+use shared::companion::Companion;
 use shared::domain::chat::{Chat, Message, NewMessage};
 use shared::domain::flight::Locale;
 use shared::domain::memory::UserMemory;
@@ -43,6 +45,7 @@ use shared::usage::UsageStore;
 use shared::{Error, Result};
 
 use self::decide::Decision;
+use self::usage::TurnUsage;
 use crate::events::{EventSink, TurnErrorCode, TurnEvent};
 use crate::guard::fence::Fence;
 use crate::guard::output::Violation;
@@ -115,6 +118,11 @@ pub struct TurnInput {
     pub decision: Option<CallDecision>,
     /// The request's X-Ray trace, passed on to the functions the turn's tools call.
     pub trace: Option<Trace>,
+    /// Writes the turn begins with or not at all (the caller's turn record, which holds the
+    /// idempotency key): they go into the new chat's creating transaction, and a failed
+    /// condition of one is the turn's error. Only for a turn that creates its chat; the
+    /// caller of a turn in an existing chat writes them first.
+    pub begin_with: Vec<Companion>,
 }
 
 /// A turn whose chat is loaded: nothing can be refused any more.
@@ -204,6 +212,8 @@ struct TurnState {
     started: Instant,
     steps: usize,
     tool_calls: usize,
+    /// The model steps' usage records not written yet: they go with the next chat write.
+    usage: TurnUsage,
 }
 
 /// How the loop ended.
@@ -296,6 +306,8 @@ impl Agent {
                 message: UserText::for_error(code).text(state.locale),
             });
         }
+        // Usage no chat write took (one failed, or there was none) is written on its own.
+        state.usage.flush().await;
         // Before `done`: a client may send its next message as soon as it sees it. Usually
         // the turn's last write let go of the chat already.
         if !state.released
@@ -442,15 +454,26 @@ impl Agent {
         Ok(ending)
     }
 
-    /// Writes this turn's unwritten messages and state changes in one chat write.
+    /// Writes this turn's unwritten messages, state changes and usage in one chat write.
     async fn save(&self, state: &mut TurnState) -> Result<()> {
         let messages = std::mem::take(&mut state.unsaved);
         let patch = std::mem::take(&mut state.unsaved_patch);
-        state.chat = self
+        let (records, with) = state.usage.take().unzip();
+        let with = with.unwrap_or_default();
+        let written = self
             .chats
-            .record_step(&state.chat, messages, &patch)
-            .await?;
-        Ok(())
+            .record_step_with(&state.chat, messages, &patch, None, &with)
+            .await;
+        match written {
+            Ok(chat) => {
+                state.chat = chat;
+                Ok(())
+            }
+            Err(e) => {
+                state.usage.restore(records.unwrap_or_default());
+                Err(e)
+            }
+        }
     }
 
     /// The turn's last write: as [`Agent::save`], and it lets go of the chat in the same
@@ -459,9 +482,12 @@ impl Agent {
         let messages = std::mem::take(&mut state.unsaved);
         let mut merged = state.unsaved_patch.clone();
         merged.merge(patch.clone());
+        let (records, with) = state.usage.take().unzip();
+        let with = with.unwrap_or_default();
+        let turn_id = Some(state.turn_id.as_str());
         match self
             .chats
-            .record_last_step(&state.chat, messages.clone(), &merged, &state.turn_id)
+            .record_step_with(&state.chat, messages.clone(), &merged, turn_id, &with)
             .await
         {
             Ok(chat) => {
@@ -473,6 +499,7 @@ impl Agent {
             // Kept for the failed turn's last attempt to store them (`save_unsaved`).
             Err(e) => {
                 state.unsaved = messages;
+                state.usage.restore(records.unwrap_or_default());
                 Err(e)
             }
         }

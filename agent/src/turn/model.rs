@@ -193,7 +193,8 @@ impl Agent {
         };
         let meter = Meter {
             llm: self.llm.as_ref(),
-            usage: self.usage.as_ref(),
+            // Written with the turn's next chat write.
+            usage: &state.usage,
             metrics: &self.metrics,
         };
         complete_metered(

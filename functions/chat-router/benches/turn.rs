@@ -4,19 +4,23 @@
 //!     make emulators-up && source .local/run/env
 //!     cargo bench -p chat-router --bench turn
 //!
-//! Reports time to `init`, total turn time, the tool's own time (the flight functions and
-//! their fakes: `tool_started` → `tool_result`), the router's overhead (total minus the
-//! tool's time; the fake LLM answers at once), DynamoDB requests and LLM calls per turn,
-//! and the process's peak RSS. `cargo test --all-targets` runs a 3-turn smoke pass.
+//! Three kinds of turn: a flight search served from the result cache, one that runs the
+//! search (and caches it), and a text answer. Reports time to `init`, total turn time, the
+//! tool's own time (the flight functions and their fakes: `tool_started` → `tool_result`),
+//! the router's overhead (total minus the tool's time; the fake LLM answers at once),
+//! DynamoDB requests and LLM calls per turn, and the process's peak RSS.
+//! `cargo test --all-targets` runs a 3-turn smoke pass, which asserts the request counts.
 
 #[path = "../tests/common/mod.rs"]
 mod common;
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use benchmarks::{Percentiles, full_run, peak_rss_kib};
 use common::{Rig, Turn, flight_args, post_chat};
 use serde_json::json;
+use shared::turns::DynamoTurnStore;
 use test_support::fake_llm::Reply;
 
 struct Sample {
@@ -86,11 +90,35 @@ fn report(title: &str, samples: &[Sample], llm_calls: usize) {
     }
 }
 
+/// A flight search in a new chat: the chat's creation with the turn's record and count,
+/// the user's memory, the call's claim with its rate-limit count, the cache lookup, the
+/// call's end (with the result's cache entry on a miss), the answer with the step's
+/// messages, the usage record and the chat's release.
+const FLIGHT_TURN_REQUESTS: usize = 6;
+/// A text answer in a new chat: the creation, the memory, the answer with the usage.
+const TEXT_TURN_REQUESTS: usize = 3;
+
+/// Every turn made exactly `expected` DynamoDB requests.
+fn assert_requests(samples: &[Sample], expected: usize) {
+    for sample in samples {
+        assert_eq!(
+            sample.dynamodb.len(),
+            expected,
+            "DynamoDB requests of a turn: {}",
+            sample.dynamodb.join(", ")
+        );
+    }
+}
+
 #[tokio::main]
 async fn main() {
     let turns = if full_run() { 200 } else { 3 };
     let (dynamodb, counter) = test_support::counted_dynamodb().await;
-    let rig = Rig::with_dynamodb(|_| {}, None, dynamodb).await;
+    let mut rig = Rig::with_dynamodb(|_| {}, None, dynamodb).await;
+    // The event log's flushes (one for a turn under a second, then about one a second) go
+    // through a client of their own, so the count is the turn's own requests.
+    let table = rig.deps.config.tools.storage.chats_table.clone();
+    rig.deps.turns = Arc::new(DynamoTurnStore::new(test_support::dynamodb().await, table));
 
     // Warm up: secrets, JWT key, connection pools, the amadeus token.
     for _ in 0..3 {
@@ -109,7 +137,39 @@ async fn main() {
         samples.push(sample);
     }
     let llm_calls = (rig.llm.request_count() - before) / turns;
-    report("flight-search turn, new chat", &samples, llm_calls);
+    report(
+        "flight-search turn, new chat, result from the cache",
+        &samples,
+        llm_calls,
+    );
+    assert_requests(&samples, FLIGHT_TURN_REQUESTS);
+
+    // A date no turn searched before: the search runs and its result is cached. Each
+    // minute has its own 250 days, so runs within the cache's 10 minutes never meet.
+    let before = rig.llm.request_count();
+    let mut samples = Vec::with_capacity(turns);
+    let now = time::OffsetDateTime::now_utc();
+    let today = now.date();
+    let offset = 120 + (now.unix_timestamp() / 60 % 20) * 250;
+    for i in 0..turns {
+        let date = today + time::Duration::days(offset + i as i64);
+        let mut args = flight_args();
+        args["depart_date"] = json!(date.to_string());
+        rig.llm
+            .push(Reply::tool_calls(vec![("search_flights", args)]));
+        let (turn, sample) = turn(&rig, &counter, "Business FRA-JFK, another day").await;
+        let result = turn.first("tool_result");
+        assert_eq!(result["status"], json!("succeeded"));
+        assert!(result["metadata"]["cached"].is_null(), "{result}");
+        samples.push(sample);
+    }
+    let llm_calls = (rig.llm.request_count() - before) / turns;
+    report(
+        "flight-search turn, new chat, search run and cached",
+        &samples,
+        llm_calls,
+    );
+    assert_requests(&samples, FLIGHT_TURN_REQUESTS);
 
     let before = rig.llm.request_count();
     let mut samples = Vec::with_capacity(turns);
@@ -120,6 +180,7 @@ async fn main() {
     }
     let llm_calls = (rig.llm.request_count() - before) / turns;
     report("text-only turn, new chat", &samples, llm_calls);
+    assert_requests(&samples, TEXT_TURN_REQUESTS);
 
     if let Some(kib) = peak_rss_kib() {
         println!(

@@ -91,6 +91,7 @@ pub async fn decide(
             reason,
         }),
         trace: shared::observability::Trace::of(req),
+        begin_with: Vec::new(),
     };
     match deps.agent.open(input).await {
         Ok(turn) => stream(deps.clone(), turn, record, stop, false),

@@ -430,21 +430,32 @@ async fn delete_chat(deps: &Deps, user: &AuthenticatedUser, chat_id: &str) -> sh
 }
 
 /// Writes the turn's record, which claims its idempotency key. `Err` is the whole answer
-/// when the key was used before: the same request follows the first turn from its first
-/// event (never a second turn); another request with that key is 422.
+/// when the key was used before (see [`begun_already`]).
 async fn begin(deps: &Deps, req: &Request, record: &TurnRecord) -> Result<(), Response<Body>> {
     match deps.turns.begin(record).await {
         Ok(Begun::New) => Ok(()),
-        Ok(Begun::Existing(turn)) if turn.fingerprint == record.fingerprint => {
-            tracing::info!(turn_id = %turn.turn_id, "resent message; following its turn");
-            Err(follow(deps, req, turn, None))
-        }
-        Ok(Begun::Existing(_)) => Err(error(&ApiError::new(
-            ErrorCode::IdempotencyKeyReused,
-            "Idempotency-Key: this key was used for a different request",
-        ))),
+        Ok(Begun::Existing(turn)) => Err(begun_already(deps, req, record, turn)),
         Err(e) => Err(error(&ApiError::from(&e))),
     }
+}
+
+/// The answer to a request whose idempotency key names a turn that exists: the same request
+/// follows the first turn from its first event (never a second turn); another request with
+/// that key is 422.
+fn begun_already(
+    deps: &Deps,
+    req: &Request,
+    record: &TurnRecord,
+    turn: TurnRecord,
+) -> Response<Body> {
+    if turn.fingerprint == record.fingerprint {
+        tracing::info!(turn_id = %turn.turn_id, "resent message; following its turn");
+        return follow(deps, req, turn, None);
+    }
+    error(&ApiError::new(
+        ErrorCode::IdempotencyKeyReused,
+        "Idempotency-Key: this key was used for a different request",
+    ))
 }
 
 async fn chat(deps: &Deps, req: &Request, user: AuthenticatedUser) -> Response<Body> {
@@ -456,9 +467,19 @@ async fn chat(deps: &Deps, req: &Request, user: AuthenticatedUser) -> Response<B
     let debug = valid.body.debug && deps.config.may_debug(&user);
     let turn_deadline = deadline(req, deps.config.turn_timeout);
     let record = new_turn_record(&user.user_id, &valid, turn_deadline);
-    if let Err(response) = begin(deps, req, &record).await {
-        return response;
-    }
+    // A new chat's turn record goes into the chat's creating write; in an existing chat it
+    // is written first, before the chat is taken.
+    let begin_with = if record.created {
+        match deps.turns.begin_companion(&record) {
+            Ok(write) => vec![write],
+            Err(e) => return error(&ApiError::from(&e)),
+        }
+    } else {
+        if let Err(response) = begin(deps, req, &record).await {
+            return response;
+        }
+        Vec::new()
+    };
     let stop = StopSignal::default();
     let input = TurnInput {
         user_id: user.user_id,
@@ -474,11 +495,13 @@ async fn chat(deps: &Deps, req: &Request, user: AuthenticatedUser) -> Response<B
         stop: stop.clone(),
         decision: None,
         trace: Trace::of(req),
+        begin_with,
     };
     // A foreign or missing chat, a busy chat or a used-up limit is refused here, before the
     // stream starts; the record keeps why, for a resend that is following it.
     match deps.agent.open(input).await {
         Ok(turn) => stream(deps.clone(), turn, record, stop, debug),
+        Err(shared::Error::TurnBegun(turn)) => begun_already(deps, req, &record, *turn),
         Err(e) => {
             let api = ApiError::from(&e);
             if let Err(e) = deps.turns.refuse(&record, json!(api)).await {

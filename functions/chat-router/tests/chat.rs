@@ -574,16 +574,31 @@ async fn calls_served_by_dedupe_use_no_rate_limit_quota() {
             "{query}"
         );
     }
-    // The limited call was recorded, then released: a later identical one starts afresh.
+    // The limited call never held a claim (its count and its claim are one write): it is
+    // in the audit of refused calls, not among the calls, so a later identical one starts
+    // afresh.
     let (status, calls) = rig
         .get(&token, &format!("/chats/{chat_id}/tool-calls"))
         .await;
     assert_eq!(status, 200);
-    let statuses: Vec<&Value> = calls["items"]
+    let queries: Vec<&Value> = calls["items"]
         .as_array()
-        .map(|items| items.iter().map(|c| &c["status"]).collect())
+        .map(|items| items.iter().map(|c| &c["request"]["query"]).collect())
         .unwrap_or_default();
-    assert!(statuses.contains(&&json!("canceled")), "{calls}");
+    assert_eq!(queries, [&json!("baggage"), &json!("lounges")], "{calls}");
+    let (status, refused) = rig
+        .get(&token, &format!("/chats/{chat_id}/refused-calls"))
+        .await;
+    assert_eq!(status, 200);
+    let items = refused["items"].as_array().cloned().unwrap_or_default();
+    assert_eq!(items.len(), 1, "{refused}");
+    assert_eq!(items[0]["reason"], json!("rate_limited"));
+    assert!(
+        items[0]["arguments"]
+            .as_str()
+            .is_some_and(|a| a.contains("upgrades")),
+        "{refused}"
+    );
 }
 
 /// A stream that breaks after billed tokens still leaves a usage record (an estimate, as

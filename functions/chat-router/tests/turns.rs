@@ -416,25 +416,50 @@ async fn two_clients_interleaving_fifty_times_keep_history_alternating() {
     assert_eq!(rig.llm.request_count(), 101);
 }
 
-/// DynamoDB answers the first writes of every kind with the errors a busy table sends
-/// (transaction conflicts, throttling): the SDK's retries and the stores' own bring the
-/// flight turn through with nothing lost or written twice.
+/// DynamoDB answers each of the turn's writes (the chat's creation with the turn record and
+/// count, the call's claim, its end with the cache entry, the answer, the event log) and its
+/// first read with the errors a busy table sends (transaction conflicts, throttling): the
+/// SDK's retries and the stores' own bring the flight turn through with nothing lost or
+/// written twice.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_flight_turn_completes_through_write_conflicts_and_throttling() {
     let faults = DynamoFaults::start().await;
     faults
-        .fail("PutItem", Fault::Throttling, 2)
-        .fail("PutItem", Fault::TransactionConflict, 2)
-        .fail("UpdateItem", Fault::TransactionConflict, 3)
-        .fail("UpdateItem", Fault::ThroughputExceeded, 1)
-        .fail("TransactWriteItems", Fault::CanceledByConflict, 3)
-        .fail("TransactWriteItems", Fault::Throttling, 1);
+        .fail_matching(
+            "TransactWriteItems",
+            "OR #status = :refused",
+            Fault::CanceledByConflict,
+            2,
+        )
+        .fail_matching(
+            "TransactWriteItems",
+            "OR #status = :refused",
+            Fault::Throttling,
+            1,
+        )
+        .fail_matching(
+            "TransactWriteItems",
+            "attribute_not_exists(pk) AND (",
+            Fault::CanceledByConflict,
+            2,
+        )
+        .fail_matching("TransactWriteItems", "CACHE#", Fault::CanceledByConflict, 1)
+        .fail_matching("TransactWriteItems", "CACHE#", Fault::Throttling, 1)
+        .fail_matching("TransactWriteItems", "MSG#S", Fault::CanceledByConflict, 2)
+        .fail_matching("TransactWriteItems", "EV#", Fault::Throttling, 1)
+        .fail("GetItem", Fault::ThroughputExceeded, 1)
+        .fail("TransactWriteItems", Fault::CanceledByConflict, 1);
     let dynamodb = shared::aws::dynamodb_config(&test_support::sdk_config().await)
         .interceptor(faults.clone())
         .build();
     let rig = Rig::with_dynamodb(|_| {}, None, aws_sdk_dynamodb::Client::from_conf(dynamodb)).await;
+    // A day no other test searches, so the search runs and its result is cached.
+    let mut args = flight_args();
+    let day = 400 + time::OffsetDateTime::now_utc().nanosecond() % 5000;
+    let date = time::OffsetDateTime::now_utc().date() + time::Duration::days(i64::from(day));
+    args["depart_date"] = json!(date.to_string());
     rig.llm
-        .push(Reply::tool_calls(vec![("search_flights", flight_args())]));
+        .push(Reply::tool_calls(vec![("search_flights", args)]));
     let user = test_support::unique("busy");
     let token = rig.token(&user);
     let turn = rig

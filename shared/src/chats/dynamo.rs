@@ -14,6 +14,7 @@ use time::OffsetDateTime;
 
 use super::{ChatStore, TurnLease};
 use crate::clock::{Clock, SystemClock};
+use crate::companion::{self, Companion};
 use crate::domain::chat::{
     Chat, ChatSummary, Message, MessageToolCall, NewMessage, Role, TITLE_CHARS,
 };
@@ -211,7 +212,7 @@ impl DynamoChatStore {
     }
 
     /// Appends `messages` after the chat's last one and merges `patch`, in one transaction
-    /// per 99 messages (the patch and the release go with the last). A writer that read an
+    /// per 99 messages (the patch, the release and the companions `with` go with the last). A writer that read an
     /// older count or version reads the chat again and numbers and patches anew, so no
     /// message or patch is lost or misplaced. If `release`'s lease was taken over, the step
     /// is written alone and the other turn's lease is left alone.
@@ -221,31 +222,35 @@ impl DynamoChatStore {
         messages: &[NewMessage],
         patch: &SessionStatePatch,
         release: Option<&str>,
+        with: &[Companion],
     ) -> Result<(Chat, Vec<Message>)> {
-        let mut chunks: Vec<&[NewMessage]> = messages.chunks(MESSAGES_PER_TRANSACTION).collect();
+        let room = MESSAGES_PER_TRANSACTION.saturating_sub(with.len()).max(1);
+        let mut chunks: Vec<&[NewMessage]> = messages.chunks(room).collect();
         let last = chunks.pop().unwrap_or_default();
         let none = SessionStatePatch::default();
         let mut current = chat.clone();
         let mut written = Vec::with_capacity(messages.len());
         for chunk in chunks {
-            current = self
-                .write_chunk(current, chunk, &none, None, &mut written)
-                .await?;
+            let step = Step::new(chunk, &none, None);
+            current = self.write_chunk(current, step, &[], &mut written).await?;
         }
-        let current = self
-            .write_chunk(current, last, patch, release, &mut written)
-            .await?;
+        let step = Step::new(last, patch, release);
+        let current = self.write_chunk(current, step, with, &mut written).await?;
         Ok((current, written))
     }
 
     async fn write_chunk(
         &self,
         mut current: Chat,
-        messages: &[NewMessage],
-        patch: &SessionStatePatch,
-        mut release: Option<&str>,
+        step: Step<'_>,
+        with: &[Companion],
         written: &mut Vec<Message>,
     ) -> Result<Chat> {
+        let Step {
+            messages,
+            patch,
+            mut release,
+        } = step;
         let chat_id = current.id.clone();
         for round in 0..MAX_PATCH_ROUNDS {
             let mut state = current.session_state.clone();
@@ -265,7 +270,7 @@ impl DynamoChatStore {
             )?;
             let mut actions = vec![TransactWriteItem::builder().update(update).build()];
             actions.extend(puts(&self.table, &items)?);
-            match self.transact(actions).await? {
+            match self.transact(actions, with).await? {
                 Transacted::Written => {
                     written.extend(items.into_iter().map(Message::from));
                     current.message_count += appended;
@@ -293,12 +298,14 @@ impl DynamoChatStore {
         )))
     }
 
-    /// A new chat item, held by `lease` when given.
+    /// A new chat item, held by `lease` when given; with companions, in one transaction
+    /// with them.
     async fn create_item(
         &self,
         owner_id: &str,
         chat_id: &str,
         lease: Option<&TurnLease>,
+        with: &[Companion],
     ) -> Result<Chat> {
         let now = self.clock.now();
         let chat_id = chat_id.to_owned();
@@ -319,15 +326,29 @@ impl DynamoChatStore {
             active_at: Some(sortable_time(now)),
             title: None,
         };
+        let taken = || Error::Contention(format!("chat id {} is taken", item.chat_id));
+        let put = Put::builder()
+            .table_name(&self.table)
+            .set_item(Some(to_item(&item)?))
+            .condition_expression("attribute_not_exists(pk)")
+            .build()
+            .map_err(invalid_action)?;
+        if !with.is_empty() {
+            let action = TransactWriteItem::builder().put(put).build();
+            return match self.transact(vec![action], with).await? {
+                Transacted::Written => Ok(item.into()),
+                Transacted::ConditionFailed => Err(taken()),
+            };
+        }
         self.client
             .put_item()
             .table_name(&self.table)
-            .set_item(Some(to_item(&item)?))
+            .set_item(Some(put.item().clone()))
             .condition_expression("attribute_not_exists(pk)")
             .send()
             .await
             .map_err(|e| match e.condition_failed_item() {
-                Some(_) => Error::Contention(format!("chat id {} is taken", item.chat_id)),
+                Some(_) => taken(),
                 None => sdk_error("PutItem", e),
             })?;
         Ok(item.into())
@@ -375,16 +396,44 @@ impl DynamoChatStore {
         }
     }
 
-    /// Runs a transaction whose first action is the chat item's condition (conflicts and
-    /// throttling are retried by [`transact`]).
-    async fn transact(&self, actions: Vec<TransactWriteItem>) -> Result<Transacted> {
+    /// Runs a transaction whose first action is the chat item's condition, with `with`
+    /// appended (conflicts and throttling are retried by [`transact`]). A companion's failed
+    /// condition is its own error.
+    async fn transact(
+        &self,
+        mut actions: Vec<TransactWriteItem>,
+        with: &[Companion],
+    ) -> Result<Transacted> {
+        let offset = actions.len();
+        actions.extend(companion::actions(with));
         match transact(&self.client, actions).await? {
             Transaction::Written => Ok(Transacted::Written),
-            canceled if canceled.failed_at(0) => Ok(Transacted::ConditionFailed),
-            Transaction::Canceled(reasons) => Err(Error::Dynamo {
-                op: "TransactWriteItems",
-                message: format!("canceled: {}", reasons.join(", ")),
-            }),
+            mut canceled => match companion::refusal(&mut canceled, offset, with) {
+                Some(refused) => Err(refused),
+                None if canceled.failed_at(0) => Ok(Transacted::ConditionFailed),
+                None => Err(canceled.unexpected()),
+            },
+        }
+    }
+}
+
+/// One chat write's part of a step: its messages, its state patch, and the lease to let go.
+struct Step<'a> {
+    messages: &'a [NewMessage],
+    patch: &'a SessionStatePatch,
+    release: Option<&'a str>,
+}
+
+impl<'a> Step<'a> {
+    fn new(
+        messages: &'a [NewMessage],
+        patch: &'a SessionStatePatch,
+        release: Option<&'a str>,
+    ) -> Self {
+        Self {
+            messages,
+            patch,
+            release,
         }
     }
 }
@@ -607,11 +656,17 @@ impl ChatStore for DynamoChatStore {
     }
 
     async fn create(&self, owner_id: &str) -> Result<Chat> {
-        self.create_item(owner_id, &new_id(), None).await
+        self.create_item(owner_id, &new_id(), None, &[]).await
     }
 
-    async fn create_held(&self, owner_id: &str, chat_id: &str, lease: &TurnLease) -> Result<Chat> {
-        self.create_item(owner_id, chat_id, Some(lease)).await
+    async fn create_held_with(
+        &self,
+        owner_id: &str,
+        chat_id: &str,
+        lease: &TurnLease,
+        with: &[Companion],
+    ) -> Result<Chat> {
+        self.create_item(owner_id, chat_id, Some(lease), with).await
     }
 
     async fn open_held(
@@ -750,29 +805,20 @@ impl ChatStore for DynamoChatStore {
     ) -> Result<Vec<Message>> {
         let chat = self.owned(owner_id, chat_id).await?.into();
         let none = SessionStatePatch::default();
-        let (_, written) = self.write_step(&chat, &messages, &none, None).await?;
+        let (_, written) = self.write_step(&chat, &messages, &none, None, &[]).await?;
         Ok(written)
     }
 
-    async fn record_step(
+    async fn record_step_with(
         &self,
         chat: &Chat,
         messages: Vec<NewMessage>,
         patch: &SessionStatePatch,
-    ) -> Result<Chat> {
-        let (chat, _) = self.write_step(chat, &messages, patch, None).await?;
-        Ok(chat)
-    }
-
-    async fn record_last_step(
-        &self,
-        chat: &Chat,
-        messages: Vec<NewMessage>,
-        patch: &SessionStatePatch,
-        turn_id: &str,
+        release: Option<&str>,
+        with: &[Companion],
     ) -> Result<Chat> {
         let (chat, _) = self
-            .write_step(chat, &messages, patch, Some(turn_id))
+            .write_step(chat, &messages, patch, release, with)
             .await?;
         Ok(chat)
     }

@@ -10,6 +10,7 @@ use async_trait::async_trait;
 pub use dynamo::DynamoChatStore;
 
 use crate::Result;
+use crate::companion::Companion;
 use crate::domain::chat::{Chat, ChatSummary, Message, NewMessage};
 use crate::domain::session::SessionStatePatch;
 use crate::dynamo::Page;
@@ -55,6 +56,22 @@ pub trait ChatStore: Send + Sync {
         chat: &Chat,
         messages: Vec<NewMessage>,
         patch: &SessionStatePatch,
+    ) -> Result<Chat> {
+        self.record_step_with(chat, messages, patch, None, &[])
+            .await
+    }
+
+    /// [`ChatStore::record_step`], or with `release` [`ChatStore::record_last_step`], with
+    /// the companions `with` in the same transaction (the last one, when the messages need
+    /// several): they are written with the step or not at all. A few at most: a
+    /// transaction holds 100 writes.
+    async fn record_step_with(
+        &self,
+        chat: &Chat,
+        messages: Vec<NewMessage>,
+        patch: &SessionStatePatch,
+        release: Option<&str>,
+        with: &[Companion],
     ) -> Result<Chat>;
 
     /// The chat and its last `limit` messages (oldest first), read together: what a turn
@@ -62,9 +79,22 @@ pub trait ChatStore: Send + Sync {
     async fn open(&self, owner_id: &str, chat_id: &str, limit: u32)
     -> Result<(Chat, Vec<Message>)>;
 
-    /// A new chat with the id `chat_id`, held by `lease` from the start; `Error::Conflict`
+    /// A new chat with the id `chat_id`, held by `lease` from the start; `Error::Contention`
     /// if that id is taken.
-    async fn create_held(&self, owner_id: &str, chat_id: &str, lease: &TurnLease) -> Result<Chat>;
+    async fn create_held(&self, owner_id: &str, chat_id: &str, lease: &TurnLease) -> Result<Chat> {
+        self.create_held_with(owner_id, chat_id, lease, &[]).await
+    }
+
+    /// [`ChatStore::create_held`] in one transaction with the companions `with` (a turn's
+    /// record, its turn limiter): all are written or none; a companion's failed condition
+    /// is its own error.
+    async fn create_held_with(
+        &self,
+        owner_id: &str,
+        chat_id: &str,
+        lease: &TurnLease,
+        with: &[Companion],
+    ) -> Result<Chat>;
 
     /// As [`ChatStore::open`], taking the chat for a turn in the same request that reads it:
     /// `Error::TurnInProgress` while another turn's lease holds it, `Error::NotFound` for a
@@ -86,7 +116,10 @@ pub trait ChatStore: Send + Sync {
         messages: Vec<NewMessage>,
         patch: &SessionStatePatch,
         turn_id: &str,
-    ) -> Result<Chat>;
+    ) -> Result<Chat> {
+        self.record_step_with(chat, messages, patch, Some(turn_id), &[])
+            .await
+    }
 
     /// Lets go of the chat if `turn_id` still holds it (a lease taken over is left alone).
     async fn release(&self, chat_id: &str, turn_id: &str) -> Result<()>;

@@ -143,6 +143,12 @@ impl From<&Error> for ApiError {
                 "another message of this chat is still being answered; wait for it or follow it",
             )
             .with_details(serde_json::json!({ "turn_id": turn_id })),
+            // The router follows the earlier turn instead; should one get here, the request
+            // did not start a second turn.
+            Error::TurnBegun(_) => Self::new(
+                ErrorCode::Conflict,
+                "a turn with this idempotency key has begun already",
+            ),
             Error::Contention(_) => Self::new(
                 ErrorCode::Conflict,
                 "too many concurrent changes; try again",

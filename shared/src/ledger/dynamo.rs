@@ -13,7 +13,9 @@ use async_trait::async_trait;
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder;
 use aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder;
-use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue, ReturnValuesOnConditionCheckFailure};
+use aws_sdk_dynamodb::types::{
+    AttributeValue, ReturnValue, ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update,
+};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use time::{Duration, OffsetDateTime};
@@ -23,13 +25,14 @@ use super::{
     ToolCallLedger,
 };
 use crate::clock::{Clock, SystemClock};
+use crate::companion::{self, Companion};
 use crate::config::LedgerConfig;
 use crate::domain::tool_call::{
     ApprovalRecord, AttemptRecord, RefusedCall, ToolCallRecord, ToolCallStatus, ToolName,
 };
 use crate::dynamo::{
-    ConditionFailure, Item, epoch_millis, from_item, n, rfc3339, s, sdk_error, sortable_time,
-    to_av, to_item,
+    ConditionFailure, Item, Transaction, epoch_millis, from_item, invalid_action, n, rfc3339, s,
+    sdk_error, sortable_time, to_av, to_item, transact,
 };
 use crate::{Error, Result};
 
@@ -323,6 +326,55 @@ impl DynamoLedger {
         .map(drop)
     }
 
+    /// The write that ends `call`'s attempt with `outcome`, fenced on the attempt.
+    fn finish_update(
+        &self,
+        call: &ClaimedCall,
+        outcome: &Outcome,
+    ) -> Result<UpdateItemFluentBuilder> {
+        let now = self.clock.now();
+        let to = outcome.status();
+        let i = call.attempt.saturating_sub(1);
+        let mut set = vec![
+            "#status = :to".to_owned(),
+            "updated_at = :now".to_owned(),
+            "finished_at = :now".to_owned(),
+            "#ttl = :ttl".to_owned(),
+            format!("attempts[{i}].#status = :to"),
+            format!("attempts[{i}].finished_at = :now"),
+        ];
+        let mut update = self
+            .update(&call.chat_id, &call.id)
+            .condition_expression(
+                "attribute_exists(pk) AND #status = :running AND attempt = :attempt",
+            )
+            .expression_attribute_names("#ttl", "ttl")
+            .expression_attribute_values(":to", status_av(to))
+            .expression_attribute_values(":now", rfc3339(now))
+            .expression_attribute_values(":ttl", self.ttl(now))
+            .expression_attribute_values(":running", status_av(ToolCallStatus::Running))
+            .expression_attribute_values(":attempt", n(call.attempt));
+        match outcome {
+            Outcome::Succeeded(response) => {
+                set.push("#response = :response".to_owned());
+                update = update
+                    .expression_attribute_names("#response", "response")
+                    .expression_attribute_values(
+                        ":response",
+                        to_av(&storable_response(&call.id, response))?,
+                    );
+            }
+            Outcome::Failed(error) | Outcome::Timeout(error) | Outcome::Canceled(error) => {
+                set.push("#error = :error".to_owned());
+                set.push(format!("attempts[{i}].#error = :error"));
+                update = update
+                    .expression_attribute_names("#error", "error")
+                    .expression_attribute_values(":error", s(error));
+            }
+        }
+        Ok(update.update_expression(format!("SET {} REMOVE lease_until", set.join(", "))))
+    }
+
     async fn transition(
         &self,
         update: UpdateItemFluentBuilder,
@@ -464,6 +516,26 @@ impl DynamoLedger {
     }
 }
 
+/// `update` as a transaction's action, under `condition`; the item as it was comes back
+/// when the condition fails.
+fn transact_update(
+    update: &UpdateItemFluentBuilder,
+    condition: Option<String>,
+) -> Result<TransactWriteItem> {
+    let input = update.as_input();
+    let update = Update::builder()
+        .set_table_name(input.get_table_name().clone())
+        .set_key(input.get_key().clone())
+        .set_update_expression(input.get_update_expression().clone())
+        .set_condition_expression(condition)
+        .set_expression_attribute_names(input.get_expression_attribute_names().clone())
+        .set_expression_attribute_values(input.get_expression_attribute_values().clone())
+        .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+        .build()
+        .map_err(invalid_action)?;
+    Ok(TransactWriteItem::builder().update(update).build())
+}
+
 /// The stored shape of a tool call (read side; writes are update expressions).
 #[derive(Debug, Clone, Deserialize)]
 struct CallItem {
@@ -494,6 +566,9 @@ struct CallItem {
     /// Epoch milliseconds.
     #[serde(default)]
     lease_until: Option<i64>,
+    /// Epoch milliseconds: until then, an identical call is served the stored result.
+    #[serde(default)]
+    dedupe_until: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     approval: Option<ApprovalRecord>,
 }
@@ -525,6 +600,21 @@ struct AttemptEntry {
 }
 
 impl CallItem {
+    /// Whether the call, as read `now`, is one a new identical call is a duplicate of: in
+    /// flight within its lease, or succeeded within the dedupe window. Anything else (and
+    /// an item without the times) may be claimed again.
+    fn is_live(&self, now: OffsetDateTime) -> bool {
+        let now = epoch_millis(now);
+        let until = match self.status {
+            ToolCallStatus::Succeeded => self.dedupe_until,
+            ToolCallStatus::Running | ToolCallStatus::Queued | ToolCallStatus::AwaitingApproval => {
+                self.lease_until
+            }
+            _ => None,
+        };
+        until.is_some_and(|until| i128::from(until) >= now)
+    }
+
     fn into_record(self) -> ToolCallRecord {
         let current = self.status;
         let mut attempts: Vec<AttemptRecord> = self
@@ -636,51 +726,104 @@ impl ToolCallLedger for DynamoLedger {
         }
     }
 
-    async fn finish(&self, call: &ClaimedCall, outcome: Outcome) -> Result<()> {
+    async fn record_and_claim_with(
+        &self,
+        req: ClaimRequest,
+        with: &[Companion],
+    ) -> Result<(Claim, bool)> {
+        if with.is_empty() {
+            return Ok((self.record_and_claim(req).await?, false));
+        }
+        let key = DedupeKey::new(&req.chat_id, req.tool, &req.request);
+        let call_id = key.call_id();
         let now = self.clock.now();
-        let to = outcome.status();
-        let i = call.attempt.saturating_sub(1);
-        let mut set = vec![
-            "#status = :to".to_owned(),
-            "updated_at = :now".to_owned(),
-            "finished_at = :now".to_owned(),
-            "#ttl = :ttl".to_owned(),
-            format!("attempts[{i}].#status = :to"),
-            format!("attempts[{i}].finished_at = :now"),
-        ];
-        let mut update = self
-            .update(&call.chat_id, &call.id)
-            .condition_expression(
-                "attribute_exists(pk) AND #status = :running AND attempt = :attempt",
-            )
-            .expression_attribute_names("#ttl", "ttl")
-            .expression_attribute_values(":to", status_av(to))
-            .expression_attribute_values(":now", rfc3339(now))
-            .expression_attribute_values(":ttl", self.ttl(now))
-            .expression_attribute_values(":running", status_av(ToolCallStatus::Running))
-            .expression_attribute_values(":attempt", n(call.attempt));
-        match &outcome {
-            Outcome::Succeeded(response) => {
-                set.push("#response = :response".to_owned());
-                update = update
-                    .expression_attribute_names("#response", "response")
-                    .expression_attribute_values(
-                        ":response",
-                        to_av(&storable_response(&call.id, response))?,
-                    );
+        let (status, update) = self.claim_update(&req, &key, &call_id, now)?;
+        // Only a new call: the usual condition stays, so every value it names is used.
+        let condition = update
+            .as_input()
+            .get_condition_expression()
+            .as_deref()
+            .map(|c| format!("attribute_not_exists(pk) AND ({c})"));
+        let mut actions = vec![transact_update(&update, condition)?];
+        actions.extend(companion::actions(with));
+        let mut canceled = match transact(&self.client, actions).await? {
+            Transaction::Written => {
+                let call = ClaimedCall {
+                    id: call_id,
+                    chat_id: req.chat_id,
+                    tool: req.tool,
+                    attempt: 1,
+                    status,
+                    dedupe_key: key.as_str().to_owned(),
+                    took_over: false,
+                };
+                return Ok((Claim::Claimed(call), true));
             }
-            Outcome::Failed(error) | Outcome::Timeout(error) | Outcome::Canceled(error) => {
-                set.push("#error = :error".to_owned());
-                set.push(format!("attempts[{i}].#error = :error"));
-                update = update
-                    .expression_attribute_names("#error", "error")
-                    .expression_attribute_values(":error", s(error));
+            canceled => canceled,
+        };
+        if canceled.failed_at(0) {
+            let old = canceled
+                .take_item(0)
+                .map(from_item::<CallItem>)
+                .transpose()?;
+            return match old {
+                Some(old) if old.owner_id != req.owner_id => Err(Error::NotFound),
+                Some(old) if old.is_live(now) => Ok((Claim::Duplicate(old.into_record()), false)),
+                // An earlier attempt that may be followed by another: claimed the usual way.
+                _ => Ok((self.record_and_claim(req).await?, false)),
+            };
+        }
+        Err(companion::refusal(&mut canceled, 1, with).unwrap_or_else(|| canceled.unexpected()))
+    }
+
+    async fn finish(&self, call: &ClaimedCall, outcome: Outcome) -> Result<()> {
+        let update = self.finish_update(call, &outcome)?;
+        self.transition(
+            update,
+            &call.chat_id,
+            &call.id,
+            call.attempt,
+            outcome.status(),
+        )
+        .await
+        .map(drop)
+    }
+
+    async fn finish_with(
+        &self,
+        call: &ClaimedCall,
+        outcome: Outcome,
+        extras: &[Companion],
+    ) -> Result<()> {
+        if extras.is_empty() {
+            return self.finish(call, outcome).await;
+        }
+        let update = self.finish_update(call, &outcome)?;
+        let condition = update.as_input().get_condition_expression().clone();
+        let mut actions = vec![transact_update(&update, condition)?];
+        actions.extend(companion::actions(extras));
+        match transact(&self.client, actions).await {
+            Ok(Transaction::Written) => Ok(()),
+            Ok(mut canceled) if canceled.failed_at(0) => {
+                let old = canceled.take_item(0);
+                let old = self.old_item(&call.chat_id, &call.id, old).await?;
+                Err(Self::rejected(
+                    &call.id,
+                    old,
+                    call.attempt,
+                    outcome.status(),
+                ))
+            }
+            Ok(canceled) => {
+                let e = canceled.unexpected();
+                tracing::warn!(call_id = %call.id, error = %e, "extras of a finishing write refused; finishing without them");
+                self.finish(call, outcome).await
+            }
+            Err(e) => {
+                tracing::warn!(call_id = %call.id, error = %e, "finishing with extras failed; finishing without them");
+                self.finish(call, outcome).await
             }
         }
-        let update = update.update_expression(format!("SET {} REMOVE lease_until", set.join(", ")));
-        self.transition(update, &call.chat_id, &call.id, call.attempt, to)
-            .await
-            .map(drop)
     }
 
     async fn take_over_expired(

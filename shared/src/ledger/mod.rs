@@ -112,15 +112,38 @@ impl Outcome {
 /// One page of a chat's tool calls, newest first.
 pub use crate::dynamo::Page;
 
+use crate::companion::Companion;
+
 #[async_trait]
 pub trait ToolCallLedger: Send + Sync {
     /// Records the call and claims its next attempt in one conditional write, or reports the
     /// duplicate it collided with.
     async fn record_and_claim(&self, request: ClaimRequest) -> Result<Claim>;
 
+    /// [`ToolCallLedger::record_and_claim`] with companions (a rate-limit counter): for a
+    /// new call they are written in the claim's transaction, all or nothing, and a
+    /// companion's failed condition is its error (nothing is recorded). A duplicate writes
+    /// nothing. A call that exists and may be claimed again (its attempt failed, its lease
+    /// ran out) is claimed alone. The flag says whether the companions were written.
+    async fn record_and_claim_with(
+        &self,
+        request: ClaimRequest,
+        with: &[Companion],
+    ) -> Result<(Claim, bool)>;
+
     /// Ends the claimed attempt (running → succeeded | failed | timeout | canceled). Rejected
     /// with `Error::Fenced` when a newer attempt holds the call.
     async fn finish(&self, call: &ClaimedCall, outcome: Outcome) -> Result<()>;
+
+    /// [`ToolCallLedger::finish`] with extras in the same transaction (the result's cache
+    /// entry): written only if the attempt's end is. They are extras: when they cannot be
+    /// written, the end is written alone.
+    async fn finish_with(
+        &self,
+        call: &ClaimedCall,
+        outcome: Outcome,
+        extras: &[Companion],
+    ) -> Result<()>;
 
     /// running → running under a new attempt, for a redelivered job whose attempt
     /// `attempt` is `running` but whose lease has expired (its worker died): the new attempt

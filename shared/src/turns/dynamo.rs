@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{Begun, RETENTION, StoredEvent, TurnRecord, TurnStatus, TurnStore};
 use crate::clock::{Clock, SystemClock};
+use crate::companion::Companion;
 use crate::dynamo::{
     ConditionFailure, Item, Transaction, from_item, invalid_action, n, rfc3339, s, sdk_error,
     sortable_time, to_av, to_item, transact,
@@ -142,6 +143,29 @@ impl DynamoTurnStore {
         }
     }
 
+    /// The record's creating write: new, or replacing a refused or expired record with
+    /// its id; the record as it was comes back when the condition fails.
+    fn begin_put(&self, record: &TurnRecord) -> Result<Put> {
+        let item = RecordItem {
+            pk: Self::pk(&record.turn_id),
+            sk: "META".into(),
+            record: record.clone(),
+            until: sortable_time(record.deadline),
+            ttl: self.expiry(),
+        };
+        Put::builder()
+            .table_name(&self.table)
+            .set_item(Some(to_item(&item)?))
+            .condition_expression("attribute_not_exists(pk) OR #status = :refused OR #ttl < :now")
+            .expression_attribute_names("#status", "status")
+            .expression_attribute_names("#ttl", "ttl")
+            .expression_attribute_values(":refused", to_av(&TurnStatus::Refused)?)
+            .expression_attribute_values(":now", n(self.clock.now().unix_timestamp()))
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .build()
+            .map_err(invalid_action)
+    }
+
     /// An update of the record whose condition says it is still running.
     fn status_update(&self, turn_id: &str, to: TurnStatus, overdue_only: bool) -> Result<Update> {
         let condition = if overdue_only {
@@ -193,39 +217,48 @@ impl DynamoTurnStore {
     }
 }
 
+/// What a failed condition of the record's creation means: the turn exists (`old`).
+fn already_begun(old: Option<Item>) -> Error {
+    match old.map(from_item::<RecordItem>) {
+        Some(Ok(old)) => Error::TurnBegun(Box::new(old.record)),
+        Some(Err(e)) => e,
+        // Deleted between the condition and the read: as good as absent, but a resend will
+        // simply try again.
+        None => Error::Contention("a turn record that was just deleted".into()),
+    }
+}
+
 #[async_trait]
 impl TurnStore for DynamoTurnStore {
     async fn begin(&self, record: &TurnRecord) -> Result<Begun> {
-        let item = RecordItem {
-            pk: Self::pk(&record.turn_id),
-            sk: "META".into(),
-            record: record.clone(),
-            until: sortable_time(record.deadline),
-            ttl: self.expiry(),
-        };
+        let put = self.begin_put(record)?;
         let result = self
             .client
             .put_item()
-            .table_name(&self.table)
-            .set_item(Some(to_item(&item)?))
-            .condition_expression("attribute_not_exists(pk) OR #status = :refused OR #ttl < :now")
-            .expression_attribute_names("#status", "status")
-            .expression_attribute_names("#ttl", "ttl")
-            .expression_attribute_values(":refused", to_av(&TurnStatus::Refused)?)
-            .expression_attribute_values(":now", n(self.clock.now().unix_timestamp()))
+            .table_name(put.table_name())
+            .set_item(Some(put.item().clone()))
+            .set_condition_expression(put.condition_expression().map(str::to_owned))
+            .set_expression_attribute_names(put.expression_attribute_names().cloned())
+            .set_expression_attribute_values(put.expression_attribute_values().cloned())
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
             .send()
             .await;
         match result {
             Ok(_) => Ok(Begun::New),
             Err(err) => match err.condition_failed_item() {
-                Some(Some(old)) => Ok(Begun::Existing(from_item::<RecordItem>(old)?.record)),
-                // Deleted between the condition and the read: as good as absent, but a
-                // resend will simply try again.
-                Some(None) => Err(Error::Contention(format!("turn {}", record.turn_id))),
+                Some(old) => match already_begun(old) {
+                    Error::TurnBegun(turn) => Ok(Begun::Existing(*turn)),
+                    other => Err(other),
+                },
                 None => Err(sdk_error("PutItem", err)),
             },
         }
+    }
+
+    fn begin_companion(&self, record: &TurnRecord) -> Result<Companion> {
+        let put = self.begin_put(record)?;
+        let action = TransactWriteItem::builder().put(put).build();
+        Ok(Companion::new("turn record", action, already_begun))
     }
 
     async fn get(&self, owner_id: &str, chat_id: &str, turn_id: &str) -> Result<TurnRecord> {

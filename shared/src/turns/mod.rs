@@ -16,6 +16,8 @@ use time::OffsetDateTime;
 
 pub use dynamo::DynamoTurnStore;
 
+use crate::companion::Companion;
+
 use crate::Result;
 
 /// How long a turn's record, events and idempotency key are kept.
@@ -115,6 +117,10 @@ pub trait TurnStore: Send + Sync {
     /// Creates `record` unless a live turn with its id exists (then that one comes back).
     /// A refused or expired record with the id is replaced.
     async fn begin(&self, record: &TurnRecord) -> Result<Begun>;
+
+    /// [`TurnStore::begin`] as a write in another store's transaction (a new chat's
+    /// creation): its failed condition is `Error::TurnBegun` with the existing turn.
+    fn begin_companion(&self, record: &TurnRecord) -> Result<Companion>;
 
     /// The turn, if `owner_id` owns it and it belongs to `chat_id`; else `Error::NotFound`.
     async fn get(&self, owner_id: &str, chat_id: &str, turn_id: &str) -> Result<TurnRecord>;
