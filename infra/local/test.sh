@@ -26,5 +26,7 @@ cargo test --workspace --all-targets "$@"
 "$VENV_DIR/bin/python" "$REPO_ROOT/infra/tests/iam.py"
 # The local scripts' start-up checks in the windows where a live process looks exited.
 "$REPO_ROOT/infra/tests/process_wait.sh"
+# The smoke test's own checks, against fake routers: it fails when it should.
+"$VENV_DIR/bin/python" "$REPO_ROOT/infra/tests/smoke_selftest.py"
 # Operations: log retention, alarms, dashboard, reserved concurrency, CORS origins.
 "$VENV_DIR/bin/python" "$REPO_ROOT/infra/tests/ops.py"

@@ -38,17 +38,7 @@ mkdir -p "$REPORT_DIR"
 
 # A dev token as the chat client mints it (HS256 with the local stack's key), for a user of
 # its own so the run does not touch a developer's chats.
-TOKEN="$("$VENV_DIR/bin/python" - "$RUN_DIR/jwt-secret" <<'PY'
-import base64, hashlib, hmac, json, sys, time
-secret = open(sys.argv[1], encoding="utf-8").read().strip().encode()
-b64 = lambda b: base64.urlsafe_b64encode(b).rstrip(b"=").decode()
-now = int(time.time())
-claims = {"sub": "contract-check", "iss": "http://127.0.0.1/dev", "aud": "local-dev",
-          "iat": now, "exp": now + 3600}
-head = b64(json.dumps({"alg": "HS256", "typ": "JWT"}).encode()) + "." + b64(json.dumps(claims).encode())
-print(head + "." + b64(hmac.new(secret, head.encode(), hashlib.sha256).digest()))
-PY
-)"
+TOKEN="$("$VENV_DIR/bin/python" infra/local/dev_token.py "$RUN_DIR/jwt-secret" contract-check)"
 
 # Each tool function answers once before the turn below calls it: a function's first
 # invocation starts its process under `cargo lambda watch`, and a router call that gives up
