@@ -39,13 +39,16 @@ deny:
 	  cargo deny check --hide-inclusion-graph; \
 	fi
 
-## Formatting, clippy and the SAM template checks.
+## Formatting, clippy, the SAM template checks and the workflow lint (schema, zizmor
+## offline: any finding above low fails).
 lint:
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings
 	./infra/local/install.sh
 	.local/venv/bin/cfn-lint template.yaml
 	SAM_CLI_TELEMETRY=0 .local/venv/bin/sam validate --lint --region us-east-1
+	.local/venv/bin/check-jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yml
+	.local/venv/bin/zizmor --offline --min-severity medium .github/workflows/
 
 ## Start DynamoDB Local and moto; `source .local/run/env` afterwards.
 emulators-up:

