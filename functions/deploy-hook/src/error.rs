@@ -5,9 +5,10 @@ use thiserror::Error;
 
 #[derive(Debug, Error)]
 pub enum HookError {
-    /// The template passes each function's new version in an environment variable.
-    #[error("{0} is not set: the version to check is unknown")]
-    MissingVersion(&'static str),
+    /// The template passes the new versions a hook checks in environment variables
+    /// (`*_VERSION`, [`crate::Target::variable`]); none is set.
+    #[error("no version to check: none of {0} is set")]
+    NoVersions(String),
     #[error("{check}: invoking {function} failed: {message}")]
     Invoke {
         check: &'static str,

@@ -254,22 +254,42 @@ async fn a_crashing_or_hanging_version_is_reported_failed() {
 }
 
 #[tokio::test]
-async fn a_missing_version_is_a_failure_not_a_silent_pass() {
+async fn a_hook_checks_only_its_own_functions() {
     let lambda = fake_lambda(HashMap::new()).await;
     let codedeploy = fake_codedeploy(200).await;
     let config = Config::from_lookup(|name| {
-        (name != "KB_RETRIEVE_VERSION")
-            .then(|| "arn:aws:lambda:us-east-1:123456789012:function:x:1".to_owned())
+        (name == "CHAT_ROUTER_VERSION").then(|| version(Target::ChatRouter))
     });
+    let report = handle(&deps(&lambda, &codedeploy, config), event())
+        .await
+        .unwrap();
+    assert_eq!(
+        report.status,
+        LifecycleEventStatus::Succeeded,
+        "{:?}",
+        report.failures
+    );
+    let router_checks = CHECKS
+        .iter()
+        .filter(|c| c.target == Target::ChatRouter)
+        .count();
+    assert_eq!(
+        lambda.received_requests().await.unwrap().len(),
+        router_checks
+    );
+}
+
+#[tokio::test]
+async fn no_version_at_all_is_a_failure_not_a_silent_pass() {
+    let lambda = fake_lambda(HashMap::new()).await;
+    let codedeploy = fake_codedeploy(200).await;
+    let config = Config::from_lookup(|_| Some(String::new()));
     let report = handle(&deps(&lambda, &codedeploy, config), event())
         .await
         .unwrap();
     assert_eq!(report.status, LifecycleEventStatus::Failed);
     assert!(
-        matches!(
-            report.failures[..],
-            [HookError::MissingVersion("KB_RETRIEVE_VERSION")]
-        ),
+        matches!(report.failures[..], [HookError::NoVersions(_)]),
         "{:?}",
         report.failures
     );
