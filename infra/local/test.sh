@@ -28,3 +28,5 @@ cargo test --workspace --all-targets "$@"
 "$REPO_ROOT/infra/tests/process_wait.sh"
 # Operations: log retention, alarms, dashboard, reserved concurrency, CORS origins.
 "$VENV_DIR/bin/python" "$REPO_ROOT/infra/tests/ops.py"
+# Gradual deployments: aliases, deployment preferences, rollback alarms, pre-traffic hooks.
+"$VENV_DIR/bin/python" "$REPO_ROOT/infra/tests/deploy.py"
