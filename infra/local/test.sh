@@ -30,3 +30,5 @@ cargo test --workspace --all-targets "$@"
 "$VENV_DIR/bin/python" "$REPO_ROOT/infra/tests/smoke_selftest.py"
 # Operations: log retention, alarms, dashboard, reserved concurrency, CORS origins.
 "$VENV_DIR/bin/python" "$REPO_ROOT/infra/tests/ops.py"
+# Gradual deployments: aliases, deployment preferences, rollback alarms, pre-traffic hooks.
+"$VENV_DIR/bin/python" "$REPO_ROOT/infra/tests/deploy.py"

@@ -3,7 +3,9 @@ group of its own with a retention, has an error-rate and a throttle alarm, and m
 reserved concurrency; the dead-letter queue and the turn duration have alarms; every alarm
 goes to the optional e-mail topic; the dashboard shows every function and every metric the
 functions emit (`Metric` in shared/src/metrics.rs), with alarms on the LLM error rate and the
-turn duration; the router's CORS origins come from a parameter, never `*`.
+turn duration; the router's CORS origins come from a parameter, never `*`. CodeDeploy's
+pre-traffic hooks (functions/deploy-hook) run only during a deploy and report to CodeDeploy:
+they need a log group with retention, no alarms, reserved concurrency or dashboard.
 
 Run: .local/venv/bin/python infra/tests/ops.py (part of `make test`).
 """
@@ -38,6 +40,15 @@ def emitted_metrics():
             if line.strip() and not line.strip().startswith("//")]
 
 
+def deploy_hooks(functions):
+    """The functions named as a `DeploymentPreference.Hooks` of another function."""
+    hooks = set()
+    for fn in functions.values():
+        for hook in fn["Properties"].get("DeploymentPreference", {}).get("Hooks", {}).values():
+            hooks.add(ref(hook))
+    return hooks
+
+
 def check(template):
     resources = template["Resources"]
     of_type = lambda t: {n: r for n, r in resources.items() if r["Type"] == t}
@@ -45,6 +56,7 @@ def check(template):
     groups = of_type("AWS::Logs::LogGroup")
     alarms = of_type("AWS::CloudWatch::Alarm")
     failures = []
+    hooks = deploy_hooks(functions)
     for name, fn in functions.items():
         props = fn["Properties"]
         group = ref(props.get("LoggingConfig", {}).get("LogGroup"))
@@ -52,6 +64,8 @@ def check(template):
             failures.append(f"{name}: LoggingConfig.LogGroup is not a log group of the template")
         elif ref(groups[group]["Properties"].get("RetentionInDays")) != "LogRetentionDays":
             failures.append(f"{group}: RetentionInDays is not the LogRetentionDays parameter")
+        if name in hooks:
+            continue
         if "ReservedConcurrentExecutions" not in props:
             failures.append(f"{name}: no ReservedConcurrentExecutions (parameter)")
         about = [a for a in alarms.values() if name in alarm_subjects(a)]
@@ -72,7 +86,7 @@ def check(template):
             failures.append(f"{name}: AlarmActions do not go to the alarm topic when AlarmEmail is set")
     boards = of_type("AWS::CloudWatch::Dashboard")
     body = str(boards)
-    for name in functions:
+    for name in set(functions) - hooks:
         if f"${{{name}}}" not in body:
             failures.append(f"the dashboard does not show {name}")
     text = "".join(str(b["Properties"]["DashboardBody"].get("Fn::Sub", "")) for b in boards.values())
@@ -103,8 +117,10 @@ def main():
     functions, alarms, failures = check(template)
     if failures:
         sys.exit("operations check failed:\n  " + "\n  ".join(failures))
-    print(f"operations check: {len(functions)} functions with log retention, error-rate and "
-          f"throttle alarms and reserved concurrency; {len(alarms)} alarms to the alarm topic; "
+    hooks = deploy_hooks(functions)
+    print(f"operations check: {len(functions) - len(hooks)} functions with log retention, error-rate and "
+          f"throttle alarms and reserved concurrency, {len(hooks)} deploy hooks with log retention; "
+          f"{len(alarms)} alarms to the alarm topic; "
           "dashboard of every function and EMF metric; CORS from a parameter")
 
 
