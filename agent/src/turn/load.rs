@@ -10,6 +10,7 @@ use std::time::Instant;
 
 use shared::Result;
 
+use super::decision::TakenDecision;
 use super::usage::TurnUsage;
 use super::{Agent, OpenTurn, TurnInput, TurnState, history, prompt};
 use crate::guard::fence::Fence;
@@ -19,7 +20,7 @@ use crate::llm::PromptMessage;
 use crate::profiles::AgentProfile;
 use crate::timezone::{UserTimeZone, local_date};
 use shared::chats::TurnLease;
-use shared::domain::chat::NewMessage;
+use shared::domain::chat::{Chat, Message, NewMessage};
 use shared::domain::flight::Locale;
 use shared::domain::memory::UserMemory;
 use shared::domain::session::{SessionState, SessionStatePatch};
@@ -46,34 +47,14 @@ impl Agent {
         // The user's memory is read while the chat is opened: no added wait.
         let opening = async {
             Ok::<_, shared::Error>(match input.chat_id.as_deref() {
-                // The chat is taken before the turn is counted, so a message refused because
-                // the chat is busy (409) or not the user's (404) uses none of their turns.
                 Some(_) if !input.begin_with.is_empty() => {
                     return Err(shared::Error::Invalid(
                         "writes to begin a turn with go with a new chat only".into(),
                     ));
                 }
                 Some(id) => {
-                    let limit = self.settings.history_max_messages;
-                    let (chat, history) = self.chats.open_held(owner, id, &lease, limit).await?;
-                    // A decision is taken once the chat is held, so its turn runs alone.
-                    let admitted = match self.admit_turn(owner).await {
-                        Ok(()) => match &input.decision {
-                            Some(decision) => self
-                                .take_decision(&input, &chat.id, decision)
-                                .await
-                                .map(Some),
-                            None => Ok(None),
-                        },
-                        Err(e) => Err(e),
-                    };
-                    match admitted {
-                        Ok(taken) => (chat, false, history, taken),
-                        Err(e) => {
-                            self.chats.release(&chat.id, &lease.turn_id).await?;
-                            return Err(e);
-                        }
-                    }
+                    let (chat, history, taken) = self.open_existing(&input, id, &lease).await?;
+                    (chat, false, history, taken)
                 }
                 None if input.decision.is_some() => {
                     return Err(shared::Error::Invalid(
@@ -107,6 +88,39 @@ impl Agent {
             turn_id: lease.turn_id,
             decision,
         })
+    }
+
+    /// Takes the existing chat `id` for the turn, with its recent messages, then counts the
+    /// turn and takes its decision, if any. The chat is taken before the turn is counted, so
+    /// a message refused because the chat is busy (409) or not the user's (404) uses none of
+    /// their turns; a turn refused after that lets go of the chat.
+    async fn open_existing(
+        &self,
+        input: &TurnInput,
+        id: &str,
+        lease: &TurnLease,
+    ) -> Result<(Chat, Vec<Message>, Option<TakenDecision>)> {
+        let owner = &input.user_id;
+        let limit = self.settings.history_max_messages;
+        let (chat, history) = self.chats.open_held(owner, id, lease, limit).await?;
+        // A decision is taken once the chat is held, so its turn runs alone.
+        let admitted = match self.admit_turn(owner).await {
+            Ok(()) => match &input.decision {
+                Some(decision) => self
+                    .take_decision(input, &chat.id, decision)
+                    .await
+                    .map(Some),
+                None => Ok(None),
+            },
+            Err(e) => Err(e),
+        };
+        match admitted {
+            Ok(taken) => Ok((chat, history, taken)),
+            Err(e) => {
+                self.chats.release(&chat.id, &lease.turn_id).await?;
+                Err(e)
+            }
+        }
     }
 
     /// The user's memory; a turn goes on without it when it cannot be read.
