@@ -53,11 +53,20 @@ warm amadeus-search/internal/flights/cash '{"origin": "FRA", "destination": "JFK
 warm kb-retrieve/internal/kb/search '{"query": "Meilen"}'
 
 # One turn to have something to read: its chat, its turn and a tool call of it.
+# A seeding turn that fails says what the functions logged meanwhile: CI keeps nothing else.
+seed_turn() {
+  local out="$1" body="$2"
+  curl -sS -N --max-time 120 "$BASE/chat-router/chat" -H "authorization: Bearer $TOKEN" \
+    -H 'content-type: application/json' -d "$body" >"$out" && return 0
+  log "the seeding turn failed; what it received:"
+  log_tail "$out" 20 >&2
+  log "the end of .local/run/dev-watch.log:"
+  log_tail "$RUN_DIR/dev-watch.log" 60 >&2
+  die "the seeding turn did not complete (see above)"
+}
 log "contract: one chat turn to give the routes existing ids"
 date="$(date -u -d '+60 days' +%Y-%m-%d 2>/dev/null || echo 2027-03-15)"
-curl -sS -N --max-time 120 "$BASE/chat-router/chat" -H "authorization: Bearer $TOKEN" \
-  -H 'content-type: application/json' \
-  -d "{\"message\": \"Business class from Frankfurt to New York on $date\"}" >"$REPORT_DIR/seed-turn.txt"
+seed_turn "$REPORT_DIR/seed-turn.txt" "{\"message\": \"Business class from Frankfurt to New York on $date\"}"
 read -r CHAT_ID TURN_ID CALL_ID < <("$VENV_DIR/bin/python" - "$REPORT_DIR/seed-turn.txt" <<'PY'
 import json, sys
 ids = {}
@@ -75,8 +84,7 @@ PY
   || die "the seeding turn gave no chat, turn or tool call (.local/run/contract/seed-turn.txt)"
 # A chat of its own for DELETE /chats/{chat_id}: schemathesis also feeds ids it read from
 # GET /chats to other operations, so the first chat would otherwise be deleted under them.
-curl -sS -N --max-time 120 "$BASE/chat-router/chat" -H "authorization: Bearer $TOKEN" \
-  -H 'content-type: application/json' -d '{"message": "Hello"}' >"$REPORT_DIR/seed-delete.txt"
+seed_turn "$REPORT_DIR/seed-delete.txt" '{"message": "Hello"}'
 DELETE_ID="$(sed -n 's/^data: {"chat_id":"\([^"]*\)".*/\1/p' "$REPORT_DIR/seed-delete.txt" | head -n 1)"
 [ -n "$DELETE_ID" ] || die "the second seeding turn gave no chat (.local/run/contract/seed-delete.txt)"
 cat >"$REPORT_DIR/schemathesis.toml" <<TOML
