@@ -9,6 +9,7 @@ use std::time::Duration;
 use aws_config::{BehaviorVersion, SdkConfig};
 use aws_sdk_dynamodb::config::interceptors::InterceptorContext;
 use aws_sdk_dynamodb::config::retry::{ClassifyRetry, RetryAction, RetryConfig};
+use aws_sdk_dynamodb::config::timeout::TimeoutConfig;
 use aws_sdk_dynamodb::operation::delete_item::DeleteItemError;
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
@@ -21,6 +22,15 @@ const DYNAMODB_MAX_ATTEMPTS: u32 = 6;
 /// milliseconds; five retries wait at most 0.8 s in all.
 const DYNAMODB_FIRST_BACKOFF: Duration = Duration::from_millis(25);
 const DYNAMODB_MAX_BACKOFF: Duration = Duration::from_secs(2);
+/// The SDK sets no limit on waiting for an answer: a connection that goes silent would hold
+/// a request (and the turn or invocation behind it) until the function's own timeout. An
+/// attempt that takes this long is given up and retried like a network error; DynamoDB
+/// answers in milliseconds, so only a dead connection reaches it.
+pub const DYNAMODB_ATTEMPT_TIMEOUT: Duration = Duration::from_secs(10);
+/// All attempts of one request together, pauses included.
+pub const DYNAMODB_OPERATION_TIMEOUT: Duration = Duration::from_secs(30);
+/// The SDK's default for opening a connection, kept when the timeouts above are set.
+const DYNAMODB_CONNECT_TIMEOUT: Duration = Duration::from_millis(3100);
 
 /// The SDK configuration every client of a container is built from. One HTTP client with
 /// the compiled-in TLS roots ([`crate::tls`]) serves every service: one connection pool, and
@@ -41,7 +51,7 @@ pub async fn sdk_config() -> SdkConfig {
 }
 
 /// The DynamoDB client every store uses: the SDK's retries (throttling, timeouts) plus
-/// [`TransactionConflictRetry`].
+/// [`TransactionConflictRetry`], each attempt and each request bounded in time.
 pub fn dynamodb(config: &SdkConfig) -> aws_sdk_dynamodb::Client {
     aws_sdk_dynamodb::Client::from_conf(dynamodb_config(config).build())
 }
@@ -57,6 +67,13 @@ pub fn dynamodb_config(config: &SdkConfig) -> aws_sdk_dynamodb::config::Builder 
                 .with_max_backoff(DYNAMODB_MAX_BACKOFF),
         )
         .retry_classifier(TransactionConflictRetry)
+        .timeout_config(
+            TimeoutConfig::builder()
+                .connect_timeout(DYNAMODB_CONNECT_TIMEOUT)
+                .operation_attempt_timeout(DYNAMODB_ATTEMPT_TIMEOUT)
+                .operation_timeout(DYNAMODB_OPERATION_TIMEOUT)
+                .build(),
+        )
 }
 
 pub fn secrets_manager(config: &SdkConfig) -> aws_sdk_secretsmanager::Client {
@@ -97,5 +114,30 @@ impl ClassifyRetry for TransactionConflictRetry {
 
     fn name(&self) -> &'static str {
         "TransactionConflictRetry"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_dynamodb_request_is_bounded_in_time() {
+        let sdk = SdkConfig::builder()
+            .behavior_version(BehaviorVersion::latest())
+            .build();
+        let config = dynamodb_config(&sdk).build();
+        let Some(timeouts) = config.timeout_config() else {
+            panic!("the DynamoDB client has no timeouts");
+        };
+        assert_eq!(
+            timeouts.operation_attempt_timeout(),
+            Some(DYNAMODB_ATTEMPT_TIMEOUT)
+        );
+        assert_eq!(
+            timeouts.operation_timeout(),
+            Some(DYNAMODB_OPERATION_TIMEOUT)
+        );
+        assert_eq!(timeouts.connect_timeout(), Some(DYNAMODB_CONNECT_TIMEOUT));
     }
 }
