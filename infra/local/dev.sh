@@ -24,7 +24,8 @@ AMADEUS_PORT=$((FAKES_PORT_BASE + 3))
 BASE="http://127.0.0.1:$WATCH_PORT"
 ROUTER_URL="$BASE/lambda-url/chat-router"
 DEV_ENV="$RUN_DIR/dev.env"
-BIN="$REPO_ROOT/target/debug"
+# Where `cargo build` puts the binaries (CARGO_TARGET_DIR when set, as cargo reads it).
+BIN="${CARGO_TARGET_DIR:-$REPO_ROOT/target}/debug"
 JWT_ISSUER_LOCAL="http://127.0.0.1/dev"
 JWT_AUDIENCE_LOCAL="local-dev"
 
