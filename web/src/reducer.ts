@@ -67,6 +67,9 @@ export function newTurn(key: string, userText?: string): TurnView {
   };
 }
 
+/** Error codes whose message was streamed and stored as the turn's answer (docs/api.md). */
+export const ANSWERED_ERRORS: ReadonlySet<string> = new Set(["canceled", "guardrail", "invalid_tool_call"]);
+
 const FAILED: ReadonlySet<string> = new Set([
   "failed",
   "timeout",
@@ -221,13 +224,22 @@ export function reduce(turn: TurnView, event: RouterEvent, now: number): TurnVie
         notice: event.metadata?.notice,
       };
     }
-    case "error":
+    case "error": {
+      // For these codes the message is the answer the turn streamed and stored; the text a
+      // stopped model step streamed before it is not kept, so it goes here too.
+      let next = blocks;
+      const lastText = findLastIndex(blocks, (b) => b.kind === "text");
+      if (ANSWERED_ERRORS.has(event.code) && lastText >= 0 && event.message) {
+        const old = blocks[lastText] as Extract<Block, { kind: "text" }>;
+        if (old.text.endsWith(event.message)) next = replaceAt(blocks, lastText, { ...old, text: event.message });
+      }
       return {
         ...turn,
         streaming: false,
         errorCode: event.code,
-        blocks: [...blocks, { kind: "error", key: key("error"), code: event.code, message: event.message }],
+        blocks: [...next, { kind: "error", key: key("error"), code: event.code, message: event.message }],
       };
+    }
     case "done":
       return { ...turn, streaming: false, phase: turn.errorCode ? "failed" : "done" };
     case "debug":

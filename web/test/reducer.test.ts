@@ -95,14 +95,16 @@ describe("reduce", () => {
     expect(failed.blocks.at(-1)).toMatchObject({ kind: "error", code: "llm_error", message: "The assistant is unavailable." });
   });
 
-  it("shows a canceled turn's streamed apology and its error", () => {
+  it("shows a canceled turn's stored apology (not the abandoned text) and its error", () => {
     const canceled = play([
       EVENTS[0],
-      { type: "assistant_token", id: 1, content: "Stopped at your request." },
-      { type: "error", id: 2, code: "canceled", message: "Stopped at your request." },
-      { type: "done", id: 3 },
+      { type: "assistant_token", id: 1, content: "Without a" },
+      { type: "assistant_token", id: 2, content: "Stopped at your request." },
+      { type: "error", id: 3, code: "canceled", message: "Stopped at your request." },
+      { type: "done", id: 4 },
     ]);
     expect(canceled.blocks.map((b) => b.kind)).toEqual(["user", "text", "error"]);
+    expect(canceled.blocks[1]).toMatchObject({ text: "Stopped at your request." });
     expect(canceled.phase).toBe("failed");
   });
 

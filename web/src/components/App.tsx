@@ -283,6 +283,7 @@ export function App(props: { api: Api; tokens: Tokens; title?: string }) {
     void refreshChats();
     void openChat(chatFromHash());
     const onHash = () => {
+      if (location.hash && !location.hash.startsWith("#/")) return; // not a route
       const id = chatFromHash();
       if (id !== chatRef.current) void openChat(id);
     };
@@ -326,7 +327,14 @@ export function App(props: { api: Api; tokens: Tokens; title?: string }) {
   return (
     <Actions.Provider value={actions}>
       <div class={`app ${sidebarOpen ? "sidebar-open" : ""}`}>
-        <a class="skip" href="#composer-input">
+        <a
+          class="skip"
+          href="#composer-input"
+          onClick={(e) => {
+            e.preventDefault(); // the hash is the page's route
+            input.current?.focus();
+          }}
+        >
           Skip to the message box
         </a>
         <header class="top">

@@ -8,6 +8,12 @@ import { type Flight, FlightTable } from "./FlightTable";
 import { ToolCardView } from "./ToolCard";
 
 const ERROR_HINTS: Record<string, string> = {
+  canceled: "Stopped.",
+  guardrail: "A safety check stopped this answer.",
+  invalid_tool_call: "The assistant could not do this.",
+  internal: "Something went wrong on the server.",
+  not_found: "This chat does not exist (any more).",
+  conflict: "The chat changed at the same time.",
   llm_error: "The language model could not be reached.",
   rate_limited: "Too many messages for now.",
   turn_in_progress: "Another message of this chat is still being answered.",
@@ -94,22 +100,26 @@ export function Blocks(props: {
               </div>
             );
           }
-          case "error":
+          case "error": {
+            // Where the message is the answer shown just above, it is not repeated.
+            const previous = props.blocks[props.blocks.indexOf(b) - 1];
+            const repeated = previous?.kind === "text" && previous.text === b.message;
             return (
               <div key={b.key} class="error-box" role="alert">
                 <p>
-                  <strong>{ERROR_HINTS[b.code] ?? "Something went wrong."}</strong> {b.message}
+                  <strong>{ERROR_HINTS[b.code] ?? "Something went wrong."}</strong> {repeated ? null : b.message}
                 </p>
                 <p class="muted">
                   code: <code class="code">{b.code}</code>
                 </p>
-                {props.turnKey ? (
+                {props.turnKey && props.latest ? (
                   <button type="button" class="retry" disabled={actions.busy} onClick={() => actions.retry(props.turnKey!)}>
                     Retry
                   </button>
                 ) : null}
               </div>
             );
+          }
         }
       })}
     </>
