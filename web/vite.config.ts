@@ -4,7 +4,7 @@ import { defineConfig } from "vitest/config";
 // keeps every asset path relative, so it works from any folder of any static host.
 export default defineConfig({
   base: "./",
-  esbuild: { jsx: "automatic", jsxImportSource: "preact" },
+  oxc: { jsx: { runtime: "automatic", importSource: "preact" } },
   build: { target: "es2022", sourcemap: false, reportCompressedSize: false },
   test: {
     include: ["test/**/*.test.{ts,tsx}"],

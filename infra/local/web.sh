@@ -4,7 +4,8 @@
 #   infra/local/web.sh build   npm ci in web/ when its packages are missing or older than
 #                              package-lock.json, then the page (web/dist) when older than its
 #                              sources; `make dev` runs this before it serves the page
-#   infra/local/web.sh test    the unit tests (Vitest; `make web-test`)
+#   infra/local/web.sh test    the unit tests (Vitest; `make web-test`), then the page's build
+#                              and its size (at most 150 KB gzipped)
 #   infra/local/web.sh e2e     the end-to-end tests in Chromium against the running stack
 #                              (`make web-e2e`, after `make dev`); installs Debian's chromium
 #                              when it is missing. WEB_PORT (5173) and FAKES_PORT_BASE (9100)
@@ -67,7 +68,7 @@ e2e() {
 
 case "${1:-}" in
   build) build ;;
-  test) packages && (cd web && npm test) ;;
+  test) packages && (cd web && npm test && npm run build && npm run size -- --max-gz-kb 150) ;;
   e2e) e2e ;;
   *) echo "usage: $0 build|test|e2e" >&2; exit 2 ;;
 esac
