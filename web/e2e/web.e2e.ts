@@ -175,20 +175,26 @@ describe("the web chat against the local stack", () => {
     await shot("05-reloaded");
   });
 
-  it("stops a turn with the stop button (the explicit cancel route)", async () => {
+  it("follows a turn through a reload (a lost page does not stop it), and Stop cancels it", async () => {
     await page.locator(".new-chat").click();
     const started = Date.now();
     await send("Tell me a long story #slow");
-    const stop = page.getByRole("button", { name: "Stop" });
     await lastTurn().locator(".msg.assistant").waitFor(); // it streams, slowly
+    const turnId = await lastTurn().getAttribute("data-turn-id");
+    await page.reload();
+    // The page follows the same turn from its start; the router kept it going meanwhile.
+    await page.locator(`.live .turn[data-turn-id="${turnId}"] .msg.assistant`).waitFor();
+    expect(await lastTurn().locator(".msg.user").textContent()).toContain("Tell me a long story");
+    await shot("06-resumed-after-reload");
+    const stop = page.getByRole("button", { name: "Stop" });
     await expect.poll(() => stop.isEnabled(), PATIENT).toBe(true);
     await stop.click();
     await expect.poll(() => lastTurn().getAttribute("data-phase"), { timeout: 15_000 }).toBe("failed");
     expect(await lastTurn().locator(".error-box code").textContent()).toBe("canceled");
-    expect(await lastTurn().locator(".msg.assistant").last().textContent()).toContain("Stopped at your request.");
+    expect(await lastTurn().locator(".msg.assistant .md").last().textContent()).toBe("Stopped at your request.");
     // The slow answer alone takes about ten seconds; the stop ended it well before.
     expect(Date.now() - started).toBeLessThan(9_000);
-    await shot("06-stopped");
+    await shot("07-stopped");
   });
 
   it("shows an upstream failure with its code, and retry works", async () => {
@@ -197,12 +203,12 @@ describe("the web chat against the local stack", () => {
     const error = lastTurn().locator(".error-box");
     await error.waitFor();
     expect(await error.locator("code").textContent()).toBe("llm_error");
-    await shot("07-upstream-error");
+    await shot("08-upstream-error");
     await error.getByRole("button", { name: "Retry" }).click();
     await expect.poll(() => page.locator(".live .turn").count(), PATIENT).toBe(2);
     await expect.poll(() => lastTurn().getAttribute("data-phase"), PATIENT).toBe("done");
     expect(await lastTurn().locator(".msg.assistant").textContent()).toContain("offline stand-in");
-    await shot("08-retried");
+    await shot("09-retried");
     await context.close();
   });
 
@@ -228,7 +234,7 @@ describe("the web chat against the local stack", () => {
     await page.locator(".chat-list a").first().waitFor();
     const width = await page.evaluate(() => document.documentElement.scrollWidth);
     expect(width).toBeLessThanOrEqual(390);
-    await shot("09-phone-keyboard");
+    await shot("10-phone-keyboard");
     await context.close();
   });
 });
