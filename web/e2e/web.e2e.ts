@@ -26,9 +26,15 @@ function token(user: string): string {
   return `${head}.${createHmac("sha256", secret).update(head).digest("base64url")}`;
 }
 
-/** A date the stand-in reads and the flight search accepts, 30 to 200 days ahead: another
- * run's (or the demo's) search of the same day would come from the result cache at once. */
-const DATE = new Date(Date.now() + (30 + Math.floor(Math.random() * 170)) * 86_400_000).toISOString().slice(0, 10);
+/** A date the stand-in reads and the flight search accepts, 90 to 239 days ahead: another
+ * run's search of the same day (the demo, the smoke and contract checks search 60 days
+ * ahead) would come from the result cache at once. */
+const DATE = new Date(Date.now() + (90 + Math.floor(Math.random() * 150)) * 86_400_000).toISOString().slice(0, 10);
+const pick = <T>(items: T[]): T => items[Math.floor(Math.random() * items.length)];
+/** And a route of its own, for the same reason. */
+const [FROM, FROM_CODE] = pick([["Frankfurt", "FRA"], ["Munich", "MUC"], ["Vienna", "VIE"], ["Zurich", "ZRH"]]);
+const [TO] = pick([["New York"], ["Boston"], ["Chicago"], ["Tokyo"]]);
+const FLIGHT_QUESTION = `Business class from ${FROM} to ${TO} on ${DATE}`;
 
 /** The fake Seats.aero of the stack (FAKES_PORT_BASE + 2), if it runs one. */
 const SEATSAERO_FAKE = process.env.SEATSAERO_FAKE_URL;
@@ -121,7 +127,7 @@ describe("the web chat against the local stack", () => {
     page = await newPage();
     await page.goto(WEB_URL);
     await slowNextAwardSearch(2500);
-    await send(`Business class from Frankfurt to New York on ${DATE}`);
+    await send(FLIGHT_QUESTION);
     const card = page.locator('.tool-card[data-tool="search_flights"]');
     await page.locator('.tool-card[data-tool="search_flights"][data-status="running"]').waitFor();
     await shot("02-flight-running");
@@ -137,7 +143,7 @@ describe("the web chat against the local stack", () => {
     const kinds = await lastTurn().locator(":scope > *").evaluateAll((els) => els.map((e) => e.className));
     expect(kinds.findIndex((k) => k.includes("tool-card"))).toBeLessThan(kinds.findIndex((k) => k.includes("assistant")));
     const answer = await lastTurn().locator(".msg.assistant").textContent();
-    expect(answer).toContain("FRA");
+    expect(answer).toContain(FROM_CODE);
     expect(await card.locator("table.flights tbody tr").count()).toBeGreaterThan(0);
     expect(await card.locator(".duration").textContent()).toMatch(/\d/);
 
@@ -145,7 +151,7 @@ describe("the web chat against the local stack", () => {
     await card.locator('table[data-kind="award"] button[data-sort="duration"]').click();
     expect(await card.locator('table[data-kind="award"] th[aria-sort="ascending"]').textContent()).toContain("Duration");
     await card.locator("summary", { hasText: "Arguments" }).click();
-    await expect.poll(() => card.locator("pre.args").textContent(), PATIENT).toContain('"origin": "FRA"');
+    await expect.poll(() => card.locator("pre.args").textContent(), PATIENT).toContain(`"origin": "${FROM_CODE}"`);
     await shot("03-flight-done");
     flightChatUrl = page.url();
     expect(flightChatUrl).toMatch(/#\/chat\/[0-9A-Z]+$/);
@@ -167,11 +173,11 @@ describe("the web chat against the local stack", () => {
     const history = page.locator(".history");
     await history.locator('.tool-card[data-tool="search_flights"][data-status="succeeded"] table.flights').first().waitFor();
     expect(page.url()).toBe(flightChatUrl);
-    expect(await history.locator(".msg.user").first().textContent()).toContain("Frankfurt to New York");
+    expect(await history.locator(".msg.user").first().textContent()).toContain(FLIGHT_QUESTION);
     expect(await history.locator('.tool-card[data-tool="search_knowledge_base"] .sources li').count()).toBeGreaterThan(0);
     expect(await history.locator(".tool-card .duration").count()).toBeGreaterThan(0);
     const current = page.locator('.chat-list a[aria-current="page"]');
-    expect(await current.textContent()).toContain("Business class from Frankfurt");
+    expect(await current.textContent()).toContain(`Business class from ${FROM}`);
     await shot("05-reloaded");
   });
 
