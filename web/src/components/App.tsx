@@ -289,7 +289,6 @@ export function App(props: { api: Api; tokens: Tokens; title?: string }) {
     };
     window.addEventListener("hashchange", onHash);
     return () => window.removeEventListener("hashchange", onHash);
-    // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [signedIn]);
 
   // Follow the answer while the reader is at the bottom; leave them be when they scrolled up.
