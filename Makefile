@@ -1,5 +1,6 @@
 # Entry points; each target is a thin wrapper around a script you can also run directly.
 .PHONY: dev down test deny lint emulators-up emulators-down ci
+.PHONY: web-test web-e2e
 
 # The RustSec advisory database snapshot `make deny` reads offline, and where it goes: a
 # newer one beside the repository if there is one, else the copy in supply-chain/.
@@ -61,3 +62,12 @@ emulators-down:
 ## What CI runs.
 ci:
 	./.ci/run
+
+## The web chat's unit tests (Vitest), after npm ci in web/ when needed.
+web-test:
+	./infra/local/web.sh test
+
+## The web chat end to end in Chromium against the running stack (make dev first, same
+## WEB_PORT); installs Debian's chromium when missing; screenshots in .local/run/web-e2e/.
+web-e2e:
+	./infra/local/web.sh e2e

@@ -5,14 +5,15 @@
 #                              secrets from template.yaml), ingest the sample knowledge base,
 #                              start fakes for every upstream without a key, run every function
 #                              under `cargo lambda watch`, feed the tool queue to the worker,
-#                              then hold a demo chat turn (DEMO=0 skips it)
+#                              serve the web chat (WEB=0 skips it), then hold a demo chat turn
+#                              (DEMO=0 skips it)
 #   infra/local/dev.sh down    stop exactly what `up` started (by PID), emulators included
 #   infra/local/dev.sh status  say what runs
 #
 # Real services instead of fakes: OPENAI_API_KEY (or OPENAI_BASE_URL for a keyless
 # OpenAI-compatible server such as Ollama, with OPENAI_MODEL), SEATSAERO_API_KEY,
 # AMADEUS_CLIENT_ID + AMADEUS_CLIENT_SECRET. Ports: WATCH_PORT (9000), FAKES_PORT_BASE (9100:
-# LLM +1, Seats.aero +2, Amadeus +3), DYNAMODB_PORT, MOTO_PORT.
+# LLM +1, Seats.aero +2, Amadeus +3), DYNAMODB_PORT, MOTO_PORT, WEB_PORT (5173: the web chat).
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 cd "$REPO_ROOT"
 
@@ -24,9 +25,12 @@ AMADEUS_PORT=$((FAKES_PORT_BASE + 3))
 BASE="http://127.0.0.1:$WATCH_PORT"
 ROUTER_URL="$BASE/lambda-url/chat-router"
 DEV_ENV="$RUN_DIR/dev.env"
-BIN="$REPO_ROOT/target/debug"
+# Where `cargo build` puts the binaries (CARGO_TARGET_DIR when set, as cargo reads it).
+BIN="${CARGO_TARGET_DIR:-$REPO_ROOT/target}/debug"
 JWT_ISSUER_LOCAL="http://127.0.0.1/dev"
 JWT_AUDIENCE_LOCAL="local-dev"
+WEB_PORT="${WEB_PORT:-5173}"
+WEB_URL="http://127.0.0.1:$WEB_PORT/"
 
 # Processes of ours: name, a marker their command line contains, how to start them.
 pidfile() { echo "$RUN_DIR/dev-$1.pid"; }
@@ -169,10 +173,26 @@ $(log_tail "$RUN_DIR/dev-fakes.log")" ;;
 
   start_bg bridge "dev-stack sqs-bridge" bash -c "set -a; source '$DEV_ENV'; set +a; exec '$BIN/dev-stack' sqs-bridge --invoke-url '$BASE/2015-03-31/functions/tool-worker/invocations'"
 
+  web_up
+
   log "up in $((SECONDS - started)) s. Chat with: cargo run -q -p chat -- \"your message\"   (router: $ROUTER_URL)"
   if [ "${DEMO:-1}" != 0 ]; then
     demo
   fi
+  if [ "${WEB:-1}" != 0 ]; then
+    log "chat in the browser: open $WEB_URL"
+  fi
+}
+
+# The web chat (web/, docs/web.md): its packages and build when missing or older than its
+# sources, then its server on 127.0.0.1:$WEB_PORT, which proxies /api to the router and hands
+# the page a dev token it mints (never written to a file).
+web_up() {
+  [ "${WEB:-1}" = 0 ] && return 0
+  "$REPO_ROOT/infra/local/web.sh" build
+  start_bg web "web/scripts/serve.mjs" node web/scripts/serve.mjs --port "$WEB_PORT" --dist web/dist \
+    --router "$ROUTER_URL" --jwt-secret-file "$RUN_DIR/jwt-secret"
+  wait_for "the web chat's server" "$WEB_URL" 30 web
 }
 
 # The README's chat commands, run as written (CI checks their output).
@@ -189,6 +209,7 @@ demo() {
 }
 
 cmd_down() {
+  stop_bg web "web/scripts/serve.mjs"
   stop_bg bridge "dev-stack sqs-bridge"
   stop_bg watch "lambda watch"
   stop_bg fakes "dev-stack fakes"
@@ -197,7 +218,7 @@ cmd_down() {
 
 cmd_status() {
   local pid name
-  for pair in "fakes:dev-stack fakes" "watch:lambda watch" "bridge:dev-stack sqs-bridge"; do
+  for pair in "fakes:dev-stack fakes" "watch:lambda watch" "bridge:dev-stack sqs-bridge" "web:web/scripts/serve.mjs"; do
     name="${pair%%:*}"
     if pid="$(our_pid "$name" "${pair#*:}")"; then echo "$name: running (pid $pid)"; else echo "$name: not running"; fi
   done

@@ -3,6 +3,7 @@
 
 use std::net::TcpListener;
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use serde_json::Value;
 use test_support::fake_llm::FakeLlm;
@@ -12,6 +13,15 @@ use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
 use crate::reshape::{Route, days_between, first_date, replace_codes, shift_dates};
 use crate::standin;
+
+/// `POST` here on the fake Seats.aero with `{"delay_ms": N, "searches": K}` (K defaults to
+/// 1): its next K searches answer after N ms (at most 10 s), as a slow real one does. For a
+/// client's test that wants to see a search while it runs (the web chat's end-to-end test);
+/// the fake is otherwise as quick as ever.
+pub const LATENCY_PATH: &str = "/__fake/latency";
+
+/// The most [`LATENCY_PATH`] may ask for.
+const MAX_LATENCY: Duration = Duration::from_secs(10);
 
 /// The running fakes; dropping them stops them.
 pub struct Fakes {
@@ -98,8 +108,12 @@ fn date_param(request: &Request, name: &str) -> Option<Date> {
 /// The route of the last award search, for the trip lookups that follow it.
 type LastRoute = Arc<Mutex<Option<Route>>>;
 
+/// How long the next searches wait: (delay, how many searches still wait).
+type Latency = Arc<Mutex<(Duration, u32)>>;
+
 async fn mount_seatsaero(server: &MockServer) {
     let last: LastRoute = Arc::default();
+    let latency: Latency = Arc::default();
     Mock::given(method("GET"))
         .and(path("/search"))
         .respond_with(SeatsSearch {
@@ -107,7 +121,13 @@ async fn mount_seatsaero(server: &MockServer) {
                 "seatsaero/cached_search_response.docs-example.json",
             ),
             last: last.clone(),
+            latency: latency.clone(),
         })
+        .mount(server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path(LATENCY_PATH))
+        .respond_with(SetLatency(latency))
         .mount(server)
         .await;
     Mock::given(method("GET"))
@@ -120,13 +140,48 @@ async fn mount_seatsaero(server: &MockServer) {
         .await;
 }
 
+struct SetLatency(Latency);
+
+impl Respond for SetLatency {
+    fn respond(&self, request: &Request) -> ResponseTemplate {
+        let Ok(body) = serde_json::from_slice::<Value>(&request.body) else {
+            return ResponseTemplate::new(400).set_body_string("expected {\"delay_ms\": N}");
+        };
+        let delay = Duration::from_millis(body["delay_ms"].as_u64().unwrap_or(0)).min(MAX_LATENCY);
+        let searches = body["searches"]
+            .as_u64()
+            .map_or(1, |n| u32::try_from(n.min(100)).unwrap_or(1));
+        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = (delay, searches);
+        ResponseTemplate::new(204)
+    }
+}
+
 struct SeatsSearch {
     fixture: Value,
     last: LastRoute,
+    latency: Latency,
+}
+
+impl SeatsSearch {
+    /// The delay of this search: the one asked for, while searches are left to delay.
+    fn delay(&self) -> Duration {
+        let mut latency = self.latency.lock().unwrap_or_else(PoisonError::into_inner);
+        if latency.1 == 0 {
+            return Duration::ZERO;
+        }
+        latency.1 -= 1;
+        latency.0
+    }
 }
 
 impl Respond for SeatsSearch {
     fn respond(&self, request: &Request) -> ResponseTemplate {
+        self.answer(request).set_delay(self.delay())
+    }
+}
+
+impl SeatsSearch {
+    fn answer(&self, request: &Request) -> ResponseTemplate {
         let mut body = self.fixture.clone();
         let (Some(origin), Some(destination), Some(date)) = (
             query(request, "origin_airport"),

@@ -4,6 +4,9 @@
 //! names), `search_knowledge_base` for questions, and otherwise makes small talk; after a
 //! tool round it relays the tool's result. It is a demo aid, not a language model, and says
 //! so in its answers.
+//!
+//! Two markers in a message let a client try what a real model does on a bad day (the web
+//! chat's end-to-end test uses them): [`FAIL_ONCE`] and [`SLOW`].
 
 use std::time::Duration;
 
@@ -13,6 +16,17 @@ use time::{Date, Month, OffsetDateTime};
 
 /// Pause between streamed words, so the stream is visibly a stream.
 const WORD_DELAY: Duration = Duration::from_millis(25);
+
+/// A message containing this fails like an LLM that is down (HTTP 500 to every attempt, so
+/// the turn ends with `error` `llm_error`) the first time its chat sends it; sent again in
+/// the same chat (a retry), it is answered as usual.
+pub const FAIL_ONCE: &str = "#fail-once";
+
+/// A message containing this is answered slowly, a word every [`SLOW_WORD_DELAY`]: time to
+/// stop the turn while it streams.
+pub const SLOW: &str = "#slow";
+
+const SLOW_WORD_DELAY: Duration = Duration::from_millis(400);
 
 const CITIES: &[(&str, &str)] = &[
     ("frankfurt", "FRA"),
@@ -137,13 +151,32 @@ pub fn reply(request: &Value, today: Date) -> Reply {
         .unwrap_or_default()
         .to_owned();
     let german = is_german(&last_user);
-    match messages.last() {
+    if last_user.contains(FAIL_ONCE) && times_sent(&messages, &last_user) == 1 {
+        return Reply::error(
+            500,
+            format!("stand-in: failing once as asked ({FAIL_ONCE})"),
+        );
+    }
+    let reply = match messages.last() {
         Some(last) if last["role"] == "tool" => text(relay_tool_result(
             last["content"].as_str().unwrap_or(""),
             german,
         )),
         _ => answer_user(&last_user, &offered, &messages, today, german),
+    };
+    if last_user.contains(SLOW) {
+        reply.with_chunk_delay(SLOW_WORD_DELAY)
+    } else {
+        reply
     }
+}
+
+/// How often the chat's history (the request's messages) holds this user message.
+fn times_sent(messages: &[Value], message: &str) -> usize {
+    messages
+        .iter()
+        .filter(|m| m["role"] == "user" && m["content"].as_str() == Some(message))
+        .count()
 }
 
 fn text(content: String) -> Reply {
@@ -530,6 +563,28 @@ mod tests {
         assert!(hello.contains("Offline-Platzhalter"), "{hello}");
         let no_date = debug(reply(&ask("Flights from Paris to Tokyo"), TODAY));
         assert!(no_date.contains("Which day"), "{no_date}");
+    }
+
+    #[test]
+    fn fail_once_fails_the_first_time_a_chat_sends_it_and_slow_streams_slowly() {
+        let user = |m: &str| json!({"role": "user", "content": m});
+        let ask = |history: Vec<Value>| json!({"messages": history, "tools": []});
+        let message = "Hello #fail-once 17";
+        let first = format!("{:?}", reply(&ask(vec![user(message)]), TODAY));
+        assert!(first.contains("status: 500"), "{first}");
+        // The failed turn stored the message; the retry's history has it twice.
+        let retry = format!(
+            "{:?}",
+            reply(&ask(vec![user(message), user(message)]), TODAY)
+        );
+        assert!(
+            !retry.contains("Status") && retry.contains("Hello!"),
+            "{retry}"
+        );
+        let slow = format!("{:?}", reply(&ask(vec![user("Hello #slow")]), TODAY));
+        assert!(slow.contains("chunk_delay: 400ms"), "{slow}");
+        let quick = format!("{:?}", reply(&ask(vec![user("Hello")]), TODAY));
+        assert!(quick.contains("chunk_delay: 25ms"), "{quick}");
     }
 
     #[test]

@@ -69,3 +69,44 @@ async fn recorded_answers_fit_the_requested_route_and_date() {
             .is_some_and(|t| t.starts_with("2027-04-01"))
     );
 }
+
+/// Told to, the fake Seats.aero answers its next searches slowly, then quickly again.
+#[tokio::test]
+async fn the_award_fake_can_be_told_to_be_slow() {
+    let running = fakes::start(Ports {
+        llm: None,
+        seatsaero: Some(0),
+        amadeus: None,
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+    let seats = running
+        .seatsaero
+        .as_ref()
+        .map(|s| s.uri())
+        .unwrap_or_default();
+    let http = reqwest::Client::new();
+    let told = http
+        .post(format!("{seats}{}", fakes::LATENCY_PATH))
+        .body(r#"{"delay_ms": 600, "searches": 1}"#)
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(told.status(), 204);
+    let search = || async {
+        let started = std::time::Instant::now();
+        let answer = http
+            .get(format!(
+                "{seats}/search?origin_airport=FRA&destination_airport=JFK&start_date=2027-03-15"
+            ))
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(answer.status(), 200);
+        started.elapsed()
+    };
+    let slow = search().await;
+    let quick = search().await;
+    assert!(slow >= std::time::Duration::from_millis(600), "{slow:?}");
+    assert!(quick < std::time::Duration::from_millis(500), "{quick:?}");
+}

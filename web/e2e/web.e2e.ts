@@ -1,0 +1,246 @@
+// The web chat in a real Chromium against the local stack (`make dev`, then
+// `make web-e2e`): the page, its server's proxy, the chat-router, the tools and the offline
+// LLM stand-in, nothing faked in between. A screenshot of each step goes to WEB_E2E_DIR.
+//
+// The tests run as a user of their own (a token minted like the page server's, pasted into
+// the page's session), so they never touch a developer's chats or rate limits; the first
+// test checks the page's own dev sign-in without sending anything.
+
+import { createHmac } from "node:crypto";
+import { mkdirSync, readFileSync } from "node:fs";
+import path from "node:path";
+import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+const WEB_URL = process.env.WEB_URL ?? "http://127.0.0.1:5173/";
+const SECRET_FILE = process.env.JWT_SECRET_FILE ?? path.resolve("..", ".local/run/jwt-secret");
+const SHOTS = process.env.WEB_E2E_DIR ?? path.resolve("..", ".local/run/web-e2e");
+const CHROMIUM = process.env.CHROMIUM ?? "/usr/bin/chromium";
+const USER = `web-e2e-${Date.now().toString(36)}`;
+
+function token(user: string): string {
+  const secret = readFileSync(SECRET_FILE, "utf8").trim();
+  const b64 = (v: unknown) => Buffer.from(JSON.stringify(v)).toString("base64url");
+  const now = Math.floor(Date.now() / 1000);
+  const head = `${b64({ alg: "HS256", typ: "JWT" })}.${b64({ sub: user, iss: "http://127.0.0.1/dev", aud: "local-dev", iat: now, exp: now + 3600 })}`;
+  return `${head}.${createHmac("sha256", secret).update(head).digest("base64url")}`;
+}
+
+/** A date the stand-in reads and the flight search accepts, 90 to 239 days ahead: another
+ * run's search of the same day (the demo, the smoke and contract checks search 60 days
+ * ahead) would come from the result cache at once. */
+const DATE = new Date(Date.now() + (90 + Math.floor(Math.random() * 150)) * 86_400_000).toISOString().slice(0, 10);
+const pick = <T>(items: T[]): T => items[Math.floor(Math.random() * items.length)];
+/** And a route of its own, for the same reason. */
+const [FROM, FROM_CODE] = pick([["Frankfurt", "FRA"], ["Munich", "MUC"], ["Vienna", "VIE"], ["Zurich", "ZRH"]]);
+const [TO] = pick([["New York"], ["Boston"], ["Chicago"], ["Tokyo"]]);
+const FLIGHT_QUESTION = `Business class from ${FROM} to ${TO} on ${DATE}`;
+
+/** The fake Seats.aero of the stack (FAKES_PORT_BASE + 2), if it runs one. */
+const SEATSAERO_FAKE = process.env.SEATSAERO_FAKE_URL;
+
+/** Asks the fake Seats.aero to take its time with the next search, so the page shows the
+ * running card for a while (tools/dev-stack: `/__fake/latency`). With a real Seats.aero it
+ * is slow enough on its own. */
+async function slowNextAwardSearch(ms: number): Promise<void> {
+  if (!SEATSAERO_FAKE) return;
+  try {
+    await fetch(`${SEATSAERO_FAKE}/__fake/latency`, { method: "POST", body: JSON.stringify({ delay_ms: ms, searches: 1 }) });
+  } catch {
+    // no fake there: the real service answers
+  }
+}
+
+/** How long a poll waits: a knowledge-base answer streams for seconds. */
+const PATIENT = { timeout: 30_000, interval: 100 };
+
+let browser: Browser;
+let context: BrowserContext;
+let page: Page;
+let flightChatUrl = "";
+
+async function shot(name: string, target: Page = page) {
+  await target.screenshot({ path: path.join(SHOTS, `${name}.png`) });
+}
+
+/** Records every status each tool card shows, however briefly, from the page's start. */
+function recordCardStatuses() {
+  const seen: string[] = [];
+  (window as unknown as { __cardStatuses: string[] }).__cardStatuses = seen;
+  new MutationObserver((records) => {
+    for (const r of records) {
+      const nodes = r.type === "attributes" ? [r.target] : [...r.addedNodes];
+      for (const n of nodes) {
+        if (!(n instanceof Element)) continue;
+        for (const card of [n, ...n.querySelectorAll(".tool-card")]) {
+          if (card.classList.contains("tool-card")) seen.push(`${card.getAttribute("data-tool")}:${card.getAttribute("data-status")}`);
+        }
+      }
+    }
+  }).observe(document, { subtree: true, childList: true, attributes: true, attributeFilter: ["data-status"] });
+}
+
+async function newPage(viewport = { width: 1280, height: 900 }): Promise<Page> {
+  context = await browser.newContext({ viewport, locale: "en-GB", timezoneId: "Europe/Berlin" });
+  const bearer = token(USER);
+  await context.addInitScript((t: string) => sessionStorage.setItem("chat.bearer", t), bearer);
+  await context.addInitScript(recordCardStatuses);
+  const p = await context.newPage();
+  p.on("pageerror", (e) => console.error(`[page error] ${e.message}`));
+  return p;
+}
+
+async function send(text: string, target: Page = page) {
+  const box = target.getByLabel("Message", { exact: true });
+  await box.fill(text);
+  await box.press("Enter");
+}
+
+/** The newest turn section of the page. */
+const lastTurn = (target: Page = page) => target.locator(".live .turn").last();
+
+beforeAll(async () => {
+  mkdirSync(SHOTS, { recursive: true });
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: ["--headless", "--no-sandbox", "--disable-background-networking", "--disable-component-update"],
+  });
+});
+
+afterAll(async () => {
+  await browser?.close();
+});
+
+describe("the web chat against the local stack", () => {
+  it("signs in with the stack's dev token and lists the dev user's chats", async () => {
+    const ctx = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    const p = await ctx.newPage();
+    await p.goto(WEB_URL);
+    await expect.poll(() => p.locator(".who").textContent(), PATIENT).toContain("local dev user dev-user");
+    await p.waitForLoadState("networkidle");
+    expect(await p.locator(".sidebar .tool-error").count()).toBe(0);
+    await shot("01-dev-sign-in", p);
+    await ctx.close();
+  });
+
+  it("shows a flight search's running card, then the flight tables, then the streamed answer", async () => {
+    page = await newPage();
+    await page.goto(WEB_URL);
+    await slowNextAwardSearch(2500);
+    await send(FLIGHT_QUESTION);
+    const card = page.locator('.tool-card[data-tool="search_flights"]');
+    await page.locator('.tool-card[data-tool="search_flights"][data-status="running"]').waitFor();
+    await shot("02-flight-running");
+    await page.locator('.tool-card[data-tool="search_flights"][data-status="succeeded"] table.flights').first().waitFor();
+    await lastTurn().locator(".msg.assistant").waitFor();
+    await expect.poll(() => lastTurn().getAttribute("data-phase"), PATIENT).toBe("done");
+
+    const statuses = await page.evaluate(() => (window as unknown as { __cardStatuses: string[] }).__cardStatuses);
+    const flightStatuses = statuses.filter((s) => s.startsWith("search_flights:"));
+    expect(flightStatuses[0]).toBe("search_flights:running");
+    expect(flightStatuses.at(-1)).toBe("search_flights:succeeded");
+    // In the page's order: the card (with its tables) before the answer's text.
+    const kinds = await lastTurn().locator(":scope > *").evaluateAll((els) => els.map((e) => e.className));
+    expect(kinds.findIndex((k) => k.includes("tool-card"))).toBeLessThan(kinds.findIndex((k) => k.includes("assistant")));
+    const answer = await lastTurn().locator(".msg.assistant").textContent();
+    expect(answer).toContain(FROM_CODE);
+    expect(await card.locator("table.flights tbody tr").count()).toBeGreaterThan(0);
+    expect(await card.locator(".duration").textContent()).toMatch(/\d/);
+
+    // The table sorts; the arguments come from the audit record on demand.
+    await card.locator('table[data-kind="award"] button[data-sort="duration"]').click();
+    expect(await card.locator('table[data-kind="award"] th[aria-sort="ascending"]').textContent()).toContain("Duration");
+    await card.locator("summary", { hasText: "Arguments" }).click();
+    await expect.poll(() => card.locator("pre.args").textContent(), PATIENT).toContain(`"origin": "${FROM_CODE}"`);
+    await shot("03-flight-done");
+    flightChatUrl = page.url();
+    expect(flightChatUrl).toMatch(/#\/chat\/[0-9A-Z]+$/);
+  });
+
+  it("shows a knowledge-base answer with its sources", async () => {
+    await send("How do miles upgrades work?");
+    const card = lastTurn().locator('.tool-card[data-tool="search_knowledge_base"]');
+    await card.locator(".sources li").first().waitFor();
+    await expect.poll(() => lastTurn().getAttribute("data-phase"), PATIENT).toBe("done");
+    expect(await card.getAttribute("data-status")).toBe("succeeded");
+    expect(await card.locator(".sources li").count()).toBeGreaterThan(0);
+    await card.locator(".sources").scrollIntoViewIfNeeded();
+    await shot("04-kb-sources");
+  });
+
+  it("shows the same chat, its history and stored tool results after a reload", async () => {
+    await page.reload();
+    const history = page.locator(".history");
+    await history.locator('.tool-card[data-tool="search_flights"][data-status="succeeded"] table.flights').first().waitFor();
+    expect(page.url()).toBe(flightChatUrl);
+    expect(await history.locator(".msg.user").first().textContent()).toContain(FLIGHT_QUESTION);
+    expect(await history.locator('.tool-card[data-tool="search_knowledge_base"] .sources li').count()).toBeGreaterThan(0);
+    expect(await history.locator(".tool-card .duration").count()).toBeGreaterThan(0);
+    const current = page.locator('.chat-list a[aria-current="page"]');
+    expect(await current.textContent()).toContain(`Business class from ${FROM}`);
+    await shot("05-reloaded");
+  });
+
+  it("follows a turn through a reload (a lost page does not stop it), and Stop cancels it", async () => {
+    await page.locator(".new-chat").click();
+    const started = Date.now();
+    await send("Tell me a long story #slow");
+    await lastTurn().locator(".msg.assistant").waitFor(); // it streams, slowly
+    const turnId = await lastTurn().getAttribute("data-turn-id");
+    await page.reload();
+    // The page follows the same turn from its start; the router kept it going meanwhile.
+    await page.locator(`.live .turn[data-turn-id="${turnId}"] .msg.assistant`).waitFor();
+    expect(await lastTurn().locator(".msg.user").textContent()).toContain("Tell me a long story");
+    await shot("06-resumed-after-reload");
+    const stop = page.getByRole("button", { name: "Stop" });
+    await expect.poll(() => stop.isEnabled(), PATIENT).toBe(true);
+    await stop.click();
+    await expect.poll(() => lastTurn().getAttribute("data-phase"), { timeout: 15_000 }).toBe("failed");
+    expect(await lastTurn().locator(".error-box code").textContent()).toBe("canceled");
+    expect(await lastTurn().locator(".msg.assistant .md").last().textContent()).toBe("Stopped at your request.");
+    // The slow answer alone takes about ten seconds; the stop ended it well before.
+    expect(Date.now() - started).toBeLessThan(9_000);
+    await shot("07-stopped");
+  });
+
+  it("shows an upstream failure with its code, and retry works", async () => {
+    await page.locator(".new-chat").click();
+    await send(`Hello #fail-once ${Date.now()}`);
+    const error = lastTurn().locator(".error-box");
+    await error.waitFor();
+    expect(await error.locator("code").textContent()).toBe("llm_error");
+    await shot("08-upstream-error");
+    await error.getByRole("button", { name: "Retry" }).click();
+    await expect.poll(() => page.locator(".live .turn").count(), PATIENT).toBe(2);
+    await expect.poll(() => lastTurn().getAttribute("data-phase"), PATIENT).toBe("done");
+    expect(await lastTurn().locator(".msg.assistant").textContent()).toContain("offline stand-in");
+    await shot("09-retried");
+    await context.close();
+  });
+
+  it("works with the keyboard alone on a phone-sized screen, the answer in a live region", async () => {
+    page = await newPage({ width: 390, height: 844 });
+    await page.goto(WEB_URL);
+    await page.getByLabel("Message", { exact: true }).waitFor(); // the page is up
+    await page.keyboard.press("Tab"); // the skip link
+    expect(await page.evaluate(() => document.activeElement?.textContent)).toContain("Skip to the message box");
+    await page.keyboard.press("Enter");
+    expect(await page.evaluate(() => document.activeElement?.id)).toBe("composer-input");
+    await page.keyboard.type("Hello there");
+    await page.keyboard.press("Enter");
+    const live = page.locator('[aria-live="polite"]');
+    await expect.poll(() => live.locator(".turn").last().getAttribute("data-phase"), PATIENT).toBe("done");
+    expect(await live.locator(".msg.assistant").textContent()).toContain("Hello!");
+    expect(await live.getAttribute("aria-busy")).toBe("false");
+    // The chat list is behind a button on a small screen, reachable by keyboard too.
+    const menu = page.getByRole("button", { name: "Chats" });
+    await menu.focus();
+    await page.keyboard.press("Enter");
+    expect(await menu.getAttribute("aria-expanded")).toBe("true");
+    await page.locator(".chat-list a").first().waitFor();
+    const width = await page.evaluate(() => document.documentElement.scrollWidth);
+    expect(width).toBeLessThanOrEqual(390);
+    await shot("10-phone-keyboard");
+    await context.close();
+  });
+});

@@ -1,0 +1,153 @@
+// A flight search's award and cash results as sortable tables.
+
+import { useState } from "preact/hooks";
+import { durationMinutes, parseAmount } from "../format";
+import { ExternalLink, safeHref } from "../markdown";
+
+export interface Flight {
+  id?: string;
+  provider?: string;
+  price?: string;
+  airline?: string;
+  cabin?: string;
+  totalStops?: number;
+  miles?: number | null;
+  taxes?: { amount?: number; currency?: string };
+  seatsLeft?: number | null;
+  bookingLinks?: Record<string, string> | null;
+  outbound?: {
+    departure?: { airport?: string; time?: string };
+    arrival?: { airport?: string; time?: string };
+    duration?: string;
+    stops?: string;
+    flightNumbers?: string;
+  };
+}
+
+type Kind = "award" | "cash";
+type SortKey = "price" | "stops" | "duration" | "carrier";
+
+/** The flights of one provider's reply (`{success, results: {flights}}`), or none. */
+export function flightsOf(reply: unknown): Flight[] {
+  const r = reply as { results?: { flights?: unknown } } | null | undefined;
+  const flights = r?.results?.flights;
+  return Array.isArray(flights) ? flights.filter((f): f is Flight => typeof f === "object" && f !== null) : [];
+}
+
+/** Award and cash lists of a `search_flights` result, when it has them. */
+export function flightLists(result: unknown): { award: Flight[]; cash: Flight[] } | null {
+  if (typeof result !== "object" || result === null) return null;
+  const r = result as Record<string, unknown>;
+  if (!("seatsResult" in r) && !("amadeusResult" in r)) return null;
+  return { award: flightsOf(r.seatsResult), cash: flightsOf(r.amadeusResult) };
+}
+
+function sortValue(f: Flight, key: SortKey, kind: Kind): number | string {
+  switch (key) {
+    case "price":
+      return kind === "award" ? (f.miles ?? Infinity) : parseAmount(f.price) || Infinity;
+    case "stops":
+      return f.totalStops ?? Infinity;
+    case "duration":
+      return durationMinutes(f.outbound?.duration);
+    case "carrier":
+      return `${f.airline ?? ""} ${f.outbound?.flightNumbers ?? ""}`;
+  }
+}
+
+const time = (t: string | undefined) => (t ? t.replace("T", " ") : "");
+
+export function FlightTable(props: { flights: Flight[]; kind: Kind }) {
+  const [sort, setSort] = useState<{ key: SortKey; asc: boolean }>({ key: "price", asc: true });
+  const { kind } = props;
+  const rows = props.flights
+    .map((f, i) => ({ f, i }))
+    .sort((a, b) => {
+      const x = sortValue(a.f, sort.key, kind);
+      const y = sortValue(b.f, sort.key, kind);
+      const c = x < y ? -1 : x > y ? 1 : a.i - b.i;
+      return sort.asc ? c : -c;
+    });
+  const header = (key: SortKey, label: string) => {
+    const active = sort.key === key;
+    return (
+      <th scope="col" aria-sort={active ? (sort.asc ? "ascending" : "descending") : "none"}>
+        <button
+          type="button"
+          class="sort"
+          data-sort={key}
+          onClick={() => setSort({ key, asc: active ? !sort.asc : true })}
+        >
+          {label}
+          <span aria-hidden="true">{active ? (sort.asc ? " ▲" : " ▼") : ""}</span>
+        </button>
+      </th>
+    );
+  };
+  const caption = kind === "award" ? "Award flights (miles)" : "Cash fares";
+  return (
+    <div class="table-wrap">
+      <table class={`flights ${kind}`} data-kind={kind}>
+        <caption>
+          {caption} <span class="count">({props.flights.length})</span>
+        </caption>
+        <thead>
+          <tr>
+            {header("carrier", "Carrier")}
+            <th scope="col">Route</th>
+            {header("duration", "Duration")}
+            {header("stops", "Stops")}
+            {header("price", kind === "award" ? "Miles" : "Price")}
+            <th scope="col">Book</th>
+          </tr>
+        </thead>
+        <tbody>
+          {rows.map(({ f, i }) => {
+            const links = Object.entries(f.bookingLinks ?? {})
+              .map(([label, url]) => [label, safeHref(url)] as const)
+              .filter((l): l is readonly [string, string] => l[1] !== null);
+            const o = f.outbound ?? {};
+            return (
+              <tr key={f.id ?? i}>
+                <td>
+                  <strong>{f.airline}</strong> <span class="muted">{o.flightNumbers}</span>
+                  {f.cabin ? <div class="muted">{f.cabin}</div> : null}
+                </td>
+                <td>
+                  {o.departure?.airport} {time(o.departure?.time)} → {o.arrival?.airport} {time(o.arrival?.time)}
+                </td>
+                <td>{o.duration}</td>
+                <td>{o.stops ?? f.totalStops}</td>
+                <td class="price">
+                  {f.price}
+                  {kind === "award" && f.seatsLeft != null ? <div class="muted">{f.seatsLeft} seats</div> : null}
+                </td>
+                <td>
+                  {links.length
+                    ? links.map(([label, href]) => (
+                        <ExternalLink key={label} href={href}>
+                          {label}
+                        </ExternalLink>
+                      ))
+                    : <span class="muted">—</span>}
+                </td>
+              </tr>
+            );
+          })}
+        </tbody>
+      </table>
+    </div>
+  );
+}
+
+export function FlightResults(props: { result: unknown }) {
+  const lists = flightLists(props.result);
+  if (!lists) return null;
+  if (!lists.award.length && !lists.cash.length) return <p class="muted">No flights found.</p>;
+  return (
+    <div class="flight-results">
+      {lists.award.length ? <FlightTable flights={lists.award} kind="award" /> : null}
+      {lists.cash.length ? <FlightTable flights={lists.cash} kind="cash" /> : null}
+    </div>
+  );
+}

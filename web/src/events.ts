@@ -1,0 +1,155 @@
+// The chat-router's SSE events (docs/api.md#event-stream), typed as the client reads them.
+// Fields the client does not use are left out; unknown events and unknown fields are
+// ignored, so a newer router does not break an older page.
+
+import type { SseMessage } from "./sse";
+
+export type CallStatus =
+  | "succeeded"
+  | "failed"
+  | "timeout"
+  | "rate_limited"
+  | "rejected"
+  | "skipped"
+  | "queued"
+  | "canceled"
+  | "awaiting_approval";
+
+export interface ApprovalRequest {
+  job_id: string;
+  tool: string;
+  arguments: unknown;
+  summary: string;
+  expires_at: string;
+}
+
+export type RouterEvent =
+  | { type: "init"; id?: number; chat_id: string; created: boolean; turn_id: string }
+  | { type: "tool_started"; id?: number; tool: string; job_id: string; deduped: boolean; status: "running" | "queued" }
+  | { type: "tool_progress"; id?: number; tool: string; job_id: string; message: string }
+  | {
+      type: "tool_result";
+      id?: number;
+      tool: string;
+      job_id: string | null;
+      status: CallStatus;
+      metadata: Record<string, unknown>;
+      result?: unknown;
+    }
+  | { type: "assistant_token"; id?: number; content: string }
+  | { type: "handoff"; id?: number; from: string; to: string; reason: string }
+  | { type: "ui"; id?: number; kind: string; payload: unknown }
+  | ({ type: "approval_required"; id?: number } & ApprovalRequest)
+  | {
+      type: "final";
+      id?: number;
+      message: { role: "assistant"; content: string };
+      session_state: Record<string, unknown>;
+      tool_result: unknown;
+      metadata?: { notice?: string };
+    }
+  | { type: "error"; id?: number; code: string; message: string; details?: unknown }
+  | { type: "debug"; id?: number; kind: string; payload: unknown }
+  | { type: "done"; id?: number };
+
+export type EventType = RouterEvent["type"];
+
+const isObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === "object" && v !== null && !Array.isArray(v);
+const str = (v: unknown): v is string => typeof v === "string";
+
+/** The event's place in its turn: a whole number, or undefined (events outside the turn's
+ * log, such as a refusal replayed to a follower, have none). */
+export function eventId(raw: string | undefined): number | undefined {
+  if (raw === undefined || !/^\d{1,15}$/.test(raw)) return undefined;
+  return Number(raw);
+}
+
+/** One parsed SSE message as a router event; `null` for unknown events and for data that
+ * does not have the event's required fields. */
+export function decodeEvent(message: SseMessage): RouterEvent | null {
+  let data: unknown;
+  try {
+    data = JSON.parse(message.data);
+  } catch {
+    return null;
+  }
+  if (!isObject(data)) return null;
+  const id = eventId(message.id);
+  const d = data;
+  switch (message.event) {
+    case "init":
+      return str(d.chat_id) && str(d.turn_id)
+        ? { type: "init", id, chat_id: d.chat_id, turn_id: d.turn_id, created: d.created === true }
+        : null;
+    case "tool_started":
+      return str(d.tool) && str(d.job_id)
+        ? {
+            type: "tool_started",
+            id,
+            tool: d.tool,
+            job_id: d.job_id,
+            deduped: d.deduped === true,
+            status: d.status === "queued" ? "queued" : "running",
+          }
+        : null;
+    case "tool_progress":
+      return str(d.tool) && str(d.job_id) && str(d.message)
+        ? { type: "tool_progress", id, tool: d.tool, job_id: d.job_id, message: d.message }
+        : null;
+    case "tool_result":
+      return str(d.tool) && str(d.status)
+        ? {
+            type: "tool_result",
+            id,
+            tool: d.tool,
+            job_id: str(d.job_id) ? d.job_id : null,
+            status: d.status as CallStatus,
+            metadata: isObject(d.metadata) ? d.metadata : {},
+            result: d.result,
+          }
+        : null;
+    case "assistant_token":
+      return str(d.content) ? { type: "assistant_token", id, content: d.content } : null;
+    case "handoff":
+      return str(d.from) && str(d.to)
+        ? { type: "handoff", id, from: d.from, to: d.to, reason: str(d.reason) ? d.reason : "" }
+        : null;
+    case "ui":
+      return str(d.kind) ? { type: "ui", id, kind: d.kind, payload: d.payload } : null;
+    case "approval_required":
+      return str(d.job_id) && str(d.tool) && str(d.summary)
+        ? {
+            type: "approval_required",
+            id,
+            job_id: d.job_id,
+            tool: d.tool,
+            arguments: d.arguments,
+            summary: d.summary,
+            expires_at: str(d.expires_at) ? d.expires_at : "",
+          }
+        : null;
+    case "final": {
+      const m = d.message;
+      if (!isObject(m) || !str(m.content)) return null;
+      return {
+        type: "final",
+        id,
+        message: { role: "assistant", content: m.content },
+        session_state: isObject(d.session_state) ? d.session_state : {},
+        tool_result: d.tool_result ?? null,
+        metadata: isObject(d.metadata) && str(d.metadata.notice) ? { notice: d.metadata.notice } : undefined,
+      };
+    }
+    case "error":
+      return str(d.code)
+        ? { type: "error", id, code: d.code, message: str(d.message) ? d.message : "", details: d.details }
+        : null;
+    case "debug":
+      return str(d.type) ? { type: "debug", id, kind: d.type, payload: d.payload } : null;
+    case "done":
+      return { type: "done", id };
+    default:
+      return null;
+  }
+}

@@ -1,0 +1,71 @@
+// A reloaded chat: its stored messages (oldest first) and its tool calls' audit records
+// become the same blocks a live turn shows, with each call's stored result and duration.
+
+import type { StoredMessage, ToolCallRecord } from "./api";
+import { type Block, type ToolCard, phaseOf, uiBlocks } from "./reducer";
+
+export function durationOf(record: ToolCallRecord): number | undefined {
+  if (!record.started_at || !record.finished_at) return undefined;
+  const ms = Date.parse(record.finished_at) - Date.parse(record.started_at);
+  return Number.isFinite(ms) && ms >= 0 ? ms : undefined;
+}
+
+/** The card of a stored call. */
+export function cardOf(record: ToolCallRecord): ToolCard {
+  const response = record.response ?? undefined;
+  const metadata = { ...(response?.metadata ?? {}) };
+  if (record.status !== "succeeded" && record.error && metadata.error === undefined) {
+    metadata.error = record.error;
+  }
+  return {
+    jobId: record.id,
+    tool: record.tool,
+    phase: phaseOf(record.status),
+    status: record.status,
+    deduped: false,
+    metadata,
+    result: response?.raw,
+    durationMs: durationOf(record),
+    args: record.request,
+  };
+}
+
+/** Blocks of a chat's history. `messages` oldest first; `records` by call id. */
+export function historyBlocks(messages: StoredMessage[], records: Map<string, ToolCallRecord>): Block[] {
+  const blocks: Block[] = [];
+  const shown = new Set<string>();
+  for (const m of messages) {
+    const key = `m:${m.id}`;
+    switch (m.role) {
+      case "user":
+        blocks.push({ kind: "user", key, text: m.content });
+        break;
+      case "assistant":
+        if (m.content.trim()) blocks.push({ kind: "text", key, text: m.content });
+        (m.ui ?? []).forEach((element, i) => blocks.push(...uiBlocks(element.kind, element.payload, `${key}:ui${i}`)));
+        break;
+      case "tool": {
+        const id = m.ledger_call_id;
+        const record = id ? records.get(id) : undefined;
+        if (!id || !record || shown.has(id)) break;
+        shown.add(id);
+        if (record.tool === "handoff") {
+          const r = (record.request ?? {}) as Record<string, unknown>;
+          blocks.push({
+            kind: "handoff",
+            key,
+            from: String(r.from ?? ""),
+            to: String(r.to ?? ""),
+            reason: String(r.reason ?? ""),
+          });
+        } else {
+          blocks.push({ kind: "tool", key, card: cardOf(record) });
+        }
+        break;
+      }
+      default:
+        break;
+    }
+  }
+  return blocks;
+}

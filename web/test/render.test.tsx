@@ -1,0 +1,151 @@
+import { render } from "preact";
+import { afterEach, describe, expect, it } from "vitest";
+import type { StoredMessage, ToolCallRecord } from "../src/api";
+import { Blocks } from "../src/components/Blocks";
+import { FlightResults } from "../src/components/FlightTable";
+import { durationMinutes, parseAmount } from "../src/format";
+import { historyBlocks } from "../src/history";
+import { Markdown, safeHref } from "../src/markdown";
+
+let root: HTMLElement;
+function mount(node: preact.ComponentChild): HTMLElement {
+  root = document.createElement("div");
+  document.body.append(root);
+  render(node, root);
+  return root;
+}
+afterEach(() => {
+  render(null, root);
+  root.remove();
+});
+
+describe("Markdown", () => {
+  it("renders the answers' markup", () => {
+    const el = mount(<Markdown text={"**Award flights (miles)**\n1. TK: 70,000 miles\n2. LH: *80,000*\n\nSee `code` and [the site](https://example.com/a?b=1)."} />);
+    expect(el.querySelector("strong")?.textContent).toBe("Award flights (miles)");
+    expect([...el.querySelectorAll("ol li")].map((li) => li.textContent)).toEqual(["TK: 70,000 miles", "LH: 80,000"]);
+    expect(el.querySelector("em")?.textContent).toBe("80,000");
+    expect(el.querySelector("code")?.textContent).toBe("code");
+    const a = el.querySelector("a")!;
+    expect(a.href).toBe("https://example.com/a?b=1");
+    expect(a.rel).toBe("noopener noreferrer");
+    expect(a.target).toBe("_blank");
+  });
+
+  it("never makes markup or script from the text", () => {
+    const hostile =
+      '<img src=x onerror="alert(1)"> <script>alert(2)</script> [click](javascript:alert(3)) ' +
+      "[data](data:text/html,<b>x</b>) <https://ok.example/> **<b>bold</b>**";
+    const el = mount(<Markdown text={hostile} />);
+    expect(el.querySelector("img, script, b")).toBeNull();
+    const links = [...el.querySelectorAll("a")].map((a) => a.getAttribute("href"));
+    expect(links).toEqual(["https://ok.example/"]);
+    expect(el.textContent).toContain('<img src=x onerror="alert(1)">');
+    expect(el.textContent).toContain("click");
+  });
+
+  it("accepts only http(s) links", () => {
+    expect(safeHref("https://a.example/x")).toBe("https://a.example/x");
+    expect(safeHref("http://a.example")).toBe("http://a.example/");
+    expect(safeHref("javascript:alert(1)")).toBeNull();
+    expect(safeHref("  JaVaScRiPt:alert(1)")).toBeNull();
+    expect(safeHref("/relative")).toBeNull();
+    expect(safeHref("mailto:x@example.com")).toBeNull();
+  });
+
+  it("keeps snake_case words and renders headings below the page's own", () => {
+    const el = mount(<Markdown text={"# Title\nuse search_flights_now please"} />);
+    expect(el.querySelector("h3")?.textContent).toBe("Title");
+    expect(el.querySelector("em")).toBeNull();
+  });
+});
+
+const flight = (over: Record<string, unknown>) => ({
+  provider: "seatsaero",
+  cabin: "Business",
+  outbound: { departure: { airport: "FRA", time: "2027-03-15T14:00" }, arrival: { airport: "JFK", time: "2027-03-15T17:10" }, duration: "9h 10m", stops: "Nonstop", flightNumbers: "TK1" },
+  ...over,
+});
+
+describe("FlightResults", () => {
+  const result = {
+    seatsResult: {
+      success: true,
+      results: {
+        flights: [
+          flight({ id: "1", airline: "TK", miles: 70000, totalStops: 0, price: "70,000 miles + $41.74", bookingLinks: { Turkish: "https://www.turkishairlines.com/x", Bad: "javascript:alert(1)" } }),
+          flight({ id: "2", airline: "LH", miles: 55000, totalStops: 1, price: "55,000 miles + $200", outbound: { ...flight({}).outbound, duration: "11h 5m", stops: "1 stop" } }),
+        ],
+      },
+    },
+    amadeusResult: { success: true, results: { flights: [flight({ id: "3", provider: "amadeus", airline: "UA", price: "$1,234.50", totalStops: 0 })] } },
+  };
+
+  it("shows award and cash tables, sorted by price, and re-sorts on a header", () => {
+    const el = mount(<FlightResults result={result} />);
+    const award = el.querySelector('table[data-kind="award"]')!;
+    const carriers = () => [...award.querySelectorAll("tbody tr td:first-child strong")].map((s) => s.textContent);
+    expect(carriers()).toEqual(["LH", "TK"]);
+    expect(award.querySelector('th[aria-sort="ascending"]')?.textContent).toContain("Miles");
+    (award.querySelector('button[data-sort="duration"]') as HTMLButtonElement).click();
+    return Promise.resolve().then(async () => {
+      await new Promise((r) => setTimeout(r, 0));
+      expect(carriers()).toEqual(["TK", "LH"]);
+      expect(el.querySelector('table[data-kind="cash"] tbody tr')?.textContent).toContain("$1,234.50");
+      const links = [...award.querySelectorAll("a")];
+      expect(links.map((a) => a.textContent)).toEqual(["Turkish"]);
+      expect(links[0].rel).toBe("noopener noreferrer");
+    });
+  });
+
+  it("parses amounts and durations for sorting", () => {
+    expect(parseAmount("$1,234.50")).toBe(1234.5);
+    expect(parseAmount("1.234,50 €")).toBe(1234.5);
+    expect(parseAmount("€ 980")).toBe(980);
+    expect(durationMinutes("9h 10m")).toBe(550);
+    expect(durationMinutes("11 Std. 5 Min.")).toBe(665);
+    expect(durationMinutes(undefined)).toBe(Infinity);
+  });
+});
+
+describe("a reloaded chat", () => {
+  const at = (s: number) => new Date(Date.UTC(2027, 0, 1, 12, 0, s)).toISOString();
+  const messages: StoredMessage[] = [
+    { id: "m0", chat_id: "c", seq: 0, role: "user", content: "Flights FRA JFK", created_at: at(0) },
+    { id: "m1", chat_id: "c", seq: 1, role: "assistant", content: "", created_at: at(1), tool_calls: [{ id: "x", name: "search_flights", arguments: "{}" }] },
+    { id: "m2", chat_id: "c", seq: 2, role: "tool", content: "…", created_at: at(2), tool_call_id: "x", ledger_call_id: "tc_1" },
+    { id: "m3", chat_id: "c", seq: 3, role: "assistant", content: "Here **they** are.", created_at: at(3), ui: [{ kind: "quick_replies", payload: { replies: ["More"] } }] },
+    { id: "m4", chat_id: "c", seq: 4, role: "user", content: "How do upgrades work?", created_at: at(4) },
+    { id: "m5", chat_id: "c", seq: 5, role: "tool", content: "…", created_at: at(5), ledger_call_id: "tc_2" },
+    { id: "m6", chat_id: "c", seq: 6, role: "assistant", content: "Like this.", created_at: at(6) },
+  ];
+  const record = (id: string, tool: string, over: Partial<ToolCallRecord>): ToolCallRecord => ({
+    id, chat_id: "c", tool, status: "succeeded", attempt: 1, request: { q: id }, created_at: at(0), updated_at: at(0),
+    started_at: at(1), finished_at: new Date(Date.UTC(2027, 0, 1, 12, 0, 2, 250)).toISOString(), ...over,
+  });
+  const records = new Map([
+    ["tc_1", record("tc_1", "search_flights", { response: { raw: { seatsResult: { results: { flights: [flight({ id: "9", airline: "TK", miles: 1 })] } } }, metadata: { mode: "flights" } } })],
+    ["tc_2", record("tc_2", "search_knowledge_base", { response: { metadata: { sources: [{ id: "s#1", document_id: "status-und-upgrades", snippet: "Upgrades mit Meilen" }] } } })],
+  ]);
+
+  it("shows the stored messages, tool cards with results and durations, sources and quick replies", () => {
+    const blocks = historyBlocks(messages, records);
+    expect(blocks.map((b) => b.kind)).toEqual(["user", "tool", "text", "quick_replies", "user", "tool", "text"]);
+    const el = mount(<Blocks blocks={blocks} chatId="c" latest />);
+    const cards = [...el.querySelectorAll(".tool-card")];
+    expect(cards.map((c) => c.getAttribute("data-status"))).toEqual(["succeeded", "succeeded"]);
+    expect(cards[0].querySelector(".duration")?.textContent).toBe("1.3 s");
+    expect(cards[0].querySelector("table")).not.toBeNull();
+    expect(cards[1].querySelector(".sources")?.textContent).toContain("status-und-upgrades");
+    expect(el.querySelector(".quick-replies button")?.textContent).toBe("More");
+    expect(el.querySelector(".md strong")?.textContent).toBe("they");
+  });
+});
+
+describe("an error block", () => {
+  it("shows the code and a retry button", () => {
+    const el = mount(<Blocks blocks={[{ kind: "error", key: "e", code: "llm_error", message: "The assistant is unavailable." }]} turnKey="k" latest />);
+    expect(el.querySelector('[role="alert"]')?.textContent).toContain("llm_error");
+    expect(el.querySelector("button.retry")?.textContent).toBe("Retry");
+  });
+});
