@@ -1,5 +1,5 @@
 # Entry points; each target is a thin wrapper around a script you can also run directly.
-.PHONY: dev down test deny lint emulators-up emulators-down ci
+.PHONY: dev down test deny lint emulators-up emulators-down ci sam-local sam-local-down
 
 # The RustSec advisory database snapshot `make deny` reads offline, and where it goes: a
 # newer one beside the repository if there is one, else the copy in supply-chain/.
@@ -57,6 +57,15 @@ emulators-up:
 ## Stop exactly what emulators-up started.
 emulators-down:
 	./infra/local/emulators.sh stop
+
+## Opt-in: what `sam local` needs (a Docker engine, arm64 emulation, a base image), each
+## installed or started only when missing; docs/sam-local.md.
+sam-local:
+	./infra/local/sam-local.sh up
+
+## Stop the Docker engine `make sam-local` started, if it started one.
+sam-local-down:
+	./infra/local/sam-local.sh down
 
 ## What CI runs.
 ci:
