@@ -5,6 +5,8 @@
 #                                    done: a Docker engine, arm64 emulation, the base image
 #   infra/local/sam-local.sh down    stop the Docker engine `up` started (by PID), nothing else
 #   infra/local/sam-local.sh status  say what there is
+#   infra/local/sam-local.sh invoke  every sample event through `sam local invoke` (sam_local.py)
+#   infra/local/sam-local.sh api     `sam local start-api`, one request per route (sam_local.py)
 #
 # - Docker: an engine that answers `docker info` is used as it is and never touched. Else
 #   Debian's docker.io is installed and `dockerd --userland-proxy=false` started (log and PID
@@ -188,9 +190,19 @@ cmd_status() {
   echo "base image: $(cat "$IMAGE_FILE" 2>/dev/null || echo none chosen)"
 }
 
+# `make sam-invoke` / `make sam-api`: against `make dev`'s stack, with what `sam build` made.
+cmd_sam() {
+  engine_answers || die "no Docker engine answers: run make sam-local first"
+  [ -f "$IMAGE_FILE" ] || die "no base image chosen yet: run make sam-local first"
+  [ -x "$VENV_DIR/bin/sam" ] || die "the SAM CLI is missing: run ./infra/local/install.sh"
+  "$VENV_DIR/bin/python" "$REPO_ROOT/infra/local/sam_local.py" "$1" --image "$(cat "$IMAGE_FILE")" \
+    --api-port "${SAM_API_PORT:-3100}" --jobs "${SAM_INVOKE_JOBS:-2}"
+}
+
 case "${1:-}" in
   up) cmd_up ;;
   down) cmd_down ;;
   status) cmd_status ;;
-  *) echo "usage: $0 up|down|status" >&2; exit 2 ;;
+  invoke | api) cmd_sam "$1" ;;
+  *) echo "usage: $0 up|down|status|invoke|api" >&2; exit 2 ;;
 esac
