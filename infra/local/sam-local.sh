@@ -10,8 +10,8 @@
 #
 # - Docker: an engine that answers `docker info` is used as it is and never touched. Else
 #   Debian's docker.io is installed and `dockerd --userland-proxy=false` started (log and PID
-#   in .local/run/). With the userland proxy, `sam local` gives up with "No response from
-#   invoke container".
+#   in .local/run/). With the userland proxy (Docker's default) some invocations end in
+#   "No response from invoke container" (2 of 26 in one run on the 2-core machine).
 # - arm64: the functions are arm64 (Graviton); qemu-user-static's aarch64 handler runs them
 #   on another CPU. It is registered with the F flag, so it works inside containers too.
 # - The base image (written to .local/run/sam-base-image for `make sam-invoke`): Amazon's

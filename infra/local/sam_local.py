@@ -293,6 +293,9 @@ def invoke_one(run, binary, logical_id, event):
         got = status_of(binary, done.stdout)
     except (ValueError, KeyError, TypeError) as e:
         got = f"none ({e})"
+        if b"No response from invoke container" in done.stderr:
+            # Seen with an engine that runs the userland proxy (docs/sam-local.md).
+            got = "none (No response from invoke container)"
     print(f"[sam-invoke] {binary}/{event.name}: expected {expected}, got {got} ({seconds:.1f} s)",
           file=sys.stderr, flush=True)
     return expected, got, seconds, log
