@@ -42,7 +42,7 @@ as_root() {
   "${ROOT[@]}" "$@"
 }
 
-# Installs Debian packages whose command is missing: pairs of command and package.
+# Installs Debian packages that are missing: pairs of a command (or a file) and its package.
 apt_install() {
   local missing=() cmd
   while [ $# -gt 0 ]; do
@@ -88,7 +88,7 @@ start_engine() {
 $(log_tail "$DOCKERD_LOG" 10)"
     sleep 0.5
   done
-  die "dockerd did not answer within 60 s; see .local/run/dockerd.log"
+  die "dockerd did not answer within 60 s; see .local/run/dockerd.log (not root: may your user use /var/run/docker.sock?)"
 }
 
 register_arm64() {
