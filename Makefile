@@ -1,5 +1,5 @@
 # Entry points; each target is a thin wrapper around a script you can also run directly.
-.PHONY: dev down test deny lint emulators-up emulators-down ci
+.PHONY: dev down test deny lint emulators-up emulators-down ci sam-local sam-local-down sam-invoke sam-api
 .PHONY: web-test web-e2e
 
 # The RustSec advisory database snapshot `make deny` reads offline, and where it goes: a
@@ -58,6 +58,24 @@ emulators-up:
 ## Stop exactly what emulators-up started.
 emulators-down:
 	./infra/local/emulators.sh stop
+
+## Opt-in: what `sam local` needs (a Docker engine, arm64 emulation, a base image), each
+## installed or started only when missing; docs/sam-local.md.
+sam-local:
+	./infra/local/sam-local.sh up
+
+## Stop the Docker engine `make sam-local` started, if it started one.
+sam-local-down:
+	./infra/local/sam-local.sh down
+
+## Every sample event in events/ through `sam local invoke` against `make dev`'s stack,
+## after `sam build`; asserts each status.
+sam-invoke:
+	./infra/local/sam-local.sh invoke
+
+## `sam local start-api`: one request per HTTP API route of template.yaml, each status asserted.
+sam-api:
+	./infra/local/sam-local.sh api
 
 ## What CI runs.
 ci:

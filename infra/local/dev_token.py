@@ -2,8 +2,9 @@
 
     python3 infra/local/dev_token.py <secret file> <user>
 
-For the scripts that talk to `make dev` from outside (the contract check, the smoke test),
-each with a user of its own so they never touch a developer's chats. One hour.
+For the scripts that talk to `make dev` from outside (the contract check, the smoke test,
+`make sam-invoke`), each with a user of its own so they never touch a developer's chats.
+One hour.
 """
 
 import base64
@@ -18,7 +19,7 @@ def b64(data):
     return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
 
 
-def main(secret_file, user):
+def token(secret_file, user):
     with open(secret_file, encoding="utf-8") as f:
         secret = f.read().strip().encode()
     now = int(time.time())
@@ -26,8 +27,8 @@ def main(secret_file, user):
               "iat": now, "exp": now + 3600}
     head = b64(json.dumps({"alg": "HS256", "typ": "JWT"}).encode()) + "." + b64(
         json.dumps(claims).encode())
-    print(head + "." + b64(hmac.new(secret, head.encode(), hashlib.sha256).digest()))
+    return head + "." + b64(hmac.new(secret, head.encode(), hashlib.sha256).digest())
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:3])
+    print(token(*sys.argv[1:3]))

@@ -32,3 +32,5 @@ cargo test --workspace --all-targets "$@"
 "$VENV_DIR/bin/python" "$REPO_ROOT/infra/tests/ops.py"
 # Gradual deployments: aliases, deployment preferences, rollback alarms, pre-traffic hooks.
 "$VENV_DIR/bin/python" "$REPO_ROOT/infra/tests/deploy.py"
+# `make sam-invoke` / `make sam-api`'s helpers: events to functions, routes, configuration.
+"$VENV_DIR/bin/python" "$REPO_ROOT/infra/tests/sam_local_test.py"
