@@ -188,13 +188,20 @@ pub async fn read_json<T: DeserializeOwned>(
     service: &'static str,
     response: Response,
 ) -> Result<T> {
+    let bytes = read_success(service, response).await?;
+    serde_json::from_slice(&bytes).map_err(|e| Error::Upstream {
+        service,
+        message: format!("unexpected response body: {e}"),
+    })
+}
+
+/// Like [`read_json`], but a 2xx body is returned as it is, for a caller that parses it
+/// into types borrowing from it; it maps the other statuses as [`read_json`] does.
+pub async fn read_success(service: &'static str, response: Response) -> Result<Vec<u8>> {
     let status = response.status();
     let bytes = read_body(service, response).await?;
     if status.is_success() {
-        return serde_json::from_slice(&bytes).map_err(|e| Error::Upstream {
-            service,
-            message: format!("unexpected response body: {e}"),
-        });
+        return Ok(bytes);
     }
     if status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN {
         return Err(Error::Upstream {
