@@ -227,13 +227,13 @@ async fn read_capped(service: &'static str, mut response: Response, cap: usize) 
         service,
         message: format!("response body over the {} MB limit", cap / (1024 * 1024)),
     };
-    if response
-        .content_length()
-        .is_some_and(|length| length > cap as u64)
-    {
+    let declared = response.content_length();
+    if declared.is_some_and(|length| length > cap as u64) {
         return Err(too_large());
     }
-    let mut body = Vec::new();
+    // Room for the declared length (at most `cap`), so a large body is not copied again
+    // each time the buffer grows.
+    let mut body = Vec::with_capacity(declared.map_or(0, |length| length as usize));
     while let Some(chunk) = response.chunk().await.map_err(|e| Error::Upstream {
         service,
         message: format!("reading the body failed: {e}"),
