@@ -51,6 +51,7 @@ impl SeatsAero {
         url
     }
 
+    /// The body of the reply (`payload::SearchReply::parse` reads it, borrowing from it).
     pub async fn search(
         &self,
         key: &SecretString,
@@ -82,6 +83,7 @@ impl SeatsAero {
         upstream::read_success(SERVICE, response).await
     }
 
+    /// The body of the reply (`payload::TripsReply::parse` reads it, borrowing from it).
     pub async fn trips(
         &self,
         key: &SecretString,

@@ -10,13 +10,12 @@
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
-use serde_json::value::RawValue;
 use shared::domain::flight::{
     Cabin, FlightEndpoint, FlightLeg, FlightResult, Locale, Provider, Taxes,
 };
 
 use crate::format;
-use crate::payload::{self, Availability, BookingLink, CabinOffer, Segment, Trip, TripsReply};
+use crate::payload::{Availability, BookingLink, CabinOffer, Entries, Segment, Trip, TripsReply};
 
 /// Seats.aero left `TaxesCurrency` empty before it reported other currencies; its taxes
 /// were US dollars then.
@@ -47,9 +46,9 @@ pub(crate) struct Shape {
 pub(crate) fn build(
     shape: &Shape,
     candidate: &Candidate<'_>,
-    reply: &TripsReply<'_>,
+    reply: TripsReply<'_>,
 ) -> Result<FlightResult, String> {
-    let mut trip = best_trip(shape, &reply.data)
+    let mut trip = best_trip(shape, reply.data)
         .ok_or_else(|| format!("no usable {} trip", shape.cabin.seatsaero_api_value()))?;
     let availability = &candidate.availability;
     let offer = &candidate.offer;
@@ -74,7 +73,7 @@ pub(crate) fn build(
         miles: Some(price.miles),
         taxes: price.taxes,
         seats_left: seats_left(&trip, offer),
-        booking_links: booking_links(&reply.booking_links),
+        booking_links: booking_links(reply.booking_links),
         outbound,
         inbound: None,
     })
@@ -232,10 +231,10 @@ fn seats_left(trip: &Trip<'_>, offer: &CabinOffer<'_>) -> Option<u32> {
         .map(|s| u32::try_from(s).unwrap_or(u32::MAX))
 }
 
-fn best_trip<'a>(shape: &Shape, data: &[&'a RawValue]) -> Option<Trip<'a>> {
+fn best_trip<'a>(shape: &Shape, data: Entries<Trip<'a>>) -> Option<Trip<'a>> {
     let wanted = shape.cabin.seatsaero_api_value();
-    data.iter()
-        .filter_map(|raw| match payload::entry::<Trip<'a>>(raw) {
+    data.into_iter()
+        .filter_map(|trip| match trip {
             Ok(trip) => Some(trip),
             Err(e) => {
                 tracing::warn!(error = %e, "malformed trip dropped");
@@ -278,13 +277,13 @@ fn airline(trip: &Trip<'_>, segments: &[Segment<'_>], offer: &CabinOffer<'_>) ->
 }
 
 /// `booking_links` as label → link; the first link of a label wins.
-fn booking_links(links: &[&RawValue]) -> Option<BTreeMap<String, String>> {
+fn booking_links(links: Entries<BookingLink<'_>>) -> Option<BTreeMap<String, String>> {
     let mut map = BTreeMap::new();
-    for raw in links {
+    for link in links {
         let Ok(BookingLink {
             label: Some(label),
             link: Some(link),
-        }) = payload::entry::<BookingLink<'_>>(raw)
+        }) = link
         else {
             continue;
         };
@@ -334,7 +333,8 @@ mod tests {
     }
 
     fn reply(trips: Value) -> TripsReply<'static> {
-        serde_json::from_str(leak(&json!({"data": trips}))).unwrap_or_else(|e| panic!("{e}"))
+        TripsReply::parse(leak(&json!({"data": trips})).as_bytes())
+            .unwrap_or_else(|e| panic!("{e}"))
     }
 
     #[test]
@@ -342,7 +342,7 @@ mod tests {
         let flight = build(
             &shape(),
             &candidate(),
-            &reply(json!([{"DepartsAt": "2025-06-01T10:00:00Z", "Cabin": "business"}])),
+            reply(json!([{"DepartsAt": "2025-06-01T10:00:00Z", "Cabin": "business"}])),
         )
         .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(flight.miles, Some(60_000));
@@ -361,13 +361,13 @@ mod tests {
         let err = build(
             &shape(),
             &candidate(),
-            &reply(json!([{"DepartsAt": "2025-06-01T10:00:00Z", "Cabin": "economy"}])),
+            reply(json!([{"DepartsAt": "2025-06-01T10:00:00Z", "Cabin": "economy"}])),
         );
         assert!(err.is_err());
         let err = build(
             &shape(),
             &candidate(),
-            &reply(json!([{"Cabin": "business"}])),
+            reply(json!([{"Cabin": "business"}])),
         );
         assert_eq!(err.err().as_deref(), Some("no departure time"));
     }
@@ -385,7 +385,7 @@ mod tests {
              ]},
             {"MileageCost": 65000, "Stops": 3, "DepartsAt": "c"}
         ]);
-        let flight = build(&shape(), &candidate(), &reply(trips)).unwrap_or_else(|e| panic!("{e}"));
+        let flight = build(&shape(), &candidate(), reply(trips)).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(flight.miles, Some(65_000));
         assert_eq!(flight.price_per_person, "65,000 miles + CAD 25.50");
         assert_eq!(flight.price, "130,000 miles + CAD 51");
@@ -408,8 +408,8 @@ mod tests {
             [], null, {"label": "A"}, {"label": "A", "link": "https://a.example/", "link": null},
             {"label": "B", "link": "https://b.example/"}, {"label": "A", "link": "https://c.example/"}
         ]}"#;
-        let reply: TripsReply<'_> = serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}"));
-        let flight = build(&shape(), &candidate(), &reply).unwrap_or_else(|e| panic!("{e}"));
+        let reply = TripsReply::parse(body.as_bytes()).unwrap_or_else(|e| panic!("{e}"));
+        let flight = build(&shape(), &candidate(), reply).unwrap_or_else(|e| panic!("{e}"));
         // A key given twice: the last one counts, as in a `serde_json::Value`.
         assert_eq!(flight.miles, Some(50_000));
         assert_eq!(flight.airline, "AC");

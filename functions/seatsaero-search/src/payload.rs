@@ -2,9 +2,10 @@
 //!
 //! Data keys are PascalCase, the top-level keys of `/trips/{id}` snake_case. Numbers may
 //! arrive as strings, cabin fields as `null`, `"0"` or `""`; unknown fields are ignored and
-//! missing ones defaulted. Entries stay raw JSON text in the reply types (`&RawValue`,
-//! checked but not built into values) and are read one by one, so that one odd entry is
-//! dropped on its own instead of failing the whole reply.
+//! missing ones defaulted. One odd entry is dropped on its own instead of failing the whole
+//! reply: a reply is read in one pass, every entry typed, and only when that fails (some
+//! entry is odd, or the reply is not JSON) read again with its entries as raw JSON text
+//! (`&RawValue`, checked but not built into values), each then read on its own.
 //!
 //! Everything borrows from the reply body: texts are `Cow`s that point into it unless they
 //! carry escapes. Entries are read as they were when the replies were parsed into
@@ -12,6 +13,7 @@
 
 use std::borrow::Cow;
 use std::fmt;
+use std::marker::PhantomData;
 
 use serde::Deserialize;
 use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
@@ -19,15 +21,51 @@ use serde_json::value::RawValue;
 use serde_json::{Number, Value};
 use shared::domain::flight::Cabin;
 
+/// The entries of a reply, each read or why it could not be.
+pub(crate) type Entries<T> = Vec<serde_json::Result<T>>;
+
 /// `GET /search`.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default)]
 pub(crate) struct SearchReply<'a> {
-    #[serde(borrow, default, deserialize_with = "null_as_default")]
-    pub data: Vec<&'a RawValue>,
-    #[serde(default, deserialize_with = "lenient_u64")]
+    pub data: Entries<Availability<'a>>,
     pub count: Option<u64>,
-    #[serde(default, rename = "hasMore", deserialize_with = "lenient_bool")]
     pub has_more: Option<bool>,
+}
+
+/// The shape of a `GET /search` reply, `D` its entries: typed or raw.
+#[derive(Deserialize)]
+#[serde(
+    expecting = "struct SearchReply",
+    bound(deserialize = "D: Deserialize<'de> + Default")
+)]
+struct SearchShape<D> {
+    #[serde(default, deserialize_with = "null_as_default")]
+    data: D,
+    #[serde(default, deserialize_with = "lenient_u64")]
+    count: Option<u64>,
+    #[serde(default, rename = "hasMore", deserialize_with = "lenient_bool")]
+    has_more: Option<bool>,
+}
+
+impl<'a> SearchReply<'a> {
+    /// The reply, in one pass when every entry is an availability, else entry by entry.
+    pub fn parse(body: &'a [u8]) -> serde_json::Result<Self> {
+        if let Ok(reply) =
+            serde_json::from_slice::<SearchShape<Vec<Object<Availability<'a>>>>>(body)
+        {
+            return Ok(Self {
+                data: reply.data.into_iter().map(|entry| Ok(entry.0)).collect(),
+                count: reply.count,
+                has_more: reply.has_more,
+            });
+        }
+        let reply = serde_json::from_slice::<SearchShape<Vec<&'a RawValue>>>(body)?;
+        Ok(Self {
+            data: reply.data.into_iter().map(Availability::parse).collect(),
+            count: reply.count,
+            has_more: reply.has_more,
+        })
+    }
 }
 
 /// One availability: a route, a date and a mileage programme, with the fields of each of
@@ -158,16 +196,10 @@ pub(crate) struct CabinOffer<'a> {
 }
 
 impl<'a> Availability<'a> {
-    /// One entry of [`SearchReply::data`]. Only an object is an availability: serde would
-    /// also read an array as one, field by field in declaration order.
+    /// One raw entry of a `GET /search` reply. Only an object is an availability
+    /// ([`Object`]).
     pub fn parse(raw: &'a RawValue) -> serde_json::Result<Self> {
-        if !raw.get().starts_with('{') {
-            return Err(de::Error::invalid_type(
-                de::Unexpected::Other("a value that is not an object"),
-                &"an availability object",
-            ));
-        }
-        entry(raw)
+        entry::<Object<Self>>(raw).map(|entry| entry.0)
     }
 
     pub fn cabin(&self, cabin: Cabin) -> CabinOffer<'a> {
@@ -217,12 +249,43 @@ impl<'a> Availability<'a> {
 }
 
 /// `GET /trips/{id}`.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default)]
 pub(crate) struct TripsReply<'a> {
-    #[serde(borrow, default, deserialize_with = "null_as_default")]
-    pub data: Vec<&'a RawValue>,
-    #[serde(borrow, default, deserialize_with = "null_as_default")]
-    pub booking_links: Vec<&'a RawValue>,
+    pub data: Entries<Trip<'a>>,
+    pub booking_links: Entries<BookingLink<'a>>,
+}
+
+/// The shape of a `GET /trips/{id}` reply, `D` its trips and `L` its links: typed or raw.
+#[derive(Deserialize)]
+#[serde(
+    expecting = "struct TripsReply",
+    bound(deserialize = "D: Deserialize<'de> + Default, L: Deserialize<'de> + Default")
+)]
+struct TripsShape<D, L> {
+    #[serde(default, deserialize_with = "null_as_default")]
+    data: D,
+    #[serde(default, deserialize_with = "null_as_default")]
+    booking_links: L,
+}
+
+impl<'a> TripsReply<'a> {
+    /// The reply, in one pass when every trip and link reads, else entry by entry.
+    pub fn parse(body: &'a [u8]) -> serde_json::Result<Self> {
+        if let Ok(reply) =
+            serde_json::from_slice::<TripsShape<Vec<Trip<'a>>, Vec<BookingLink<'a>>>>(body)
+        {
+            return Ok(Self {
+                data: reply.data.into_iter().map(Ok).collect(),
+                booking_links: reply.booking_links.into_iter().map(Ok).collect(),
+            });
+        }
+        let reply =
+            serde_json::from_slice::<TripsShape<Vec<&'a RawValue>, Vec<&'a RawValue>>>(body)?;
+        Ok(Self {
+            data: reply.data.into_iter().map(entry).collect(),
+            booking_links: reply.booking_links.into_iter().map(entry).collect(),
+        })
+    }
 }
 
 /// One itinerary of an availability, in one cabin.
@@ -307,7 +370,31 @@ pub(crate) struct BookingLink<'a> {
     pub link: Option<Cow<'a, str>>,
 }
 
-/// One entry of a reply (an availability, a trip, a booking link), borrowing from it.
+/// An entry that must be a JSON object: serde would also read an array into a struct, field
+/// by field, which the `#[serde(flatten)]` availabilities of old did not accept.
+pub(crate) struct Object<T>(pub T);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Object<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct ObjectVisitor<T>(PhantomData<T>);
+
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for ObjectVisitor<T> {
+            type Value = T;
+
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("an object")
+            }
+
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
+                T::deserialize(de::value::MapAccessDeserializer::new(map))
+            }
+        }
+
+        d.deserialize_map(ObjectVisitor(PhantomData)).map(Object)
+    }
+}
+
+/// One raw entry of a reply (an availability, a trip, a booking link), borrowing from it.
 ///
 /// serde refuses an object that names a field twice, where the `serde_json::Value` these
 /// entries were once parsed into keeps the last value; so an entry that fails is read once
@@ -497,6 +584,11 @@ mod tests {
         Availability::parse(raw).unwrap_or_else(|e| panic!("availability: {e}"))
     }
 
+    fn search(v: &Value) -> SearchReply<'static> {
+        let text: &'static str = Box::leak(v.to_string().into_boxed_str());
+        SearchReply::parse(text.as_bytes()).unwrap_or_else(|e| panic!("search: {e}"))
+    }
+
     fn scalar(v: &Value) -> Scalar<'static> {
         let text: &'static str = Box::leak(v.to_string().into_boxed_str());
         serde_json::from_str(text).unwrap_or_else(|e| panic!("{v}: {e}"))
@@ -585,15 +677,63 @@ mod tests {
 
     #[test]
     fn trips_fixture_shape() {
-        let reply: TripsReply<'_> = serde_json::from_str(
-            r#"{"data":[{"AvailabilitySegments":null,"MileageCost":"70000","TotalTaxes":1290,
+        let reply = TripsReply::parse(
+            br#"{"data":[{"AvailabilitySegments":null,"MileageCost":"70000","TotalTaxes":1290,
                 "Stops":null,"Extra":1}],"booking_links":null}"#,
         )
         .unwrap_or_else(|e| panic!("{e}"));
         assert!(reply.booking_links.is_empty());
-        let trip: Trip<'_> = serde_json::from_str(reply.data[0].get()).unwrap_or_default();
+        let Some(Ok(trip)) = reply.data.first() else {
+            panic!("{:?}", reply.data)
+        };
         assert_eq!(trip.mileage_cost, Some(70000));
         assert_eq!(trip.total_taxes, Some(1290));
         assert_eq!(trip.stop_count(), 0);
+    }
+
+    /// A reply with an odd entry is read entry by entry; its other entries read as they do
+    /// in one pass.
+    #[test]
+    fn one_pass_and_entry_by_entry_read_alike() {
+        let fixture =
+            test_support::fixture_json("seatsaero/cached_search_response.docs-example.json");
+        // The real replies are read in one pass.
+        let text = fixture.to_string();
+        let typed = serde_json::from_str::<SearchShape<Vec<Object<Availability>>>>(&text);
+        assert!(typed.is_ok_and(|reply| reply.data.len() > 40));
+        let one_pass = search(&fixture);
+        assert!(one_pass.data.iter().all(Result::is_ok));
+        for odd in [json!(["array", null]), json!({"ID": ""}), json!(7)] {
+            let mut with_odd = fixture.clone();
+            if let Some(data) = with_odd["data"].as_array_mut() {
+                data.insert(3, odd.clone());
+            }
+            let mut by_entry = search(&with_odd);
+            assert!(by_entry.data.remove(3).is_err(), "{odd}");
+            assert_eq!(
+                format!("{:?}", by_entry.data),
+                format!("{:?}", one_pass.data)
+            );
+            assert_eq!(
+                (by_entry.count, by_entry.has_more),
+                (one_pass.count, one_pass.has_more)
+            );
+        }
+
+        let text = test_support::fixture("seatsaero/get_trips_response.docs-example.json");
+        let typed = serde_json::from_str::<TripsShape<Vec<Trip>, Vec<BookingLink>>>(&text);
+        assert!(typed.is_ok_and(|reply| reply.data.len() == 3));
+        let one_pass = TripsReply::parse(text.as_bytes()).unwrap_or_else(|e| panic!("{e}"));
+        assert!(one_pass.data.iter().all(Result::is_ok));
+        assert_eq!(one_pass.booking_links.len(), 3);
+        let with_odd = text.replacen(
+            r#""data": ["#,
+            r#""data": [{"AvailabilitySegments": "none"}, "#,
+            1,
+        );
+        assert_ne!(with_odd, text);
+        let mut by_entry = TripsReply::parse(with_odd.as_bytes()).unwrap_or_else(|e| panic!("{e}"));
+        assert!(by_entry.data.remove(0).is_err());
+        assert_eq!(format!("{by_entry:?}"), format!("{one_pass:?}"));
     }
 }

@@ -4,7 +4,6 @@
 use std::time::Instant;
 
 use futures::StreamExt;
-use serde::Deserialize;
 use shared::domain::flight::{
     FlightResult, FlightSearchParams, FlightSearchResult, IataCode, SearchStats,
 };
@@ -15,7 +14,7 @@ use time::{Date, Duration};
 use crate::client::{SERVICE, SearchQuery, SeatsAero};
 use crate::deps::Deps;
 use crate::flight::{self, Candidate, Shape};
-use crate::payload::{Availability, SearchReply, TripsReply};
+use crate::payload::{SearchReply, TripsReply};
 
 /// One direction of the search.
 struct Direction<'a> {
@@ -124,8 +123,8 @@ pub fn flights_from_replies(
     trips: &[u8],
 ) -> Result<Vec<FlightResult>> {
     let shape = outbound_shape(params);
-    let reply: SearchReply<'_> = read_body(search)?;
-    let candidates = candidates(&reply, &shape, usize::from(params.max_results));
+    let reply = read_body(search, SearchReply::parse)?;
+    let candidates = candidates(reply, &shape, usize::from(params.max_results));
     let replies = candidates
         .into_iter()
         .map(|candidate| (candidate, Ok(trips)))
@@ -133,10 +132,13 @@ pub fn flights_from_replies(
     settle(&shape, replies)
 }
 
-/// A reply body as `shared::upstream::read_json` reads a successful response, borrowing
-/// from it.
-fn read_body<'a, T: Deserialize<'a>>(body: &'a [u8]) -> Result<T> {
-    serde_json::from_slice(body).map_err(|e| Error::Upstream {
+/// A reply body as `shared::upstream::read_json` reads a successful response (an error is
+/// the body's not being the expected JSON), with `parse`, borrowing from it.
+fn read_body<'a, T>(
+    body: &'a [u8],
+    parse: impl FnOnce(&'a [u8]) -> serde_json::Result<T>,
+) -> Result<T> {
+    parse(body).map_err(|e| Error::Upstream {
         service: SERVICE,
         message: format!("unexpected response body: {e}"),
     })
@@ -161,10 +163,10 @@ async fn search_direction(
         sources: &params.sources,
     };
     let body = deps.client.search(key, &query, deadline).await?;
-    let reply: SearchReply<'_> = read_body(&body)?;
+    let reply = read_body(&body, SearchReply::parse)?;
     let total_available = reply.count.unwrap_or(reply.data.len() as u64);
     let has_more = reply.has_more.unwrap_or(false);
-    let candidates = candidates(&reply, &direction.shape, usize::from(params.max_results));
+    let candidates = candidates(reply, &direction.shape, usize::from(params.max_results));
     let flights = load_flights(
         &deps.client,
         key,
@@ -194,11 +196,11 @@ async fn search_direction(
 
 /// Entries whose cabin is available (or has seats) at a real mileage cost, cheapest first
 /// (ties keep the upstream order), at most `max`.
-fn candidates<'a>(reply: &SearchReply<'a>, shape: &Shape, max: usize) -> Vec<Candidate<'a>> {
+fn candidates<'a>(reply: SearchReply<'a>, shape: &Shape, max: usize) -> Vec<Candidate<'a>> {
     let mut candidates: Vec<Candidate<'a>> = reply
         .data
-        .iter()
-        .filter_map(|raw| match Availability::parse(raw) {
+        .into_iter()
+        .filter_map(|availability| match availability {
             Ok(availability) => {
                 let offer = availability.cabin(shape.cabin);
                 let bookable = offer.available || offer.seats.is_some_and(|s| s > 0);
@@ -289,8 +291,8 @@ fn flight_of<B: AsRef<[u8]>>(
     body: Result<B>,
 ) -> Result<Option<FlightResult>> {
     let body = body?;
-    let reply: TripsReply<'_> = read_body(body.as_ref())?;
-    match flight::build(shape, candidate, &reply) {
+    let reply = read_body(body.as_ref(), TripsReply::parse)?;
+    match flight::build(shape, candidate, reply) {
         Ok(flight) => Ok(Some(flight)),
         Err(why) => {
             let id = candidate.availability.id.as_ref();
@@ -340,9 +342,9 @@ mod tests {
             {"ID": "odd-types", "JAvailable": [true], "JRemainingSeats": "2",
              "JMileageCost": " 20000 ", "JDirect": "yes", "Route": {"OriginAirport": 1}}
         ]}"#;
-        let reply: SearchReply<'_> = read_body(body).unwrap_or_else(|e| panic!("{e}"));
+        let reply = read_body(body, SearchReply::parse).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(reply.data.len(), 11);
-        let candidates = candidates(&reply, &shape, 20);
+        let candidates = candidates(reply, &shape, 20);
         let ids: Vec<&str> = candidates
             .iter()
             .map(|c| c.availability.id.as_ref())
