@@ -188,13 +188,20 @@ pub async fn read_json<T: DeserializeOwned>(
     service: &'static str,
     response: Response,
 ) -> Result<T> {
+    let bytes = read_success(service, response).await?;
+    serde_json::from_slice(&bytes).map_err(|e| Error::Upstream {
+        service,
+        message: format!("unexpected response body: {e}"),
+    })
+}
+
+/// Like [`read_json`], but a 2xx body is returned as it is, for a caller that parses it
+/// into types borrowing from it; it maps the other statuses as [`read_json`] does.
+pub async fn read_success(service: &'static str, response: Response) -> Result<Vec<u8>> {
     let status = response.status();
     let bytes = read_body(service, response).await?;
     if status.is_success() {
-        return serde_json::from_slice(&bytes).map_err(|e| Error::Upstream {
-            service,
-            message: format!("unexpected response body: {e}"),
-        });
+        return Ok(bytes);
     }
     if status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN {
         return Err(Error::Upstream {
@@ -220,13 +227,13 @@ async fn read_capped(service: &'static str, mut response: Response, cap: usize) 
         service,
         message: format!("response body over the {} MB limit", cap / (1024 * 1024)),
     };
-    if response
-        .content_length()
-        .is_some_and(|length| length > cap as u64)
-    {
+    let declared = response.content_length();
+    if declared.is_some_and(|length| length > cap as u64) {
         return Err(too_large());
     }
-    let mut body = Vec::new();
+    // Room for the declared length (at most `cap`), so a large body is not copied again
+    // each time the buffer grows.
+    let mut body = Vec::with_capacity(declared.map_or(0, |length| length as usize));
     while let Some(chunk) = response.chunk().await.map_err(|e| Error::Upstream {
         service,
         message: format!("reading the body failed: {e}"),

@@ -11,8 +11,6 @@ use shared::secrets::SecretString;
 use shared::upstream::{self, RetryPolicy};
 use time::Date;
 
-use crate::payload::{SearchReply, TripsReply};
-
 /// The name clients see in error messages ("Seats.aero is unavailable; ...").
 pub(crate) const SERVICE: &str = "Seats.aero";
 const AUTH_HEADER: &str = "Partner-Authorization";
@@ -53,12 +51,13 @@ impl SeatsAero {
         url
     }
 
+    /// The body of the reply (`payload::SearchReply::parse` reads it, borrowing from it).
     pub async fn search(
         &self,
         key: &SecretString,
         query: &SearchQuery<'_>,
         deadline: Instant,
-    ) -> Result<SearchReply> {
+    ) -> Result<Vec<u8>> {
         let url = self.url(&["search"]);
         let mut params = vec![
             ("origin_airport", query.origin.to_string()),
@@ -81,15 +80,16 @@ impl SeatsAero {
                 .header(ACCEPT, "application/json")
         })
         .await?;
-        upstream::read_json(SERVICE, response).await
+        upstream::read_success(SERVICE, response).await
     }
 
+    /// The body of the reply (`payload::TripsReply::parse` reads it, borrowing from it).
     pub async fn trips(
         &self,
         key: &SecretString,
         availability_id: &str,
         deadline: Instant,
-    ) -> Result<TripsReply> {
+    ) -> Result<Vec<u8>> {
         let url = self.url(&["trips", availability_id]);
         let response = upstream::send(SERVICE, deadline, &self.retry, || {
             self.http
@@ -98,7 +98,7 @@ impl SeatsAero {
                 .header(ACCEPT, "application/json")
         })
         .await?;
-        upstream::read_json(SERVICE, response).await
+        upstream::read_success(SERVICE, response).await
     }
 }
 

@@ -7,15 +7,15 @@
 //! passenger; `price` is the total for the seated travellers (adults + children; lap
 //! infants are left out because their award fees differ by programme).
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
-use serde_json::Value;
 use shared::domain::flight::{
     Cabin, FlightEndpoint, FlightLeg, FlightResult, Locale, Provider, Taxes,
 };
 
 use crate::format;
-use crate::payload::{Availability, BookingLink, CabinOffer, Segment, Trip, TripsReply};
+use crate::payload::{Availability, BookingLink, CabinOffer, Entries, Segment, Trip, TripsReply};
 
 /// Seats.aero left `TaxesCurrency` empty before it reported other currencies; its taxes
 /// were US dollars then.
@@ -23,9 +23,9 @@ const DEFAULT_TAXES_CURRENCY: &str = "USD";
 
 /// An availability that passed the filter, with its cabin's fields.
 #[derive(Debug, Clone)]
-pub(crate) struct Candidate {
-    pub availability: Availability,
-    pub offer: CabinOffer,
+pub(crate) struct Candidate<'a> {
+    pub availability: Availability<'a>,
+    pub offer: CabinOffer<'a>,
     /// The cabin's mileage cost: known and above zero.
     pub miles: u64,
 }
@@ -45,27 +45,28 @@ pub(crate) struct Shape {
 /// The flight, or why the entry is dropped.
 pub(crate) fn build(
     shape: &Shape,
-    candidate: &Candidate,
-    reply: TripsReply,
+    candidate: &Candidate<'_>,
+    reply: TripsReply<'_>,
 ) -> Result<FlightResult, String> {
-    let trip = best_trip(shape, reply.data)
+    let mut trip = best_trip(shape, reply.data)
         .ok_or_else(|| format!("no usable {} trip", shape.cabin.seatsaero_api_value()))?;
     let availability = &candidate.availability;
     let offer = &candidate.offer;
 
-    let mut segments = trip.segments.clone();
-    segments.sort_by_key(|s| s.order);
-    let outbound = outbound_leg(shape, &trip, &segments, availability)?;
+    // In flight order (a stable sort: segments without an order keep theirs, first).
+    trip.segments.sort_by_key(|s| s.order);
+    let segments = &trip.segments;
+    let outbound = outbound_leg(shape, &trip, segments, availability)?;
     let price = Price::of(shape, candidate, &trip);
     let total_stops = trip.stop_count();
-    let source = trip.source.clone().or_else(|| availability.source.clone());
+    let source = trip.source.as_ref().or(availability.source.as_ref());
 
     Ok(FlightResult {
-        id: availability.id.clone(),
+        id: availability.id.clone().into_owned(),
         provider: Provider::Seatsaero,
         price: price.total,
         price_per_person: price.per_person,
-        airline: airline(&trip, &segments, offer),
+        airline: airline(&trip, segments, offer),
         cabin: shape.cabin.display_name().to_owned(),
         tags: tags(shape, total_stops, source),
         total_stops: u32::try_from(total_stops).unwrap_or(u32::MAX),
@@ -81,16 +82,16 @@ pub(crate) fn build(
 /// The one leg a Seats.aero trip describes. `segments` are the trip's, in flight order.
 fn outbound_leg(
     shape: &Shape,
-    trip: &Trip,
-    segments: &[Segment],
-    availability: &Availability,
+    trip: &Trip<'_>,
+    segments: &[Segment<'_>],
+    availability: &Availability<'_>,
 ) -> Result<FlightLeg, &'static str> {
     let (departure, arrival) = endpoints(trip, segments, availability)?;
     // Every segment after the first starts at a stop.
     let via: Vec<String> = segments
         .iter()
         .skip(1)
-        .filter_map(|s| s.origin.clone())
+        .filter_map(|s| owned(&s.origin))
         .collect();
     Ok(FlightLeg {
         departure,
@@ -109,38 +110,38 @@ fn outbound_leg(
 /// else (airports only) the availability's route. A flight needs both airports and a
 /// departure time; an unknown arrival time is left empty.
 fn endpoints(
-    trip: &Trip,
-    segments: &[Segment],
-    availability: &Availability,
+    trip: &Trip<'_>,
+    segments: &[Segment<'_>],
+    availability: &Availability<'_>,
 ) -> Result<(FlightEndpoint, FlightEndpoint), &'static str> {
     let first = segments.first();
     let last = segments.last();
     let departure_airport = first
-        .and_then(|s| s.origin.clone())
-        .or_else(|| trip.origin.clone())
-        .or_else(|| availability.route.origin.clone())
+        .and_then(|s| s.origin.as_deref())
+        .or(trip.origin.as_deref())
+        .or(availability.route.origin.as_deref())
         .ok_or("no departure airport")?;
     let arrival_airport = last
-        .and_then(|s| s.destination.clone())
-        .or_else(|| trip.destination.clone())
-        .or_else(|| availability.route.destination.clone())
+        .and_then(|s| s.destination.as_deref())
+        .or(trip.destination.as_deref())
+        .or(availability.route.destination.as_deref())
         .ok_or("no arrival airport")?;
     let departure_time = first
-        .and_then(|s| s.departs_at.clone())
-        .or_else(|| trip.departs_at.clone())
+        .and_then(|s| s.departs_at.as_deref())
+        .or(trip.departs_at.as_deref())
         .ok_or("no departure time")?;
     let arrival_time = last
-        .and_then(|s| s.arrives_at.clone())
-        .or_else(|| trip.arrives_at.clone())
+        .and_then(|s| s.arrives_at.as_deref())
+        .or(trip.arrives_at.as_deref())
         .unwrap_or_default();
     Ok((
         FlightEndpoint {
-            airport: departure_airport,
-            time: format::local_time(&departure_time),
+            airport: departure_airport.to_owned(),
+            time: format::local_time(departure_time),
         },
         FlightEndpoint {
-            airport: arrival_airport,
-            time: format::local_time(&arrival_time),
+            airport: arrival_airport.to_owned(),
+            time: format::local_time(arrival_time),
         },
     ))
 }
@@ -158,7 +159,7 @@ struct Price {
 impl Price {
     /// The trip's miles and taxes, which are more precise than the availability's summary
     /// that stands in for them when the trip leaves them out.
-    fn of(shape: &Shape, candidate: &Candidate, trip: &Trip) -> Self {
+    fn of(shape: &Shape, candidate: &Candidate<'_>, trip: &Trip<'_>) -> Self {
         let miles = trip
             .mileage_cost
             .filter(|m| *m > 0)
@@ -190,17 +191,17 @@ impl Price {
 }
 
 /// The taxes' currency code: the trip's, else the availability's, else [`DEFAULT_TAXES_CURRENCY`].
-fn taxes_currency(trip: &Trip, availability: &Availability) -> String {
+fn taxes_currency(trip: &Trip<'_>, availability: &Availability<'_>) -> String {
     trip.taxes_currency
-        .clone()
-        .or_else(|| availability.taxes_currency.clone())
-        .map(|c| c.to_ascii_uppercase())
+        .as_deref()
+        .or(availability.taxes_currency.as_deref())
+        .map(str::to_ascii_uppercase)
         .unwrap_or_else(|| DEFAULT_TAXES_CURRENCY.to_owned())
 }
 
 /// The trip's flight numbers, else those of its segments, comma-separated.
-fn flight_numbers(trip: &Trip, segments: &[Segment]) -> String {
-    trip.flight_numbers.clone().unwrap_or_else(|| {
+fn flight_numbers(trip: &Trip<'_>, segments: &[Segment<'_>]) -> String {
+    owned(&trip.flight_numbers).unwrap_or_else(|| {
         let numbers: Vec<&str> = segments
             .iter()
             .filter_map(|s| s.flight_number.as_deref())
@@ -210,7 +211,7 @@ fn flight_numbers(trip: &Trip, segments: &[Segment]) -> String {
 }
 
 /// "return" for the reverse search, "direct" without stops, then the mileage programme.
-fn tags(shape: &Shape, total_stops: u64, source: Option<String>) -> Vec<String> {
+fn tags(shape: &Shape, total_stops: u64, source: Option<&Cow<'_, str>>) -> Vec<String> {
     let mut tags = Vec::new();
     if shape.return_leg {
         tags.push("return".to_owned());
@@ -218,22 +219,22 @@ fn tags(shape: &Shape, total_stops: u64, source: Option<String>) -> Vec<String> 
     if total_stops == 0 {
         tags.push("direct".to_owned());
     }
-    tags.extend(source);
+    tags.extend(source.map(|s| s.clone().into_owned()));
     tags
 }
 
 /// Seats left: the trip's count, else the availability's; zero counts as unknown.
-fn seats_left(trip: &Trip, offer: &CabinOffer) -> Option<u32> {
+fn seats_left(trip: &Trip<'_>, offer: &CabinOffer<'_>) -> Option<u32> {
     trip.remaining_seats
         .filter(|s| *s > 0)
         .or(offer.seats.filter(|s| *s > 0))
         .map(|s| u32::try_from(s).unwrap_or(u32::MAX))
 }
 
-fn best_trip(shape: &Shape, data: Vec<Value>) -> Option<Trip> {
+fn best_trip<'a>(shape: &Shape, data: Entries<Trip<'a>>) -> Option<Trip<'a>> {
     let wanted = shape.cabin.seatsaero_api_value();
     data.into_iter()
-        .filter_map(|value| match serde_json::from_value::<Trip>(value) {
+        .filter_map(|trip| match trip {
             Ok(trip) => Some(trip),
             Err(e) => {
                 tracing::warn!(error = %e, "malformed trip dropped");
@@ -256,9 +257,9 @@ fn best_trip(shape: &Shape, data: Vec<Value>) -> Option<Trip> {
 }
 
 /// The trip's carriers, else the segments' airline codes, else the availability's.
-fn airline(trip: &Trip, segments: &[Segment], offer: &CabinOffer) -> String {
+fn airline(trip: &Trip<'_>, segments: &[Segment<'_>], offer: &CabinOffer<'_>) -> String {
     if let Some(carriers) = &trip.carriers {
-        return carriers.clone();
+        return carriers.clone().into_owned();
     }
     let mut codes: Vec<&str> = Vec::new();
     for number in segments.iter().filter_map(|s| s.flight_number.as_deref()) {
@@ -269,32 +270,38 @@ fn airline(trip: &Trip, segments: &[Segment], offer: &CabinOffer) -> String {
         }
     }
     if codes.is_empty() {
-        offer.airlines.clone().unwrap_or_default()
+        owned(&offer.airlines).unwrap_or_default()
     } else {
         codes.join(", ")
     }
 }
 
 /// `booking_links` as label → link; the first link of a label wins.
-fn booking_links(links: Vec<Value>) -> Option<BTreeMap<String, String>> {
+fn booking_links(links: Entries<BookingLink<'_>>) -> Option<BTreeMap<String, String>> {
     let mut map = BTreeMap::new();
-    for value in links {
+    for link in links {
         let Ok(BookingLink {
             label: Some(label),
             link: Some(link),
-        }) = serde_json::from_value::<BookingLink>(value)
+        }) = link
         else {
             continue;
         };
-        map.entry(label).or_insert(link);
+        map.entry(label.into_owned())
+            .or_insert_with(|| link.into_owned());
     }
     (!map.is_empty()).then_some(map)
+}
+
+/// An owned copy of a text read from a reply.
+fn owned(text: &Option<Cow<'_, str>>) -> Option<String> {
+    text.as_deref().map(str::to_owned)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     fn shape() -> Shape {
         Shape {
@@ -306,11 +313,16 @@ mod tests {
         }
     }
 
-    fn candidate() -> Candidate {
-        let availability: Availability = serde_json::from_value(json!({
+    /// A JSON text that lives as long as the test.
+    fn leak(v: &Value) -> &'static str {
+        Box::leak(v.to_string().into_boxed_str())
+    }
+
+    fn candidate() -> Candidate<'static> {
+        let availability: Availability<'static> = serde_json::from_str(leak(&json!({
             "ID": "av1", "Source": "aeroplan", "JAirlines": "AC, LH",
             "Route": {"OriginAirport": "FRA", "DestinationAirport": "YUL"}
-        }))
+        })))
         .unwrap_or_else(|e| panic!("{e}"));
         let offer = availability.cabin(Cabin::Business);
         Candidate {
@@ -320,8 +332,9 @@ mod tests {
         }
     }
 
-    fn reply(trips: Value) -> TripsReply {
-        serde_json::from_value(json!({"data": trips})).unwrap_or_else(|e| panic!("{e}"))
+    fn reply(trips: Value) -> TripsReply<'static> {
+        TripsReply::parse(leak(&json!({"data": trips})).as_bytes())
+            .unwrap_or_else(|e| panic!("{e}"))
     }
 
     #[test]
@@ -380,5 +393,34 @@ mod tests {
         assert_eq!(flight.airline, "AC, LH");
         assert_eq!(flight.outbound.stops, "2 stops (MUC, YYZ)");
         assert_eq!(flight.outbound.departure.airport, "FRA");
+    }
+
+    #[test]
+    fn odd_trips_and_links_are_dropped_one_by_one() {
+        let body = r#"{"data": [
+            {"AvailabilitySegments": "none", "MileageCost": 1000, "DepartsAt": "a"},
+            {"AvailabilitySegments": [null], "MileageCost": 1000, "DepartsAt": "b"},
+            "text", 7, null,
+            {"MileageCost": 70000, "MileageCost": 50000, "DepartsAt": "2025-06-01T10:00:00Z",
+             "Carriers": " AC "},
+            {"MileageCost": 60000, "DepartsAt": "2025-06-02T10:00:00Z", "Unknown": 1e400}
+        ], "booking_links": [
+            [], null, {"label": "A"}, {"label": "A", "link": "https://a.example/", "link": null},
+            {"label": "B", "link": "https://b.example/"}, {"label": "A", "link": "https://c.example/"}
+        ]}"#;
+        let reply = TripsReply::parse(body.as_bytes()).unwrap_or_else(|e| panic!("{e}"));
+        let flight = build(&shape(), &candidate(), reply).unwrap_or_else(|e| panic!("{e}"));
+        // A key given twice: the last one counts, as in a `serde_json::Value`.
+        assert_eq!(flight.miles, Some(50_000));
+        assert_eq!(flight.airline, "AC");
+        assert_eq!(flight.outbound.departure.time, "2025-06-01T10:00");
+        // The link given twice is null; the first usable link of a label wins.
+        assert_eq!(
+            flight.booking_links,
+            Some(BTreeMap::from([
+                ("A".to_owned(), "https://c.example/".to_owned()),
+                ("B".to_owned(), "https://b.example/".to_owned()),
+            ]))
+        );
     }
 }

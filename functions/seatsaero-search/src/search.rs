@@ -4,7 +4,6 @@
 use std::time::Instant;
 
 use futures::StreamExt;
-use serde::de::DeserializeOwned;
 use shared::domain::flight::{
     FlightResult, FlightSearchParams, FlightSearchResult, IataCode, SearchStats,
 };
@@ -15,7 +14,7 @@ use time::{Date, Duration};
 use crate::client::{SERVICE, SearchQuery, SeatsAero};
 use crate::deps::Deps;
 use crate::flight::{self, Candidate, Shape};
-use crate::payload::{Availability, SearchReply, TripsReply};
+use crate::payload::{SearchReply, TripsReply};
 
 /// One direction of the search.
 struct Direction<'a> {
@@ -124,18 +123,22 @@ pub fn flights_from_replies(
     trips: &[u8],
 ) -> Result<Vec<FlightResult>> {
     let shape = outbound_shape(params);
-    let reply: SearchReply = read_body(search)?;
+    let reply = read_body(search, SearchReply::parse)?;
     let candidates = candidates(reply, &shape, usize::from(params.max_results));
     let replies = candidates
         .into_iter()
-        .map(|candidate| (candidate, read_body::<TripsReply>(trips)))
+        .map(|candidate| (candidate, Ok(trips)))
         .collect();
     settle(&shape, replies)
 }
 
-/// A reply body as `shared::upstream::read_json` reads a successful response.
-fn read_body<T: DeserializeOwned>(body: &[u8]) -> Result<T> {
-    serde_json::from_slice(body).map_err(|e| Error::Upstream {
+/// A reply body as `shared::upstream::read_json` reads a successful response (an error is
+/// the body's not being the expected JSON), with `parse`, borrowing from it.
+fn read_body<'a, T>(
+    body: &'a [u8],
+    parse: impl FnOnce(&'a [u8]) -> serde_json::Result<T>,
+) -> Result<T> {
+    parse(body).map_err(|e| Error::Upstream {
         service: SERVICE,
         message: format!("unexpected response body: {e}"),
     })
@@ -159,7 +162,8 @@ async fn search_direction(
         direct_only: params.non_stop,
         sources: &params.sources,
     };
-    let reply = deps.client.search(key, &query, deadline).await?;
+    let body = deps.client.search(key, &query, deadline).await?;
+    let reply = read_body(&body, SearchReply::parse)?;
     let total_available = reply.count.unwrap_or(reply.data.len() as u64);
     let has_more = reply.has_more.unwrap_or(false);
     let candidates = candidates(reply, &direction.shape, usize::from(params.max_results));
@@ -192,29 +196,27 @@ async fn search_direction(
 
 /// Entries whose cabin is available (or has seats) at a real mileage cost, cheapest first
 /// (ties keep the upstream order), at most `max`.
-fn candidates(reply: SearchReply, shape: &Shape, max: usize) -> Vec<Candidate> {
-    let mut candidates: Vec<Candidate> = reply
+fn candidates<'a>(reply: SearchReply<'a>, shape: &Shape, max: usize) -> Vec<Candidate<'a>> {
+    let mut candidates: Vec<Candidate<'a>> = reply
         .data
         .into_iter()
-        .filter_map(
-            |value| match serde_json::from_value::<Availability>(value) {
-                Ok(availability) => {
-                    let offer = availability.cabin(shape.cabin);
-                    let bookable = offer.available || offer.seats.is_some_and(|s| s > 0);
-                    let direct_ok = !shape.non_stop || offer.direct != Some(false);
-                    let miles = offer.miles?;
-                    (bookable && direct_ok).then_some(Candidate {
-                        availability,
-                        offer,
-                        miles,
-                    })
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, "malformed availability dropped");
-                    None
-                }
-            },
-        )
+        .filter_map(|availability| match availability {
+            Ok(availability) => {
+                let offer = availability.cabin(shape.cabin);
+                let bookable = offer.available || offer.seats.is_some_and(|s| s > 0);
+                let direct_ok = !shape.non_stop || offer.direct != Some(false);
+                let miles = offer.miles?;
+                (bookable && direct_ok).then_some(Candidate {
+                    availability,
+                    offer,
+                    miles,
+                })
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "malformed availability dropped");
+                None
+            }
+        })
         .collect();
     candidates.sort_by_key(|c| c.miles);
     candidates.truncate(max);
@@ -228,39 +230,39 @@ async fn load_flights(
     client: &SeatsAero,
     key: &SecretString,
     shape: &Shape,
-    candidates: Vec<Candidate>,
+    candidates: Vec<Candidate<'_>>,
     concurrency: usize,
     deadline: Instant,
 ) -> Result<Vec<FlightResult>> {
-    let replies: Vec<_> = futures::stream::iter(candidates)
-        .map(|candidate| async move {
-            let reply = client
-                .trips(key, &candidate.availability.id, deadline)
-                .await;
-            (candidate, reply)
-        })
+    // Owned ids: with futures over borrowed candidates in the stream, rustc fails to prove
+    // the handler's future `Send` ("implementation of `Send` is not general enough").
+    let ids: Vec<String> = candidates
+        .iter()
+        .map(|c| c.availability.id.clone().into_owned())
+        .collect();
+    let bodies: Vec<Result<Vec<u8>>> = futures::stream::iter(ids)
+        .map(|id| async move { client.trips(key, &id, deadline).await })
         .buffered(concurrency.max(1))
         .collect()
         .await;
-    settle(shape, replies)
+    settle(shape, candidates.into_iter().zip(bodies).collect())
 }
 
-/// The flights of the candidates' trip replies, cheapest first (see [`load_flights`]).
-fn settle(
+/// The flights of the candidates' trip replies (`GET /trips/{id}` bodies), cheapest first
+/// (see [`load_flights`]).
+fn settle<B: AsRef<[u8]>>(
     shape: &Shape,
-    replies: Vec<(Candidate, Result<TripsReply>)>,
+    replies: Vec<(Candidate<'_>, Result<B>)>,
 ) -> Result<Vec<FlightResult>> {
     let lookups = replies.len();
     let mut flights = Vec::with_capacity(lookups);
     let mut failed = 0;
     let mut outage: Option<Error> = None;
-    for (candidate, reply) in replies {
-        let id = candidate.availability.id.as_str();
-        match reply {
-            Ok(reply) => match flight::build(shape, &candidate, reply) {
-                Ok(flight) => flights.push(flight),
-                Err(why) => tracing::warn!(id, why, "availability dropped"),
-            },
+    for (candidate, body) in replies {
+        let id = candidate.availability.id.as_ref();
+        match flight_of(shape, &candidate, body) {
+            Ok(Some(flight)) => flights.push(flight),
+            Ok(None) => {}
             Err(e) => {
                 tracing::warn!(id, error = %e, "trip lookup failed; availability dropped");
                 failed += 1;
@@ -281,6 +283,25 @@ fn settle(
     Ok(flights)
 }
 
+/// The flight of one candidate: `Err` when its trip lookup failed (a body that is not the
+/// expected JSON included), `None` when the reply has no usable trip (logged).
+fn flight_of<B: AsRef<[u8]>>(
+    shape: &Shape,
+    candidate: &Candidate<'_>,
+    body: Result<B>,
+) -> Result<Option<FlightResult>> {
+    let body = body?;
+    let reply = read_body(body.as_ref(), TripsReply::parse)?;
+    match flight::build(shape, candidate, reply) {
+        Ok(flight) => Ok(Some(flight)),
+        Err(why) => {
+            let id = candidate.availability.id.as_ref();
+            tracing::warn!(id, why, "availability dropped");
+            Ok(None)
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -295,6 +316,47 @@ mod tests {
         assert_eq!(
             window(date!(2025 - 03 - 01), 0),
             (date!(2025 - 03 - 01), date!(2025 - 03 - 01))
+        );
+    }
+
+    #[test]
+    fn odd_entries_are_dropped_one_by_one() {
+        let shape = Shape {
+            cabin: shared::domain::flight::Cabin::Business,
+            locale: shared::domain::flight::Locale::En,
+            seated: 1,
+            non_stop: false,
+            return_leg: false,
+        };
+        // A number out of `f64`'s range (1e400) fails `serde_json::Value`: read into a field
+        // it drops its entry; in a field nobody reads it is skipped.
+        let body = br#"{"data": [
+            {"ID": "good", "JAvailable": true, "JMileageCost": "30000", "Extra": 1e400},
+            ["array", null, null, null, true, 0, 30000],
+            "text", null, 7,
+            {"ID": {"nested": 1}, "JAvailable": true, "JMileageCost": "30000"},
+            {"JAvailable": true, "JMileageCost": "30000"},
+            {"ID": "bad-route", "Route": "SFO-JFK", "JAvailable": true, "JMileageCost": "1"},
+            {"ID": "bad-cost", "JAvailable": true, "JMileageCost": 1e400},
+            {"ID": "first", "ID": "twice", "JAvailable": true, "JMileageCost": "1"},
+            {"ID": "odd-types", "JAvailable": [true], "JRemainingSeats": "2",
+             "JMileageCost": " 20000 ", "JDirect": "yes", "Route": {"OriginAirport": 1}}
+        ]}"#;
+        let reply = read_body(body, SearchReply::parse).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(reply.data.len(), 11);
+        let candidates = candidates(reply, &shape, 20);
+        let ids: Vec<&str> = candidates
+            .iter()
+            .map(|c| c.availability.id.as_ref())
+            .collect();
+        // A key given twice: the last one counts, as in a `serde_json::Value`.
+        assert_eq!(ids, ["twice", "odd-types", "good"]);
+        let odd = &candidates[1];
+        assert_eq!(odd.availability.route.origin.as_deref(), Some("1"));
+        assert!(!odd.offer.available);
+        assert_eq!(
+            (odd.offer.seats, odd.offer.direct, odd.miles),
+            (Some(2), None, 20_000)
         );
     }
 }
