@@ -353,6 +353,7 @@ mod tests {
 
     fn request() -> CompletionRequest {
         CompletionRequest {
+            provider: None,
             model: "gpt-4o-mini".into(),
             messages: vec![
                 PromptMessage::system("be brief"),

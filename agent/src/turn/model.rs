@@ -239,6 +239,7 @@ impl Agent {
             (Vec::new(), ToolChoice::None)
         };
         CompletionRequest {
+            provider: None,
             model: call.model.to_owned(),
             messages: state.prompt.clone(),
             tools,
