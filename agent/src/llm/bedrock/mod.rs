@@ -237,15 +237,27 @@ fn stream_error<R>(e: &SdkError<ConverseStreamOutputError, R>) -> Error {
     match e {
         SdkError::ServiceError(service) => Error::Upstream {
             service: SERVICE,
-            message: format!(
-                "the stream failed: {}",
-                service.err().code().unwrap_or("unknown error")
-            ),
+            message: format!("the stream failed: {}", stream_error_code(service.err())),
         },
         SdkError::TimeoutError(_) => Error::UpstreamTimeout { service: SERVICE },
         _ => Error::Upstream {
             service: SERVICE,
             message: "the stream broke off".into(),
         },
+    }
+}
+
+/// The exception's type: its code when the payload names one, else its variant's name.
+fn stream_error_code(err: &ConverseStreamOutputError) -> &str {
+    if let Some(code) = err.code() {
+        return code;
+    }
+    match err {
+        ConverseStreamOutputError::ModelStreamErrorException(_) => "modelStreamErrorException",
+        ConverseStreamOutputError::ThrottlingException(_) => "throttlingException",
+        ConverseStreamOutputError::ServiceUnavailableException(_) => "serviceUnavailableException",
+        ConverseStreamOutputError::InternalServerException(_) => "internalServerException",
+        ConverseStreamOutputError::ValidationException(_) => "validationException",
+        _ => "unknown error",
     }
 }
