@@ -51,6 +51,11 @@ pub fn sdk_client(sdk: &aws_config::SdkConfig) -> Client {
     Client::from_conf(sdk_config(sdk).build())
 }
 
+/// As [`sdk_client`], reaching the Bedrock Runtime at `endpoint` (a local fake in tests).
+pub fn sdk_client_at(sdk: &aws_config::SdkConfig, endpoint: &str) -> Client {
+    Client::from_conf(sdk_config(sdk).endpoint_url(endpoint).build())
+}
+
 /// The configuration behind [`sdk_client`], for callers that add to it (tests set the
 /// endpoint of their fake).
 pub fn sdk_config(sdk: &aws_config::SdkConfig) -> aws_sdk_bedrockruntime::config::Builder {
