@@ -62,10 +62,13 @@ INVOKERS = {"ChatRouterFunction", "ToolWorkerFunction"}
 PRIVATE = {"ChatsTable", "ToolCallsTable", "UsageTable"}
 FORBIDDEN = {"dynamodb:Scan", "dynamodb:*"}
 SAM_DYNAMODB_POLICIES = {"DynamoDBCrudPolicy", "DynamoDBWritePolicy", "DynamoDBReadPolicy"}
-# Who may call Bedrock, with which actions, under which condition (docs/security.md).
+# Who may call Bedrock: which actions, under which condition, on the model of which
+# parameter (docs/security.md).
 BEDROCK = {
-    "ChatRouterFunction": ({"bedrock:InvokeModelWithResponseStream"}, "BedrockOn"),
-    "ToolWorkerFunction": ({"bedrock:InvokeModelWithResponseStream"}, "BedrockOn"),
+    "ChatRouterFunction": ({"bedrock:InvokeModelWithResponseStream"}, "BedrockOn", "BedrockModelId"),
+    "ToolWorkerFunction": ({"bedrock:InvokeModelWithResponseStream"}, "BedrockOn", "BedrockModelId"),
+    # Query embeddings (Titan) only.
+    "KbRetrieveFunction": ({"bedrock:InvokeModel"}, "EmbeddingsOverBedrock", "EmbeddingsModel"),
 }
 # Who may read the OpenAI key, under which condition.
 OPENAI_KEY = {
@@ -162,9 +165,9 @@ def sub_texts(resource):
 
 def bedrock_access(name, policies):
     """Bedrock grants exactly as BEDROCK says: the actions, under the condition, on ARNs of
-    the BedrockModelId parameter only (never a wildcard model or bedrock:*)."""
+    the model parameter only (never a wildcard model or bedrock:*)."""
     failures = []
-    expected_actions, expected_condition = BEDROCK.get(name, (set(), None))
+    expected_actions, expected_condition, parameter = BEDROCK.get(name, (set(), None, None))
     granted = set()
     for statement, condition in conditional_statements(policies):
         actions = {a for a in as_list(statement.get("Action", [])) if a.startswith("bedrock:")}
@@ -175,8 +178,8 @@ def bedrock_access(name, policies):
             failures.append(f"{name}: Bedrock granted under {condition}, expected {expected_condition}")
         for text in sub_texts(statement.get("Resource")):
             model_arn = ":foundation-model/" in text or ":inference-profile/" in text
-            if not model_arn or not text.endswith("${BedrockModelId}"):
-                failures.append(f"{name}: Bedrock on {text}; expected ARNs of BedrockModelId only")
+            if not model_arn or not text.endswith("${" + str(parameter) + "}"):
+                failures.append(f"{name}: Bedrock on {text}; expected ARNs of {parameter} only")
     if granted != expected_actions:
         failures.append(f"{name}: Bedrock actions {sorted(granted)}, expected {sorted(expected_actions)}")
     return failures
@@ -284,6 +287,7 @@ def main():
         f"IAM check: {len(EXPECTED) + 1} functions hold exactly the DynamoDB access they use;"
         " only the router and the worker may call the IAM-only tool routes"
         " and stream from Bedrock (the chosen model only, with BedrockModelId set);"
+        " kb-retrieve may embed with the chosen Titan model only with EmbeddingsProvider bedrock;"
         " the OpenAI key only where OpenAI is used;"
         " user-token routes exist only with PublicToolRoutes"
     )
