@@ -31,8 +31,8 @@
 //!
 //! # Layout
 //!
-//! - [`llm`]: providers behind [`llm::LlmProvider`] (OpenAI-compatible today) and stream
-//!   reassembly.
+//! - [`llm`]: providers behind [`llm::LlmProvider`] (OpenAI-compatible and Amazon Bedrock's
+//!   Converse stream, picked per request by [`llm::Providers`]) and stream reassembly.
 //! - [`tools`]: the [`tools::Tool`] trait, the registry, one file per tool.
 //! - [`profiles`]: agent profiles from `config/agents.toml` (prompt, model, tools, choice).
 //! - [`pipeline`]: admit → run → record; [`pipeline::Pipeline::run_job`] for the worker.

@@ -11,7 +11,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use crate::guard::GuardMode;
-use crate::llm::ToolChoice;
+use crate::llm::{Provider, ToolChoice};
 use crate::tools::{Approval, ToolSettings};
 use crate::{Error, Result};
 use shared::domain::tool_call::ToolName;
@@ -64,7 +64,10 @@ pub struct AgentProfile {
     pub name: String,
     pub description: String,
     pub system_prompt: String,
-    /// `None`: the deployment's `OPENAI_MODEL`.
+    /// Who answers this profile's turns (`provider`: `openai` or `bedrock`); `None`: the
+    /// deployment's `LLM_PROVIDER`.
+    pub provider: Option<Provider>,
+    /// `None`: the provider's default model (`OPENAI_MODEL`, `BEDROCK_MODEL_ID`).
     pub model: Option<String>,
     /// The model of steps that offer tools (seed 001: a light model decides on tools);
     /// `None`: `model`.
@@ -95,10 +98,21 @@ impl AgentProfile {
         self.tools.contains(&tool)
     }
 
-    /// The models of this profile's steps; `default` stands in for a `model` left out.
-    pub fn step_models(&self, default: &str) -> StepModels {
-        let model = self.model.as_deref().unwrap_or(default);
+    /// The provider of this profile's turns, the deployment's unless it names its own.
+    pub fn provider(&self, defaults: &ModelDefaults) -> Provider {
+        self.provider.unwrap_or(defaults.provider)
+    }
+
+    /// The provider and models of this profile's steps; the provider's default model
+    /// stands in for a `model` left out.
+    pub fn step_models(&self, defaults: &ModelDefaults) -> StepModels {
+        let provider = self.provider(defaults);
+        let model = self
+            .model
+            .as_deref()
+            .unwrap_or_else(|| defaults.model(provider));
         StepModels {
+            provider,
             decision: self.decision_model.as_deref().unwrap_or(model).to_owned(),
             answer: self.answer_model.as_deref().unwrap_or(model).to_owned(),
         }
@@ -114,9 +128,31 @@ impl AgentProfile {
     }
 }
 
-/// Which model serves which step of a turn.
+/// The deployment's provider (`LLM_PROVIDER`) and each provider's default model.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelDefaults {
+    pub provider: Provider,
+    /// `OPENAI_MODEL`.
+    pub openai: String,
+    /// `BEDROCK_MODEL_ID`.
+    pub bedrock: String,
+}
+
+impl ModelDefaults {
+    /// The default model of `provider`.
+    pub fn model(&self, provider: Provider) -> &str {
+        match provider {
+            Provider::OpenAi => &self.openai,
+            Provider::Bedrock => &self.bedrock,
+        }
+    }
+}
+
+/// Which provider and model serve which step of a turn.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StepModels {
+    /// One provider serves every step of a profile.
+    pub provider: Provider,
     /// Steps that offer tools: the model decides whether to call them.
     pub decision: String,
     /// The step whose text is the answer the client sees.
@@ -168,6 +204,8 @@ struct AgentEntry {
     #[serde(default)]
     description: String,
     system_prompt: String,
+    #[serde(default)]
+    provider: Option<Provider>,
     #[serde(default)]
     model: Option<String>,
     #[serde(default)]
@@ -398,6 +436,7 @@ impl AgentCatalog {
                     name,
                     description: entry.description,
                     system_prompt: entry.system_prompt.trim().to_owned(),
+                    provider: entry.provider,
                     model: entry.model,
                     decision_model: entry.decision_model,
                     answer_model: entry.answer_model,
@@ -556,14 +595,26 @@ mod tests {
         )
     }
 
+    fn defaults(provider: Provider) -> ModelDefaults {
+        ModelDefaults {
+            provider,
+            openai: "deployment".into(),
+            bedrock: "bedrock-default".into(),
+        }
+    }
+
     fn step_models(settings: &str) -> StepModels {
         let catalog = one_agent(settings).unwrap();
-        catalog.profile(None).unwrap().step_models("deployment")
+        catalog
+            .profile(None)
+            .unwrap()
+            .step_models(&defaults(Provider::OpenAi))
     }
 
     #[test]
     fn step_models_fall_back_to_the_profile_model_then_the_deployment() {
         let both = |decision: &str, answer: &str| StepModels {
+            provider: Provider::OpenAi,
             decision: decision.into(),
             answer: answer.into(),
         };
@@ -583,6 +634,37 @@ mod tests {
         assert!(split.split());
         // The same model twice is one model: the turn runs as without the settings.
         assert!(!step_models("model = \"m\"\ndecision_model = \"m\"").split());
+    }
+
+    #[test]
+    fn a_profile_names_its_provider_or_runs_on_the_deployments() {
+        let models = |settings: &str, provider| {
+            one_agent(settings)
+                .unwrap()
+                .profile(None)
+                .unwrap()
+                .step_models(&defaults(provider))
+        };
+        let on_bedrock = models("provider = \"bedrock\"", Provider::OpenAi);
+        assert_eq!(
+            (on_bedrock.provider, on_bedrock.answer.as_str()),
+            (Provider::Bedrock, "bedrock-default")
+        );
+        let inherited = models("", Provider::Bedrock);
+        assert_eq!(
+            (inherited.provider, inherited.decision.as_str()),
+            (Provider::Bedrock, "bedrock-default")
+        );
+        let own = models(
+            "provider = \"openai\"\nmodel = \"gpt-4.1\"",
+            Provider::Bedrock,
+        );
+        assert_eq!(
+            (own.provider, own.answer.as_str()),
+            (Provider::OpenAi, "gpt-4.1")
+        );
+        let err = one_agent("provider = \"vertex\"").unwrap_err().to_string();
+        assert!(err.contains("vertex"), "{err}");
     }
 
     #[test]

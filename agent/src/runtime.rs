@@ -9,9 +9,11 @@ use crate::Result;
 use crate::alerts::FareChecker;
 use crate::guard::links::{DEFAULT_LINK_HOSTS, LinkPolicy};
 use crate::jobs::{RetrySchedule, SqsJobQueue};
-use crate::llm::{ApiKey, LlmProvider, OpenAiClient, OpenAiConfig};
+use crate::llm::{
+    ApiKey, BedrockClient, LlmProvider, OpenAiClient, OpenAiConfig, Provider, Providers,
+};
 use crate::pipeline::{JobScheduler, Pipeline};
-use crate::profiles::AgentCatalog;
+use crate::profiles::{AgentCatalog, ModelDefaults};
 use crate::tools::ask_gpt::{AskGptConfig, AskGptTool};
 use crate::tools::award_value::AwardValueTool;
 use crate::tools::fare_alert::CreateFareAlertTool;
@@ -32,13 +34,19 @@ use shared::secrets::{AwsSecretSource, SecretsCache};
 use shared::upstream::RetryPolicy;
 use shared::usage::{DynamoUsageStore, PriceTable, UsageStore};
 
-/// The OpenAI-compatible endpoint, for chat turns and `ask_gpt`.
+/// The LLM providers, for chat turns and `ask_gpt`.
 #[derive(Debug, Clone)]
 pub struct LlmSettings {
+    /// The provider of `ask_gpt` and of every profile that names none (`LLM_PROVIDER`:
+    /// `openai`, the default, or `bedrock`).
+    pub provider: Provider,
     /// e.g. `https://api.openai.com/v1` (`OPENAI_BASE_URL`).
     pub base_url: String,
-    /// Default model of every profile that names none (`OPENAI_MODEL`).
+    /// Default OpenAI model of every profile that names none (`OPENAI_MODEL`).
     pub model: String,
+    /// Default Bedrock model (or inference profile) of every profile that names none
+    /// (`BEDROCK_MODEL_ID`).
+    pub bedrock_model: String,
     /// Secret holding the API key (`OPENAI_API_KEY_SECRET`); unset for keyless local
     /// servers such as Ollama or vLLM.
     pub key_secret: Option<String>,
@@ -50,6 +58,29 @@ pub struct LlmSettings {
     /// default 1024): no call goes out without a bound on what it may cost.
     pub max_tokens: u32,
     pub prices: PriceTable,
+}
+
+/// The Bedrock model of a deployment that sets no `BEDROCK_MODEL_ID`: tools, streaming and
+/// forced tool choice, at a low price.
+pub const DEFAULT_BEDROCK_MODEL: &str = "amazon.nova-lite-v1:0";
+
+impl LlmSettings {
+    /// The provider and default models the turns start from.
+    pub fn model_defaults(&self) -> ModelDefaults {
+        ModelDefaults {
+            provider: self.provider,
+            openai: self.model.clone(),
+            bedrock: self.bedrock_model.clone(),
+        }
+    }
+
+    /// The default provider's default model (`ask_gpt`'s).
+    pub fn default_model(&self) -> &str {
+        match self.provider {
+            Provider::OpenAi => &self.model,
+            Provider::Bedrock => &self.bedrock_model,
+        }
+    }
 }
 
 /// Everything a tool runner reads from the environment.
@@ -99,11 +130,13 @@ impl ToolsConfig {
             ledger,
             retention,
             llm: LlmSettings {
+                provider: r.parse_or("LLM_PROVIDER", Provider::OpenAi),
                 base_url: r
                     .or("OPENAI_BASE_URL", "https://api.openai.com/v1")
                     .trim_end_matches('/')
                     .to_owned(),
                 model: r.or("OPENAI_MODEL", "gpt-4o-mini"),
+                bedrock_model: r.or("BEDROCK_MODEL_ID", DEFAULT_BEDROCK_MODEL),
                 key_secret: r
                     .optional("OPENAI_API_KEY_SECRET")
                     .filter(|s| !s.is_empty()),
@@ -156,6 +189,8 @@ pub struct ToolClients {
     pub sqs: aws_sdk_sqs::Client,
     pub secrets: Arc<SecretsCache>,
     pub http: reqwest::Client,
+    /// Bedrock Runtime, for profiles on Bedrock; `None` where no profile may use it.
+    pub bedrock: Option<aws_sdk_bedrockruntime::Client>,
     /// Signs calls to the functions' IAM routes; `None` in local runs (no API Gateway).
     pub signer: Option<SigV4Signer>,
     /// Where tool, LLM and turn metrics go (EMF on stdout in Lambda).
@@ -180,6 +215,9 @@ impl ToolClients {
             sqs: aws_sdk_sqs::Client::new(sdk),
             secrets,
             http: shared::upstream::http_client()?,
+            // Building a client opens no connection: a deployment without Bedrock never
+            // calls it.
+            bedrock: Some(crate::llm::bedrock::sdk_client(sdk)),
             signer,
             metrics,
         })
@@ -208,24 +246,53 @@ pub struct ToolRuntime {
 const ASK_GPT_PROMPT: &str = "You answer the user's question directly from your own knowledge, \
 briefly and in the user's language. If facts are uncertain or may have changed, say so.";
 
-/// The OpenAI-compatible client, with its key from Secrets Manager when one is configured.
-fn llm_client(config: &ToolsConfig, clients: &ToolClients) -> Arc<dyn LlmProvider> {
-    let key = match &config.llm.key_secret {
-        Some(name) => ApiKey::Secret {
-            cache: clients.secrets.clone(),
-            name: name.clone(),
-        },
-        None => ApiKey::None,
+/// The providers the deployment's default and its profiles use, and only those: a
+/// Bedrock-only deployment has no OpenAI client (and needs no OpenAI key). The OpenAI
+/// client reads its key from Secrets Manager when one is configured.
+fn llm_client(
+    config: &ToolsConfig,
+    agents: &AgentCatalog,
+    clients: &ToolClients,
+) -> Result<Providers> {
+    let defaults = config.llm.model_defaults();
+    let used = |provider: Provider| {
+        config.llm.provider == provider
+            || agents.profiles().any(|p| p.provider(&defaults) == provider)
     };
-    Arc::new(OpenAiClient::new(
-        clients.http.clone(),
-        OpenAiConfig {
-            base_url: config.llm.base_url.clone(),
-            stream_usage: config.llm.stream_usage,
-            retry: config.llm_retry(),
-        },
-        key,
-    ))
+    let mut providers = Providers::new(config.llm.provider);
+    if used(Provider::OpenAi) {
+        let key = match &config.llm.key_secret {
+            Some(name) => ApiKey::Secret {
+                cache: clients.secrets.clone(),
+                name: name.clone(),
+            },
+            None => ApiKey::None,
+        };
+        providers = providers.with(
+            Provider::OpenAi,
+            Arc::new(OpenAiClient::new(
+                clients.http.clone(),
+                OpenAiConfig {
+                    base_url: config.llm.base_url.clone(),
+                    stream_usage: config.llm.stream_usage,
+                    retry: config.llm_retry(),
+                },
+                key,
+            )),
+        );
+    }
+    if used(Provider::Bedrock) {
+        let Some(client) = clients.bedrock.clone() else {
+            return Err(shared::Error::Config(
+                "LLM_PROVIDER or an agent profile uses bedrock, but this function has no Bedrock client".into(),
+            ));
+        };
+        providers = providers.with(
+            Provider::Bedrock,
+            Arc::new(BedrockClient::new(client, config.llm_retry())),
+        );
+    }
+    Ok(providers)
 }
 
 /// Every tool of this deployment; a new tool is added here (docs/adding-a-tool.md).
@@ -258,7 +325,7 @@ fn tools(
             usage,
             metrics,
             AskGptConfig {
-                model: config.llm.model.clone(),
+                model: config.llm.default_model().to_owned(),
                 system_prompt: ASK_GPT_PROMPT.to_owned(),
                 fixed_temperature_models: config.llm.fixed_temperature_models.clone(),
                 max_tokens: config.llm.max_tokens,
@@ -280,7 +347,7 @@ impl ToolRuntime {
         clients: ToolClients,
         max_parallel: usize,
     ) -> Result<Self> {
-        let llm = llm_client(config, &clients);
+        let llm: Arc<dyn LlmProvider> = Arc::new(llm_client(config, agents, &clients)?);
         let secrets = clients.secrets.clone();
         let storage = &config.storage;
         let ledger: Arc<dyn ToolCallLedger> = Arc::new(DynamoLedger::new(
@@ -395,7 +462,13 @@ mod tests {
     }
 
     fn try_runtime(catalog: &AgentCatalog) -> Result<ToolRuntime> {
-        let env = Env::from_pairs(
+        let (config, clients) = parts(&[]);
+        ToolRuntime::new(&config, catalog, clients, 5)
+    }
+
+    /// The required variables and `vars`.
+    fn env(vars: &[(&str, &str)]) -> Env {
+        Env::from_pairs(
             [
                 "TOOL_CALLS_TABLE",
                 "CHATS_TABLE",
@@ -409,8 +482,14 @@ mod tests {
                 ("AWARD_SEARCH_URL", "http://127.0.0.1:9/a"),
                 ("CASH_SEARCH_URL", "http://127.0.0.1:9/c"),
                 ("KB_SEARCH_URL", "http://127.0.0.1:9/k"),
-            ]),
-        );
+            ])
+            .chain(vars.iter().copied()),
+        )
+    }
+
+    /// A configuration from the required variables and `vars`, and clients never called.
+    fn parts(vars: &[(&str, &str)]) -> (ToolsConfig, ToolClients) {
+        let env = env(vars);
         let config = ToolsConfig::from_env(&env).unwrap_or_else(|e| panic!("config: {e}"));
         let sdk = aws_config::SdkConfig::builder()
             .behavior_version(aws_config::BehaviorVersion::latest())
@@ -424,10 +503,55 @@ mod tests {
                 Duration::from_secs(1),
             )),
             http: reqwest::Client::new(),
+            bedrock: Some(crate::llm::bedrock::sdk_client(&sdk)),
             signer: None,
             metrics: Metrics::discard(),
         };
-        ToolRuntime::new(&config, catalog, clients, 5)
+        (config, clients)
+    }
+
+    /// A deployment on Bedrock whose profiles name no other provider builds no OpenAI
+    /// client, so it needs no OpenAI setting or key; a profile on OpenAI adds one.
+    #[test]
+    fn only_the_providers_in_use_are_built() {
+        let on_bedrock = AgentCatalog::from_toml(
+            "default_agent = \"a\"\n[agents.a]\nsystem_prompt = \"x\"\n",
+            "test",
+        )
+        .unwrap_or_else(|e| panic!("agents: {e}"));
+        let (config, clients) = parts(&[("LLM_PROVIDER", "bedrock")]);
+        assert_eq!(config.llm.default_model(), DEFAULT_BEDROCK_MODEL);
+        let providers =
+            llm_client(&config, &on_bedrock, &clients).unwrap_or_else(|e| panic!("providers: {e}"));
+        assert!(providers.has(Provider::Bedrock) && !providers.has(Provider::OpenAi));
+
+        let mixed = AgentCatalog::from_toml(
+            "default_agent = \"a\"\n[agents.a]\nsystem_prompt = \"x\"\n\
+             [agents.b]\nsystem_prompt = \"y\"\nprovider = \"openai\"\n",
+            "test",
+        )
+        .unwrap_or_else(|e| panic!("agents: {e}"));
+        let providers =
+            llm_client(&config, &mixed, &clients).unwrap_or_else(|e| panic!("providers: {e}"));
+        assert!(providers.has(Provider::Bedrock) && providers.has(Provider::OpenAi));
+
+        // The default deployment is OpenAI-only; Bedrock without a client is refused.
+        let (config, mut clients) = parts(&[]);
+        let providers =
+            llm_client(&config, &on_bedrock, &clients).unwrap_or_else(|e| panic!("providers: {e}"));
+        assert!(!providers.has(Provider::Bedrock) && providers.has(Provider::OpenAi));
+        clients.bedrock = None;
+        let (config, _) = parts(&[("LLM_PROVIDER", "bedrock")]);
+        assert!(llm_client(&config, &on_bedrock, &clients).is_err());
+    }
+
+    #[test]
+    fn an_unknown_provider_is_a_configuration_error() {
+        let err = ToolsConfig::from_env(&env(&[("LLM_PROVIDER", "vertex")]))
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(err.contains("LLM_PROVIDER=\"vertex\" is invalid"), "{err}");
     }
 
     /// A result that depends on the user must never be served to another one.

@@ -42,6 +42,7 @@ fn key() -> ApiKey {
 
 fn request(tools: bool) -> CompletionRequest {
     CompletionRequest {
+        provider: None,
         model: "gpt-4o-mini".into(),
         messages: vec![
             PromptMessage::system("You help with flights."),

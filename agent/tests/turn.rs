@@ -16,7 +16,7 @@ use shared::domain::tool_call::RefusalReason;
 use shared::secrets::{AwsSecretSource, SecretsCache};
 use test_support::RequestCounter;
 use test_support::dynamo_faults::{DynamoFaults, Fault};
-use test_support::fake_llm::{FakeLlm, Reply};
+use test_support::fake_llm::{FakeLlm, Protocol, Reply};
 
 /// Collects every event.
 #[derive(Default)]
@@ -49,16 +49,36 @@ impl Rig {
         Self::start_with(None).await
     }
 
+    /// A rig whose model is on `llm`'s provider.
+    async fn on(llm: Protocol) -> Self {
+        Self::start_on(llm, None).await
+    }
+
     /// As [`Rig::start`]; the agent's chat store uses `faults` (DynamoDB errors) when given.
     async fn start_with(faults: Option<DynamoFaults>) -> Self {
+        Self::start_on(Protocol::OpenAi, faults).await
+    }
+
+    async fn start_on(protocol: Protocol, faults: Option<DynamoFaults>) -> Self {
         let llm = FakeLlm::start().await;
         let mut pairs: Vec<(String, String)> = std::env::vars()
-            .filter(|(k, _)| !matches!(k.as_str(), "OPENAI_API_KEY_SECRET" | "TOOL_QUEUE_URL"))
+            .filter(|(k, _)| {
+                !matches!(
+                    k.as_str(),
+                    "OPENAI_API_KEY_SECRET" | "TOOL_QUEUE_URL" | "LLM_PROVIDER"
+                )
+            })
             .collect();
+        match protocol {
+            Protocol::OpenAi => pairs.push(("OPENAI_BASE_URL".into(), llm.base_url())),
+            Protocol::Bedrock => {
+                pairs.retain(|(k, _)| !k.starts_with("OPENAI_"));
+                pairs.push(("LLM_PROVIDER".into(), "bedrock".into()));
+            }
+        }
         // No tool is reachable: these turns either need none or never get past admission.
         pairs.extend(
             [
-                ("OPENAI_BASE_URL", llm.base_url()),
                 ("AWARD_SEARCH_URL", "http://127.0.0.1:9/award".to_owned()),
                 ("CASH_SEARCH_URL", "http://127.0.0.1:9/cash".to_owned()),
                 ("KB_SEARCH_URL", "http://127.0.0.1:9/kb".to_owned()),
@@ -78,6 +98,10 @@ impl Rig {
             sqs: test_support::sqs().await,
             secrets,
             http: shared::upstream::http_client().unwrap_or_else(|e| panic!("http: {e}")),
+            bedrock: Some(agent::llm::bedrock::sdk_client_at(
+                &test_support::sdk_config().await,
+                &llm.endpoint_url(),
+            )),
             signer: None,
             metrics: shared::metrics::Metrics::discard(),
         };
@@ -109,7 +133,7 @@ impl Rig {
             history_max_messages: 30,
             history_token_budget: 3000,
             tool_result_max_chars: 6000,
-            default_model: "gpt-4o-mini".into(),
+            models: config.llm.model_defaults(),
             stack_notice: None,
             answer_link_hosts: vec!["seats.aero".into()],
         };
@@ -166,9 +190,33 @@ fn kinds(events: &[TurnEvent]) -> Vec<&'static str> {
     kinds
 }
 
-#[tokio::test]
-async fn a_text_turn_streams_in_contract_order_and_writes_the_chat_once() {
-    let rig = Rig::start().await;
+/// Declares each named test body `async fn name(llm: Protocol)` as two tests,
+/// `name::openai` and `name::bedrock`: one test body, two fakes.
+macro_rules! on_both_providers {
+    ($($name:ident),* $(,)?) => {
+        $(
+            mod $name {
+                #[tokio::test]
+                async fn openai() {
+                    super::$name(super::Protocol::OpenAi).await
+                }
+
+                #[tokio::test]
+                async fn bedrock() {
+                    super::$name(super::Protocol::Bedrock).await
+                }
+            }
+        )*
+    };
+}
+
+on_both_providers!(
+    a_text_turn_streams_in_contract_order_and_writes_the_chat_once,
+    invalid_tool_calls_get_one_repair_round_then_an_error_and_an_apology,
+);
+
+async fn a_text_turn_streams_in_contract_order_and_writes_the_chat_once(llm: Protocol) {
+    let rig = Rig::on(llm).await;
     rig.llm
         .push(Reply::text("Hello! How can I help with your travel plans?"));
     let user = test_support::unique("user");
@@ -211,9 +259,8 @@ async fn a_text_turn_streams_in_contract_order_and_writes_the_chat_once() {
     assert_eq!(requests, 3, "DynamoDB requests of a new chat's text turn");
 }
 
-#[tokio::test]
-async fn invalid_tool_calls_get_one_repair_round_then_an_error_and_an_apology() {
-    let rig = Rig::start().await;
+async fn invalid_tool_calls_get_one_repair_round_then_an_error_and_an_apology(llm: Protocol) {
+    let rig = Rig::on(llm).await;
     let bad = json!({"origin": "Frankfurt?", "destination": 7});
     rig.llm
         .push(Reply::tool_call("search_flights", bad.clone()));

@@ -12,7 +12,9 @@
 #
 # Real services instead of fakes: OPENAI_API_KEY (or OPENAI_BASE_URL for a keyless
 # OpenAI-compatible server such as Ollama, with OPENAI_MODEL), SEATSAERO_API_KEY,
-# AMADEUS_CLIENT_ID + AMADEUS_CLIENT_SECRET. Ports: WATCH_PORT (9000), FAKES_PORT_BASE (9100:
+# AMADEUS_CLIENT_ID + AMADEUS_CLIENT_SECRET. LLM_PROVIDER=bedrock runs the router and the
+# worker on their Bedrock client, answered by the stand-in in Bedrock's ConverseStream
+# protocol (AWS_ENDPOINT_URL_BEDROCK_RUNTIME points at it; no AWS account is used). Ports: WATCH_PORT (9000), FAKES_PORT_BASE (9100:
 # LLM +1, Seats.aero +2, Amadeus +3), DYNAMODB_PORT, MOTO_PORT, WEB_PORT (5173: the web chat).
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 cd "$REPO_ROOT"
@@ -83,11 +85,17 @@ $(log_tail "$RUN_DIR/dev-$name.log")"
 # Which upstreams are fakes: decided once from the developer's keys.
 decide_fakes() {
   FAKE_LLM=1; FAKE_SEATS=1; FAKE_AMADEUS=1
-  if [ -n "${OPENAI_API_KEY:-}" ] || [ -n "${OPENAI_BASE_URL:-}" ]; then FAKE_LLM=0; fi
+  # The functions' local credentials are the emulators' (`local`): Bedrock is always the
+  # stand-in, whatever OpenAI keys are set.
+  if [ "${LLM_PROVIDER:-openai}" != bedrock ] && { [ -n "${OPENAI_API_KEY:-}" ] || [ -n "${OPENAI_BASE_URL:-}" ]; }; then FAKE_LLM=0; fi
   [ -n "${SEATSAERO_API_KEY:-}" ] && FAKE_SEATS=0
   if [ -n "${AMADEUS_CLIENT_ID:-}" ] && [ -n "${AMADEUS_CLIENT_SECRET:-}" ]; then FAKE_AMADEUS=0; fi
   local fakes=()
-  [ "$FAKE_LLM" = 1 ] && fakes+=("offline LLM stand-in (set OPENAI_API_KEY or OPENAI_BASE_URL for a real model)")
+  if [ "${LLM_PROVIDER:-openai}" = bedrock ]; then
+    fakes+=("offline LLM stand-in over the Bedrock ConverseStream protocol (LLM_PROVIDER=bedrock)")
+  elif [ "$FAKE_LLM" = 1 ]; then
+    fakes+=("offline LLM stand-in (set OPENAI_API_KEY or OPENAI_BASE_URL for a real model)")
+  fi
   [ "$FAKE_SEATS" = 1 ] && fakes+=("fake Seats.aero with recorded data (set SEATSAERO_API_KEY)")
   [ "$FAKE_AMADEUS" = 1 ] && fakes+=("fake Amadeus with recorded data (set AMADEUS_CLIENT_ID/SECRET)")
   if [ ${#fakes[@]} -eq 0 ]; then
@@ -117,7 +125,11 @@ write_dev_env() {
     echo "ALLOW_UNAUTHENTICATED_TOOL_CALLS=true"
     # Local only: `chat --debug` shows the router's debug events to any caller.
     echo "DEBUG_FOR_EVERYONE=true"
-    if [ "$FAKE_LLM" = 1 ]; then
+    if [ "${LLM_PROVIDER:-openai}" = bedrock ]; then
+      echo "LLM_PROVIDER=bedrock"
+      echo "BEDROCK_MODEL_ID=offline-stand-in"
+      echo "AWS_ENDPOINT_URL_BEDROCK_RUNTIME=http://127.0.0.1:$LLM_PORT"
+    elif [ "$FAKE_LLM" = 1 ]; then
       echo "OPENAI_BASE_URL=http://127.0.0.1:$LLM_PORT/v1"
       echo "OPENAI_MODEL=offline-stand-in"
     else

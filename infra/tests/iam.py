@@ -1,5 +1,8 @@
 """Least privilege in template.yaml: per function, exactly the DynamoDB actions its code uses
 on the tables it uses; no Scan, no delete and no SAM CRUD policy on chats, ledger or usage.
+Amazon Bedrock: only the router and the worker may stream from a model, only with
+BedrockModelId set, only that model (or its inference profile); the OpenAI key is readable
+only where an OpenAI endpoint is used.
 
 Run by `make test` (infra/local/test.sh) with the local virtualenv, which has cfn-lint and
 its template decoder (it understands !Ref, !GetAtt, !Sub).
@@ -59,6 +62,20 @@ INVOKERS = {"ChatRouterFunction", "ToolWorkerFunction"}
 PRIVATE = {"ChatsTable", "ToolCallsTable", "UsageTable"}
 FORBIDDEN = {"dynamodb:Scan", "dynamodb:*"}
 SAM_DYNAMODB_POLICIES = {"DynamoDBCrudPolicy", "DynamoDBWritePolicy", "DynamoDBReadPolicy"}
+# Who may call Bedrock: which actions, under which condition, on the model of which
+# parameter (docs/security.md).
+BEDROCK = {
+    "ChatRouterFunction": ({"bedrock:InvokeModelWithResponseStream"}, "BedrockOn", "BedrockModelId"),
+    "ToolWorkerFunction": ({"bedrock:InvokeModelWithResponseStream"}, "BedrockOn", "BedrockModelId"),
+    # Query embeddings (Titan) only.
+    "KbRetrieveFunction": ({"bedrock:InvokeModel"}, "EmbeddingsOverBedrock", "EmbeddingsModel"),
+}
+# Who may read the OpenAI key, under which condition.
+OPENAI_KEY = {
+    "ChatRouterFunction": "OpenAiInUse",
+    "ToolWorkerFunction": "OpenAiInUse",
+    "KbRetrieveFunction": "EmbeddingsOverHttp",
+}
 
 
 def as_list(value):
@@ -122,6 +139,83 @@ def invokes_tool_routes(policies):
     return False
 
 
+def conditional_statements(policies):
+    """(statement, condition) for every inline statement; condition is None when the policy
+    is not under `!If [condition, policy, !Ref AWS::NoValue]`."""
+    for policy in policies:
+        condition = None
+        if "Fn::If" in policy:
+            condition, policy, _ = policy["Fn::If"]
+        for statement in as_list(policy.get("Statement", [])) if isinstance(policy, dict) else []:
+            yield statement, condition
+
+
+def sub_texts(resource):
+    """The `!Sub` texts of a statement's resources, through an `!If` between lists."""
+    if isinstance(resource, dict) and "Fn::If" in resource:
+        _, yes, no = resource["Fn::If"]
+        return sub_texts(yes) + sub_texts(no)
+    if isinstance(resource, list):
+        return [text for r in resource for text in sub_texts(r)]
+    if isinstance(resource, dict) and "Fn::Sub" in resource:
+        text = resource["Fn::Sub"]
+        return [text[0] if isinstance(text, list) else text]
+    return [repr(resource)]
+
+
+def bedrock_access(name, policies):
+    """Bedrock grants exactly as BEDROCK says: the actions, under the condition, on ARNs of
+    the model parameter only (never a wildcard model or bedrock:*)."""
+    failures = []
+    expected_actions, expected_condition, parameter = BEDROCK.get(name, (set(), None, None))
+    granted = set()
+    for statement, condition in conditional_statements(policies):
+        actions = {a for a in as_list(statement.get("Action", [])) if a.startswith("bedrock:")}
+        if not actions:
+            continue
+        granted |= actions
+        if condition != expected_condition:
+            failures.append(f"{name}: Bedrock granted under {condition}, expected {expected_condition}")
+        for text in sub_texts(statement.get("Resource")):
+            model_arn = ":foundation-model/" in text or ":inference-profile/" in text
+            if not model_arn or not text.endswith("${" + str(parameter) + "}"):
+                failures.append(f"{name}: Bedrock on {text}; expected ARNs of {parameter} only")
+    if granted != expected_actions:
+        failures.append(f"{name}: Bedrock actions {sorted(granted)}, expected {sorted(expected_actions)}")
+    return failures
+
+
+def openai_key_access(name, policies):
+    """The OpenAI key secret is readable only by OPENAI_KEY's functions, under their condition."""
+    failures = []
+    conditions = set()
+    for policy, _ in unconditional(policies):
+        if policy.get("AWSSecretsManagerGetSecretValuePolicy", {}).get("SecretArn") == {"Ref": "OpenAiApiKeySecret"}:
+            conditions.add(None)
+    for statement, condition in conditional_statements(policies):
+        if statement.get("Resource") == {"Ref": "OpenAiApiKeySecret"}:
+            conditions.add(condition)
+    expected = {OPENAI_KEY[name]} if name in OPENAI_KEY else set()
+    if conditions != expected:
+        failures.append(f"{name}: the OpenAI key readable under {conditions}, expected {expected}")
+    return failures
+
+
+def bedrock_parameters(template):
+    """The provider switch offers exactly openai and bedrock, and a stack on Bedrock must
+    name its model (a template rule), so no role is ever granted an empty model."""
+    failures = []
+    params = template["Parameters"]
+    if set(params.get("LlmProvider", {}).get("AllowedValues", [])) != {"openai", "bedrock"}:
+        failures.append("LlmProvider: must allow exactly openai and bedrock")
+    if params.get("BedrockModelId", {}).get("Default") != "":
+        failures.append("BedrockModelId: no Bedrock access unless a model is chosen")
+    rule = template.get("Rules", {}).get("BedrockNeedsAModel", {})
+    if "BedrockModelId" not in str(rule.get("Assertions")):
+        failures.append("Rules.BedrockNeedsAModel: LlmProvider bedrock must require a BedrockModelId")
+    return failures
+
+
 def public_routes(template):
     """The tool routes users reach with their own token exist only with PublicToolRoutes, all
     JWT-authorised; every route on the SAM-built ToolsApi is an IAM-only /internal/ route."""
@@ -174,6 +268,8 @@ def main():
         invokes = invokes_tool_routes(resource["Properties"].get("Policies", []))
         if invokes != (name in INVOKERS):
             failures.append(f"{name}: execute-api:Invoke granted={invokes}, expected {name in INVOKERS}")
+        failures += bedrock_access(name, resource["Properties"].get("Policies", []))
+        failures += openai_key_access(name, resource["Properties"].get("Policies", []))
     if "KbRetrieveFunction" in resources:
         policies = resources["KbRetrieveFunction"]["Properties"]["Policies"]
         grants, templates = dynamodb_grants(policies)
@@ -182,13 +278,17 @@ def main():
         }:
             failures.append(f"KbRetrieveFunction: {grants} {templates}; expected read on the kb only")
     failures += public_routes(template)
+    failures += bedrock_parameters(template)
     missing = set(EXPECTED) - set(resources)
     failures += [f"{name}: not in template.yaml" for name in sorted(missing)]
     if failures:
         sys.exit("IAM check failed:\n  " + "\n  ".join(failures))
     print(
         f"IAM check: {len(EXPECTED) + 1} functions hold exactly the DynamoDB access they use;"
-        " only the router and the worker may call the IAM-only tool routes;"
+        " only the router and the worker may call the IAM-only tool routes"
+        " and stream from Bedrock (the chosen model only, with BedrockModelId set);"
+        " kb-retrieve may embed with the chosen Titan model only with EmbeddingsProvider bedrock;"
+        " the OpenAI key only where OpenAI is used;"
         " user-token routes exist only with PublicToolRoutes"
     )
 

@@ -77,7 +77,9 @@ fn retry_after(response: &Response) -> Option<Duration> {
     value.trim().parse::<u64>().ok().map(Duration::from_secs)
 }
 
-fn backoff(policy: &RetryPolicy, attempt: u32) -> Duration {
+/// The pause before attempt `attempt + 1`: exponential from `base_delay`, capped at
+/// `max_delay`, with full jitter. Shared with clients that retry on their own (Bedrock).
+pub fn backoff(policy: &RetryPolicy, attempt: u32) -> Duration {
     let exp = policy
         .base_delay
         .saturating_mul(2u32.saturating_pow(attempt.saturating_sub(1)));

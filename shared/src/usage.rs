@@ -33,8 +33,9 @@ pub struct ModelPrice {
 pub struct PriceTable(BTreeMap<String, ModelPrice>);
 
 impl Default for PriceTable {
-    /// List prices of common OpenAI models at the time of writing; override with
-    /// `LLM_PRICES_JSON` when they change or for other providers.
+    /// List prices of common OpenAI models and Amazon Bedrock model ids (on-demand, US
+    /// regions) at the time of writing; override with `LLM_PRICES_JSON` when they change or
+    /// for other providers. Bedrock's cached rate is its cache-read price.
     fn default() -> Self {
         let price = |i, c, o| ModelPrice {
             input_per_million: i,
@@ -52,6 +53,27 @@ impl Default for PriceTable {
             ("gpt-5-nano".into(), price(0.05, 0.005, 0.40)),
             ("text-embedding-3-small".into(), price(0.02, 0.02, 0.0)),
             ("text-embedding-3-large".into(), price(0.13, 0.13, 0.0)),
+            // Amazon Bedrock model ids; a cross-region inference profile (`us.`, `eu.`, ...)
+            // is priced as its model (see `price`).
+            ("amazon.nova-micro-v1".into(), price(0.035, 0.00875, 0.14)),
+            ("amazon.nova-lite-v1".into(), price(0.06, 0.015, 0.24)),
+            ("amazon.nova-pro-v1".into(), price(0.80, 0.20, 3.20)),
+            ("anthropic.claude-3-haiku".into(), price(0.25, 0.03, 1.25)),
+            ("anthropic.claude-3-5-haiku".into(), price(0.80, 0.08, 4.00)),
+            ("anthropic.claude-haiku-4-5".into(), price(1.00, 0.10, 5.00)),
+            (
+                "anthropic.claude-3-5-sonnet".into(),
+                price(3.00, 0.30, 15.00),
+            ),
+            (
+                "anthropic.claude-3-7-sonnet".into(),
+                price(3.00, 0.30, 15.00),
+            ),
+            ("anthropic.claude-sonnet-4".into(), price(3.00, 0.30, 15.00)),
+            ("meta.llama3-1-8b-instruct".into(), price(0.22, 0.22, 0.22)),
+            ("meta.llama3-1-70b-instruct".into(), price(0.72, 0.72, 0.72)),
+            ("mistral.mistral-large-2407".into(), price(2.00, 2.00, 6.00)),
+            ("amazon.titan-embed-text-v2".into(), price(0.02, 0.02, 0.0)),
         ]))
     }
 }
@@ -63,12 +85,24 @@ impl PriceTable {
             .map_err(|e| Error::Config(format!("LLM_PRICES_JSON is invalid: {e}")))
     }
 
+    /// The price of `model`: its longest listed prefix; a Bedrock cross-region inference
+    /// profile id (`us.anthropic...`, `eu.amazon...`) without an entry of its own is priced
+    /// as the model after its region prefix.
     pub fn price(&self, model: &str) -> Option<ModelPrice> {
-        self.0
-            .iter()
-            .filter(|(prefix, _)| model.starts_with(prefix.as_str()))
-            .max_by_key(|(prefix, _)| prefix.len())
-            .map(|(_, price)| *price)
+        let lookup = |model: &str| {
+            self.0
+                .iter()
+                .filter(|(prefix, _)| model.starts_with(prefix.as_str()))
+                .max_by_key(|(prefix, _)| prefix.len())
+                .map(|(_, price)| *price)
+        };
+        lookup(model).or_else(|| {
+            let (region, rest) = model.split_once('.')?;
+            INFERENCE_PROFILE_PREFIXES
+                .contains(&region)
+                .then(|| lookup(rest))
+                .flatten()
+        })
     }
 
     /// Cost in USD; `None` for a model without a price (recorded as unpriced, not as free).
@@ -85,6 +119,10 @@ impl PriceTable {
         })
     }
 }
+
+/// The region prefixes of Bedrock's cross-region inference profiles.
+const INFERENCE_PROFILE_PREFIXES: [&str; 8] =
+    ["us", "eu", "apac", "global", "us-gov", "jp", "au", "ca"];
 
 fn is_zero(n: &u64) -> bool {
     *n == 0
@@ -336,6 +374,28 @@ mod tests {
             Some(2.5)
         );
         assert_eq!(prices.cost("llama3.1:8b", &tokens(10, 0, 10)), None);
+    }
+
+    #[test]
+    fn bedrock_models_and_their_inference_profiles_are_priced() {
+        let prices = PriceTable::default();
+        let nova = prices.cost("amazon.nova-lite-v1:0", &tokens(1_000_000, 0, 1_000_000));
+        assert_eq!(nova, Some(0.30));
+        assert_eq!(
+            prices.cost("us.amazon.nova-lite-v1:0", &tokens(1_000_000, 0, 1_000_000)),
+            nova
+        );
+        assert_eq!(
+            prices.cost(
+                "eu.anthropic.claude-3-5-haiku-20241022-v1:0",
+                &tokens(1_000_000, 0, 0)
+            ),
+            Some(0.8)
+        );
+        assert_eq!(
+            prices.cost("xx.amazon.nova-lite-v1:0", &tokens(1, 0, 1)),
+            None
+        );
     }
 
     #[test]

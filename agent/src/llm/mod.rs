@@ -1,10 +1,13 @@
-//! LLM access behind one small trait, with an OpenAI Chat Completions client (streaming,
-//! tools, parallel tool calls) that also speaks to Gemini's OpenAI-compatible endpoint,
-//! OpenRouter, vLLM and Ollama. Other providers (e.g. Bedrock Converse) implement
-//! [`LlmProvider`] and plug in the same way.
+//! LLM access behind one small trait, with two providers: an OpenAI Chat Completions client
+//! (streaming, tools, parallel tool calls) that also speaks to Gemini's OpenAI-compatible
+//! endpoint, OpenRouter, vLLM and Ollama; and Amazon Bedrock's Converse stream
+//! ([`bedrock`]). The turn loop, `ask_gpt` and the worker see only [`LlmProvider`];
+//! [`Providers`] sends each request to the provider it names.
 
+pub mod bedrock;
 pub mod metered;
 mod openai;
+mod providers;
 mod stream;
 
 use std::time::Instant;
@@ -13,7 +16,9 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub use bedrock::BedrockClient;
 pub use openai::{ApiKey, OpenAiClient, OpenAiConfig};
+pub use providers::{Provider, Providers};
 pub use stream::StreamAssembler;
 
 use crate::Result;
@@ -51,6 +56,10 @@ pub struct PromptMessage {
     /// Tool messages: the id of the call this message answers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_call_id: Option<String>,
+    /// Tool messages: the call failed (error, timeout, refused, not run). Providers that
+    /// mark a result's status (Bedrock's `toolResult.status`) say so; OpenAI's text says it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub failed: bool,
 }
 
 impl PromptMessage {
@@ -68,6 +77,7 @@ impl PromptMessage {
             content: content.into(),
             tool_calls,
             tool_call_id: None,
+            failed: false,
         }
     }
 
@@ -77,7 +87,14 @@ impl PromptMessage {
             content: content.into(),
             tool_calls: Vec::new(),
             tool_call_id: Some(tool_call_id.into()),
+            failed: false,
         }
+    }
+
+    /// The same tool message, marked as the result of a failed call.
+    pub fn with_failure(mut self, failed: bool) -> Self {
+        self.failed = failed;
+        self
     }
 
     fn text(role: PromptRole, content: impl Into<String>) -> Self {
@@ -86,6 +103,7 @@ impl PromptMessage {
             content: content.into(),
             tool_calls: Vec::new(),
             tool_call_id: None,
+            failed: false,
         }
     }
 }
@@ -114,6 +132,8 @@ pub enum ToolChoice {
 /// One chat completion to make.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CompletionRequest {
+    /// Who answers; `None`: the deployment's default provider (`LLM_PROVIDER`).
+    pub provider: Option<Provider>,
     pub model: String,
     pub messages: Vec<PromptMessage>,
     /// Empty: no tools are sent (and no `tool_choice`).

@@ -169,6 +169,7 @@ impl LlmProvider for OpenAiClient {
 
         tracing::info!(
             model = %completion.model,
+            provider = "openai",
             status = status.as_u16(),
             duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
             prompt_tokens = completion.usage.map(|u| u.prompt_tokens),
@@ -353,6 +354,7 @@ mod tests {
 
     fn request() -> CompletionRequest {
         CompletionRequest {
+            provider: None,
             model: "gpt-4o-mini".into(),
             messages: vec![
                 PromptMessage::system("be brief"),

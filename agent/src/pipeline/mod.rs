@@ -67,6 +67,15 @@ pub enum CallStatus {
 }
 
 impl CallStatus {
+    /// The call produced no result the model can use (it failed, was refused or not run);
+    /// queued and approval-waiting calls are on their way, not failed.
+    pub fn is_failure(self) -> bool {
+        !matches!(
+            self,
+            Self::Succeeded | Self::Queued | Self::AwaitingApproval
+        )
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Succeeded => "succeeded",

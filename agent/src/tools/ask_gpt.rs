@@ -95,6 +95,8 @@ impl Tool for AskGptTool {
         }
         messages.push(PromptMessage::user(args.query.clone()));
         let request = CompletionRequest {
+            // The deployment's default provider and its model.
+            provider: None,
             model: self.config.model.clone(),
             messages,
             tools: Vec::new(),

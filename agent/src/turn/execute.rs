@@ -111,6 +111,7 @@ impl Agent {
                 call.call.id.clone(),
                 prompt::fenced_tool_message(call, &state.fence, max_chars),
             )
+            .with_failure(call.status.is_failure())
         }));
     }
 

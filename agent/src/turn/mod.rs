@@ -52,7 +52,7 @@ use crate::guard::output::Violation;
 use crate::guard::output::echo::{EchoIndex, EchoIndexes};
 use crate::llm::{LlmProvider, PromptMessage, ToolSpec};
 use crate::pipeline::{CallOutcome, CallStatus, Pipeline, StepOutcome};
-use crate::profiles::{AgentCatalog, AgentProfile};
+use crate::profiles::{AgentCatalog, AgentProfile, ModelDefaults};
 use crate::runtime::ToolRuntime;
 use crate::stop::StopSignal;
 use crate::texts::UserText;
@@ -80,8 +80,8 @@ pub struct TurnSettings {
     pub history_token_budget: usize,
     /// Characters of one tool result in the prompt.
     pub tool_result_max_chars: usize,
-    /// The model of profiles that name none.
-    pub default_model: String,
+    /// The provider and model of profiles that name none.
+    pub models: ModelDefaults,
     /// Sent with every answer as `final.metadata.notice`.
     pub stack_notice: Option<String>,
     /// Hosts the answer may link to (`.example.com` allows subdomains); other Markdown
@@ -348,7 +348,7 @@ impl Agent {
         }
         let max_steps = self.settings.max_tool_steps;
         for step in 0..=max_steps {
-            let models = state.profile.step_models(&self.settings.default_model);
+            let models = state.profile.step_models(&self.settings.models);
             // Safe point: no model call for a stopped turn.
             if input.stop.is_stopped() {
                 return Ok(Ending::Stopped);

@@ -15,7 +15,7 @@ use super::{Agent, TurnInput, TurnState};
 use crate::events::{self, EventSink, TurnEvent};
 use crate::guard::output::{StreamGuard, Violation};
 use crate::llm::metered::{Meter, UsageScope, complete_metered};
-use crate::llm::{Completion, CompletionRequest, NoTokens, TokenSink, ToolChoice};
+use crate::llm::{Completion, CompletionRequest, NoTokens, Provider, TokenSink, ToolChoice};
 use crate::profiles::StepModels;
 
 /// What a model call of a step is for.
@@ -43,6 +43,7 @@ impl StepRole {
 #[derive(Debug, Clone, Copy)]
 pub(super) struct ModelCall<'a> {
     pub step: usize,
+    pub provider: Provider,
     pub model: &'a str,
     pub offer_tools: bool,
     pub role: StepRole,
@@ -79,6 +80,7 @@ impl Agent {
         };
         let call = ModelCall {
             step,
+            provider: models.provider,
             model,
             offer_tools,
             role,
@@ -95,6 +97,7 @@ impl Agent {
         // The decision model answered: the answer model writes what the client sees.
         let call = ModelCall {
             step,
+            provider: models.provider,
             model: &models.answer,
             offer_tools: false,
             role: StepRole::Answer,
@@ -239,6 +242,7 @@ impl Agent {
             (Vec::new(), ToolChoice::None)
         };
         CompletionRequest {
+            provider: Some(call.provider),
             model: call.model.to_owned(),
             messages: state.prompt.clone(),
             tools,

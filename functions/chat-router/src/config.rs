@@ -112,7 +112,7 @@ impl Config {
             history_max_messages: self.history_max_messages,
             history_token_budget: self.history_token_budget,
             tool_result_max_chars: self.tool_result_max_chars,
-            default_model: self.tools.llm.model.clone(),
+            models: self.tools.llm.model_defaults(),
             stack_notice: self.stack_notice.clone(),
             answer_link_hosts: self.tools.link_hosts.clone(),
         }

@@ -1,11 +1,12 @@
 //! End-to-end chat turns: the router's handler against DynamoDB Local and moto, a scripted
 //! fake LLM, and the real flight and kb functions served locally over fake upstreams.
 
+#[macro_use]
 mod common;
 
 use std::time::Duration;
 
-use common::{Rig, eventually, flight_args};
+use common::{Protocol, Rig, eventually, flight_args};
 use serde_json::{Value, json};
 use test_support::fake_llm::Reply;
 
@@ -22,9 +23,21 @@ fn asks(query: &'static str) -> impl Fn(&Value) -> bool + Send + Sync + 'static 
     }
 }
 
-#[tokio::test]
-async fn flight_search_streams_the_contract_events_with_one_llm_call() {
-    let rig = Rig::start().await;
+// The turns that involve the model run on both providers: one test body, two fakes.
+on_both_providers!(
+    flight_search_streams_the_contract_events_with_one_llm_call,
+    two_tools_in_one_step_run_concurrently,
+    invalid_arguments_are_repaired_on_the_second_try,
+    an_unknown_tool_is_reported_to_the_llm_then_a_second_is_an_error,
+    after_the_step_limit_the_model_must_answer_without_tools,
+    an_llm_failure_ends_the_stream_with_error_then_done,
+    a_client_disconnect_leaves_ledger_and_chat_consistent,
+    tokens_arrive_as_the_llm_streams_them,
+    a_stream_cut_off_after_tokens_still_records_its_usage,
+);
+
+async fn flight_search_streams_the_contract_events_with_one_llm_call(llm: Protocol) {
+    let rig = Rig::on(llm).await;
     rig.llm
         .push(Reply::tool_calls(vec![("search_flights", flight_args())]));
     let alice = test_support::unique("alice");
@@ -276,9 +289,8 @@ async fn ask_gpt_makes_a_completion_without_tools() {
     assert_eq!(requests.len(), 3);
 }
 
-#[tokio::test]
-async fn two_tools_in_one_step_run_concurrently() {
-    let rig = Rig::start().await;
+async fn two_tools_in_one_step_run_concurrently(llm: Protocol) {
+    let rig = Rig::on(llm).await;
     rig.llm.push(Reply::tool_calls(vec![
         ("ask_gpt", json!({"query": "first question"})),
         ("ask_gpt", json!({"query": "second question"})),
@@ -382,9 +394,8 @@ async fn a_slow_tool_times_out_while_the_other_succeeds() {
     assert!(statuses.contains(&&json!("succeeded")), "{page}");
 }
 
-#[tokio::test]
-async fn invalid_arguments_are_repaired_on_the_second_try() {
-    let rig = Rig::start().await;
+async fn invalid_arguments_are_repaired_on_the_second_try(llm: Protocol) {
+    let rig = Rig::on(llm).await;
     rig.llm.push(Reply::raw_tool_call(
         "search_flights",
         "{\"origin\": \"FRA\", ",
@@ -419,9 +430,8 @@ async fn invalid_arguments_are_repaired_on_the_second_try() {
     assert!(told.contains("not valid JSON"), "{told}");
 }
 
-#[tokio::test]
-async fn an_unknown_tool_is_reported_to_the_llm_then_a_second_is_an_error() {
-    let rig = Rig::start().await;
+async fn an_unknown_tool_is_reported_to_the_llm_then_a_second_is_an_error(llm: Protocol) {
+    let rig = Rig::on(llm).await;
     rig.llm.push(Reply::tool_calls(vec![(
         "book_hotel",
         json!({"city": "Paris"}),
@@ -603,9 +613,8 @@ async fn calls_served_by_dedupe_use_no_rate_limit_quota() {
 
 /// A stream that breaks after billed tokens still leaves a usage record (an estimate, as
 /// the provider's figures never came), so a daily budget does not under-count.
-#[tokio::test]
-async fn a_stream_cut_off_after_tokens_still_records_its_usage() {
-    let rig = Rig::start().await;
+async fn a_stream_cut_off_after_tokens_still_records_its_usage(llm: Protocol) {
+    let rig = Rig::on(llm).await;
     let user = test_support::unique("cut");
     let answer = (1..=80)
         .map(|i| format!("word{i}"))
@@ -738,9 +747,8 @@ async fn a_second_message_during_a_running_turn_gets_409_with_the_turn_id() {
     assert_eq!(users, ["hello", "tell me more", "and now?"]);
 }
 
-#[tokio::test]
-async fn an_llm_failure_ends_the_stream_with_error_then_done() {
-    let rig = Rig::start().await;
+async fn an_llm_failure_ends_the_stream_with_error_then_done(llm: Protocol) {
+    let rig = Rig::on(llm).await;
     for _ in 0..5 {
         rig.llm.push(Reply::status(500));
     }
@@ -755,6 +763,74 @@ async fn an_llm_failure_ends_the_stream_with_error_then_done() {
     assert_eq!(turn.first("error")["code"], json!("llm_error"));
     let message = turn.first("error")["message"].as_str().unwrap_or_default();
     assert!(!message.contains("500"), "no upstream detail: {message}");
+}
+
+/// An error event in a Bedrock stream after text went out (`modelStreamErrorException`,
+/// a `throttlingException` mid-stream): the turn ends with `error` and `done`, no `final`,
+/// nothing of the upstream's message reaches the client, and the stream is not retried.
+#[tokio::test]
+async fn a_bedrock_stream_error_ends_the_turn_with_error_then_done_leaking_nothing() {
+    for kind in ["modelStreamErrorException", "throttlingException"] {
+        let rig = Rig::on(Protocol::Bedrock).await;
+        rig.llm.push(
+            Reply::text("The partial answer")
+                .then_stream_exception(kind, "upstream detail 7f3a: model crashed"),
+        );
+        let user = test_support::unique("brock");
+        let turn = rig
+            .chat(Some(&rig.token(&user)), json!({"message": "hello"}))
+            .await;
+        assert_eq!(turn.status, 200);
+        let shape = turn.shape();
+        assert_eq!(
+            &shape[shape.len() - 2..],
+            ["error", "done"],
+            "{kind}: {shape:?}"
+        );
+        assert!(turn.all("final").is_empty(), "{kind}: {shape:?}");
+        assert_eq!(turn.first("error")["code"], json!("llm_error"));
+        let everything: String = turn.events.iter().map(|e| e.data.to_string()).collect();
+        assert!(!everything.contains("7f3a"), "{kind}: {everything}");
+        assert!(!everything.contains(kind), "{kind}: {everything}");
+        assert_eq!(
+            rig.llm.request_count(),
+            1,
+            "{kind}: not retried once streaming"
+        );
+        assert_eq!(rig.llm.protocols(), [Protocol::Bedrock]);
+    }
+}
+
+/// A router configured for Bedrock alone (`LLM_PROVIDER=bedrock`, `BEDROCK_MODEL_ID`, no
+/// `OPENAI_*` variable and no OpenAI secret) starts and answers through Bedrock.
+#[tokio::test]
+async fn a_bedrock_only_router_starts_and_answers_without_any_openai_setting() {
+    let rig = Rig::with_on(
+        Protocol::Bedrock,
+        |vars| {
+            let openai: Vec<&str> = vars
+                .iter()
+                .map(|(k, _)| k.as_str())
+                .filter(|k| k.starts_with("OPENAI_"))
+                .collect();
+            assert!(openai.is_empty(), "{openai:?}");
+        },
+        None,
+    )
+    .await;
+    rig.llm.push(Reply::text("Hallo aus Bedrock"));
+    let user = test_support::unique("only");
+    let turn = rig
+        .chat(Some(&rig.token(&user)), json!({"message": "hallo"}))
+        .await;
+    assert_eq!(turn.text(), "Hallo aus Bedrock", "{:?}", turn.names());
+    assert_eq!(rig.llm.protocols(), [Protocol::Bedrock]);
+    assert_eq!(rig.llm.requests()[0]["model"], json!(common::BEDROCK_MODEL));
+    let since = time::OffsetDateTime::now_utc() - time::Duration::hours(1);
+    let usage = rig.deps.usage.list_for_user(&user, since).await.unwrap();
+    assert_eq!(usage.len(), 1, "{usage:?}");
+    assert_eq!(usage[0].model, common::BEDROCK_MODEL);
+    assert!(usage[0].cost_usd > Some(0.0), "{usage:?}");
 }
 
 /// The time zone travels with the message and is remembered in the chat; an unknown one is
@@ -856,10 +932,9 @@ async fn another_users_chat_is_not_found() {
     assert_eq!(status, 404);
 }
 
-#[tokio::test]
-async fn a_client_disconnect_leaves_ledger_and_chat_consistent() {
+async fn a_client_disconnect_leaves_ledger_and_chat_consistent(llm: Protocol) {
     use http_body_util::BodyExt;
-    let rig = Rig::start().await;
+    let rig = Rig::on(llm).await;
     rig.llm
         .push(Reply::tool_calls(vec![("search_flights", flight_args())]));
     let user = test_support::unique("nina");
@@ -918,9 +993,8 @@ async fn a_client_disconnect_leaves_ledger_and_chat_consistent() {
     assert!(messages[3].content.contains("Award flights"));
 }
 
-#[tokio::test]
-async fn tokens_arrive_as_the_llm_streams_them() {
-    let rig = Rig::start().await;
+async fn tokens_arrive_as_the_llm_streams_them(llm: Protocol) {
+    let rig = Rig::on(llm).await;
     rig.llm.push(
         Reply::text("one two three four five six seven eight")
             .with_chunk_delay(Duration::from_millis(100)),
@@ -1005,9 +1079,9 @@ async fn a_queued_call_can_be_canceled_by_its_owner_only_once() {
     assert_eq!(status, 409, "already canceled: {body}");
 }
 
-#[tokio::test]
-async fn after_the_step_limit_the_model_must_answer_without_tools() {
-    let rig = Rig::with(
+async fn after_the_step_limit_the_model_must_answer_without_tools(llm: Protocol) {
+    let rig = Rig::with_on(
+        llm,
         |vars| vars.push(("MAX_TOOL_STEPS".into(), "1".into())),
         None,
     )

@@ -220,3 +220,76 @@ async fn after_the_last_tool_round_the_answer_model_answers_directly() {
     assert!(rig.llm.requests()[1].get("tools").is_none());
     assert_eq!(turn.text(), STRONG_ANSWER);
 }
+
+const TWO_PROVIDERS: &str = r#"
+default_agent = "travel"
+[agents.travel]
+system_prompt = "travel"
+tools = ["award_value"]
+[agents.support]
+system_prompt = "support"
+tools = ["award_value"]
+provider = "bedrock"
+model = "anthropic.claude-3-5-haiku-20241022-v1:0"
+"#;
+
+/// One router, two providers: the support profile runs on Bedrock (its own model), the
+/// travel profile on the deployment's OpenAI; each turn's usage is priced under its model.
+#[tokio::test]
+async fn each_profile_runs_on_its_own_provider() {
+    use common::Protocol;
+    let rig = Rig::with(|_| {}, Some(TWO_PROVIDERS)).await;
+    rig.llm
+        .push(Reply::tool_call("award_value", award_args()))
+        .push(Reply::text("Bedrock says: a good deal."))
+        .push(Reply::text("OpenAI says: hello."));
+    let user = test_support::unique("mixed");
+    let token = rig.token(&user);
+    let support = rig
+        .chat(
+            Some(&token),
+            json!({"message": "is this a good deal?", "agent": "support"}),
+        )
+        .await;
+    assert_eq!(
+        support.text(),
+        "Bedrock says: a good deal.",
+        "{:?}",
+        support.names()
+    );
+    let travel = rig
+        .chat(Some(&token), json!({"message": "hi", "agent": "travel"}))
+        .await;
+    assert_eq!(travel.text(), "OpenAI says: hello.", "{:?}", travel.names());
+    assert_eq!(
+        rig.llm.protocols(),
+        [Protocol::Bedrock, Protocol::Bedrock, Protocol::OpenAi]
+    );
+    assert_eq!(
+        models_asked(&rig),
+        [
+            "anthropic.claude-3-5-haiku-20241022-v1:0",
+            "anthropic.claude-3-5-haiku-20241022-v1:0",
+            "gpt-4o-mini"
+        ]
+    );
+    // The tool round went back to Bedrock as a tool-result block.
+    let raw = &rig.llm.raw_requests()[1];
+    let blocks = raw["messages"].to_string();
+    assert!(blocks.contains("toolResult"), "{raw}");
+    let since = time::OffsetDateTime::now_utc() - time::Duration::hours(1);
+    let usage = rig.deps.usage.list_for_user(&user, since).await.unwrap();
+    let mut priced: Vec<(&str, bool)> = usage
+        .iter()
+        .map(|u| (u.model.as_str(), u.cost_usd > Some(0.0)))
+        .collect();
+    priced.sort();
+    assert_eq!(
+        priced,
+        [
+            ("anthropic.claude-3-5-haiku-20241022-v1:0", true),
+            ("anthropic.claude-3-5-haiku-20241022-v1:0", true),
+            ("gpt-4o-mini", true)
+        ]
+    );
+}

@@ -6,6 +6,7 @@
 //! | `KB_VERSION_CHECK_SECS` | `5` | least time between two reads of the version marker (0: every query) |
 //! | `KB_EMBEDDING_TIMEOUT_MS` | `1500` | time budget of a query embedding; then BM25 alone |
 //! | `KB_QUERY_CACHE_SIZE` | `1024` | query embeddings kept in memory (LRU; 0: none) |
+//! | `EMBEDDINGS_PROVIDER` | `openai` | `openai` (a server) or `bedrock` (Titan V2 on Bedrock) |
 //! | `EMBEDDINGS_BASE_URL` | `OPENAI_BASE_URL` | embeddings server root; neither set: BM25 only |
 //! | `EMBEDDINGS_MODEL` | `text-embedding-3-small` | must be the model the KB was ingested with |
 //! | `EMBEDDINGS_DIMENSIONS` | the model's | requested vector length |

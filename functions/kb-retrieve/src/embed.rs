@@ -1,13 +1,15 @@
-//! Query embeddings: one call to the embeddings endpoint per new query, within a short
-//! budget, with an LRU cache of recent queries. A failure is logged and answered with `None`,
-//! so the search falls back to BM25 instead of failing.
+//! Query embeddings: one call to the embeddings endpoint (an OpenAI-compatible server or
+//! Amazon Bedrock) per new query, within a short budget, with an LRU cache of recent
+//! queries. A failure is logged and answered with `None`, so the search falls back to BM25
+//! instead of failing.
 
 use std::num::NonZeroUsize;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use lru::LruCache;
-use shared::embeddings::{EmbeddingsClient, EmbeddingsConfig};
+use shared::embeddings::bedrock::{BedrockEmbeddings, Client as BedrockRuntime};
+use shared::embeddings::{Embedder, EmbeddingsClient, EmbeddingsConfig, EmbeddingsEndpoint};
 use shared::secrets::SecretsCache;
 use shared::upstream::RetryPolicy;
 
@@ -19,6 +21,8 @@ pub struct QueryEmbedder {
     timeout: Duration,
     /// Normalised query text → embedding.
     cache: Option<Mutex<LruCache<String, Arc<[f32]>>>>,
+    /// The Bedrock client, given once at cold start when embeddings come from Bedrock.
+    bedrock: OnceLock<BedrockEmbeddings>,
 }
 
 impl QueryEmbedder {
@@ -37,6 +41,22 @@ impl QueryEmbedder {
             retry,
             timeout,
             cache: NonZeroUsize::new(cache_size).map(|n| Mutex::new(LruCache::new(n))),
+            bedrock: OnceLock::new(),
+        }
+    }
+
+    /// Embeds through `client` when the configuration says Bedrock (else it is unused).
+    /// Set once; a second call changes nothing.
+    pub fn use_bedrock(&self, client: BedrockRuntime) {
+        if let Some(config) = &self.config
+            && config.endpoint == EmbeddingsEndpoint::Bedrock
+        {
+            let dimensions = config
+                .dimensions
+                .unwrap_or(shared::embeddings::BEDROCK_DIMENSIONS[0]);
+            let _ = self
+                .bedrock
+                .set(BedrockEmbeddings::new(client, &config.model, dimensions));
         }
     }
 
@@ -52,25 +72,43 @@ impl QueryEmbedder {
             return Some(hit);
         }
         let deadline = deadline.min(Instant::now() + self.timeout);
-        let api_key = match &config.api_key_secret {
-            None => None,
-            Some(name) => match self.secrets.get(name).await {
-                Ok(key) => Some(key),
-                Err(e) => {
-                    tracing::warn!(error = %e, "embeddings API key unavailable; searching with BM25 only");
+        let client = match &config.endpoint {
+            EmbeddingsEndpoint::Http {
+                base_url,
+                api_key_secret,
+            } => {
+                let api_key = match api_key_secret {
+                    None => None,
+                    Some(name) => match self.secrets.get(name).await {
+                        Ok(key) => Some(key),
+                        Err(e) => {
+                            tracing::warn!(error = %e, "embeddings API key unavailable; searching with BM25 only");
+                            return None;
+                        }
+                    },
+                };
+                // Cheap: clones of the pooled HTTP client and a few strings; the key may rotate.
+                Embedder::Http(
+                    EmbeddingsClient::new(
+                        self.http.clone(),
+                        base_url,
+                        &config.model,
+                        config.dimensions,
+                        api_key,
+                    )
+                    .with_retry_policy(self.retry),
+                )
+            }
+            EmbeddingsEndpoint::Bedrock => match self.bedrock.get() {
+                Some(client) => Embedder::Bedrock(client.clone()),
+                None => {
+                    tracing::warn!(
+                        "embeddings come from Bedrock, but no Bedrock client was given; searching with BM25 only"
+                    );
                     return None;
                 }
             },
         };
-        // Cheap: clones of the pooled HTTP client and a few strings; the key may rotate.
-        let client = EmbeddingsClient::new(
-            self.http.clone(),
-            &config.base_url,
-            &config.model,
-            config.dimensions,
-            api_key,
-        )
-        .with_retry_policy(self.retry);
         let input = [query.to_owned()];
         let started = Instant::now();
         let result = tokio::time::timeout_at(deadline.into(), client.embed(&input, deadline)).await;

@@ -72,6 +72,12 @@ impl Deps {
         self
     }
 
+    /// Query embeddings from Bedrock through `client`, when the configuration says Bedrock.
+    pub fn with_bedrock(self, client: shared::embeddings::bedrock::Client) -> Self {
+        self.embedder.use_bedrock(client);
+        self
+    }
+
     /// With the admission rules of the deployment (`shared::http::route_access`).
     pub fn with_access(mut self, access: RouteAccess) -> Self {
         self.access = access;

@@ -30,6 +30,8 @@ async fn main() -> Result<(), lambda_http::Error> {
         config.kb_table.clone(),
     ));
     let deps = Deps::new(shared::upstream::http_client()?, secrets, store, config)
+        // Unused unless EMBEDDINGS_PROVIDER=bedrock; building it opens no connection.
+        .with_bedrock(shared::embeddings::bedrock::client(&sdk))
         .with_access(access)
         .with_metrics(Metrics::stdout("kb-retrieve", &env));
     // Load the knowledge base during the init phase; if that fails, the first request retries.

@@ -96,6 +96,7 @@ impl Setup {
             sqs: test_support::sqs().await,
             secrets: common::secrets().await,
             http: common::http(),
+            bedrock: None,
             // Signed as deployed: the functions admit only IAM-authorised calls.
             signer: agent::tools::SigV4Signer::from_sdk_config(&test_support::sdk_config().await),
             metrics: metrics.clone(),
@@ -136,6 +137,7 @@ impl Setup {
             sqs: test_support::sqs().await,
             secrets: common::secrets().await,
             http: common::http(),
+            bedrock: None,
             signer: agent::tools::SigV4Signer::from_sdk_config(&test_support::sdk_config().await),
             metrics: shared::metrics::Metrics::discard(),
         };

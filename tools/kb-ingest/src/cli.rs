@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use clap::Parser;
 use shared::config::Env;
-use shared::embeddings::{EmbeddingsClient, EmbeddingsConfig};
+use shared::embeddings::bedrock::BedrockEmbeddings;
+use shared::embeddings::{Embedder, EmbeddingsClient, EmbeddingsConfig, EmbeddingsEndpoint};
 use shared::kb::DynamoKbStore;
 use shared::kb::chunker::{ChunkerConfig, DEFAULT_OVERLAP_CHARS, DEFAULT_TARGET_CHARS};
 use shared::secrets::{AwsSecretSource, SecretString, SecretsCache};
@@ -20,13 +21,16 @@ use crate::ingest::{
 use crate::progress::Progress;
 
 /// Ingests Markdown and text files into the knowledge-base table: splits them into chunks,
-/// embeds the chunks through an OpenAI-compatible /v1/embeddings endpoint (if one is
-/// configured) and writes what changed. Re-running on unchanged files writes nothing.
+/// embeds the chunks through an OpenAI-compatible /v1/embeddings endpoint or Amazon Bedrock
+/// (if one is configured) and writes what changed. Re-running on unchanged files writes
+/// nothing.
 ///
 /// Embeddings endpoint: EMBEDDINGS_BASE_URL (else OPENAI_BASE_URL; neither → text only, BM25
 /// mode), EMBEDDINGS_MODEL (default text-embedding-3-small), EMBEDDINGS_DIMENSIONS, and the
 /// key from EMBEDDINGS_API_KEY / OPENAI_API_KEY or from the Secrets Manager secret named by
-/// EMBEDDINGS_API_KEY_SECRET (else OPENAI_API_KEY_SECRET).
+/// EMBEDDINGS_API_KEY_SECRET (else OPENAI_API_KEY_SECRET). With EMBEDDINGS_PROVIDER=bedrock:
+/// Titan Text Embeddings V2 (default amazon.titan-embed-text-v2:0, 1024 dimensions, or 512
+/// or 256) with the shell's AWS credentials.
 #[derive(Debug, Clone, Parser)]
 #[command(name = "kb-ingest", version)]
 pub struct Args {
@@ -134,12 +138,22 @@ impl Args {
         let mut config = EmbeddingsConfig::from_env(env)?;
         if let Some(url) = &self.embeddings_base_url {
             let mut c = config.unwrap_or(EmbeddingsConfig {
-                base_url: String::new(),
+                endpoint: EmbeddingsEndpoint::Http {
+                    base_url: String::new(),
+                    api_key_secret: None,
+                },
                 model: shared::embeddings::DEFAULT_EMBEDDINGS_MODEL.into(),
                 dimensions: None,
-                api_key_secret: None,
             });
-            c.base_url = url.clone();
+            // The flag names an OpenAI-compatible server, whatever the environment said.
+            let api_key_secret = match c.endpoint {
+                EmbeddingsEndpoint::Http { api_key_secret, .. } => api_key_secret,
+                EmbeddingsEndpoint::Bedrock => None,
+            };
+            c.endpoint = EmbeddingsEndpoint::Http {
+                base_url: url.clone(),
+                api_key_secret,
+            };
             config = Some(c);
         }
         if let Some(c) = config.as_mut() {
@@ -180,13 +194,16 @@ where
     if let Some(key) = direct_api_key(env) {
         return Ok(Some(key));
     }
-    match &config.api_key_secret {
-        Some(name) => read_secret(name.clone()).await.map(Some).map_err(|e| {
+    match &config.endpoint {
+        EmbeddingsEndpoint::Http {
+            api_key_secret: Some(name),
+            ..
+        } => read_secret(name.clone()).await.map(Some).map_err(|e| {
             Error::Config(format!(
                 "{e}; the embeddings API key is read from the secret named by EMBEDDINGS_API_KEY_SECRET (else OPENAI_API_KEY_SECRET); set EMBEDDINGS_API_KEY instead, or unset both for a server without authentication"
             ))
         }),
-        None => Ok(None),
+        _ => Ok(None),
     }
 }
 
@@ -219,22 +236,33 @@ pub async fn run(args: &Args, env: &Env, progress: &Progress) -> Result<IngestRe
 
     let embedder = match args.embeddings_config(env)? {
         None => None,
-        Some(config) => {
-            let secrets = SecretsCache::new(
-                Arc::new(AwsSecretSource::new(shared::aws::secrets_manager(&sdk))),
-                Duration::from_secs(300),
-            );
-            let key = api_key(&config, env, |name| async move { secrets.get(&name).await }).await?;
-            let client = EmbeddingsClient::new(
-                shared::upstream::http_client()?,
-                &config.base_url,
+        Some(config) => match &config.endpoint {
+            EmbeddingsEndpoint::Http { base_url, .. } => {
+                let secrets = SecretsCache::new(
+                    Arc::new(AwsSecretSource::new(shared::aws::secrets_manager(&sdk))),
+                    Duration::from_secs(300),
+                );
+                let key =
+                    api_key(&config, env, |name| async move { secrets.get(&name).await }).await?;
+                let client = EmbeddingsClient::new(
+                    shared::upstream::http_client()?,
+                    base_url,
+                    &config.model,
+                    config.dimensions,
+                    key,
+                )
+                .with_retry_policy(batch_retry_policy(options.embed_timeout));
+                Some(Embedder::Http(client))
+            }
+            // With the caller's AWS credentials; the SDK retries throttling itself.
+            EmbeddingsEndpoint::Bedrock => Some(Embedder::Bedrock(BedrockEmbeddings::new(
+                shared::embeddings::bedrock::client(&sdk),
                 &config.model,
-                config.dimensions,
-                key,
-            )
-            .with_retry_policy(batch_retry_policy(options.embed_timeout));
-            Some(client)
-        }
+                config
+                    .dimensions
+                    .unwrap_or(shared::embeddings::BEDROCK_DIMENSIONS[0]),
+            ))),
+        },
     };
 
     progress.note(&format!(
@@ -243,7 +271,7 @@ pub async fn run(args: &Args, env: &Env, progress: &Progress) -> Result<IngestRe
         display_paths(&args.paths),
         args.table,
         match &embedder {
-            Some(e) => format!("embeddings {} via {}", e.model(), e.url()),
+            Some(e) => format!("embeddings {} via {}", e.model(), e.location()),
             None => "no embeddings".into(),
         },
         if options.prune { "on" } else { "off" },

@@ -17,7 +17,7 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::fmt;
 use std::time::{Duration, Instant};
 
-use shared::embeddings::EmbeddingsClient;
+use shared::embeddings::Embedder;
 use shared::kb::chunker::{ChunkerConfig, chunk_document};
 use shared::kb::{Chunk, DocumentManifest, KbStore, KbVersion, content_hash};
 use shared::{Error, Result};
@@ -143,10 +143,10 @@ struct Target {
 }
 
 impl Target {
-    fn of(embedder: Option<&EmbeddingsClient>) -> Self {
+    fn of(embedder: Option<&Embedder>) -> Self {
         Self {
             model: embedder.map(|e| e.model().to_owned()),
-            dimensions: embedder.and_then(EmbeddingsClient::dimensions),
+            dimensions: embedder.and_then(Embedder::dimensions),
         }
     }
 
@@ -191,7 +191,7 @@ struct Plan<'a> {
 /// Ingests `sources` into `store`, embedding with `embedder` (`None`: text only).
 pub async fn ingest(
     store: &dyn KbStore,
-    embedder: Option<&EmbeddingsClient>,
+    embedder: Option<&Embedder>,
     sources: &[SourceFile],
     options: &IngestOptions,
     progress: &Progress,
@@ -249,7 +249,7 @@ fn conclude(
 /// display, and the embeddings and chunking the stored documents should have.
 struct Context<'a> {
     store: &'a dyn KbStore,
-    embedder: Option<&'a EmbeddingsClient>,
+    embedder: Option<&'a Embedder>,
     options: &'a IngestOptions,
     progress: &'a Progress,
     target: Target,
@@ -260,7 +260,7 @@ struct Context<'a> {
 impl<'a> Context<'a> {
     fn new(
         store: &'a dyn KbStore,
-        embedder: Option<&'a EmbeddingsClient>,
+        embedder: Option<&'a Embedder>,
         options: &'a IngestOptions,
         progress: &'a Progress,
     ) -> Self {
@@ -665,7 +665,7 @@ impl Run<'_> {
         Ok(())
     }
 
-    async fn embed_next_batch(&mut self, embedder: &EmbeddingsClient) -> Result<()> {
+    async fn embed_next_batch(&mut self, embedder: &Embedder) -> Result<()> {
         let take = self.ctx.options.batch_size.max(1).min(self.queue.len());
         if take == 0 {
             return Err(Error::Upstream {

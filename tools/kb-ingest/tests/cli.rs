@@ -66,7 +66,7 @@ fn embeddings_configuration_from_flags_and_environment() {
     ]);
     let config = parse(&[]).embeddings_config(&env).ok().flatten();
     assert_eq!(
-        config.as_ref().map(|c| c.base_url.as_str()),
+        config.as_ref().and_then(|c| c.base_url()),
         Some("https://api.openai.com/v1")
     );
     assert_eq!(
@@ -96,7 +96,7 @@ fn embeddings_configuration_from_flags_and_environment() {
     .ok()
     .flatten();
     assert_eq!(
-        config.as_ref().map(|c| c.base_url.as_str()),
+        config.as_ref().and_then(|c| c.base_url()),
         Some("http://127.0.0.1:8088")
     );
     assert_eq!(

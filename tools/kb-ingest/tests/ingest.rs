@@ -10,7 +10,7 @@ use common::{
 };
 use kb_ingest::{IngestOptions, IngestReport, Progress, SourceFile, files, ingest};
 use shared::Error;
-use shared::embeddings::EmbeddingsClient;
+use shared::embeddings::{Embedder, EmbeddingsClient};
 use shared::kb::KbStore;
 use shared::kb::chunker::{ChunkerConfig, chunk_document};
 use std::time::Instant;
@@ -38,9 +38,16 @@ async fn run(
     options: &IngestOptions,
 ) -> IngestReport {
     let sources = sources(docs, &options.id_prefix);
-    ingest(store, embedder, &sources, options, &Progress::silent())
-        .await
-        .unwrap_or_else(|e| panic!("ingest: {e}"))
+    let embedder = embedder.cloned().map(Embedder::Http);
+    ingest(
+        store,
+        embedder.as_ref(),
+        &sources,
+        options,
+        &Progress::silent(),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("ingest: {e}"))
 }
 
 fn ids(prefix: &str, stems: &[&str]) -> Vec<String> {
@@ -328,7 +335,7 @@ async fn embeddings_failure_is_an_error_and_writes_nothing_for_that_document() {
     let down = FakeEmbeddings::start_with(8, Some("")).await;
     let result = ingest(
         &store,
-        Some(&down.client("fake-model")),
+        Some(&Embedder::Http(down.client("fake-model"))),
         &sources(&docs, &prefix),
         &options(&prefix),
         &Progress::silent(),
@@ -356,7 +363,7 @@ async fn embeddings_failure_is_an_error_and_writes_nothing_for_that_document() {
     };
     let result = ingest(
         &store,
-        Some(&client),
+        Some(&Embedder::Http(client.clone())),
         &sources(&docs, &prefix),
         &one_per_batch,
         &Progress::silent(),
@@ -515,7 +522,7 @@ async fn a_partial_run_with_a_new_model_refuses_to_mix_models() {
     };
     let err = ingest(
         &store,
-        Some(&fake.client("model-b")),
+        Some(&Embedder::Http(fake.client("model-b"))),
         &only_miles,
         &partial,
         &Progress::silent(),
@@ -542,7 +549,7 @@ async fn the_sample_knowledge_base_ingests_and_then_stays_unchanged() {
     let started = Instant::now();
     let first = ingest(
         &store,
-        Some(&client),
+        Some(&Embedder::Http(client.clone())),
         &sources,
         &options,
         &Progress::silent(),
@@ -563,7 +570,7 @@ async fn the_sample_knowledge_base_ingests_and_then_stays_unchanged() {
     let started = Instant::now();
     let second = ingest(
         &store,
-        Some(&client),
+        Some(&Embedder::Http(client.clone())),
         &sources,
         &options,
         &Progress::silent(),

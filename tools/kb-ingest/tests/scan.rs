@@ -12,6 +12,7 @@ use agent::guard::detect::Finding;
 use clap::Parser;
 use common::{Docs, FakeEmbeddings, Recording, dynamo_store, manifests_with_prefix};
 use kb_ingest::{Args, IngestOptions, IngestReport, Progress, files, ingest, scan};
+use shared::embeddings::Embedder;
 
 const MILES: &str = "# Miles & More\n\nMiles & More is the programme of Lufthansa Group.\n\n## Fees\n\nLong-haul awards carry carrier-imposed surcharges.\n";
 /// The attack sits on line 5, after a line long enough to show the excerpt is cut.
@@ -34,7 +35,7 @@ async fn run(
 ) -> shared::Result<IngestReport> {
     let sources = files::collect(&[docs.path().to_path_buf()], &options.id_prefix)
         .unwrap_or_else(|e| panic!("{e}"));
-    let client = fake.client("fake-model");
+    let client = Embedder::Http(fake.client("fake-model"));
     ingest(store, Some(&client), &sources, options, &Progress::silent()).await
 }
 

@@ -18,8 +18,33 @@ use shared::http::auth::{AuthConfig, DevClaims, mint_hs256};
 use shared::metrics::Metrics;
 use shared::secrets::{AwsSecretSource, SecretsCache};
 use test_support::fake_llm::FakeLlm;
+pub use test_support::fake_llm::Protocol;
 use test_support::serve::{LocalServer, serve_lambda};
 use wiremock::MockServer;
+
+/// The model a rig on Bedrock asks for by default (priced, so costs are recorded).
+pub const BEDROCK_MODEL: &str = "amazon.nova-lite-v1:0";
+
+/// Declares each named test body `async fn name(llm: Protocol)` as two tests,
+/// `name::openai` and `name::bedrock`: one test body, two fakes.
+#[allow(unused_macros)] // each test binary uses a different part
+macro_rules! on_both_providers {
+    ($($name:ident),* $(,)?) => {
+        $(
+            mod $name {
+                #[tokio::test]
+                async fn openai() {
+                    super::$name($crate::common::Protocol::OpenAi).await
+                }
+
+                #[tokio::test]
+                async fn bedrock() {
+                    super::$name($crate::common::Protocol::Bedrock).await
+                }
+            }
+        )*
+    };
+}
 
 pub const ISSUER: &str = "https://auth.test.local/";
 pub const AUDIENCE: &str = "chat-router-tests";
@@ -174,9 +199,24 @@ impl Rig {
         Self::with(|_| {}, None).await
     }
 
+    /// A rig whose LLM speaks `llm`'s protocol: the router runs on that provider.
+    pub async fn on(llm: Protocol) -> Self {
+        Self::with_on(llm, |_| {}, None).await
+    }
+
     /// `vars` may override router settings; `agents` replaces the built-in catalog.
     pub async fn with(vars: impl FnOnce(&mut Vec<(String, String)>), agents: Option<&str>) -> Self {
         Self::with_dynamodb(vars, agents, test_support::dynamodb().await).await
+    }
+
+    /// As [`Rig::with`], on `llm`'s provider.
+    pub async fn with_on(
+        llm: Protocol,
+        vars: impl FnOnce(&mut Vec<(String, String)>),
+        agents: Option<&str>,
+    ) -> Self {
+        let fake = FakeLlm::start().await;
+        Self::with_llm_on(llm, fake, vars, agents, test_support::dynamodb().await).await
     }
 
     /// As [`Rig::with`], with the router's DynamoDB client given (e.g. one that counts).
@@ -190,6 +230,18 @@ impl Rig {
 
     /// As [`Rig::with_dynamodb`], with the model given (e.g. one that answers by a rule).
     pub async fn with_llm(
+        llm: FakeLlm,
+        vars: impl FnOnce(&mut Vec<(String, String)>),
+        agents: Option<&str>,
+        dynamodb: aws_sdk_dynamodb::Client,
+    ) -> Self {
+        Self::with_llm_on(Protocol::OpenAi, llm, vars, agents, dynamodb).await
+    }
+
+    /// As [`Rig::with_llm`], the router on `protocol`'s provider. On Bedrock the router
+    /// gets no OpenAI setting at all: `LLM_PROVIDER=bedrock` and `BEDROCK_MODEL_ID` only.
+    pub async fn with_llm_on(
+        protocol: Protocol,
         llm: FakeLlm,
         vars: impl FnOnce(&mut Vec<(String, String)>),
         agents: Option<&str>,
@@ -219,9 +271,19 @@ impl Rig {
         pairs.retain(|(k, _)| {
             !matches!(
                 k.as_str(),
-                "OPENAI_API_KEY_SECRET" | "JWT_JWKS_URL" | "TOOL_QUEUE_URL" | "TOOL_DLQ_URL"
+                "OPENAI_API_KEY_SECRET"
+                    | "JWT_JWKS_URL"
+                    | "TOOL_QUEUE_URL"
+                    | "TOOL_DLQ_URL"
+                    | "LLM_PROVIDER"
+                    | "BEDROCK_MODEL_ID"
             )
         });
+        if protocol == Protocol::Bedrock {
+            pairs.retain(|(k, _)| !k.starts_with("OPENAI_"));
+            pairs.push(("LLM_PROVIDER".into(), "bedrock".into()));
+            pairs.push(("BEDROCK_MODEL_ID".into(), BEDROCK_MODEL.into()));
+        }
         vars(&mut pairs);
         let env = Env::from_pairs(pairs);
         let config = Config::from_env(&env).unwrap_or_else(|e| panic!("router config: {e}"));
@@ -237,6 +299,10 @@ impl Rig {
             sqs: test_support::sqs().await,
             secrets: secrets().await,
             http: http(),
+            bedrock: Some(agent::llm::bedrock::sdk_client_at(
+                &test_support::sdk_config().await,
+                &llm.endpoint_url(),
+            )),
             // Signed as deployed: the functions admit only IAM-authorised calls.
             signer: agent::tools::SigV4Signer::from_sdk_config(&test_support::sdk_config().await),
             metrics: metrics.clone(),

@@ -16,7 +16,7 @@ use kb_retrieve::{Config, Deps};
 use lambda_http::http::Method;
 use lambda_http::{Body, Request, Response};
 use serde_json::{Value, json};
-use shared::embeddings::EmbeddingsConfig;
+use shared::embeddings::{EmbeddingsConfig, EmbeddingsEndpoint};
 use shared::kb::{Chunk, DocumentManifest, DynamoKbStore, KbStore};
 use shared::secrets::{AwsSecretSource, SecretsCache};
 use wiremock::matchers::{method, path};
@@ -240,10 +240,12 @@ impl Fake {
         let api_key = test_support::unique("sk-embeddings");
         let secret = test_support::create_secret("test/embeddings-key", &api_key).await;
         let endpoint_config = endpoint.then(|| EmbeddingsConfig {
-            base_url: embeddings.uri(),
+            endpoint: EmbeddingsEndpoint::Http {
+                base_url: embeddings.uri(),
+                api_key_secret: Some(secret),
+            },
             model: MODEL.into(),
             dimensions: Some(DIMS),
-            api_key_secret: Some(secret),
         });
         let mut config = Config::new(kb.name.clone(), endpoint_config);
         config.deadline_fallback = Duration::from_secs(10);

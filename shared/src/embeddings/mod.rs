@@ -1,10 +1,19 @@
-//! OpenAI-compatible embeddings client (`POST {base}/v1/embeddings`): OpenAI, vLLM, Ollama,
-//! or the local all-MiniLM-L6-v2 server in `infra/local/embeddings_server.py`.
+//! Embeddings from one of two providers (`EMBEDDINGS_PROVIDER`):
+//! - `openai`: an OpenAI-compatible client (`POST {base}/v1/embeddings`): OpenAI, vLLM,
+//!   Ollama, or the local all-MiniLM-L6-v2 server in `infra/local/embeddings_server.py`.
+//!   Calls go through [`crate::upstream::send`] (retries of 429/5xx/timeouts inside the
+//!   deadline) and [`crate::upstream::read_json`] (502/504 mapping);
+//! - `bedrock`: Amazon Bedrock's Titan Text Embeddings V2 ([`bedrock`], with the `bedrock`
+//!   feature).
 //!
-//! Calls go through [`crate::upstream::send`] (retries of 429/5xx/timeouts inside the
-//! deadline) and [`crate::upstream::read_json`] (502/504 mapping). Batching is the caller's
-//! job: one call embeds the inputs it is given in one request.
+//! [`Embedder`] is either. Batching is the caller's job: one call embeds the inputs it is
+//! given.
 
+#[cfg(feature = "bedrock")]
+pub mod bedrock;
+
+use std::fmt;
+use std::str::FromStr;
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
@@ -16,48 +25,175 @@ use crate::{Error, Result};
 
 /// Used when `EMBEDDINGS_MODEL` is unset.
 pub const DEFAULT_EMBEDDINGS_MODEL: &str = "text-embedding-3-small";
+/// Used when `EMBEDDINGS_MODEL` is unset and the provider is Bedrock.
+pub const DEFAULT_BEDROCK_EMBEDDINGS_MODEL: &str = "amazon.titan-embed-text-v2:0";
+/// The vector lengths Titan Text Embeddings V2 offers; the first is its default.
+pub const BEDROCK_DIMENSIONS: [u32; 3] = [1024, 512, 256];
 const SERVICE: &str = "embeddings";
+
+/// Who computes embeddings (`EMBEDDINGS_PROVIDER`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EmbeddingsProvider {
+    /// An OpenAI-compatible `/v1/embeddings` server.
+    OpenAi,
+    /// Amazon Bedrock (Titan Text Embeddings V2), with the caller's AWS credentials.
+    Bedrock,
+}
+
+impl fmt::Display for EmbeddingsProvider {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::OpenAi => "openai",
+            Self::Bedrock => "bedrock",
+        })
+    }
+}
+
+impl FromStr for EmbeddingsProvider {
+    type Err = String;
+
+    fn from_str(s: &str) -> std::result::Result<Self, Self::Err> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "openai" => Ok(Self::OpenAi),
+            "bedrock" => Ok(Self::Bedrock),
+            other => Err(format!("expected openai or bedrock, got `{other}`")),
+        }
+    }
+}
+
+/// Where the vectors come from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EmbeddingsEndpoint {
+    Http {
+        /// Server root, e.g. `https://api.openai.com` or `http://127.0.0.1:8088` (a trailing
+        /// `/v1` is accepted too).
+        base_url: String,
+        /// Secrets Manager name of the API key; `None` for servers without authentication.
+        api_key_secret: Option<String>,
+    },
+    /// Bedrock Runtime's `InvokeModel`, reached as the SDK configuration says (region,
+    /// credentials, `AWS_ENDPOINT_URL_BEDROCK_RUNTIME`).
+    Bedrock,
+}
 
 /// Where embeddings come from, read from the environment.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EmbeddingsConfig {
-    /// Server root, e.g. `https://api.openai.com` or `http://127.0.0.1:8088` (a trailing
-    /// `/v1` is accepted too).
-    pub base_url: String,
+    pub endpoint: EmbeddingsEndpoint,
     pub model: String,
     /// Requested vector length (`dimensions` request field); `None` = the model's own.
+    /// Always set for Bedrock, so it is checked against the stored knowledge base.
     pub dimensions: Option<u32>,
-    /// Secrets Manager name of the API key; `None` for servers without authentication.
-    pub api_key_secret: Option<String>,
 }
 
 impl EmbeddingsConfig {
-    /// `EMBEDDINGS_BASE_URL` (else `OPENAI_BASE_URL`; neither set, or `none` → `Ok(None)`:
-    /// BM25 mode),
-    /// `EMBEDDINGS_MODEL` (default [`DEFAULT_EMBEDDINGS_MODEL`]), `EMBEDDINGS_DIMENSIONS`
-    /// (optional, positive), `EMBEDDINGS_API_KEY_SECRET` (else `OPENAI_API_KEY_SECRET`;
-    /// optional).
+    /// The server root of an OpenAI-compatible endpoint; `None` for Bedrock.
+    pub fn base_url(&self) -> Option<&str> {
+        match &self.endpoint {
+            EmbeddingsEndpoint::Http { base_url, .. } => Some(base_url),
+            EmbeddingsEndpoint::Bedrock => None,
+        }
+    }
+
+    /// `EMBEDDINGS_PROVIDER` (`openai`, the default, or `bedrock`).
+    ///
+    /// `openai`: `EMBEDDINGS_BASE_URL` (else `OPENAI_BASE_URL`; neither set, or `none` →
+    /// `Ok(None)`: BM25 mode), `EMBEDDINGS_MODEL` (default [`DEFAULT_EMBEDDINGS_MODEL`]),
+    /// `EMBEDDINGS_DIMENSIONS` (optional, positive), `EMBEDDINGS_API_KEY_SECRET` (else
+    /// `OPENAI_API_KEY_SECRET`; optional).
+    ///
+    /// `bedrock`: `EMBEDDINGS_MODEL` (default [`DEFAULT_BEDROCK_EMBEDDINGS_MODEL`]) and
+    /// `EMBEDDINGS_DIMENSIONS` (one of [`BEDROCK_DIMENSIONS`], default 1024).
     pub fn from_env(env: &Env) -> Result<Option<Self>> {
         let mut r = env.reader();
+        let provider = r.parse_or("EMBEDDINGS_PROVIDER", EmbeddingsProvider::OpenAi);
         // `none`: BM25 only even though OPENAI_BASE_URL is set (e.g. a chat-only server).
         let base_url = match r.optional("EMBEDDINGS_BASE_URL") {
             Some(url) if url.trim().eq_ignore_ascii_case("none") => None,
             Some(url) => Some(url),
             None => r.optional("OPENAI_BASE_URL"),
         };
-        let model = r.or("EMBEDDINGS_MODEL", DEFAULT_EMBEDDINGS_MODEL);
+        let model = r.or(
+            "EMBEDDINGS_MODEL",
+            match provider {
+                EmbeddingsProvider::OpenAi => DEFAULT_EMBEDDINGS_MODEL,
+                EmbeddingsProvider::Bedrock => DEFAULT_BEDROCK_EMBEDDINGS_MODEL,
+            },
+        );
         // 0 or unset: the model's own length.
         let dimensions = Some(r.parse_or("EMBEDDINGS_DIMENSIONS", 0u32)).filter(|&d| d > 0);
         let api_key_secret = r
             .optional("EMBEDDINGS_API_KEY_SECRET")
             .or_else(|| r.optional("OPENAI_API_KEY_SECRET"));
-        let config = base_url.map(|base_url| Self {
-            base_url: base_url.trim().to_owned(),
-            model,
-            dimensions,
-            api_key_secret,
-        });
+        let config = match provider {
+            EmbeddingsProvider::OpenAi => base_url.map(|base_url| Self {
+                endpoint: EmbeddingsEndpoint::Http {
+                    base_url: base_url.trim().to_owned(),
+                    api_key_secret,
+                },
+                model,
+                dimensions,
+            }),
+            EmbeddingsProvider::Bedrock => {
+                let dimensions = dimensions.unwrap_or(BEDROCK_DIMENSIONS[0]);
+                if !BEDROCK_DIMENSIONS.contains(&dimensions) {
+                    return Err(Error::Config(format!(
+                        "EMBEDDINGS_DIMENSIONS={dimensions} is invalid with EMBEDDINGS_PROVIDER=bedrock: use 1024, 512 or 256"
+                    )));
+                }
+                Some(Self {
+                    endpoint: EmbeddingsEndpoint::Bedrock,
+                    model,
+                    dimensions: Some(dimensions),
+                })
+            }
+        };
         r.finish(config)
+    }
+}
+
+/// An embeddings client of either provider.
+#[derive(Debug, Clone)]
+pub enum Embedder {
+    Http(EmbeddingsClient),
+    #[cfg(feature = "bedrock")]
+    Bedrock(bedrock::BedrockEmbeddings),
+}
+
+impl Embedder {
+    /// One embedding per input, in input order, each of one common, finite length.
+    pub async fn embed(&self, inputs: &[String], deadline: Instant) -> Result<Vec<Vec<f32>>> {
+        match self {
+            Self::Http(client) => client.embed(inputs, deadline).await,
+            #[cfg(feature = "bedrock")]
+            Self::Bedrock(client) => client.embed(inputs, deadline).await,
+        }
+    }
+
+    pub fn model(&self) -> &str {
+        match self {
+            Self::Http(client) => client.model(),
+            #[cfg(feature = "bedrock")]
+            Self::Bedrock(client) => client.model(),
+        }
+    }
+
+    /// The requested vector length, if any.
+    pub fn dimensions(&self) -> Option<u32> {
+        match self {
+            Self::Http(client) => client.dimensions(),
+            #[cfg(feature = "bedrock")]
+            Self::Bedrock(client) => Some(client.dimensions()),
+        }
+    }
+
+    /// Where requests go, for progress output: the endpoint URL, or `Amazon Bedrock`.
+    pub fn location(&self) -> &str {
+        match self {
+            Self::Http(client) => client.url(),
+            #[cfg(feature = "bedrock")]
+            Self::Bedrock(_) => "Amazon Bedrock",
+        }
     }
 }
 
@@ -247,10 +383,12 @@ mod tests {
         assert_eq!(
             config,
             Some(EmbeddingsConfig {
-                base_url: "https://api.openai.com/v1".into(),
+                endpoint: EmbeddingsEndpoint::Http {
+                    base_url: "https://api.openai.com/v1".into(),
+                    api_key_secret: Some("openai-key".into()),
+                },
                 model: DEFAULT_EMBEDDINGS_MODEL.into(),
                 dimensions: None,
-                api_key_secret: Some("openai-key".into()),
             })
         );
 
@@ -266,10 +404,12 @@ mod tests {
         assert_eq!(
             config,
             Some(EmbeddingsConfig {
-                base_url: "http://127.0.0.1:8088".into(),
+                endpoint: EmbeddingsEndpoint::Http {
+                    base_url: "http://127.0.0.1:8088".into(),
+                    api_key_secret: Some("emb-key".into()),
+                },
                 model: "all-minilm-l6-v2".into(),
                 dimensions: Some(384),
-                api_key_secret: Some("emb-key".into()),
             })
         );
 
@@ -292,5 +432,36 @@ mod tests {
             .map(|e| e.to_string())
             .unwrap_or_default();
         assert!(err.contains("EMBEDDINGS_DIMENSIONS"), "{err}");
+    }
+
+    #[test]
+    fn bedrock_embeddings_need_no_url_and_always_name_their_length() {
+        let config =
+            EmbeddingsConfig::from_env(&Env::from_pairs([("EMBEDDINGS_PROVIDER", "bedrock")]));
+        assert_eq!(
+            config.ok().flatten(),
+            Some(EmbeddingsConfig {
+                endpoint: EmbeddingsEndpoint::Bedrock,
+                model: DEFAULT_BEDROCK_EMBEDDINGS_MODEL.into(),
+                dimensions: Some(1024),
+            })
+        );
+        let env = Env::from_pairs([
+            ("EMBEDDINGS_PROVIDER", "bedrock"),
+            ("EMBEDDINGS_DIMENSIONS", "256"),
+        ]);
+        let config = EmbeddingsConfig::from_env(&env).ok().flatten();
+        assert_eq!(config.and_then(|c| c.dimensions), Some(256));
+        for (name, value) in [
+            ("EMBEDDINGS_DIMENSIONS", "384"),
+            ("EMBEDDINGS_PROVIDER", "vertex"),
+        ] {
+            let env = Env::from_pairs([("EMBEDDINGS_PROVIDER", "bedrock"), (name, value)]);
+            let err = EmbeddingsConfig::from_env(&env)
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default();
+            assert!(err.contains(name), "{err}");
+        }
     }
 }

@@ -1,5 +1,16 @@
-//! A scripted, OpenAI-compatible LLM server for tests: `POST /v1/chat/completions` on
-//! `127.0.0.1:<random port>`, answering with replies the test queued.
+//! A scripted LLM server for tests on `127.0.0.1:<random port>`, answering with replies
+//! the test queued. It speaks two protocols, so one test body runs against either provider:
+//!
+//! - OpenAI: `POST /v1/chat/completions` ([`FakeLlm::base_url`] is the client's base URL);
+//! - Amazon Bedrock: `POST /model/{modelId}/converse-stream`, answered in the AWS
+//!   event-stream binary framing, and `POST /model/{modelId}/invoke` for Titan embeddings
+//!   ([`FakeLlm::endpoint_url`] is what `AWS_ENDPOINT_URL_BEDROCK_RUNTIME` takes); see
+//!   [`bedrock`].
+//!
+//! Bedrock requests are recorded (and matched) in the OpenAI form (the model from the path,
+//! `system` as a system message, `toolUse` blocks as `tool_calls`, `toolResult` blocks as
+//! `tool` messages, `toolConfig` as `tools` and `tool_choice`), so a test's assertions on
+//! [`FakeLlm::requests`] hold for both; [`FakeLlm::raw_requests`] has them as sent.
 //!
 //! ```no_run
 //! # async fn demo() {
@@ -18,7 +29,11 @@
 //!
 //! Streamed replies look like OpenAI's: a role chunk, text in word-sized chunks, tool calls
 //! with their `arguments` in 2+ pieces, a finish chunk, a usage chunk (`choices: []`) and
-//! `data: [DONE]`; `model` echoes the requested model.
+//! `data: [DONE]`; `model` echoes the requested model. Bedrock's have the same pieces as
+//! `messageStart`, `contentBlockStart`/`contentBlockDelta`/`contentBlockStop`,
+//! `messageStop` and `metadata` events.
+
+pub mod bedrock;
 
 use std::collections::VecDeque;
 use std::fmt;
@@ -54,8 +69,18 @@ pub struct FakeLlm {
 struct Script {
     matched: Vec<(Matcher, Reply)>,
     queue: VecDeque<Reply>,
+    /// Every request in the OpenAI form, with the protocol it came in and its body as sent.
     requests: Vec<Value>,
+    protocols: Vec<Protocol>,
+    raw: Vec<Value>,
     responder: Option<Responder>,
+}
+
+/// The protocol a request came in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Protocol {
+    OpenAi,
+    Bedrock,
 }
 
 impl fmt::Debug for FakeLlm {
@@ -104,6 +129,11 @@ impl FakeLlm {
         format!("{}/v1", self.server.base_url())
     }
 
+    /// `http://127.0.0.1:PORT`: the Bedrock Runtime endpoint (`AWS_ENDPOINT_URL_BEDROCK_RUNTIME`).
+    pub fn endpoint_url(&self) -> String {
+        self.server.base_url()
+    }
+
     pub fn addr(&self) -> SocketAddr {
         self.server.addr()
     }
@@ -132,6 +162,16 @@ impl FakeLlm {
     /// is not JSON is recorded as a JSON string.
     pub fn requests(&self) -> Vec<Value> {
         self.script().requests.clone()
+    }
+
+    /// The protocol of each request, in arrival order.
+    pub fn protocols(&self) -> Vec<Protocol> {
+        self.script().protocols.clone()
+    }
+
+    /// Every request body as sent (a Bedrock one as Converse JSON), in arrival order.
+    pub fn raw_requests(&self) -> Vec<Value> {
+        self.script().raw.clone()
     }
 
     pub fn request_count(&self) -> usize {
@@ -174,6 +214,10 @@ pub struct Reply {
     streamed: bool,
     cut_off_after: Option<usize>,
     stream_error: Option<String>,
+    /// Bedrock: the exception type of `stream_error` (default `modelStreamErrorException`).
+    stream_error_type: Option<String>,
+    /// Writes the body in pieces of this many bytes, whatever its events' bounds.
+    write_size: Option<usize>,
 }
 
 #[derive(Debug, Clone)]
@@ -197,6 +241,8 @@ impl Reply {
             streamed: true,
             cut_off_after: None,
             stream_error: None,
+            stream_error_type: None,
+            write_size: None,
         }
     }
 
@@ -328,6 +374,25 @@ impl Reply {
         self.stream_error = Some(message.into());
         self
     }
+
+    /// As [`Reply::then_stream_error`]; a Bedrock stream ends with an exception of this
+    /// type, e.g. `throttlingException` (default `modelStreamErrorException`).
+    pub fn then_stream_exception(
+        mut self,
+        kind: impl Into<String>,
+        message: impl Into<String>,
+    ) -> Self {
+        self.stream_error = Some(message.into());
+        self.stream_error_type = Some(kind.into());
+        self
+    }
+
+    /// Writes the streamed body in pieces of `bytes` bytes (at least 1), cutting through
+    /// events and frames: a client must reassemble them.
+    pub fn in_pieces_of(mut self, bytes: usize) -> Self {
+        self.write_size = Some(bytes.max(1));
+        self
+    }
 }
 
 /// Ready-made predicates for [`FakeLlm::when`].
@@ -414,31 +479,50 @@ async fn handle(
     script: Arc<Mutex<Script>>,
     request: http::Request<Incoming>,
 ) -> http::Response<ResponseBody> {
-    if request.method() != http::Method::POST || request.uri().path() != "/v1/chat/completions" {
-        return openai_error(
-            404,
-            &format!(
-                "fake LLM serves only POST /v1/chat/completions, not {} {}",
-                request.method(),
-                request.uri().path()
-            ),
-            &[],
-        );
-    }
+    let path = request.uri().path().to_owned();
+    let route = match (
+        request.method() == http::Method::POST,
+        bedrock::route(&path),
+    ) {
+        (true, _) if path == "/v1/chat/completions" => None,
+        (true, Some(route)) => Some(route),
+        _ => {
+            return openai_error(
+                404,
+                &format!(
+                    "fake LLM serves POST /v1/chat/completions, /model/{{id}}/converse-stream \
+                     and /model/{{id}}/invoke, not {} {path}",
+                    request.method(),
+                ),
+                &[],
+            );
+        }
+    };
     let bytes = match request.into_body().collect().await {
         Ok(collected) => collected.to_bytes(),
         Err(e) => return text_response(400, format!("reading the request body: {e}")),
     };
-    let body: Value = serde_json::from_slice(&bytes)
+    let raw: Value = serde_json::from_slice(&bytes)
         .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned()));
+    let (protocol, body) = match &route {
+        None => (Protocol::OpenAi, raw.clone()),
+        Some(bedrock::Route::Embed { model }) => return bedrock::embed(model, &raw),
+        Some(bedrock::Route::Converse { model }) => {
+            (Protocol::Bedrock, bedrock::as_openai(model, &raw))
+        }
+    };
 
     let (number, reply) = {
         let mut script = lock(&script);
         script.requests.push(body.clone());
+        script.protocols.push(protocol);
+        script.raw.push(raw);
         let number = script.requests.len();
         // A long-running stand-in (the local stack) keeps only recent requests.
         if script.responder.is_some() && script.requests.len() > 100 {
             script.requests.remove(0);
+            script.protocols.remove(0);
+            script.raw.remove(0);
         }
         let reply = match script.matched.iter().position(|(m, _)| m(&body)) {
             Some(i) => Some(script.matched.remove(i).1),
@@ -451,14 +535,14 @@ async fn handle(
     };
     let Some(reply) = reply else {
         let model = body.get("model").and_then(Value::as_str).unwrap_or("?");
-        return openai_error(
-            500,
-            &format!(
-                "fake LLM: no scripted reply for request #{number} (model {model}); \
-                 push() or when() one more reply"
-            ),
-            &[],
+        let message = format!(
+            "fake LLM: no scripted reply for request #{number} (model {model}); \
+             push() or when() one more reply"
         );
+        return match protocol {
+            Protocol::OpenAi => openai_error(500, &message, &[]),
+            Protocol::Bedrock => bedrock::error(500, &message, &[]),
+        };
     };
 
     if !reply.first_byte_delay.is_zero() {
@@ -469,10 +553,17 @@ async fn handle(
         .and_then(Value::as_str)
         .unwrap_or("fake-model")
         .to_owned();
-    match &reply.kind {
-        Kind::Status { status, message } => openai_error(*status, message, &reply.headers),
-        Kind::Answer if reply.streamed => stream(reply, model, number),
-        Kind::Answer => whole(&reply, &model, number),
+    match (protocol, &reply.kind) {
+        (Protocol::OpenAi, Kind::Status { status, message }) => {
+            openai_error(*status, message, &reply.headers)
+        }
+        (Protocol::OpenAi, Kind::Answer) if reply.streamed => stream(reply, model, number),
+        (Protocol::OpenAi, Kind::Answer) => whole(&reply, &model, number),
+        (Protocol::Bedrock, Kind::Status { status, message }) => {
+            bedrock::error(*status, message, &reply.headers)
+        }
+        // Converse streams always; `non_streaming` is an OpenAI proxy's quirk.
+        (Protocol::Bedrock, Kind::Answer) => bedrock::stream(&reply, number),
     }
 }
 
@@ -656,32 +747,50 @@ fn stream(reply: Reply, model: String, number: usize) -> http::Response<Response
         _ => false,
     };
 
+    let body = write_events(
+        lines.into_iter().map(Bytes::from).collect(),
+        reply.chunk_delay,
+        reply.write_size,
+        cut,
+    );
+    let mut response = with_head(body, 200, "text/event-stream", &reply.headers);
+    response.headers_mut().insert(
+        http::header::CACHE_CONTROL,
+        http::HeaderValue::from_static("no-cache"),
+    );
+    response
+}
+
+/// A 200 response whose body is `events` written from a task: `delay` apart, in pieces of
+/// `write_size` bytes when set, broken off after the last when `cut`.
+fn write_events(
+    events: Vec<Bytes>,
+    delay: Duration,
+    write_size: Option<usize>,
+    cut: bool,
+) -> http::Response<ResponseBody> {
     let (mut sender, body) = http_body_util::channel::Channel::<Bytes, BoxError>::new(4);
-    let delay = reply.chunk_delay;
     tokio::spawn(async move {
-        for (i, line) in lines.into_iter().enumerate() {
+        for (i, event) in events.into_iter().enumerate() {
             if i > 0 && !delay.is_zero() {
                 tokio::time::sleep(delay).await;
             }
-            if sender.send_data(Bytes::from(line)).await.is_err() {
-                return; // the client went away
+            let size = write_size.unwrap_or(event.len()).max(1);
+            for piece in event.chunks(size) {
+                if sender
+                    .send_data(Bytes::copy_from_slice(piece))
+                    .await
+                    .is_err()
+                {
+                    return; // the client went away
+                }
             }
         }
         if cut {
             sender.abort("fake LLM: scripted cut-off".into());
         }
     });
-    let mut response = with_head(
-        http::Response::new(body.boxed_unsync()),
-        200,
-        "text/event-stream",
-        &reply.headers,
-    );
-    response.headers_mut().insert(
-        http::header::CACHE_CONTROL,
-        http::HeaderValue::from_static("no-cache"),
-    );
-    response
+    http::Response::new(body.boxed_unsync())
 }
 
 fn whole(reply: &Reply, model: &str, number: usize) -> http::Response<ResponseBody> {

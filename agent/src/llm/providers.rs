@@ -1,0 +1,127 @@
+//! Which provider answers a request: the deployment's default (`LLM_PROVIDER`) or the one
+//! an agent profile names (`provider`), so one router can run one profile on Bedrock and
+//! another on OpenAI.
+
+use std::fmt;
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::Instant;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+
+use super::{Completion, CompletionRequest, LlmProvider, TokenSink};
+use crate::{Error, Result};
+
+/// An LLM service this runtime speaks to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum Provider {
+    /// OpenAI's Chat Completions API, or a server compatible with it (Ollama, OpenRouter,
+    /// Gemini's OpenAI endpoint, vLLM).
+    #[serde(rename = "openai")]
+    OpenAi,
+    /// Amazon Bedrock's Converse API.
+    #[serde(rename = "bedrock")]
+    Bedrock,
+}
+
+impl Provider {
+    pub const ALL: [Self; 2] = [Self::OpenAi, Self::Bedrock];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::OpenAi => "openai",
+            Self::Bedrock => "bedrock",
+        }
+    }
+}
+
+impl fmt::Display for Provider {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Provider {
+    type Err = String;
+
+    fn from_str(s: &str) -> std::result::Result<Self, Self::Err> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "openai" => Ok(Self::OpenAi),
+            "bedrock" => Ok(Self::Bedrock),
+            other => Err(format!("expected openai or bedrock, got `{other}`")),
+        }
+    }
+}
+
+/// The configured providers, itself an [`LlmProvider`]: each request goes to the provider
+/// it names, or to the default one.
+#[derive(Clone)]
+pub struct Providers {
+    default: Provider,
+    clients: Vec<(Provider, Arc<dyn LlmProvider>)>,
+}
+
+impl fmt::Debug for Providers {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Providers")
+            .field("default", &self.default)
+            .field(
+                "configured",
+                &self.clients.iter().map(|(p, _)| *p).collect::<Vec<_>>(),
+            )
+            .finish()
+    }
+}
+
+impl Providers {
+    /// No provider yet; requests that name none go to `default`.
+    pub fn new(default: Provider) -> Self {
+        Self {
+            default,
+            clients: Vec::new(),
+        }
+    }
+
+    /// Adds (or replaces) the client of `provider`.
+    pub fn with(mut self, provider: Provider, client: Arc<dyn LlmProvider>) -> Self {
+        self.clients.retain(|(p, _)| *p != provider);
+        self.clients.push((provider, client));
+        self
+    }
+
+    pub fn default_provider(&self) -> Provider {
+        self.default
+    }
+
+    /// Whether `provider` has a client.
+    pub fn has(&self, provider: Provider) -> bool {
+        self.get(provider).is_some()
+    }
+
+    fn get(&self, provider: Provider) -> Option<&Arc<dyn LlmProvider>> {
+        self.clients
+            .iter()
+            .find(|(p, _)| *p == provider)
+            .map(|(_, c)| c)
+    }
+}
+
+#[async_trait]
+impl LlmProvider for Providers {
+    async fn complete(
+        &self,
+        request: &CompletionRequest,
+        deadline: Instant,
+        tokens: &mut dyn TokenSink,
+    ) -> Result<Completion> {
+        let provider = request.provider.unwrap_or(self.default);
+        match self.get(provider) {
+            Some(client) => client.complete(request, deadline, tokens).await,
+            // Cold start checks every profile's provider; this is a request built elsewhere.
+            None => Err(Error::Config(format!(
+                "the LLM provider {provider} is not configured in this deployment"
+            ))),
+        }
+    }
+}
