@@ -99,7 +99,12 @@ def create_table(ddb, name, props):
 
 
 def resolve(value, params, names):
-    """Resolve the intrinsic functions the Globals use: Ref to a resource or a parameter."""
+    """Resolve the intrinsic functions the Globals use: Ref to a resource or a parameter, and
+    If, whose first branch names a resource the template may leave out (the OpenAI key on
+    Bedrock alone); locally every resource exists, so that branch holds."""
+    if isinstance(value, dict) and "Fn::If" in value:
+        branches = value["Fn::If"]
+        return resolve(branches[1], params, names) if len(branches) == 3 else None
     if isinstance(value, dict) and "Ref" in value:
         ref = value["Ref"]
         if ref in names:

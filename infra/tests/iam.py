@@ -210,6 +210,12 @@ def bedrock_parameters(template):
         failures.append("LlmProvider: must allow exactly openai and bedrock")
     if params.get("BedrockModelId", {}).get("Default") != "":
         failures.append("BedrockModelId: no Bedrock access unless a model is chosen")
+    secret = template["Resources"].get("OpenAiApiKeySecret", {})
+    if secret.get("Condition") != "OpenAiKeyUsed":
+        failures.append("OpenAiApiKeySecret: a stack on Bedrock alone must create no OpenAI key secret")
+    used = str(template.get("Conditions", {}).get("OpenAiKeyUsed"))
+    if "OpenAiInUse" not in used or "EmbeddingsOverHttp" not in used:
+        failures.append("Conditions.OpenAiKeyUsed: must cover OpenAI chat and an embeddings server")
     rule = template.get("Rules", {}).get("BedrockNeedsAModel", {})
     if "BedrockModelId" not in str(rule.get("Assertions")):
         failures.append("Rules.BedrockNeedsAModel: LlmProvider bedrock must require a BedrockModelId")
