@@ -47,6 +47,9 @@ pub struct LlmSettings {
     /// Default Bedrock model (or inference profile) of every profile that names none
     /// (`BEDROCK_MODEL_ID`).
     pub bedrock_model: String,
+    /// End the system prompt of Bedrock requests with a prompt-cache point
+    /// (`BEDROCK_PROMPT_CACHE`, default false: models without prompt caching refuse it).
+    pub bedrock_prompt_cache: bool,
     /// Secret holding the API key (`OPENAI_API_KEY_SECRET`); unset for keyless local
     /// servers such as Ollama or vLLM.
     pub key_secret: Option<String>,
@@ -137,6 +140,7 @@ impl ToolsConfig {
                     .to_owned(),
                 model: r.or("OPENAI_MODEL", "gpt-4o-mini"),
                 bedrock_model: r.or("BEDROCK_MODEL_ID", DEFAULT_BEDROCK_MODEL),
+                bedrock_prompt_cache: r.parse_or("BEDROCK_PROMPT_CACHE", false),
                 key_secret: r
                     .optional("OPENAI_API_KEY_SECRET")
                     .filter(|s| !s.is_empty()),
@@ -289,7 +293,10 @@ fn llm_client(
         };
         providers = providers.with(
             Provider::Bedrock,
-            Arc::new(BedrockClient::new(client, config.llm_retry())),
+            Arc::new(
+                BedrockClient::new(client, config.llm_retry())
+                    .with_prompt_cache(config.llm.bedrock_prompt_cache),
+            ),
         );
     }
     Ok(providers)

@@ -97,6 +97,34 @@ async fn streams_text_with_usage_over_real_frames() {
     assert_eq!(fake.requests()[0]["model"], json!(MODEL));
 }
 
+/// With the prompt cache on, the system prompt ends with a cache point, and the tokens the
+/// cache served are recorded as cached (Converse counts them apart from `inputTokens`).
+#[tokio::test]
+async fn the_prompt_cache_marks_the_system_prompt_and_counts_cached_tokens() {
+    let fake = FakeLlm::start().await;
+    fake.push(Reply::text("Cached.").with_cached_usage(1_200, 1_024, 2));
+    fake.push(Reply::text("Not cached."));
+    let cached = client(&fake).with_prompt_cache(true);
+    let (result, _) = complete(&cached, &request(true)).await;
+    let usage = result
+        .unwrap_or_else(|e| panic!("{e}"))
+        .usage
+        .unwrap_or_default();
+    assert_eq!((usage.prompt_tokens, usage.cached_tokens), (1_200, 1_024));
+    let raw = &fake.raw_requests()[0];
+    assert_eq!(
+        raw["system"],
+        json!([{"text": "You help with flights."}, {"cachePoint": {"type": "default"}}])
+    );
+    // Off (the default), no cache point is sent.
+    let (result, _) = complete(&client(&fake), &request(true)).await;
+    result.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        fake.raw_requests()[1]["system"],
+        json!([{"text": "You help with flights."}])
+    );
+}
+
 /// The body cut into pieces of every size from 1 byte up: frames split anywhere (inside
 /// the prelude, the headers, the payload, the CRC) are put together again.
 #[tokio::test]

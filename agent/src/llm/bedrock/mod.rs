@@ -75,6 +75,8 @@ pub struct BedrockClient {
     client: Client,
     /// Retries before the stream opens; `attempt_timeout` bounds the wait for it.
     retry: RetryPolicy,
+    /// Whether requests end their system prompt with a cache point (`BEDROCK_PROMPT_CACHE`).
+    prompt_cache: bool,
 }
 
 /// How one attempt to open the stream failed.
@@ -86,7 +88,18 @@ enum Failure {
 
 impl BedrockClient {
     pub fn new(client: Client, retry: RetryPolicy) -> Self {
-        Self { client, retry }
+        Self {
+            client,
+            retry,
+            prompt_cache: false,
+        }
+    }
+
+    /// Caches the tool definitions and the system prompt with a cache point, for models
+    /// that support prompt caching ([`ConverseParts::cache_system_prompt`]).
+    pub fn with_prompt_cache(mut self, on: bool) -> Self {
+        self.prompt_cache = on;
+        self
     }
 
     /// Opens the stream, retrying what may succeed on another attempt.
@@ -153,7 +166,10 @@ impl LlmProvider for BedrockClient {
         tokens: &mut dyn TokenSink,
     ) -> Result<Completion> {
         let started = Instant::now();
-        let parts = converse_parts(request)?;
+        let mut parts = converse_parts(request)?;
+        if self.prompt_cache {
+            parts.cache_system_prompt()?;
+        }
         let mut stream = self
             .open(&request.model, &parts, deadline)
             .await

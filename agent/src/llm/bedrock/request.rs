@@ -14,10 +14,10 @@
 //!   result beside it says what was wrong.
 
 use aws_sdk_bedrockruntime::types::{
-    AnyToolChoice, AutoToolChoice, ContentBlock, ConversationRole, InferenceConfiguration, Message,
-    SpecificToolChoice, SystemContentBlock, Tool, ToolChoice as WireChoice, ToolConfiguration,
-    ToolInputSchema, ToolResultBlock, ToolResultContentBlock, ToolResultStatus, ToolSpecification,
-    ToolUseBlock,
+    AnyToolChoice, AutoToolChoice, CachePointBlock, CachePointType, ContentBlock, ConversationRole,
+    InferenceConfiguration, Message, SpecificToolChoice, SystemContentBlock, Tool,
+    ToolChoice as WireChoice, ToolConfiguration, ToolInputSchema, ToolResultBlock,
+    ToolResultContentBlock, ToolResultStatus, ToolSpecification, ToolUseBlock,
 };
 use aws_smithy_types::{Document, Number};
 use serde_json::Value;
@@ -35,6 +35,25 @@ pub struct ConverseParts {
     pub messages: Vec<Message>,
     pub tool_config: Option<ToolConfiguration>,
     pub inference: InferenceConfiguration,
+}
+
+impl ConverseParts {
+    /// Ends the system prompt with a prompt-cache point. Converse caches the prefix before
+    /// it: the tool definitions and the system prompt, the same on every step and turn of a
+    /// profile, and the largest part of most requests. Opt-in, because models without
+    /// prompt caching refuse the block; a prefix shorter than the model's minimum is simply
+    /// not cached.
+    pub fn cache_system_prompt(&mut self) -> Result<()> {
+        if self.system.is_empty() {
+            return Ok(());
+        }
+        let point = CachePointBlock::builder()
+            .r#type(CachePointType::Default)
+            .build()
+            .map_err(sdk_build)?;
+        self.system.push(SystemContentBlock::CachePoint(point));
+        Ok(())
+    }
 }
 
 /// Maps `request` to Converse. Fails only when the SDK refuses a value it requires (never
@@ -415,5 +434,32 @@ mod tests {
     fn documents_round_trip_json() {
         let value = j!({"a": [1, -2, 2.5, "x", null, true], "b": {"c": {}}});
         assert_eq!(json(&document(&value)), value);
+    }
+
+    #[test]
+    fn a_cache_point_ends_the_system_prompt_only_when_there_is_one() {
+        let mut parts =
+            converse_parts(&request(true, ToolChoice::Auto)).unwrap_or_else(|e| panic!("{e}"));
+        let messages = parts.messages.clone();
+        parts
+            .cache_system_prompt()
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(parts.system.len(), 2);
+        assert!(parts.system[0].is_text());
+        assert!(
+            parts.system[1]
+                .as_cache_point()
+                .is_ok_and(|p| p.r#type() == &CachePointType::Default)
+        );
+        // The history and the tools are left as they were.
+        assert_eq!(parts.messages, messages);
+
+        let mut bare = request(false, ToolChoice::Auto);
+        bare.messages.remove(0);
+        let mut parts = converse_parts(&bare).unwrap_or_else(|e| panic!("{e}"));
+        parts
+            .cache_system_prompt()
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(parts.system.is_empty());
     }
 }
