@@ -1,13 +1,15 @@
 """Least privilege in template.yaml: per function, exactly the DynamoDB actions its code uses
 on the tables it uses; no Scan, no delete and no SAM CRUD policy on chats, ledger or usage.
 Amazon Bedrock: only the router and the worker may stream from a model, only with
-BedrockModelId set, only that model (or its inference profile); the OpenAI key is readable
+BedrockModelId set, only that model (or its inference profile), plus the ARNs listed in
+BedrockAgentModelArns (one model each); the OpenAI key is readable
 only where an OpenAI endpoint is used.
 
 Run by `make test` (infra/local/test.sh) with the local virtualenv, which has cfn-lint and
 its template decoder (it understands !Ref, !GetAtt, !Sub).
 """
 
+import re
 import sys
 from pathlib import Path
 
@@ -70,6 +72,9 @@ BEDROCK = {
     # Query embeddings (Titan) only.
     "KbRetrieveFunction": ({"bedrock:InvokeModel"}, "EmbeddingsOverBedrock", "EmbeddingsModel"),
 }
+# The further models agent profiles name: (condition, parameter), for STREAMERS only.
+AGENT_MODELS = ("BedrockAgentModels", "BedrockAgentModelArns")
+STREAMERS = {"ChatRouterFunction", "ToolWorkerFunction"}
 # Who may read the OpenAI key, under which condition.
 OPENAI_KEY = {
     "ChatRouterFunction": "OpenAiInUse",
@@ -174,6 +179,14 @@ def bedrock_access(name, policies):
         if not actions:
             continue
         granted |= actions
+        if statement.get("Resource") == {"Ref": AGENT_MODELS[1]}:
+            # The agent profiles' models: streaming only, by the streaming functions, and
+            # only when the parameter lists any (its pattern refuses wildcard models).
+            if name not in STREAMERS or actions != {"bedrock:InvokeModelWithResponseStream"}:
+                failures.append(f"{name}: {sorted(actions)} on {AGENT_MODELS[1]}")
+            if condition != AGENT_MODELS[0]:
+                failures.append(f"{name}: {AGENT_MODELS[1]} granted under {condition}, expected {AGENT_MODELS[0]}")
+            continue
         if condition != expected_condition:
             failures.append(f"{name}: Bedrock granted under {condition}, expected {expected_condition}")
         for text in sub_texts(statement.get("Resource")):
@@ -201,6 +214,35 @@ def openai_key_access(name, policies):
     return failures
 
 
+def agent_model_parameter(params, conditions):
+    """BedrockAgentModelArns takes model and inference-profile ARNs only, none with a wildcard
+    model, defaults to none, and its condition holds only when it lists any."""
+    failures = []
+    param = params.get("BedrockAgentModelArns", {})
+    pattern = re.compile(param.get("AllowedPattern", ""))
+    allowed = [
+        "",
+        "arn:aws:bedrock:us-east-1::foundation-model/anthropic.claude-3-5-haiku-20241022-v1:0",
+        "arn:aws:bedrock:*::foundation-model/amazon.nova-pro-v1:0",
+        "arn:aws:bedrock:eu-central-1:123456789012:inference-profile/eu.amazon.nova-pro-v1:0",
+    ]
+    refused = [
+        "*",
+        "arn:aws:bedrock:us-east-1::foundation-model/*",
+        "arn:aws:bedrock:us-east-1::foundation-model/anthropic.*",
+        "arn:aws:bedrock:*:*:*",
+        "arn:aws:s3:::bucket/object",
+        "arn:aws:bedrock:us-east-1:123456789012:agent/AGENT1",
+    ]
+    if param.get("Type") != "CommaDelimitedList" or param.get("Default") != "":
+        failures.append("BedrockAgentModelArns: a CommaDelimitedList defaulting to none")
+    failures += [f"BedrockAgentModelArns: pattern refuses {a!r}" for a in allowed if not pattern.fullmatch(a)]
+    failures += [f"BedrockAgentModelArns: pattern allows {r!r}" for r in refused if pattern.fullmatch(r)]
+    if "BedrockAgentModelArns" not in str(conditions.get("BedrockAgentModels")):
+        failures.append("Conditions.BedrockAgentModels: must test BedrockAgentModelArns")
+    return failures
+
+
 def bedrock_parameters(template):
     """The provider switch offers exactly openai and bedrock, and a stack on Bedrock must
     name its model (a template rule), so no role is ever granted an empty model."""
@@ -216,6 +258,7 @@ def bedrock_parameters(template):
     used = str(template.get("Conditions", {}).get("OpenAiKeyUsed"))
     if "OpenAiInUse" not in used or "EmbeddingsOverHttp" not in used:
         failures.append("Conditions.OpenAiKeyUsed: must cover OpenAI chat and an embeddings server")
+    failures += agent_model_parameter(params, template.get("Conditions", {}))
     rule = template.get("Rules", {}).get("BedrockNeedsAModel", {})
     if "BedrockModelId" not in str(rule.get("Assertions")):
         failures.append("Rules.BedrockNeedsAModel: LlmProvider bedrock must require a BedrockModelId")
@@ -292,7 +335,8 @@ def main():
     print(
         f"IAM check: {len(EXPECTED) + 1} functions hold exactly the DynamoDB access they use;"
         " only the router and the worker may call the IAM-only tool routes"
-        " and stream from Bedrock (the chosen model only, with BedrockModelId set);"
+        " and stream from Bedrock (the chosen model, with BedrockModelId set,"
+        " and the agent profiles' models listed in BedrockAgentModelArns);"
         " kb-retrieve may embed with the chosen Titan model only with EmbeddingsProvider bedrock;"
         " the OpenAI key only where OpenAI is used;"
         " user-token routes exist only with PublicToolRoutes"
