@@ -77,6 +77,20 @@ impl LlmSettings {
         }
     }
 
+    /// Why OpenAI's own API will refuse this deployment's calls, if it will: it is used (by
+    /// `LLM_PROVIDER` or a profile) without a key, as on a stack deployed with
+    /// `LlmProvider=bedrock`, which has no OpenAI key secret. Keyless servers elsewhere
+    /// (Ollama, the local stand-in) are fine.
+    pub fn missing_openai_key(&self) -> Option<String> {
+        let openai = self.base_url.starts_with("https://api.openai.com");
+        (openai && self.key_secret.is_none()).then(|| {
+            "an agent profile or LLM_PROVIDER uses openai at api.openai.com, but \
+             OPENAI_API_KEY_SECRET is empty: those calls will be refused. Deploy with \
+             LlmProvider=openai and BedrockModelId to run profiles on both providers"
+                .to_owned()
+        })
+    }
+
     /// The default provider's default model (`ask_gpt`'s).
     pub fn default_model(&self) -> &str {
         match self.provider {
@@ -265,6 +279,10 @@ fn llm_client(
     };
     let mut providers = Providers::new(config.llm.provider);
     if used(Provider::OpenAi) {
+        if let Some(problem) = config.llm.missing_openai_key() {
+            // Not an error: the deployment's other profiles still answer.
+            tracing::warn!("{problem}");
+        }
         let key = match &config.llm.key_secret {
             Some(name) => ApiKey::Secret {
                 cache: clients.secrets.clone(),
@@ -550,6 +568,27 @@ mod tests {
         clients.bedrock = None;
         let (config, _) = parts(&[("LLM_PROVIDER", "bedrock")]);
         assert!(llm_client(&config, &on_bedrock, &clients).is_err());
+    }
+
+    /// OpenAI's own API without a key (a Bedrock stack's profile on openai) is named at
+    /// start; a keyed deployment or a keyless server of one's own is not.
+    #[test]
+    fn openai_without_a_key_is_named_only_for_openais_own_api() {
+        let settings = |vars: &[(&str, &str)]| {
+            ToolsConfig::from_env(&env(vars))
+                .unwrap_or_else(|e| panic!("config: {e}"))
+                .llm
+        };
+        let bedrock_stack = settings(&[("LLM_PROVIDER", "bedrock")]);
+        assert!(
+            bedrock_stack
+                .missing_openai_key()
+                .is_some_and(|m| m.contains("OPENAI_API_KEY_SECRET"))
+        );
+        let keyed = settings(&[("OPENAI_API_KEY_SECRET", "stack/openai-api-key")]);
+        assert_eq!(keyed.missing_openai_key(), None);
+        let ollama = settings(&[("OPENAI_BASE_URL", "http://127.0.0.1:11434/v1")]);
+        assert_eq!(ollama.missing_openai_key(), None);
     }
 
     #[test]
