@@ -26,6 +26,7 @@ pub mod limits;
 pub mod memory;
 pub mod metrics;
 pub mod observability;
+pub mod provider;
 pub mod secrets;
 pub mod tls;
 pub mod turns;

@@ -3,56 +3,15 @@
 //! another on OpenAI.
 
 use std::fmt;
-use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Instant;
 
 use async_trait::async_trait;
-use serde::{Deserialize, Serialize};
+
+pub use shared::provider::Provider;
 
 use super::{Completion, CompletionRequest, LlmProvider, TokenSink};
 use crate::{Error, Result};
-
-/// An LLM service this runtime speaks to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-pub enum Provider {
-    /// OpenAI's Chat Completions API, or a server compatible with it (Ollama, OpenRouter,
-    /// Gemini's OpenAI endpoint, vLLM).
-    #[serde(rename = "openai")]
-    OpenAi,
-    /// Amazon Bedrock's Converse API.
-    #[serde(rename = "bedrock")]
-    Bedrock,
-}
-
-impl Provider {
-    pub const ALL: [Self; 2] = [Self::OpenAi, Self::Bedrock];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::OpenAi => "openai",
-            Self::Bedrock => "bedrock",
-        }
-    }
-}
-
-impl fmt::Display for Provider {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for Provider {
-    type Err = String;
-
-    fn from_str(s: &str) -> std::result::Result<Self, Self::Err> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "openai" => Ok(Self::OpenAi),
-            "bedrock" => Ok(Self::Bedrock),
-            other => Err(format!("expected openai or bedrock, got `{other}`")),
-        }
-    }
-}
 
 /// The configured providers, itself an [`LlmProvider`]: each request goes to the provider
 /// it names, or to the default one.

@@ -12,8 +12,6 @@
 #[cfg(feature = "bedrock")]
 pub mod bedrock;
 
-use std::fmt;
-use std::str::FromStr;
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
@@ -31,35 +29,9 @@ pub const DEFAULT_BEDROCK_EMBEDDINGS_MODEL: &str = "amazon.titan-embed-text-v2:0
 pub const BEDROCK_DIMENSIONS: [u32; 3] = [1024, 512, 256];
 const SERVICE: &str = "embeddings";
 
-/// Who computes embeddings (`EMBEDDINGS_PROVIDER`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum EmbeddingsProvider {
-    /// An OpenAI-compatible `/v1/embeddings` server.
-    OpenAi,
-    /// Amazon Bedrock (Titan Text Embeddings V2), with the caller's AWS credentials.
-    Bedrock,
-}
-
-impl fmt::Display for EmbeddingsProvider {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Self::OpenAi => "openai",
-            Self::Bedrock => "bedrock",
-        })
-    }
-}
-
-impl FromStr for EmbeddingsProvider {
-    type Err = String;
-
-    fn from_str(s: &str) -> std::result::Result<Self, Self::Err> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "openai" => Ok(Self::OpenAi),
-            "bedrock" => Ok(Self::Bedrock),
-            other => Err(format!("expected openai or bedrock, got `{other}`")),
-        }
-    }
-}
+/// Who computes embeddings (`EMBEDDINGS_PROVIDER`): an OpenAI-compatible `/v1/embeddings`
+/// server, or Amazon Bedrock (Titan Text Embeddings V2).
+pub type EmbeddingsProvider = crate::provider::Provider;
 
 /// Where the vectors come from.
 #[derive(Debug, Clone, PartialEq, Eq)]
