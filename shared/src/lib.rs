@@ -27,6 +27,7 @@ pub mod memory;
 pub mod metrics;
 pub mod observability;
 pub mod provider;
+pub mod runtime_loop;
 pub mod secrets;
 pub mod tls;
 pub mod turns;

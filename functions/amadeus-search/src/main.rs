@@ -27,9 +27,12 @@ async fn main() -> Result<(), lambda_http::Error> {
     let deps = Deps::new(http, secrets, config)
         .with_access(access)
         .with_metrics(Metrics::stdout("amadeus-search", &env));
-    lambda_http::run(service_fn(|req: Request| {
-        let deps = deps.clone();
-        async move { Ok::<_, Infallible>(handle(&deps, req).await) }
-    }))
+    // A failed Runtime API request polls again (shared::runtime_loop).
+    shared::runtime_loop::keep_running(|| {
+        lambda_http::run(service_fn(|req: Request| {
+            let deps = deps.clone();
+            async move { Ok::<_, Infallible>(handle(&deps, req).await) }
+        }))
+    })
     .await
 }

@@ -24,9 +24,12 @@ async fn main() -> Result<(), lambda_http::Error> {
     let metrics = Metrics::stdout("chat-router", &env);
     let clients = ToolClients::from_sdk(&sdk, &env, SigV4Signer::from_sdk_config(&sdk), metrics)?;
     let deps = Deps::new(config, agents, auth, clients)?;
-    run_with_streaming_response(service_fn(|req: Request| {
-        let deps = deps.clone();
-        async move { Ok::<_, std::convert::Infallible>(handle(&deps, req).await) }
-    }))
+    // A failed Runtime API request polls again (shared::runtime_loop).
+    shared::runtime_loop::keep_running(|| {
+        run_with_streaming_response(service_fn(|req: Request| {
+            let deps = deps.clone();
+            async move { Ok::<_, std::convert::Infallible>(handle(&deps, req).await) }
+        }))
+    })
     .await
 }

@@ -14,14 +14,17 @@ async fn main() -> Result<(), lambda_runtime::Error> {
         config: Config::from_env(),
         check_timeout: CHECK_TIMEOUT,
     };
-    run(service_fn(|event: LambdaEvent<HookEvent>| {
-        let deps = deps.clone();
-        async move {
-            handle(&deps, event.payload)
-                .await
-                .map(|report| serde_json::json!({ "status": report.status.as_str() }))
-                .map_err(|e| lambda_runtime::Diagnostic::from(e.to_string()))
-        }
-    }))
+    // A failed Runtime API request polls again (shared::runtime_loop).
+    shared::runtime_loop::keep_running(|| {
+        run(service_fn(|event: LambdaEvent<HookEvent>| {
+            let deps = deps.clone();
+            async move {
+                handle(&deps, event.payload)
+                    .await
+                    .map(|report| serde_json::json!({ "status": report.status.as_str() }))
+                    .map_err(|e| lambda_runtime::Diagnostic::from(e.to_string()))
+            }
+        }))
+    })
     .await
 }

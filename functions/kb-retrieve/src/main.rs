@@ -38,9 +38,12 @@ async fn main() -> Result<(), lambda_http::Error> {
     if let Err(e) = deps.kb.get().await {
         tracing::error!(error = %e, "knowledge base not loaded at cold start");
     }
-    lambda_http::run(service_fn(|req: Request| {
-        let deps = deps.clone();
-        async move { Ok::<_, Infallible>(handle(&deps, req).await) }
-    }))
+    // A failed Runtime API request polls again (shared::runtime_loop).
+    shared::runtime_loop::keep_running(|| {
+        lambda_http::run(service_fn(|req: Request| {
+            let deps = deps.clone();
+            async move { Ok::<_, Infallible>(handle(&deps, req).await) }
+        }))
+    })
     .await
 }

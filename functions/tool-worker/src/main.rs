@@ -22,14 +22,17 @@ async fn main() -> Result<(), lambda_runtime::Error> {
     let metrics = Metrics::stdout("tool-worker", &env);
     let clients = ToolClients::from_sdk(&sdk, &env, SigV4Signer::from_sdk_config(&sdk), metrics)?;
     let deps = Deps::new(config, &agents, clients)?;
-    run(service_fn(|event: LambdaEvent<serde_json::Value>| {
-        let deps = deps.clone();
-        // Only an event of neither shape fails the invocation; its reason goes to the log.
-        async move {
-            handle_event(&deps, event.payload)
-                .await
-                .map_err(|e| lambda_runtime::Diagnostic::from(e.to_string()))
-        }
-    }))
+    // A failed Runtime API request polls again (shared::runtime_loop).
+    shared::runtime_loop::keep_running(|| {
+        run(service_fn(|event: LambdaEvent<serde_json::Value>| {
+            let deps = deps.clone();
+            // Only an event of neither shape fails the invocation; its reason goes to the log.
+            async move {
+                handle_event(&deps, event.payload)
+                    .await
+                    .map_err(|e| lambda_runtime::Diagnostic::from(e.to_string()))
+            }
+        }))
+    })
     .await
 }
