@@ -111,6 +111,32 @@ TOML
 contract() {
   local function="$1" status=0; shift
   log "contract: $function"
+  contract_run "$function" "$@" || status=$?
+  if [ "$status" != 0 ] && [ "$status" != 124 ] && only_stray_nul "$REPORT_DIR/$function.xml"; then
+    # cargo lambda watch takes the streaming prelude's 8-NUL delimiter as one frame; when
+    # the delimiter's chunk arrives split, a NUL is left before the body. Not our bytes:
+    # the same seed again runs the same cases, so a real fault fails the second run too.
+    log "contract: $function: the emulator left a NUL before a streamed body; running again with the same seed"
+    status=0
+    contract_run "$function" "$@" || status=$?
+  fi
+  if [ "$status" = 124 ]; then
+    die "contract: $function did not finish within ${CONTRACT_RUN_SECS:-120} s; the end of .local/run/dev-watch.log:
+$(log_tail "$RUN_DIR/dev-watch.log" 10)"
+  fi
+  [ "$status" = 0 ] || die "contract: $function failed (report: .local/run/contract/$function.xml)"
+}
+
+# Whether every failure in a junit report is a body the emulator began with a NUL.
+only_stray_nul() {
+  local failures stray
+  failures="$(grep -c '<failure' "$1" 2>/dev/null)" || return 1
+  stray="$(grep -c '^ *`\\x00' "$1" 2>/dev/null)" || return 1
+  [ "$failures" -gt 0 ] && [ "$stray" -ge "$failures" ]
+}
+
+contract_run() {
+  local function="$1"; shift
   (cd "$REPORT_DIR" && PYTHONPATH="$REPO_ROOT/infra/tests" SCHEMATHESIS_HOOKS=contract_hooks \
     timeout "${CONTRACT_RUN_SECS:-120}" "$ST" --no-color --config-file "$REPORT_DIR/schemathesis.toml" run "$REPO_ROOT/docs/openapi.json" \
     --url "$BASE/$function" \
@@ -121,12 +147,7 @@ contract() {
     --request-timeout 30 \
     --report junit,ndjson --report-junit-path "$REPORT_DIR/$function.xml" \
     --report-ndjson-path "$REPORT_DIR/$function.ndjson" \
-    "$@") || status=$?
-  if [ "$status" = 124 ]; then
-    die "contract: $function did not finish within ${CONTRACT_RUN_SECS:-120} s; the end of .local/run/dev-watch.log:
-$(log_tail "$RUN_DIR/dev-watch.log" 10)"
-  fi
-  [ "$status" = 0 ] || die "contract: $function failed (report: .local/run/contract/$function.xml)"
+    "$@")
 }
 
 started=$SECONDS
