@@ -365,6 +365,23 @@ fn tools(
     ])
 }
 
+/// The tools with their settings from the agent catalog; a cache on a tool whose results
+/// depend on the user is a configuration error.
+fn registry(agents: &AgentCatalog, tools: Vec<Arc<dyn Tool>>) -> Result<ToolRegistry> {
+    let mut registry = ToolRegistry::new();
+    for tool in tools {
+        let settings = agents.tool_settings(tool.name());
+        if settings.cache_ttl.is_some() && tool.cache_scope().is_none() {
+            return Err(shared::Error::Config(format!(
+                "tools.{}.cache_secs: this tool's results depend on the user and are never shared",
+                tool.name()
+            )));
+        }
+        registry.register(tool, settings);
+    }
+    Ok(registry)
+}
+
 impl ToolRuntime {
     pub fn new(
         config: &ToolsConfig,
@@ -419,17 +436,7 @@ impl ToolRuntime {
             alerts.clone(),
             clients.metrics.clone(),
         )?;
-        let mut registry = ToolRegistry::new();
-        for tool in tools {
-            let settings = agents.tool_settings(tool.name());
-            if settings.cache_ttl.is_some() && tool.cache_scope().is_none() {
-                return Err(shared::Error::Config(format!(
-                    "tools.{}.cache_secs: this tool's results depend on the user and are never shared",
-                    tool.name()
-                )));
-            }
-            registry.register(tool, settings);
-        }
+        let registry = registry(agents, tools)?;
         let jobs = config.tool_queue_url.as_ref().map(|url| JobScheduler {
             queue: Arc::new(SqsJobQueue::new(clients.sqs, url.clone())),
             retry: config.retry,
