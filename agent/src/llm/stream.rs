@@ -406,6 +406,9 @@ struct WireUsage {
     total_tokens: Option<u64>,
     #[serde(default)]
     prompt_tokens_details: Option<WirePromptDetails>,
+    /// Some OpenAI-compatible providers send the cached count at the top level instead.
+    #[serde(default)]
+    cached_tokens: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -431,6 +434,7 @@ impl WireUsage {
             cached_tokens: self
                 .prompt_tokens_details
                 .and_then(|d| d.cached_tokens)
+                .or(self.cached_tokens)
                 .unwrap_or(0),
             estimated: false,
         })
@@ -749,6 +753,30 @@ mod tests {
                 cached_tokens: 0,
                 estimated: false,
             })
+        );
+    }
+
+    #[test]
+    fn cached_tokens_at_the_top_level_of_usage_count_too() {
+        let usage = |u: &str| {
+            let stream = format!(
+                "data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"hi\"}},\"finish_reason\":\"stop\"}}],\"usage\":{u}}}\n\n"
+            );
+            run_whole(&stream).unwrap().1.usage.map(|u| u.cached_tokens)
+        };
+        assert_eq!(
+            usage(r#"{"prompt_tokens":9,"completion_tokens":1,"cached_tokens":4}"#),
+            Some(4)
+        );
+        assert_eq!(
+            usage(
+                r#"{"prompt_tokens":9,"completion_tokens":1,"prompt_tokens_details":{"cached_tokens":6},"cached_tokens":4}"#
+            ),
+            Some(6)
+        );
+        assert_eq!(
+            usage(r#"{"prompt_tokens":9,"completion_tokens":1}"#),
+            Some(0)
         );
     }
 

@@ -45,8 +45,9 @@ pub struct ChatRequest {
     #[serde(default)]
     #[schemars(regex(pattern = validate::ID_PATTERN))]
     pub chat_id: Option<String>,
-    /// The user's message: trimmed, then not empty and at most `MAX_MESSAGE_CHARS`
-    /// characters (413 above).
+    /// The user's message: normalised (NFKC; invisible format and control characters
+    /// removed) and trimmed, then not empty and at most `MAX_MESSAGE_CHARS` characters (413
+    /// above).
     pub message: String,
     /// The agent profile (`travel` by default).
     #[serde(default)]
@@ -381,9 +382,27 @@ async fn turn_events(
         Ok(after) => after,
         Err(e) => return error(&e),
     };
-    match deps.turns.get(user_id, chat_id, turn_id).await {
-        Ok(turn) => follow(deps, req, turn, after),
-        Err(e) => error(&ApiError::from(&e)),
+    let turn = match deps.turns.get(user_id, chat_id, turn_id).await {
+        Ok(turn) => turn,
+        Err(e) => return error(&ApiError::from(&e)),
+    };
+    if let Err(e) = chat_still_there(deps, &turn).await {
+        return error(&e);
+    }
+    follow(deps, req, turn, after)
+}
+
+/// A turn's events are readable only while its chat exists: deleting a chat makes the
+/// answers of its turns unreadable at once, through the resume route and an
+/// `Idempotency-Key` replay alike (404, as for a chat that never was); their records expire
+/// with their TTL. A refused turn never had a chat of its own and holds no answer.
+async fn chat_still_there(deps: &Deps, turn: &TurnRecord) -> Result<(), ApiError> {
+    if turn.status == TurnStatus::Refused {
+        return Ok(());
+    }
+    match deps.chats.get(&turn.owner_id, &turn.chat_id).await {
+        Ok(_) => Ok(()),
+        Err(e) => Err(ApiError::from(&e)),
     }
 }
 
@@ -416,7 +435,8 @@ fn ok_json<T: serde::Serialize>(result: shared::Result<T>) -> Response<Body> {
 
 /// Deletes the user's chat: its tool-call records first, then the chat with its messages
 /// and state (last, so a delete that stops half-way can be repeated). A chat a turn holds
-/// is 409; its turn records expire with their 24-hour TTL.
+/// is 409. Its turn records expire with their 24-hour TTL, unreadable from the moment the
+/// chat is gone ([`chat_still_there`]).
 async fn delete_chat(deps: &Deps, user: &AuthenticatedUser, chat_id: &str) -> shared::Result<()> {
     let chat = deps.chats.get(&user.user_id, chat_id).await?;
     let calls = deps.ledger.delete_chat(&chat.id).await?;
@@ -434,7 +454,7 @@ async fn delete_chat(deps: &Deps, user: &AuthenticatedUser, chat_id: &str) -> sh
 async fn begin(deps: &Deps, req: &Request, record: &TurnRecord) -> Result<(), Response<Body>> {
     match deps.turns.begin(record).await {
         Ok(Begun::New) => Ok(()),
-        Ok(Begun::Existing(turn)) => Err(begun_already(deps, req, record, turn)),
+        Ok(Begun::Existing(turn)) => Err(begun_already(deps, req, record, turn).await),
         Err(e) => Err(error(&ApiError::from(&e))),
     }
 }
@@ -442,13 +462,16 @@ async fn begin(deps: &Deps, req: &Request, record: &TurnRecord) -> Result<(), Re
 /// The answer to a request whose idempotency key names a turn that exists: the same request
 /// follows the first turn from its first event (never a second turn); another request with
 /// that key is 422.
-fn begun_already(
+async fn begun_already(
     deps: &Deps,
     req: &Request,
     record: &TurnRecord,
     turn: TurnRecord,
 ) -> Response<Body> {
     if turn.fingerprint == record.fingerprint {
+        if let Err(e) = chat_still_there(deps, &turn).await {
+            return error(&e);
+        }
         tracing::info!(turn_id = %turn.turn_id, "resent message; following its turn");
         return follow(deps, req, turn, None);
     }
@@ -501,7 +524,7 @@ async fn chat(deps: &Deps, req: &Request, user: AuthenticatedUser) -> Response<B
     // stream starts; the record keeps why, for a resend that is following it.
     match deps.agent.open(input).await {
         Ok(turn) => stream(deps.clone(), turn, record, stop, debug),
-        Err(shared::Error::TurnBegun(turn)) => begun_already(deps, req, &record, *turn),
+        Err(shared::Error::TurnBegun(turn)) => begun_already(deps, req, &record, *turn).await,
         Err(e) => {
             let api = ApiError::from(&e);
             if let Err(e) = deps.turns.refuse(&record, json!(api)).await {
@@ -515,7 +538,7 @@ async fn chat(deps: &Deps, req: &Request, user: AuthenticatedUser) -> Response<B
 /// A `POST /chat` that passed every check, before anything is stored.
 struct ValidChat {
     body: ChatRequest,
-    /// The message, trimmed.
+    /// The message, normalised and trimmed.
     message: String,
     profile: AgentProfile,
     timezone: Option<UserTimeZone>,
@@ -531,7 +554,16 @@ fn validate_chat(deps: &Deps, req: &Request) -> Result<ValidChat, ApiError> {
     if let Some(chat_id) = &body.chat_id {
         validate::id("chat_id", chat_id)?;
     }
-    let message = body.message.trim().to_owned();
+    // Emptiness and length hold for the text that is stored and sent to the model: NFKC can
+    // multiply a message's length, and an invisible-only message normalises to nothing.
+    let normalised = agent::guard::input::normalise(&body.message);
+    if normalised.removed_invisible > 0 {
+        tracing::warn!(
+            removed = normalised.removed_invisible,
+            "input guard: invisible format or control characters removed from the message"
+        );
+    }
+    let message = normalised.text.trim().to_owned();
     if message.is_empty() {
         return Err(ApiError::new(
             ErrorCode::ValidationFailed,
@@ -633,9 +665,7 @@ fn idempotency_key(req: &Request) -> Result<Option<String>, ApiError> {
         .strip_prefix('"')
         .and_then(|t| t.strip_suffix('"'))
         .unwrap_or(text);
-    if text.is_empty()
-        || text.len() > MAX_KEY_CHARS
-        || !text.bytes().all(|b| b.is_ascii_graphic() || b == b' ')
+    if text.is_empty() || text.len() > MAX_KEY_CHARS || !text.bytes().all(|b| b.is_ascii_graphic())
     {
         return Err(invalid());
     }

@@ -301,6 +301,7 @@ pub fn cancel_response(turn: &TurnRecord) -> CancelResponse {
         turn_id: turn.turn_id.clone(),
         chat_id: turn.chat_id.clone(),
         status: turn.status,
-        cancel_requested: turn.cancel_requested,
+        // The record keeps its flag after the turn ends; asking again then stops nothing.
+        cancel_requested: turn.cancel_requested && turn.status == TurnStatus::Running,
     }
 }

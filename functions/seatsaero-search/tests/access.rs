@@ -60,6 +60,19 @@ async fn an_iam_caller_naming_a_malformed_user_gets_400() {
         .insert(ON_BEHALF_OF_HEADER, "two words".parse().unwrap());
     let (status, body) = reply(seatsaero_search::handle(&fake.deps, iam_authorized(req)).await);
     assert_eq!(status, 400, "{body}");
+    // The documented code, naming the header (`bad_request` is never produced).
+    assert_eq!(body["error"]["code"], "validation_failed", "{body}");
+    assert_eq!(body["error"]["details"]["field"], ON_BEHALF_OF_HEADER);
+    assert!(fake.requests_to("/").await.is_empty());
+}
+
+#[tokio::test]
+async fn a_body_that_is_a_json_array_is_refused() {
+    let fake = Fake::start().await.with_fixtures().await;
+    let req = post(&Value::Array(vec![search_body()]));
+    let (status, body) = reply(seatsaero_search::handle(&fake.deps, iam_authorized(req)).await);
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(body["error"]["code"], "invalid_json", "{body}");
     assert!(fake.requests_to("/").await.is_empty());
 }
 

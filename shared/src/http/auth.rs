@@ -383,6 +383,14 @@ impl Authenticator {
             .sub
             .filter(|sub| !sub.trim().is_empty())
             .ok_or_else(|| unauthorized("missing subject"))?;
+        // The same rule as the tool functions' `x-tool-user`: a subject they would refuse
+        // would fail every tool call of every turn.
+        if !super::user_id::valid_user_id(&user_id) {
+            return Err(Error::Unauthorized(format!(
+                "subject is not a usable user id ({})",
+                super::user_id::USER_ID_RULE
+            )));
+        }
         Ok(AuthenticatedUser { user_id, groups })
     }
 }

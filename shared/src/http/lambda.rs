@@ -11,7 +11,7 @@ use serde::de::DeserializeOwned;
 use super::{ApiError, ErrorCode, MAX_BODY_BYTES};
 
 /// Parses the request body as `T`. Refuses bodies over [`MAX_BODY_BYTES`] (413), empty or
-/// malformed JSON (400 `invalid_json`) and JSON of the wrong shape (400 `validation_failed`,
+/// malformed JSON and JSON that is not an object (400 `invalid_json`) and JSON of the wrong shape (400 `validation_failed`,
 /// the message prefixed with the path of the offending field, e.g. `origin: ...`).
 pub fn json_body<T: DeserializeOwned>(req: &Request) -> Result<T, ApiError> {
     let bytes: &[u8] = match req.body() {
@@ -27,6 +27,13 @@ pub fn json_body<T: DeserializeOwned>(req: &Request) -> Result<T, ApiError> {
         return Err(ApiError::new(
             ErrorCode::InvalidJson,
             "request body is empty; expected a JSON object",
+        ));
+    }
+    // Every body is an object: serde would read a struct from a JSON array too.
+    if bytes.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
+        return Err(ApiError::new(
+            ErrorCode::InvalidJson,
+            "request body must be a JSON object",
         ));
     }
     let mut json = serde_json::Deserializer::from_slice(bytes);

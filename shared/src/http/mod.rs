@@ -4,6 +4,7 @@ pub mod auth;
 pub mod error;
 pub mod lambda;
 pub mod route_access;
+pub mod user_id;
 
 pub use error::{ApiError, ErrorCode, ErrorEnvelope};
 
