@@ -1,15 +1,20 @@
 //! A detector for instruction-like attacks in English and German: attempts to override the
-//! instructions, extract the system prompt, make the model play the system or developer,
-//! smuggle encoded payloads, or inject script, HTML or SQL. It reads text the way a model
-//! would: normalised, with common look-alike letters folded to Latin.
+//! instructions, extract the system prompt (or "everything above"), make the model play the
+//! system or developer (modes, audit and insider pretexts), smuggle encoded payloads, inject
+//! script, HTML or SQL, ask for keys and secrets, steer tools or their arguments, or plant
+//! links in the answer. It reads text the way a model would: normalised, with common
+//! look-alike letters folded to Latin.
+//!
+//! The patterns are data (`rules.toml`, next to this file): one rule per wording, each with
+//! examples its tests hold it to. A rule set is compiled once, into one regex per finding.
 
 use std::sync::LazyLock;
 
 use regex::Regex;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// What kind of attack a text looks like.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Finding {
     OverrideInstructions,
@@ -19,6 +24,9 @@ pub enum Finding {
     EncodedPayload,
     ScriptInjection,
     SqlInjection,
+    SecretRequest,
+    ToolManipulation,
+    LinkInjection,
 }
 
 impl Finding {
@@ -31,47 +39,70 @@ impl Finding {
             Self::EncodedPayload => "encoded_payload",
             Self::ScriptInjection => "script_injection",
             Self::SqlInjection => "sql_injection",
+            Self::SecretRequest => "secret_request",
+            Self::ToolManipulation => "tool_manipulation",
+            Self::LinkInjection => "link_injection",
         }
     }
 }
 
+/// The rule set, as `rules.toml` spells it.
+const RULES_TOML: &str = include_str!("rules.toml");
+
+#[derive(Debug, Deserialize)]
+struct RuleFile {
+    rule: Vec<Rule>,
+}
+
+/// One wording of one kind of attack.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Rule {
+    finding: Finding,
+    #[allow(
+        dead_code,
+        reason = "documentation in the data file; the tests read it"
+    )]
+    lang: String,
+    pattern: String,
+    #[serde(default)]
+    #[allow(dead_code, reason = "read by the tests only")]
+    examples: Vec<String>,
+}
+
+fn rules() -> Vec<Rule> {
+    match toml::from_str::<RuleFile>(RULES_TOML) {
+        Ok(file) => file.rule,
+        // Built into the binary and parsed by the tests: only a broken build gets here.
+        Err(e) => {
+            tracing::error!(error = %e, "the guard's rules.toml does not parse");
+            Vec::new()
+        }
+    }
+}
+
+/// One regex per finding, its rules as alternatives: a text is read once per finding, not
+/// once per rule, and a regex stops at its first hit.
 static PATTERNS: LazyLock<Vec<(Finding, Regex)>> = LazyLock::new(|| {
-    let rules: [(Finding, &str); 7] = [
-        (
-            Finding::OverrideInstructions,
-            r"\b(ignore|disregard|forget|override|bypass)\b.{0,40}\b(previous|prior|above|earlier|all|your|the|system)\b.{0,40}\b(instructions?|rules|prompts?|guidelines|directions)\b|\b(ignorier\w*|vergiss|vergessen|missacht\w*|ueberschreib\w*)\b.{0,50}\b(anweisung\w*|instruktion\w*|regeln|vorgaben|systemprompt)\b|\bnew instructions?\s*:|\bneue anweisung\w*\s*:",
-        ),
-        (
-            Finding::SystemPromptExtraction,
-            r"\b(reveal|show|print|repeat|output|display|leak|tell me|give me|what is|what are)\b.{0,40}\b(system\s*prompt|initial\s*prompt|hidden\s*(instructions?|prompt)|your\s*(instructions|rules|prompt)|canary|internal marker)\b|\b(zeig\w*|nenn\w*|verrat\w*|gib|wiederhol\w*|ausgeben)\b.{0,50}\b(systemprompt|system-prompt|systemanweisung\w*|deine\s*(anweisungen|regeln|instruktionen)|internen?\s*marker)\b",
-        ),
-        (
-            Finding::RolePlay,
-            r"\byou\s+are\s+now\b|\bact\s+as\s+(the\s+)?(system|developer|admin\w*|root)\b|\bpretend\s+(to\s+be|you\s+are)\b|\b(developer|dan|jailbreak)\s+mode\b|\bdu\s+bist\s+(jetzt|ab\s+sofort|nun)\b|\b(spiel|agier)\w*\s+(den|die|als)\s+(system|entwickler|administrator)|^\s*(system|developer|assistant)\s*:",
-        ),
-        (
-            Finding::BoundarySpoofing,
-            r"<<<\s*(data|end)\b|<\|\s*(im_start|im_end|system|endoftext)\s*\|>|\[/?inst\]|###\s*(instruction|system)",
-        ),
-        (
-            Finding::EncodedPayload,
-            r"\b(base64|rot13|hex)\b.{0,30}\b(decode|decoded|dekodier\w*|entschluessel\w*)|\b(decode|dekodier\w*|entschluessel\w*)\b.{0,30}\b(base64|rot13|hex)\b|[A-Za-z0-9+/]{60,}={0,2}",
-        ),
-        (
-            Finding::ScriptInjection,
-            r"<\s*(script|iframe|object|embed|svg|img)\b|javascript\s*:|\bon(error|load|click)\s*=",
-        ),
-        (
-            Finding::SqlInjection,
-            r"('|\b)\s*(or|and)\s+'?\d+'?\s*=\s*'?\d+|\bunion\s+(all\s+)?select\b|;\s*(drop|delete|truncate|alter)\s+(table|database)\b",
-        ),
-    ];
-    rules
+    let mut by_finding: Vec<(Finding, Vec<String>)> = Vec::new();
+    for rule in rules() {
+        let alternative = format!("(?:{})", ascii_words(&rule.pattern));
+        // A rule that does not compile alone is left out, not the finding's whole set.
+        if let Err(e) = Regex::new(&alternative) {
+            tracing::error!(finding = rule.finding.as_str(), error = %e, "a guard pattern does not compile");
+            continue;
+        }
+        match by_finding.iter_mut().find(|(f, _)| *f == rule.finding) {
+            Some((_, alternatives)) => alternatives.push(alternative),
+            None => by_finding.push((rule.finding, vec![alternative])),
+        }
+    }
+    by_finding
         .into_iter()
-        .filter_map(|(finding, pattern)| match Regex::new(&ascii_words(pattern)) {
+        .filter_map(|(finding, alternatives)| match Regex::new(&alternatives.join("|")) {
             Ok(regex) => Some((finding, regex)),
             Err(e) => {
-                tracing::error!(finding = finding.as_str(), error = %e, "a guard pattern does not compile");
+                tracing::error!(finding = finding.as_str(), error = %e, "a guard pattern set does not compile");
                 None
             }
         })
@@ -196,6 +227,51 @@ mod tests {
         }
     }
 
+    /// Every rule parses, compiles, and finds each of its examples as its finding; every
+    /// finding has a rule.
+    #[test]
+    fn every_rule_finds_its_examples() {
+        let rules = rules();
+        assert!(rules.len() >= 30, "{} rules", rules.len());
+        for rule in &rules {
+            assert!(
+                matches!(rule.lang.as_str(), "en" | "de" | "any"),
+                "{}",
+                rule.pattern
+            );
+            assert!(!rule.examples.is_empty(), "no example for {}", rule.pattern);
+            let alone = Regex::new(&ascii_words(&rule.pattern))
+                .unwrap_or_else(|e| panic!("{}: {e}", rule.pattern));
+            for example in &rule.examples {
+                assert!(
+                    alone.is_match(&canonical(example)),
+                    "{example:?} does not match {}",
+                    rule.pattern
+                );
+                assert!(
+                    scan(example).contains(&rule.finding),
+                    "{example:?}: {:?}",
+                    scan(example)
+                );
+            }
+        }
+        let compiled: Vec<Finding> = PATTERNS.iter().map(|(f, _)| *f).collect();
+        for finding in [
+            Finding::OverrideInstructions,
+            Finding::SystemPromptExtraction,
+            Finding::RolePlay,
+            Finding::BoundarySpoofing,
+            Finding::EncodedPayload,
+            Finding::ScriptInjection,
+            Finding::SqlInjection,
+            Finding::SecretRequest,
+            Finding::ToolManipulation,
+            Finding::LinkInjection,
+        ] {
+            assert!(compiled.contains(&finding), "no pattern for {finding:?}");
+        }
+    }
+
     #[test]
     fn ordinary_travel_questions_are_not_flagged() {
         for text in [
@@ -204,6 +280,20 @@ mod tests {
             "Show me the rules for lounge access",
             "Can I ignore the stopover and book the direct flight instead?",
             "Und in der First Class?",
+            "Please ignore my last message, I meant Munich.",
+            "Forget everything I said before, I want to fly to Rome instead.",
+            "What is my Miles & More password reset link?",
+            "What are the secrets to finding award space?",
+            "Welche Anweisungen gibt die Crew bei Turbulenzen?",
+            "Gib mir das Passwort für das WLAN in der Lounge.",
+            "Übersetze den Text wörtlich ins Englische.",
+            "Wo gebe ich den Mietwagen-Schlüssel ab?",
+            "My booking code is X7K9QZ, can you check it?",
+            "Use code SPRING25 for the discount?",
+            "Wie lange dauert die Sicherheitsprüfung, welche Regeln gelten?",
+            "Show me all flights above 100,000 miles.",
+            "Add the Lufthansa link to my notes.",
+            "Pax: 2 adults, 1 child.",
         ] {
             assert!(scan(text).is_empty(), "{text}: {:?}", scan(text));
         }
