@@ -61,6 +61,9 @@ pub struct LlmSettings {
     /// default 1024): no call goes out without a bound on what it may cost.
     pub max_tokens: u32,
     pub prices: PriceTable,
+    /// What one user's LLM calls may cost per UTC day, in USD (`USER_DAILY_BUDGET_USD`;
+    /// unset: no budget). Each call is held against it before it runs.
+    pub daily_budget_usd: Option<f64>,
 }
 
 /// The Bedrock model of a deployment that sets no `BEDROCK_MODEL_ID`: tools, streaming and
@@ -164,6 +167,7 @@ impl ToolsConfig {
                 ),
                 max_tokens: r.parse_or("LLM_MAX_TOKENS", 1024u32).clamp(16, 128_000),
                 prices,
+                daily_budget_usd: r.parse_optional::<f64>("USER_DAILY_BUDGET_USD"),
             },
             award_search_url: r.required("AWARD_SEARCH_URL", url_hint),
             cash_search_url: r.required("CASH_SEARCH_URL", url_hint),
@@ -176,6 +180,15 @@ impl ToolsConfig {
                     .clamp(1, 7 * 86_400),
             ),
         };
+        if config
+            .llm
+            .daily_budget_usd
+            .is_some_and(|b| !(b.is_finite() && b >= 0.0))
+        {
+            return Err(shared::Error::Config(
+                "USER_DAILY_BUDGET_USD must be a non-negative number of US dollars".into(),
+            ));
+        }
         r.finish(config)
     }
 
@@ -403,7 +416,8 @@ impl ToolRuntime {
                 storage.usage_table.clone(),
                 config.llm.prices.clone(),
             )
-            .with_retention(config.retention.usage),
+            .with_retention(config.retention.usage)
+            .with_daily_budget(config.llm.daily_budget_usd),
         );
         let memory: Arc<dyn MemoryStore> = Arc::new(DynamoMemoryStore::new(
             clients.dynamodb.clone(),

@@ -120,6 +120,11 @@ impl PriceTable {
     }
 }
 
+/// USD to the nano-dollar, as costs are priced: keeps the counter's sums exact decimals.
+fn round_usd(usd: f64) -> f64 {
+    (usd * 1e9).round() / 1e9
+}
+
 /// The region prefixes of Bedrock's cross-region inference profiles.
 const INFERENCE_PROFILE_PREFIXES: [&str; 8] =
     ["us", "eu", "apac", "global", "us-gov", "jp", "au", "ca"];
@@ -166,6 +171,27 @@ pub struct UsageRecord {
     pub created_at: OffsetDateTime,
 }
 
+/// A hold on part of a user's daily budget for one LLM call, settled to what the call cost
+/// once it has ended (see [`UsageStore::reserve`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reservation {
+    pub user_id: String,
+    /// The UTC day the hold counts against (`YYYY-MM-DD`), also when settled after midnight.
+    pub day: String,
+    pub amount_usd: f64,
+}
+
+/// What [`UsageStore::reserve`] decided.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Hold {
+    /// No daily budget is set: nothing is held.
+    Unlimited,
+    /// The call may run; settle the reservation when it has ended.
+    Reserved(Reservation),
+    /// The day's budget cannot take the call: it must not run.
+    Refused { reset_at: OffsetDateTime },
+}
+
 #[async_trait]
 pub trait UsageStore: Send + Sync {
     /// The record of one LLM call (with its cost), not yet written.
@@ -198,6 +224,19 @@ pub trait UsageStore: Send + Sync {
         Ok(record)
     }
 
+    /// Holds `amount_usd` (an LLM call's most expensive likely outcome) of the user's daily
+    /// budget before the call, with a conditional write, so concurrent turns cannot spend
+    /// past the budget by more than one call's underestimate. A store without a budget holds
+    /// nothing.
+    async fn reserve(&self, _user_id: &str, _amount_usd: f64) -> Result<Hold> {
+        Ok(Hold::Unlimited)
+    }
+
+    /// Replaces `reservation` with what the call actually cost.
+    async fn settle(&self, _reservation: &Reservation, _actual_usd: f64) -> Result<()> {
+        Ok(())
+    }
+
     /// A user's records since `since`, oldest first.
     async fn list_for_user(&self, user_id: &str, since: OffsetDateTime)
     -> Result<Vec<UsageRecord>>;
@@ -220,6 +259,8 @@ pub struct DynamoUsageStore {
     prices: Arc<PriceTable>,
     clock: Arc<dyn Clock>,
     retention: time::Duration,
+    /// `USER_DAILY_BUDGET_USD`: what [`UsageStore::reserve`] holds calls against.
+    daily_budget_usd: Option<f64>,
 }
 
 impl DynamoUsageStore {
@@ -230,7 +271,28 @@ impl DynamoUsageStore {
             prices: Arc::new(prices),
             clock: Arc::new(SystemClock),
             retention: crate::config::RetentionConfig::default().usage,
+            daily_budget_usd: None,
         }
+    }
+
+    /// Holds each LLM call against `budget` USD per user and UTC day ([`UsageStore::reserve`]).
+    pub fn with_daily_budget(mut self, budget: Option<f64>) -> Self {
+        self.daily_budget_usd = budget;
+        self
+    }
+
+    /// Reads "now" from `clock` (tests move the day).
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// The key of a user's day counter: its own partition, apart from the records.
+    fn budget_key(user_id: &str, day: &str) -> Item {
+        Item::from([
+            ("pk".to_owned(), s(format!("BUDGET#{user_id}"))),
+            ("sk".to_owned(), s(day)),
+        ])
     }
 
     /// The stored item: by user, in time order; kept for the retention.
@@ -302,6 +364,73 @@ impl UsageStore for DynamoUsageStore {
             .map_err(invalid_action)?;
         let action = TransactWriteItem::builder().put(put).build();
         Ok(Companion::unconditional("usage record", action))
+    }
+
+    /// `committed_usd` of the user's day counter is what the day's calls cost plus what
+    /// running calls hold. A hold is added only while the counter stays within the budget
+    /// with it; the first call of a day runs even if its hold alone is more than the budget,
+    /// so a budget below one call's cost still allows one call.
+    async fn reserve(&self, user_id: &str, amount_usd: f64) -> Result<Hold> {
+        let Some(budget) = self.daily_budget_usd else {
+            return Ok(Hold::Unlimited);
+        };
+        let now = self.clock.now();
+        let day = now.date().to_string();
+        let amount_usd = round_usd(amount_usd.max(0.0));
+        let room = round_usd((budget - amount_usd).max(0.0));
+        let result = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .set_key(Some(Self::budget_key(user_id, &day)))
+            .update_expression("ADD committed_usd :amount SET #ttl = :ttl")
+            .condition_expression("attribute_not_exists(committed_usd) OR committed_usd <= :room")
+            .expression_attribute_names("#ttl", "ttl")
+            .expression_attribute_values(":amount", n(amount_usd))
+            .expression_attribute_values(":room", n(room))
+            .expression_attribute_values(
+                ":ttl",
+                n((now + time::Duration::days(2)).unix_timestamp()),
+            )
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(Hold::Reserved(Reservation {
+                user_id: user_id.to_owned(),
+                day,
+                amount_usd,
+            })),
+            Err(err)
+                if err
+                    .as_service_error()
+                    .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
+            {
+                Ok(Hold::Refused {
+                    reset_at: now.replace_time(time::Time::MIDNIGHT) + time::Duration::DAY,
+                })
+            }
+            Err(err) => Err(sdk_error("UpdateItem", err)),
+        }
+    }
+
+    async fn settle(&self, reservation: &Reservation, actual_usd: f64) -> Result<()> {
+        let delta = round_usd(actual_usd.max(0.0) - reservation.amount_usd);
+        if delta == 0.0 {
+            return Ok(());
+        }
+        self.client
+            .update_item()
+            .table_name(&self.table)
+            .set_key(Some(Self::budget_key(
+                &reservation.user_id,
+                &reservation.day,
+            )))
+            .update_expression("ADD committed_usd :delta")
+            .expression_attribute_values(":delta", n(delta))
+            .send()
+            .await
+            .map_err(|e| sdk_error("UpdateItem", e))?;
+        Ok(())
     }
 
     async fn list_for_user(

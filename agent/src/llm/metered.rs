@@ -1,13 +1,16 @@
 //! Every billed token is counted: an LLM call's usage is recorded however the call ends.
 //! The provider's figures when it sent them; otherwise (a provider that reports none, a
 //! stream cut off or failed after text was produced) an estimate, marked `estimated`, so a
-//! daily budget never under-counts what was billed.
+//! daily budget never under-counts what was billed. With a daily budget, each call first
+//! holds its most expensive likely cost against the user's day (a conditional write) and
+//! settles it to what it cost afterwards, so concurrent turns cannot spend past the budget
+//! by more than one call's underestimate.
 
 use std::time::Instant;
 
-use shared::Result;
 use shared::metrics::{Dimension, Metric, Metrics, Point};
-use shared::usage::{TokenUsage, UsageRecord, UsageStore};
+use shared::usage::{Hold, Reservation, TokenUsage, UsageRecord, UsageStore};
+use shared::{Error, Result};
 
 use super::{Completion, CompletionRequest, FinishReason, LlmProvider, TokenSink};
 use crate::stop::StopSignal;
@@ -93,6 +96,7 @@ pub async fn complete_metered(
         usage: store,
         metrics,
     } = meter;
+    let reservation = reserve(store, scope, request).await?;
     let started = Instant::now();
     let mut first_token = None;
     let mut streamed = String::new();
@@ -127,6 +131,7 @@ pub async fn complete_metered(
         // Text was produced, so tokens were billed; the provider's figures never came.
         Err(_) if streamed > 0 => (request.model.as_str(), estimate(request, streamed)),
         Err(e) => {
+            settle(store, reservation.as_ref(), 0.0).await;
             observe(
                 metrics,
                 scope,
@@ -146,6 +151,17 @@ pub async fn complete_metered(
             tracing::error!(operation = scope.operation, error = %e, "recording LLM usage failed");
         })
         .ok();
+    if let Some(reservation) = &reservation {
+        let cost = match &recorded {
+            Some(record) => record.cost_usd,
+            None => {
+                store
+                    .priced(scope.user_id, scope.chat_id, model, scope.operation, usage)
+                    .cost_usd
+            }
+        };
+        settle(store, Some(reservation), cost.unwrap_or(0.0)).await;
+    }
     observe(
         metrics,
         scope,
@@ -156,6 +172,58 @@ pub async fn complete_metered(
         result.as_ref().err(),
     );
     result
+}
+
+/// Completion tokens a call without `max_tokens` is held for.
+const UNBOUNDED_COMPLETION_TOKENS: usize = 4096;
+
+/// Holds the most `request` can likely cost against the user's daily budget: its prompt
+/// and a completion of `max_tokens`. `None` when nothing is held (no budget, an unpriced
+/// model); `Error::Limited` when the day's budget cannot take it, and the call must not run.
+async fn reserve(
+    store: &dyn UsageStore,
+    scope: UsageScope<'_>,
+    request: &CompletionRequest,
+) -> Result<Option<Reservation>> {
+    let completion_tokens = request
+        .max_tokens
+        .map_or(UNBOUNDED_COMPLETION_TOKENS, |t| t as usize);
+    let most = estimate(request, completion_tokens.saturating_mul(CHARS_PER_TOKEN));
+    let priced = store.priced(
+        scope.user_id,
+        scope.chat_id,
+        &request.model,
+        scope.operation,
+        most,
+    );
+    let Some(amount) = priced.cost_usd else {
+        return Ok(None);
+    };
+    match store.reserve(scope.user_id, amount).await? {
+        Hold::Unlimited => Ok(None),
+        Hold::Reserved(reservation) => Ok(Some(reservation)),
+        Hold::Refused { reset_at } => {
+            tracing::info!(
+                operation = scope.operation,
+                "LLM call refused: the user's daily budget cannot take it"
+            );
+            Err(Error::Limited {
+                what: "daily_budget".into(),
+                reset_at,
+            })
+        }
+    }
+}
+
+/// Replaces the hold with what the call cost. A failure leaves the hold counted (the budget
+/// errs on the safe side) and is logged, never the caller's failure.
+async fn settle(store: &dyn UsageStore, reservation: Option<&Reservation>, cost_usd: f64) {
+    let Some(reservation) = reservation else {
+        return;
+    };
+    if let Err(e) = store.settle(reservation, cost_usd).await {
+        tracing::error!(error = %e, "settling the LLM call's budget hold failed");
+    }
 }
 
 /// The call's metrics: duration, time to first token, tokens and cost, or its error's kind.

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use async_trait::async_trait;
 use shared::Result;
 use shared::companion::Companion;
-use shared::usage::{TokenUsage, UsageRecord, UsageStore};
+use shared::usage::{Hold, Reservation, TokenUsage, UsageRecord, UsageStore};
 use time::OffsetDateTime;
 
 /// A [`UsageStore`] for one turn: `save` keeps the record for the next chat write.
@@ -92,6 +92,15 @@ impl UsageStore for TurnUsage {
 
     fn save_companion(&self, record: &UsageRecord) -> Result<Companion> {
         self.store.save_companion(record)
+    }
+
+    /// Holds go to the store at once: they are what keeps concurrent turns in the budget.
+    async fn reserve(&self, user_id: &str, amount_usd: f64) -> Result<Hold> {
+        self.store.reserve(user_id, amount_usd).await
+    }
+
+    async fn settle(&self, reservation: &Reservation, actual_usd: f64) -> Result<()> {
+        self.store.settle(reservation, actual_usd).await
     }
 
     async fn list_for_user(

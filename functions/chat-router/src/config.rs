@@ -21,8 +21,6 @@ pub struct Config {
     pub max_tool_calls: usize,
     /// Turns one user may start per minute (`USER_TURNS_PER_MINUTE`, default 20; 0: off).
     pub turns_per_minute: Option<u32>,
-    /// One user's LLM spend per UTC day in USD (`USER_DAILY_BUDGET_USD`; unset: off).
-    pub daily_budget_usd: Option<f64>,
     /// Wall time all tool calls of a turn may use together (`TOOL_BUDGET_SECS`, default 15).
     pub tool_budget: Duration,
     /// Turn deadline when there is no Lambda deadline, e.g. in tests (`TURN_TIMEOUT_SECS`).
@@ -59,7 +57,6 @@ impl Config {
                 .parse_or("MAX_TOOL_CALLS_PER_MESSAGE", 5usize)
                 .clamp(1, 50),
             turns_per_minute: Some(r.parse_or("USER_TURNS_PER_MINUTE", 20u32)).filter(|n| *n > 0),
-            daily_budget_usd: r.parse_optional::<f64>("USER_DAILY_BUDGET_USD"),
             tool_budget: Duration::from_secs_f64(
                 r.parse_or("TOOL_BUDGET_SECS", 15.0f64).clamp(0.1, 900.0),
             ),
@@ -77,14 +74,6 @@ impl Config {
                 .filter(|g| !g.is_empty()),
             debug_for_everyone: r.parse_or("DEBUG_FOR_EVERYONE", false),
         };
-        if config
-            .daily_budget_usd
-            .is_some_and(|b| !(b.is_finite() && b >= 0.0))
-        {
-            return Err(shared::Error::Config(
-                "USER_DAILY_BUDGET_USD must be a non-negative number of US dollars".into(),
-            ));
-        }
         r.finish(config)
     }
 }
@@ -107,7 +96,7 @@ impl Config {
             max_tool_calls: self.max_tool_calls,
             default_max_tokens: self.tools.llm.max_tokens,
             turns_per_minute: self.turns_per_minute,
-            daily_budget_usd: self.daily_budget_usd,
+            daily_budget_usd: self.tools.llm.daily_budget_usd,
             tool_budget: self.tool_budget,
             history_max_messages: self.history_max_messages,
             history_token_budget: self.history_token_budget,
