@@ -735,9 +735,20 @@ fn check_input(text: &str) -> Result<(), TestCaseError> {
         "not NFKC: {:?}",
         n.text
     );
+    prop_assert!(
+        !n.text
+            .chars()
+            .any(|c| c.is_control() && !matches!(c, '\n' | '\t')),
+        "control characters left in {:?}",
+        n.text
+    );
+    // Removed: invisible characters and controls other than line breaks and tabs (a carriage
+    // return becomes a line break, not a removal).
     prop_assert_eq!(
         n.removed_invisible,
-        text.chars().filter(|c| is_invisible(*c)).count()
+        text.chars()
+            .filter(|c| is_invisible(*c) || (c.is_control() && !matches!(c, '\n' | '\t' | '\r')))
+            .count()
     );
     // Idempotent: the turn normalises once, and what it stores reads the same again.
     let again = input::normalise(&n.text);
