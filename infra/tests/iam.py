@@ -35,7 +35,8 @@ EXPECTED = {
         }
         | DELETES,
         "ChatsTable/index": {"dynamodb:Query"},
-        "UsageTable": {"dynamodb:PutItem", "dynamodb:Query"},
+        # Records (PutItem, Query) and the daily budget's holds (UpdateItem).
+        "UsageTable": {"dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"},
         "RateLimitsTable": {"dynamodb:UpdateItem"},
     },
     "ToolWorkerFunction": {
