@@ -19,6 +19,23 @@ impl Clock for SystemClock {
     }
 }
 
+/// The system clock moved by a fixed offset: a run of the tests as if on another day
+/// (`test_support::clock`, `TEST_CLOCK_OFFSET_DAYS`).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct OffsetClock(Duration);
+
+impl OffsetClock {
+    pub fn new(offset: Duration) -> Self {
+        Self(offset)
+    }
+}
+
+impl Clock for OffsetClock {
+    fn now(&self) -> OffsetDateTime {
+        OffsetDateTime::now_utc() + self.0
+    }
+}
+
 /// A clock that stands still until moved; for tests of expiry.
 #[derive(Debug)]
 pub struct ManualClock(Mutex<OffsetDateTime>);

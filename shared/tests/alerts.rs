@@ -23,7 +23,7 @@ async fn store() -> (DynamoAlertStore, Arc<ManualClock>) {
 }
 
 fn args() -> CreateFareAlertArgs {
-    let from = OffsetDateTime::now_utc().date() + Duration::days(60);
+    let from = test_support::clock::date_in(60);
     serde_json::from_value(json!({
         "origin": "FRA", "destination": "JFK",
         "date_from": from.to_string(), "date_to": (from + Duration::days(14)).to_string(),

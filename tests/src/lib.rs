@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+pub mod clock;
 pub mod dynamo_faults;
 pub mod fake_llm;
 pub mod fuzz;
@@ -142,10 +143,11 @@ pub async fn create_pk_sk_table(client: &aws_sdk_dynamodb::Client, prefix: &str)
     name
 }
 
-/// A departure date 90 days from today (`YYYY-MM-DD`): always in the future, so flight
-/// searches in tests never meet the past-date check, whenever they run.
+/// A departure date 90 days from the tests' today ([`clock::today`], `YYYY-MM-DD`): always
+/// in the future, so flight searches in tests never meet the past-date check, whenever
+/// they run.
 pub fn future_date() -> String {
-    (time::OffsetDateTime::now_utc().date() + time::Duration::days(90)).to_string()
+    clock::date_in(90).to_string()
 }
 
 pub fn unique(prefix: &str) -> String {

@@ -38,7 +38,7 @@ fn script(chat: usize) -> [(String, bool); 3] {
 /// The chat's flight search: a departure day of its own, so no two chats share a cached
 /// result and every search runs exactly once.
 fn chat_search(chat: usize) -> Value {
-    let day = time::OffsetDateTime::now_utc().date() + time::Duration::days(30 + chat as i64);
+    let day = test_support::clock::date_in(30 + chat as i64);
     let mut args = flight_args();
     args["depart_date"] = json!(day.to_string());
     args

@@ -132,7 +132,7 @@ async fn main() {
     for _ in 0..turns {
         rig.llm
             .push(Reply::tool_calls(vec![("search_flights", flight_args())]));
-        let (turn, sample) = turn(&rig, &counter, "Business FRA-JFK 2027-03-15").await;
+        let (turn, sample) = turn(&rig, &counter, "Business FRA-JFK, the usual day").await;
         assert_eq!(turn.first("tool_result")["status"], json!("succeeded"));
         samples.push(sample);
     }
@@ -148,11 +148,9 @@ async fn main() {
     // minute has its own 250 days, so runs within the cache's 10 minutes never meet.
     let before = rig.llm.request_count();
     let mut samples = Vec::with_capacity(turns);
-    let now = time::OffsetDateTime::now_utc();
-    let today = now.date();
-    let offset = 120 + (now.unix_timestamp() / 60 % 20) * 250;
+    let offset = 120 + (time::OffsetDateTime::now_utc().unix_timestamp() / 60 % 20) * 250;
     for i in 0..turns {
-        let date = today + time::Duration::days(offset + i as i64);
+        let date = test_support::clock::date_in(offset + i as i64);
         let mut args = flight_args();
         args["depart_date"] = json!(date.to_string());
         rig.llm

@@ -45,7 +45,7 @@ async fn flight_search_streams_the_contract_events_with_one_llm_call(llm: Protoc
     let turn = rig
         .chat(
             Some(&token),
-            json!({"message": "Business flights FRA to JFK on 2027-03-15"}),
+            json!({"message": format!("Business flights FRA to JFK on {}", test_support::future_date())}),
         )
         .await;
     assert_eq!(turn.status, 200, "{:?}", turn.json);
@@ -405,7 +405,7 @@ async fn invalid_arguments_are_repaired_on_the_second_try(llm: Protocol) {
     let turn = rig
         .chat(
             Some(&rig.token(&test_support::unique("frank"))),
-            json!({"message": "FRA-JFK business 2027-03-15"}),
+            json!({"message": format!("FRA-JFK business {}", test_support::future_date())}),
         )
         .await;
     // The refused first call is shown too, with its reason.
@@ -428,6 +428,44 @@ async fn invalid_arguments_are_repaired_on_the_second_try(llm: Protocol) {
     // The second LLM call was told what was wrong.
     let told = rig.tool_message_seen(1);
     assert!(told.contains("not valid JSON"), "{told}");
+}
+
+/// The past-date check reads the router's clock, the one the tests' dates come from: a
+/// search for yesterday is refused, the model is told which day it is, and tomorrow is
+/// searched. With `TEST_CLOCK_OFFSET_DAYS` both move together (`make test` runs this
+/// suite 800 days ahead).
+#[tokio::test]
+async fn the_past_date_check_runs_on_the_tests_clock() {
+    let rig = Rig::start().await;
+    let today = test_support::clock::today();
+    let on = |days: i64| {
+        let mut args = flight_args();
+        args["depart_date"] = json!(test_support::clock::date_in(days).to_string());
+        args
+    };
+    rig.llm
+        .push(Reply::tool_calls(vec![("search_flights", on(-1))]));
+    rig.llm
+        .push(Reply::tool_calls(vec![("search_flights", on(1))]));
+    let turn = rig
+        .chat(
+            Some(&rig.token(&test_support::unique("yesterday"))),
+            json!({"message": "FRA-JFK business yesterday"}),
+        )
+        .await;
+    let results = turn.all("tool_result");
+    assert_eq!(results.len(), 2, "{:?}", turn.names());
+    assert_eq!(results[0]["status"], json!("rejected"));
+    assert_eq!(results[1]["status"], json!("succeeded"));
+    let told = rig.tool_message_seen(1);
+    assert!(told.contains("is in the past"), "{told}");
+    // The router's today is the tests' (or the next day, should midnight pass meanwhile).
+    assert!(
+        [today, today.next_day().unwrap_or(today)]
+            .iter()
+            .any(|day| told.contains(&format!("today is {day}"))),
+        "{told}"
+    );
 }
 
 async fn an_unknown_tool_is_reported_to_the_llm_then_a_second_is_an_error(llm: Protocol) {

@@ -387,7 +387,7 @@ async fn booking_links_off_the_allow_list_never_reach_the_client() {
     let turn = rig
         .chat(
             Some(&rig.token(&test_support::unique("booker"))),
-            json!({"message": "Business FRA JFK 2027-03-15"}),
+            json!({"message": format!("Business FRA JFK {}", test_support::future_date())}),
         )
         .await;
     assert_eq!(turn.status, 200);

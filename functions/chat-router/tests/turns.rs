@@ -456,7 +456,7 @@ async fn a_flight_turn_completes_through_write_conflicts_and_throttling() {
     // A day no other test searches, so the search runs and its result is cached.
     let mut args = flight_args();
     let day = 400 + time::OffsetDateTime::now_utc().nanosecond() % 5000;
-    let date = time::OffsetDateTime::now_utc().date() + time::Duration::days(i64::from(day));
+    let date = test_support::clock::date_in(i64::from(day));
     args["depart_date"] = json!(date.to_string());
     rig.llm
         .push(Reply::tool_calls(vec![("search_flights", args)]));
@@ -466,7 +466,7 @@ async fn a_flight_turn_completes_through_write_conflicts_and_throttling() {
         .chat_keyed(
             &token,
             &test_support::unique("key"),
-            json!({"message": "Business flights FRA to JFK on 2027-03-15"}),
+            json!({"message": format!("Business flights FRA to JFK on {date}")}),
         )
         .await;
 

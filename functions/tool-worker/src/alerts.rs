@@ -39,7 +39,7 @@ pub struct AlertRun {
 /// One scheduled run.
 pub async fn check_due(deps: &Deps) -> AlertRun {
     let started = Instant::now();
-    let started_at = OffsetDateTime::now_utc();
+    let started_at = deps.clock.now();
     let run_deadline = started + deps.function_timeout.saturating_sub(RUN_RESERVE);
     let due = match deps.alerts.due(MAX_ALERTS_PER_RUN).await {
         Ok(due) => due,
@@ -105,7 +105,7 @@ async fn check_one(
         return Outcome::Skipped;
     }
     let deadline = now + ALERT_TIMEOUT;
-    let today = OffsetDateTime::now_utc().date();
+    let today = deps.clock.now().date();
     // A range that is over needs no further checks.
     let next = (due.alert.date_to >= today).then_some(next_check);
     let searched = tokio::time::timeout(

@@ -22,6 +22,7 @@ use agent::profiles::AgentCatalog;
 use agent::runtime::{ToolClients, ToolRuntime, ToolsConfig};
 use shared::alerts::AlertStore;
 use shared::chats::{ChatStore, DynamoChatStore};
+use shared::clock::{Clock, SystemClock};
 use shared::config::Env;
 use shared::domain::tool_call::ToolName;
 use shared::{Error, Result};
@@ -100,6 +101,8 @@ pub struct Deps {
     pub alert_check_interval: std::time::Duration,
     /// The function's own timeout: a scheduled run stops starting checks before it.
     pub function_timeout: std::time::Duration,
+    /// What "today" and a check's next time are decided by (tests move it).
+    pub clock: Arc<dyn Clock>,
 }
 
 impl Deps {
@@ -125,6 +128,7 @@ impl Deps {
             fares: runtime.fares,
             alert_check_interval: config.alert_check_interval,
             function_timeout: config.function_timeout,
+            clock: Arc::new(SystemClock),
         })
     }
 }

@@ -16,13 +16,13 @@ use serde_json::{Value, json};
 use shared::alerts::DynamoAlertStore;
 use shared::clock::ManualClock;
 use shared::domain::alert::CreateFareAlertArgs;
-use time::{Date, Duration, OffsetDateTime};
+use time::{Date, Duration};
 use wiremock::matchers::{method, path, path_regex, query_param};
 use wiremock::{Mock, ResponseTemplate};
 
 /// The first day of the tests' alerts, and the day the fake's award flight departs.
 fn first_day() -> Date {
-    OffsetDateTime::now_utc().date() + Duration::days(60)
+    test_support::clock::date_in(60)
 }
 
 fn departs() -> Date {
@@ -80,7 +80,7 @@ fn args(max_miles: u64, max_usd: f64) -> CreateFareAlertArgs {
     .unwrap_or_else(|e| panic!("{e}"))
 }
 
-/// The worker over a table of its own, its alert store on a clock the test moves.
+/// The worker over a table of its own, its alert store and check on a clock the test moves.
 async fn worker(rig: &Rig) -> (tool_worker::Deps, Arc<ManualClock>) {
     let dynamodb = test_support::dynamodb().await;
     let table = test_support::create_pk_sk_table(&dynamodb, "worker-alerts").await;
@@ -106,8 +106,10 @@ async fn worker(rig: &Rig) -> (tool_worker::Deps, Arc<ManualClock>) {
     let agents = AgentCatalog::built_in().unwrap_or_else(|e| panic!("agents: {e}"));
     let mut deps =
         tool_worker::Deps::new(config, &agents, clients).unwrap_or_else(|e| panic!("deps: {e}"));
-    let clock = Arc::new(ManualClock::new(OffsetDateTime::now_utc()));
+    // The tests' "now" (`TEST_CLOCK_OFFSET_DAYS` moves it), for the store and the check.
+    let clock = Arc::new(ManualClock::new(test_support::clock::now()));
     deps.alerts = Arc::new(DynamoAlertStore::new(dynamodb, table).with_clock(clock.clone()));
+    deps.clock = clock.clone();
     (deps, clock)
 }
 

@@ -286,11 +286,11 @@ fn small_talk(message: &str, german: bool) -> String {
         (true, _, true) => "Gern geschehen!".to_owned(),
         (false, _, true) => "You're welcome!".to_owned(),
         (true, true, _) => "Hallo! Ich bin der Offline-Platzhalter für das Sprachmodell. \
-            Fragen Sie zum Beispiel: „Business Class von Frankfurt nach New York am 15.03.2027“ \
+            Fragen Sie zum Beispiel: „Business Class von Frankfurt nach New York am 15.03.“ \
             oder „Wie funktionieren Treibstoffzuschläge?“"
             .to_owned(),
         (false, true, _) => "Hello! I am the offline stand-in for the language model. Try \
-            \"Business class from Frankfurt to New York on 2027-03-15\" or \"How do fuel \
+            \"Business class from Frankfurt to New York on 15 March\" or \"How do fuel \
             surcharges work?\""
             .to_owned(),
         (true, false, _) => "Ohne echtes Sprachmodell kann ich nur Flüge suchen und die \
@@ -563,6 +563,23 @@ mod tests {
         assert!(hello.contains("Offline-Platzhalter"), "{hello}");
         let no_date = debug(reply(&ask("Flights from Paris to Tokyo"), TODAY));
         assert!(no_date.contains("Which day"), "{no_date}");
+    }
+
+    /// The greeting's examples search a day to come whenever a user tries them.
+    #[test]
+    fn the_greetings_examples_search_a_day_to_come() {
+        for today in [TODAY, date!(2029 - 03 - 16), date!(2030 - 12 - 31)] {
+            for example in [
+                "Business class from Frankfurt to New York on 15 March",
+                "Business Class von Frankfurt nach New York am 15.03.",
+            ] {
+                let date = flight_intent(example, today).depart_date;
+                assert!(
+                    date.is_some_and(|d| d >= today),
+                    "{example} on {today}: {date:?}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -31,14 +31,16 @@ async fn recorded_answers_fit_the_requested_route_and_date() {
         .as_ref()
         .map(|s| s.uri())
         .unwrap_or_default();
+    // Days to come, as the real upstreams refuse past ones.
+    let day = test_support::future_date();
     let search = get(format!(
-        "{seats}/search?origin_airport=FRA&destination_airport=JFK&start_date=2027-03-15&end_date=2027-03-15"
+        "{seats}/search?origin_airport=FRA&destination_airport=JFK&start_date={day}&end_date={day}"
     ))
     .await;
     let first = &search["data"][0];
     assert_eq!(first["Route"]["OriginAirport"], "FRA");
     assert_eq!(first["Route"]["DestinationAirport"], "JFK");
-    assert_eq!(first["Date"], "2027-03-15");
+    assert_eq!(first["Date"], day.as_str());
     let trips = get(format!("{seats}/trips/any")).await;
     let segments = trips["data"][0]["AvailabilitySegments"]
         .as_array()
@@ -49,7 +51,7 @@ async fn recorded_answers_fit_the_requested_route_and_date() {
     assert!(
         segments[0]["DepartsAt"]
             .as_str()
-            .is_some_and(|t| t.starts_with("2027-03-15"))
+            .is_some_and(|t| t.starts_with(&day))
     );
 
     let amadeus = running
@@ -57,8 +59,9 @@ async fn recorded_answers_fit_the_requested_route_and_date() {
         .as_ref()
         .map(|s| s.uri())
         .unwrap_or_default();
+    let other_day = test_support::clock::date_in(107).to_string();
     let offers = get(format!(
-        "{amadeus}/v2/shopping/flight-offers?originLocationCode=MUC&destinationLocationCode=SIN&departureDate=2027-04-01&adults=1"
+        "{amadeus}/v2/shopping/flight-offers?originLocationCode=MUC&destinationLocationCode=SIN&departureDate={other_day}&adults=1"
     ))
     .await;
     let leg = &offers["data"][0]["itineraries"][0]["segments"];
@@ -66,7 +69,7 @@ async fn recorded_answers_fit_the_requested_route_and_date() {
     assert!(
         leg[0]["departure"]["at"]
             .as_str()
-            .is_some_and(|t| t.starts_with("2027-04-01"))
+            .is_some_and(|t| t.starts_with(&other_day))
     );
 }
 
@@ -93,11 +96,12 @@ async fn the_award_fake_can_be_told_to_be_slow() {
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(told.status(), 204);
+    let day = test_support::future_date();
     let search = || async {
         let started = std::time::Instant::now();
         let answer = http
             .get(format!(
-                "{seats}/search?origin_airport=FRA&destination_airport=JFK&start_date=2027-03-15"
+                "{seats}/search?origin_airport=FRA&destination_airport=JFK&start_date={day}"
             ))
             .send()
             .await

@@ -40,7 +40,7 @@ fn tool(name: &str) -> ToolSpec {
 async fn the_stand_in_calls_tools_and_relays_results_over_bedrock() {
     let fake = FakeLlm::start_with(
         0,
-        Box::new(|request| dev_stack::standin::reply(request, dev_stack::standin::today())),
+        Box::new(|request| dev_stack::standin::reply(request, test_support::clock::today())),
     )
     .await;
     let client = client(&fake);
@@ -49,7 +49,10 @@ async fn the_stand_in_calls_tools_and_relays_results_over_bedrock() {
         model: "offline-stand-in".into(),
         messages: vec![
             PromptMessage::system("You are a travel assistant."),
-            PromptMessage::user("Business flights from Frankfurt to New York on 2027-03-15"),
+            PromptMessage::user(format!(
+                "Business flights from Frankfurt to New York on {}",
+                test_support::future_date()
+            )),
         ],
         tools: vec![tool("search_flights"), tool("search_knowledge_base")],
         tool_choice: ToolChoice::Auto,

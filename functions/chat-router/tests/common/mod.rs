@@ -13,6 +13,7 @@ use http_body_util::BodyExt;
 use lambda_http::http::Method;
 use lambda_http::{Request, RequestExt};
 use serde_json::{Value, json};
+use shared::clock::OffsetClock;
 use shared::config::Env;
 use shared::http::auth::{AuthConfig, DevClaims, mint_hs256};
 use shared::metrics::Metrics;
@@ -307,7 +308,13 @@ impl Rig {
             signer: agent::tools::SigV4Signer::from_sdk_config(&test_support::sdk_config().await),
             metrics: metrics.clone(),
         };
-        let deps = Deps::new(config, agents, auth, clients).unwrap_or_else(|e| panic!("deps: {e}"));
+        let mut deps =
+            Deps::new(config, agents, auth, clients).unwrap_or_else(|e| panic!("deps: {e}"));
+        // "Today" is the tests' (`TEST_CLOCK_OFFSET_DAYS` moves it): past-date checks run
+        // against the same day the tests' dates are derived from.
+        let agent = Arc::try_unwrap(deps.agent).unwrap_or_else(|_| panic!("agent is shared"));
+        deps.agent =
+            Arc::new(agent.with_clock(Arc::new(OffsetClock::new(test_support::clock::offset()))));
         Self {
             llm,
             functions,
