@@ -25,6 +25,11 @@ export SAM_CLI_TELEMETRY=0
 
 log() { printf '\033[1;34m[local]\033[0m %s\n' "$*" >&2; }
 die() { printf '\033[1;31m[local] error:\033[0m %s\n' "$*" >&2; exit 1; }
+# The UTC date $1 days from today (YYYY-MM-DD), with GNU or BSD date: the scripts' flight
+# searches ask for a day to come, never a fixed one that passes.
+days_from_today() {
+  date -u -d "+$1 days" +%Y-%m-%d 2>/dev/null || date -u -v "+$1d" +%Y-%m-%d
+}
 
 # --- Processes we start -------------------------------------------------------------------
 # A PID file is trusted only while its process runs the program we started there, so a

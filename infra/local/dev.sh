@@ -210,7 +210,7 @@ web_up() {
 # The README's chat commands, run as written (CI checks their output).
 demo() {
   local date
-  date="$(date -u -d '+60 days' +%Y-%m-%d 2>/dev/null || echo 2027-03-15)"
+  date="$(days_from_today 60)"
   export CHAT_URL="$ROUTER_URL"
   log "demo: a flight search in a new chat (events render as they stream in)"
   cargo run -q -p chat -- --new "Business class from Frankfurt to New York on $date"

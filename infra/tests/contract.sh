@@ -48,8 +48,9 @@ warm() {
     || die "$1 did not answer; see .local/run/dev-watch.log"
 }
 log "contract: the tool functions' first invocations"
-warm seatsaero-search/internal/flights/award '{"origin": "FRA", "destination": "JFK", "departureDate": "2027-03-15", "travelClass": "BUSINESS"}'
-warm amadeus-search/internal/flights/cash '{"origin": "FRA", "destination": "JFK", "departureDate": "2027-03-15", "travelClass": "BUSINESS"}'
+date="$(days_from_today 60)"
+warm seatsaero-search/internal/flights/award "{\"origin\": \"FRA\", \"destination\": \"JFK\", \"departureDate\": \"$date\", \"travelClass\": \"BUSINESS\"}"
+warm amadeus-search/internal/flights/cash "{\"origin\": \"FRA\", \"destination\": \"JFK\", \"departureDate\": \"$date\", \"travelClass\": \"BUSINESS\"}"
 warm kb-retrieve/internal/kb/search '{"query": "Meilen"}'
 
 # One turn to have something to read: its chat, its turn and a tool call of it.
@@ -65,7 +66,6 @@ seed_turn() {
   die "the seeding turn did not complete (see above)"
 }
 log "contract: one chat turn to give the routes existing ids"
-date="$(date -u -d '+60 days' +%Y-%m-%d 2>/dev/null || echo 2027-03-15)"
 seed_turn "$REPORT_DIR/seed-turn.txt" "{\"message\": \"Business class from Frankfurt to New York on $date\"}"
 read -r CHAT_ID TURN_ID CALL_ID < <("$VENV_DIR/bin/python" - "$REPORT_DIR/seed-turn.txt" <<'PY'
 import json, sys
