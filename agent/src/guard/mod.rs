@@ -10,12 +10,15 @@
 //! - [`output`]: the streamed answer is checked as it streams (a per-turn canary from the
 //!   system prompt, long verbatim pieces of the system prompt, secret-looking strings, links
 //!   to hosts not on the allow-list), holding back only what the longest check needs.
+//! - [`payload`]: everything else a turn sends the client (tool results, arguments,
+//!   refusals, UI elements, the final state) passes the same checks, string by string.
 
 pub mod detect;
 pub mod fence;
 pub mod input;
 pub mod links;
 pub mod output;
+pub mod payload;
 
 use serde::Deserialize;
 

@@ -77,6 +77,8 @@ impl Agent {
         let Ending::Direct(text) = ending else {
             return ending;
         };
+        // Upstream text may carry control and invisible characters, as any payload may.
+        let text = crate::guard::input::normalise(&text).text;
         let mut guard = self.output_guard(state);
         let mut shown = guard.push(&text);
         shown.push_str(&guard.finish());

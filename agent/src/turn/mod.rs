@@ -50,6 +50,7 @@ use crate::events::{EventSink, TurnErrorCode, TurnEvent};
 use crate::guard::fence::Fence;
 use crate::guard::output::Violation;
 use crate::guard::output::echo::{EchoIndex, EchoIndexes};
+use crate::guard::payload::GuardedEvents;
 use crate::llm::{LlmProvider, PromptMessage, ToolSpec};
 use crate::pipeline::{CallOutcome, CallStatus, Pipeline, StepOutcome};
 use crate::profiles::{AgentCatalog, AgentProfile, ModelDefaults};
@@ -282,6 +283,12 @@ impl Agent {
             turn_id: turn.turn_id.clone(),
         });
         let mut state = self.start(&turn);
+        // From here on every event's payload passes the output guard's checks.
+        let guarded = GuardedEvents {
+            inner: events,
+            guard: self.payload_guard(&state),
+        };
+        let events: &dyn EventSink = &guarded;
         let OpenTurn {
             input, decision, ..
         } = turn;

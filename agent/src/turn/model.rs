@@ -14,6 +14,7 @@ use shared::Result;
 use super::{Agent, TurnInput, TurnState};
 use crate::events::{self, EventSink, TurnEvent};
 use crate::guard::output::{StreamGuard, Violation};
+use crate::guard::payload::PayloadGuard;
 use crate::llm::metered::{Meter, UsageScope, complete_metered};
 use crate::llm::{Completion, CompletionRequest, NoTokens, Provider, TokenSink, ToolChoice};
 use crate::profiles::StepModels;
@@ -209,6 +210,22 @@ impl Agent {
             Some(&input.stop),
         )
         .await
+    }
+
+    /// The same checks as [`Agent::output_guard`], for the turn's other payloads.
+    pub(super) fn payload_guard(&self, state: &TurnState) -> PayloadGuard {
+        let secrets = self
+            .secrets
+            .held_values()
+            .iter()
+            .map(|s| s.expose().to_owned())
+            .collect();
+        PayloadGuard::new(
+            &state.canary,
+            Arc::clone(&state.echo),
+            secrets,
+            self.settings.answer_link_hosts.clone(),
+        )
     }
 
     /// The output guard for one answer of this turn: its canary and system prompt, the
