@@ -306,12 +306,19 @@ async fn a_turn_its_host_ended_reads_as_interrupted() {
     let rig = Rig::start().await;
     let user = test_support::unique("gone");
     let token = rig.token(&user);
+    // A chat whose host then died in the middle of a second turn (its turn log is readable
+    // only while its chat exists).
+    rig.llm.push(Reply::text("Hi."));
+    let chat_id = rig
+        .chat(Some(&token), json!({"message": "hi"}))
+        .await
+        .chat_id();
     let now = time::OffsetDateTime::now_utc();
     let turn = TurnRecord {
         turn_id: shared::ids::new_id(),
         owner_id: user.clone(),
-        chat_id: shared::ids::new_id(),
-        created: true,
+        chat_id,
+        created: false,
         fingerprint: "f".into(),
         status: TurnStatus::Running,
         cancel_requested: false,
