@@ -228,6 +228,29 @@ impl Agent {
         )
     }
 
+    /// The payload checks for what the audit routes return of stored calls (the requests the
+    /// model made, results, refusals): every profile's system prompt, the secrets held now,
+    /// the link hosts. Outside a turn there is no canary; a fresh random one stands in.
+    pub fn audit_guard(&self) -> PayloadGuard {
+        let parts: Vec<&str> = self
+            .agents
+            .profiles()
+            .flat_map(super::prompt::system_prompt_parts)
+            .collect();
+        let secrets = self
+            .secrets
+            .held_values()
+            .iter()
+            .map(|s| s.expose().to_owned())
+            .collect();
+        PayloadGuard::new(
+            &shared::ids::new_id(),
+            self.echo_indexes.get(&parts),
+            secrets,
+            self.settings.answer_link_hosts.clone(),
+        )
+    }
+
     /// The output guard for one answer of this turn: its canary and system prompt, the
     /// secrets this container holds now (the LLM key, the JWT key, ...), the link hosts.
     pub(super) fn output_guard(&self, state: &TurnState) -> StreamGuard {

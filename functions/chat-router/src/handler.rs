@@ -315,7 +315,7 @@ async fn dispatch(
         }
         // A chat without tool calls has no item to carry its owner: check the chat first.
         Route::ToolCalls { chat_id } => {
-            paged(req, async |limit, cursor: Option<String>| {
+            paged_guarded(deps, req, async |limit, cursor: Option<String>| {
                 deps.chats.get(user_id, chat_id).await?;
                 let cursor = cursor.as_deref();
                 deps.ledger.list(user_id, chat_id, limit, cursor).await
@@ -323,7 +323,7 @@ async fn dispatch(
             .await
         }
         Route::RefusedCalls { chat_id } => {
-            paged(req, async |limit, cursor: Option<String>| {
+            paged_guarded(deps, req, async |limit, cursor: Option<String>| {
                 deps.chats.get(user_id, chat_id).await?;
                 let cursor = cursor.as_deref();
                 deps.ledger
@@ -335,10 +335,10 @@ async fn dispatch(
         // queued | running → canceled: a worker skips a canceled call; a running one's
         // late finish is refused by the fence.
         Route::Cancel { chat_id, call_id } => {
-            ok_json(deps.ledger.cancel(user_id, chat_id, call_id).await)
+            guarded_json(deps, deps.ledger.cancel(user_id, chat_id, call_id).await)
         }
         Route::ToolCall { chat_id, call_id } => {
-            ok_json(deps.ledger.get(user_id, chat_id, call_id).await)
+            guarded_json(deps, deps.ledger.get(user_id, chat_id, call_id).await)
         }
         Route::Decide {
             chat_id,
@@ -422,6 +422,32 @@ async fn paged<T: serde::Serialize>(
     match validate::page(req) {
         Ok((limit, cursor)) => ok_json(list(limit, cursor).await),
         Err(e) => error(&e),
+    }
+}
+
+/// As [`paged`], for pages of stored calls ([`guarded_json`]).
+async fn paged_guarded<T: serde::Serialize>(
+    deps: &Deps,
+    req: &Request,
+    list: impl AsyncFnOnce(u32, Option<String>) -> shared::Result<T>,
+) -> Response<Body> {
+    match validate::page(req) {
+        Ok((limit, cursor)) => guarded_json(deps, list(limit, cursor).await),
+        Err(e) => error(&e),
+    }
+}
+
+/// As [`ok_json`] for what holds stored calls' texts (the requests the model made, upstream
+/// results, refusals): each string passes the output guard's checks first, as in a turn's
+/// events.
+fn guarded_json<T: serde::Serialize>(deps: &Deps, result: shared::Result<T>) -> Response<Body> {
+    let value = result.and_then(|value| serde_json::to_value(value).map_err(shared::Error::from));
+    match value {
+        Ok(mut json) => {
+            deps.agent.audit_guard().value(&mut json);
+            json_response(200, &json)
+        }
+        Err(e) => error(&ApiError::from(&e)),
     }
 }
 

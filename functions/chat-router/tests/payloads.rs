@@ -148,3 +148,52 @@ async fn a_secret_in_the_models_tool_arguments_reaches_no_event() {
     let all = everything(&turn);
     assert!(!all.contains("sk-proj-"), "{all}");
 }
+
+/// What the audit routes return of stored calls passes the same checks: the request the
+/// model made (a knowledge-base query carrying a key) and a refused call's arguments.
+#[tokio::test]
+async fn the_audit_routes_return_no_secret_from_stored_calls() {
+    let rig = Rig::start().await;
+    rig.llm.push(Reply::tool_calls(vec![
+        (
+            "search_knowledge_base",
+            json!({ "query": format!("lounge access {KEY}") }),
+        ),
+        (
+            "search_flights",
+            json!({ "origin": format!("x {KEY}"), "destination": "JFK" }),
+        ),
+    ]));
+    rig.llm.push(Reply::text("Lounges depend on your status."));
+    rig.llm.push(Reply::text("Lounges depend on your status."));
+    let token = rig.token(&test_support::unique("auditor"));
+    let turn = rig
+        .chat(Some(&token), json!({"message": "Which lounges can I use?"}))
+        .await;
+    assert_eq!(turn.status, 200, "{}", turn.json);
+    let chat_id = turn.chat_id();
+    let (status, calls) = rig
+        .get(&token, &format!("/chats/{chat_id}/tool-calls"))
+        .await;
+    assert_eq!(status, 200, "{calls}");
+    let items = calls["items"].as_array().cloned().unwrap_or_default();
+    assert!(!items.is_empty(), "{calls}");
+    let (status, refused) = rig
+        .get(&token, &format!("/chats/{chat_id}/refused-calls"))
+        .await;
+    assert_eq!(status, 200, "{refused}");
+    let mut all = format!("{calls}{refused}");
+    for item in &items {
+        let id = item["id"]
+            .as_str()
+            .or(item["job_id"].as_str())
+            .unwrap_or_default();
+        let (status, record) = rig
+            .get(&token, &format!("/chats/{chat_id}/tool-calls/{id}"))
+            .await;
+        assert_eq!(status, 200, "{record}");
+        all.push_str(&record.to_string());
+    }
+    assert!(!all.contains("sk-proj-"), "{all}");
+    assert!(all.contains(agent::guard::payload::CUT_MARKER), "{all}");
+}
