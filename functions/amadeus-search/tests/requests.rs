@@ -78,7 +78,7 @@ async fn every_invalid_body_is_a_400_naming_the_problem() {
         (with("maxResults", json!("five")), "validation_failed", ""),
         ("".to_owned(), "invalid_json", "empty"),
         ("{\"origin\":".to_owned(), "invalid_json", "JSON"),
-        ("[1,2]".to_owned(), "validation_failed", ""),
+        ("[1,2]".to_owned(), "invalid_json", "JSON object"),
     ];
     for (body, code, fragment) in cases {
         let (status, reply, _) = call(&deps, post(&body)).await;
