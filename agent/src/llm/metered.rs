@@ -151,17 +151,15 @@ pub async fn complete_metered(
             tracing::error!(operation = scope.operation, error = %e, "recording LLM usage failed");
         })
         .ok();
-    if let Some(reservation) = &reservation {
-        let cost = match &recorded {
-            Some(record) => record.cost_usd,
-            None => {
-                store
-                    .priced(scope.user_id, scope.chat_id, model, scope.operation, usage)
-                    .cost_usd
-            }
-        };
-        settle(store, Some(reservation), cost.unwrap_or(0.0)).await;
-    }
+    let cost = recorded.as_ref().map_or_else(
+        || {
+            store
+                .priced(scope.user_id, scope.chat_id, model, scope.operation, usage)
+                .cost_usd
+        },
+        |record| record.cost_usd,
+    );
+    settle(store, reservation.as_ref(), cost.unwrap_or(0.0)).await;
     observe(
         metrics,
         scope,

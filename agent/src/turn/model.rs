@@ -212,14 +212,19 @@ impl Agent {
         .await
     }
 
-    /// The same checks as [`Agent::output_guard`], for the turn's other payloads.
-    pub(super) fn payload_guard(&self, state: &TurnState) -> PayloadGuard {
-        let secrets = self
-            .secrets
+    /// The secrets this container holds now (the LLM key, the JWT key, ...): no check lets
+    /// them through.
+    fn held_secrets(&self) -> Vec<String> {
+        self.secrets
             .held_values()
             .iter()
             .map(|s| s.expose().to_owned())
-            .collect();
+            .collect()
+    }
+
+    /// The same checks as [`Agent::output_guard`], for the turn's other payloads.
+    pub(super) fn payload_guard(&self, state: &TurnState) -> PayloadGuard {
+        let secrets = self.held_secrets();
         PayloadGuard::new(
             &state.canary,
             Arc::clone(&state.echo),
@@ -237,12 +242,7 @@ impl Agent {
             .profiles()
             .flat_map(super::prompt::system_prompt_parts)
             .collect();
-        let secrets = self
-            .secrets
-            .held_values()
-            .iter()
-            .map(|s| s.expose().to_owned())
-            .collect();
+        let secrets = self.held_secrets();
         PayloadGuard::new(
             &shared::ids::new_id(),
             self.echo_indexes.get(&parts),
@@ -254,12 +254,7 @@ impl Agent {
     /// The output guard for one answer of this turn: its canary and system prompt, the
     /// secrets this container holds now (the LLM key, the JWT key, ...), the link hosts.
     pub(super) fn output_guard(&self, state: &TurnState) -> StreamGuard {
-        let secrets = self
-            .secrets
-            .held_values()
-            .iter()
-            .map(|s| s.expose().to_owned())
-            .collect();
+        let secrets = self.held_secrets();
         StreamGuard::with_echo_index(
             &state.canary,
             Arc::clone(&state.echo),
