@@ -1,20 +1,16 @@
 // A small Markdown renderer that is safe by construction: it builds elements, never HTML
 // text, so nothing in an answer can become markup or script. It knows what the answers
 // use: paragraphs, headings, lists, code, quotes, rules, **strong**, *emphasis*, `code`
-// and links. A link becomes one only with an http(s) URL (the router already keeps answer
-// links to its allowed hosts); anything else stays text.
+// and links. A URL becomes a link only when the link policy allows it (src/links.ts: the
+// router's rule and host list), in each form: `[text](url)`, `<url>` and a bare URL; any
+// other stays text, with no href anywhere.
 
-import type { ComponentChildren, VNode } from "preact";
+import { type ComponentChildren, createContext, type VNode } from "preact";
+import { useContext } from "preact/hooks";
+import { LinkPolicy } from "./links";
 
-/** The URL if it is an absolute http(s) URL, else null. */
-export function safeHref(raw: string): string | null {
-  try {
-    const url = new URL(raw.trim());
-    return url.protocol === "https:" || url.protocol === "http:" ? url.href : null;
-  } catch {
-    return null;
-  }
-}
+/** The page's link policy (config.json's `linkHosts`, else the router's default list). */
+export const Links = createContext<LinkPolicy>(new LinkPolicy());
 
 export function ExternalLink(props: { href: string; children: ComponentChildren }): VNode {
   return (
@@ -27,7 +23,7 @@ export function ExternalLink(props: { href: string; children: ComponentChildren 
 const INLINE = /(\*\*|__)(?=\S)([\s\S]*?\S)\1|(\*|_)(?=\S)([\s\S]*?\S)\3|`([^`]+)`|\[([^\]]+)\]\(([^)\s]+)\)|<(https?:\/\/[^>\s]+)>|(https?:\/\/[^\s<>()]+[^\s<>().,;:!?'"])/;
 
 /** Inline markup of one paragraph's text. */
-export function inline(text: string, key = "i"): ComponentChildren[] {
+export function inline(text: string, links: LinkPolicy, key = "i"): ComponentChildren[] {
   const out: ComponentChildren[] = [];
   let rest = text;
   let n = 0;
@@ -40,7 +36,7 @@ export function inline(text: string, key = "i"): ComponentChildren[] {
     if (m.index > 0) out.push(rest.slice(0, m.index));
     const k = `${key}.${n++}`;
     if (m[2] !== undefined) {
-      out.push(<strong key={k}>{inline(m[2], k)}</strong>);
+      out.push(<strong key={k}>{inline(m[2], links, k)}</strong>);
     } else if (m[4] !== undefined) {
       // `snake_case_words` and `2*3*4` are not emphasis: an underscore needs word edges.
       const before = m.index > 0 ? rest[m.index - 1] : " ";
@@ -49,15 +45,15 @@ export function inline(text: string, key = "i"): ComponentChildren[] {
         rest = rest.slice(m.index + 1);
         continue;
       }
-      out.push(<em key={k}>{inline(m[4], k)}</em>);
+      out.push(<em key={k}>{inline(m[4], links, k)}</em>);
     } else if (m[5] !== undefined) {
       out.push(<code key={k}>{m[5]}</code>);
     } else if (m[6] !== undefined) {
-      const href = safeHref(m[7]);
+      const href = links.href(m[7]);
       out.push(
         href ? (
           <ExternalLink key={k} href={href}>
-            {inline(m[6], k)}
+            {inline(m[6], links, k)}
           </ExternalLink>
         ) : (
           m[6]
@@ -65,7 +61,7 @@ export function inline(text: string, key = "i"): ComponentChildren[] {
       );
     } else {
       const raw = m[8] ?? m[9];
-      const href = safeHref(raw);
+      const href = links.href(raw);
       out.push(href ? <ExternalLink key={k} href={href}>{raw}</ExternalLink> : raw);
     }
     rest = rest.slice(m.index + m[0].length);
@@ -76,7 +72,7 @@ export function inline(text: string, key = "i"): ComponentChildren[] {
 const LIST_ITEM = /^(\s*)([-*+]|\d{1,3}[.)])\s+(.*)$/;
 
 /** Block structure: the text split into paragraphs, headings, lists, code and quotes. */
-export function markdown(text: string): VNode[] {
+export function markdown(text: string, links: LinkPolicy): VNode[] {
   const lines = text.replace(/\r\n?/g, "\n").split("\n");
   const out: VNode[] = [];
   let i = 0;
@@ -106,7 +102,7 @@ export function markdown(text: string): VNode[] {
       // Answers sit inside a page that has its own h1/h2: their headings start at h3.
       const level = Math.min(6, heading[1].length + 2);
       const Tag = `h${level}` as "h3";
-      out.push(<Tag key={key()}>{inline(heading[2].replace(/\s+#+\s*$/, ""))}</Tag>);
+      out.push(<Tag key={key()}>{inline(heading[2].replace(/\s+#+\s*$/, ""), links)}</Tag>);
       i++;
       continue;
     }
@@ -118,7 +114,7 @@ export function markdown(text: string): VNode[] {
     if (/^\s*>/.test(line)) {
       const body: string[] = [];
       while (i < lines.length && /^\s*>/.test(lines[i])) body.push(lines[i++].replace(/^\s*>\s?/, ""));
-      out.push(<blockquote key={key()}>{markdown(body.join("\n"))}</blockquote>);
+      out.push(<blockquote key={key()}>{markdown(body.join("\n"), links)}</blockquote>);
       continue;
     }
     const item = LIST_ITEM.exec(line);
@@ -138,7 +134,7 @@ export function markdown(text: string): VNode[] {
           break;
         }
       }
-      const children = items.map((parts, j) => <li key={j}>{inline(parts.join("\n"), `l${j}`)}</li>);
+      const children = items.map((parts, j) => <li key={j}>{inline(parts.join("\n"), links, `l${j}`)}</li>);
       out.push(
         ordered ? (
           <ol key={key()} start={start !== 1 ? start : undefined}>
@@ -164,7 +160,7 @@ export function markdown(text: string): VNode[] {
     const parts: ComponentChildren[] = [];
     para.forEach((p, j) => {
       if (j > 0) parts.push(<br key={`${k}br${j}`} />);
-      parts.push(...inline(p, `${k}.${j}`));
+      parts.push(...inline(p, links, `${k}.${j}`));
     });
     out.push(<p key={k}>{parts}</p>);
   }
@@ -172,5 +168,5 @@ export function markdown(text: string): VNode[] {
 }
 
 export function Markdown(props: { text: string }): VNode {
-  return <div class="md">{markdown(props.text)}</div>;
+  return <div class="md">{markdown(props.text, useContext(Links))}</div>;
 }

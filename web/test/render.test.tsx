@@ -5,7 +5,8 @@ import { Blocks } from "../src/components/Blocks";
 import { FlightResults } from "../src/components/FlightTable";
 import { durationMinutes, parseAmount } from "../src/format";
 import { historyBlocks } from "../src/history";
-import { Markdown, safeHref } from "../src/markdown";
+import { LinkPolicy } from "../src/links";
+import { Links, Markdown } from "../src/markdown";
 
 let root: HTMLElement;
 function mount(node: preact.ComponentChild): HTMLElement {
@@ -21,13 +22,13 @@ afterEach(() => {
 
 describe("Markdown", () => {
   it("renders the answers' markup", () => {
-    const el = mount(<Markdown text={"**Award flights (miles)**\n1. TK: 70,000 miles\n2. LH: *80,000*\n\nSee `code` and [the site](https://example.com/a?b=1)."} />);
+    const el = mount(<Markdown text={"**Award flights (miles)**\n1. TK: 70,000 miles\n2. LH: *80,000*\n\nSee `code` and [the site](https://seats.aero/a?b=1)."} />);
     expect(el.querySelector("strong")?.textContent).toBe("Award flights (miles)");
     expect([...el.querySelectorAll("ol li")].map((li) => li.textContent)).toEqual(["TK: 70,000 miles", "LH: 80,000"]);
     expect(el.querySelector("em")?.textContent).toBe("80,000");
     expect(el.querySelector("code")?.textContent).toBe("code");
     const a = el.querySelector("a")!;
-    expect(a.href).toBe("https://example.com/a?b=1");
+    expect(a.href).toBe("https://seats.aero/a?b=1");
     expect(a.rel).toBe("noopener noreferrer");
     expect(a.target).toBe("_blank");
   });
@@ -36,7 +37,11 @@ describe("Markdown", () => {
     const hostile =
       '<img src=x onerror="alert(1)"> <script>alert(2)</script> [click](javascript:alert(3)) ' +
       "[data](data:text/html,<b>x</b>) <https://ok.example/> **<b>bold</b>**";
-    const el = mount(<Markdown text={hostile} />);
+    const el = mount(
+      <Links.Provider value={new LinkPolicy(["ok.example"])}>
+        <Markdown text={hostile} />
+      </Links.Provider>,
+    );
     expect(el.querySelector("img, script, b")).toBeNull();
     const links = [...el.querySelectorAll("a")].map((a) => a.getAttribute("href"));
     expect(links).toEqual(["https://ok.example/"]);
@@ -44,13 +49,14 @@ describe("Markdown", () => {
     expect(el.textContent).toContain("click");
   });
 
-  it("accepts only http(s) links", () => {
-    expect(safeHref("https://a.example/x")).toBe("https://a.example/x");
-    expect(safeHref("http://a.example")).toBe("http://a.example/");
-    expect(safeHref("javascript:alert(1)")).toBeNull();
-    expect(safeHref("  JaVaScRiPt:alert(1)")).toBeNull();
-    expect(safeHref("/relative")).toBeNull();
-    expect(safeHref("mailto:x@example.com")).toBeNull();
+  it("accepts only https links to listed hosts", () => {
+    const links = new LinkPolicy([".example"]);
+    expect(links.href("https://a.example/x")).toBe("https://a.example/x");
+    expect(links.href("http://a.example")).toBeNull();
+    expect(links.href("javascript:alert(1)")).toBeNull();
+    expect(links.href("  JaVaScRiPt:alert(1)")).toBeNull();
+    expect(links.href("/relative")).toBeNull();
+    expect(links.href("mailto:x@example.com")).toBeNull();
   });
 
   it("keeps snake_case words and renders headings below the page's own", () => {

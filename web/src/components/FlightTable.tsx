@@ -1,8 +1,8 @@
 // A flight search's award and cash results as sortable tables.
 
-import { useState } from "preact/hooks";
+import { useContext, useState } from "preact/hooks";
 import { durationMinutes, parseAmount } from "../format";
-import { ExternalLink, safeHref } from "../markdown";
+import { ExternalLink, Links } from "../markdown";
 
 export interface Flight {
   id?: string;
@@ -59,6 +59,7 @@ const time = (t: string | undefined) => (t ? t.replace("T", " ") : "");
 
 export function FlightTable(props: { flights: Flight[]; kind: Kind }) {
   const [sort, setSort] = useState<{ key: SortKey; asc: boolean }>({ key: "price", asc: true });
+  const policy = useContext(Links);
   const { kind } = props;
   const rows = props.flights
     .map((f, i) => ({ f, i }))
@@ -104,7 +105,7 @@ export function FlightTable(props: { flights: Flight[]; kind: Kind }) {
         <tbody>
           {rows.map(({ f, i }) => {
             const links = Object.entries(f.bookingLinks ?? {})
-              .map(([label, url]) => [label, safeHref(url)] as const)
+              .map(([label, url]) => [label, typeof url === "string" ? policy.href(url) : null] as const)
               .filter((l): l is readonly [string, string] => l[1] !== null);
             const o = f.outbound ?? {};
             return (
