@@ -13,7 +13,9 @@
 //   (HS256 with the local stack's key, as the chat CLI mints it): the token lives in this
 //   process and in the page's memory, never in a file. Requests whose Host is not this
 //   server's (DNS rebinding) or whose Origin is another site's are refused, and nothing is
-//   sent with CORS headers, so no other site can read the config or use the proxy.
+//   sent with CORS headers, so no other site can read the config or use the proxy. When
+//   ANSWER_LINK_HOSTS is set (the router's link allow-list), that config carries it as
+//   `linkHosts`, so the page links to the same hosts as the router.
 // Without --jwt-secret-file it serves dist/config.json as it is: a preview of a deployment.
 
 import { createHmac } from "node:crypto";
@@ -70,9 +72,17 @@ const SECURITY_HEADERS = {
   "x-frame-options": "DENY",
 };
 
+/** `ANSWER_LINK_HOSTS` as config.json's `linkHosts`: the list, or undefined when it is
+ * unset or blank (the router then uses its default, and so does the page). */
+export function linkHostsFrom(value) {
+  if (value === undefined || !value.trim()) return undefined;
+  return value.split(",").map((h) => h.trim()).filter((h) => h !== "");
+}
+
 /**
  * @param {{dist: string, router: string, port: number, jwtSecretFile?: string, user?: string,
- *          issuer?: string, audience?: string, log?: (line: string) => void}} options
+ *          issuer?: string, audience?: string, linkHosts?: string[],
+ *          log?: (line: string) => void}} options
  */
 export function createServer(options) {
   const dist = path.resolve(options.dist);
@@ -112,6 +122,7 @@ export function createServer(options) {
     const body = JSON.stringify({
       routerUrl: "api",
       auth: { type: "dev", token: devToken(secret, user, options), user },
+      ...(options.linkHosts ? { linkHosts: options.linkHosts } : {}),
     });
     res.writeHead(200, { "content-type": TYPES[".json"], "cache-control": "no-store", ...SECURITY_HEADERS });
     res.end(body);
@@ -204,6 +215,7 @@ function parseArgs(argv) {
     dist: path.join(path.dirname(fileURLToPath(import.meta.url)), "..", "dist"),
     router: `http://127.0.0.1:${process.env.WATCH_PORT ?? 9000}/lambda-url/chat-router`,
     user: process.env.CHAT_USER ?? "dev-user",
+    linkHosts: linkHostsFrom(process.env.ANSWER_LINK_HOSTS),
   };
   for (let i = 0; i < argv.length; i++) {
     const [name, value] = [argv[i], argv[i + 1]];

@@ -1,6 +1,8 @@
 // The chat-router's public HTTP contract (docs/api.md), and nothing else: every request
 // carries the user's bearer token; every answer other than 2xx is read as the JSON error
-// envelope `{"error": {code, message, details}}`.
+// envelope `{"error": {code, message, details}}`. No call waits for ever: a plain call
+// gives up after `requestMs`, a stream's request when no byte came within `firstByteMs`
+// (src/stream.ts), both from config.json.
 
 export class ApiError extends Error {
   constructor(
@@ -13,6 +15,49 @@ export class ApiError extends Error {
   ) {
     super(message);
     this.name = "ApiError";
+  }
+}
+
+/** How long the page waits, in milliseconds: for the first byte of a turn's stream (a stream
+ * that has begun is not cut), and for the whole of any other call. */
+export interface TimeLimits {
+  firstByteMs: number;
+  requestMs: number;
+}
+
+export const DEFAULT_TIMEOUTS: Readonly<TimeLimits> = { firstByteMs: 30_000, requestMs: 20_000 };
+
+/** The server did not answer in time; what was asked may still be happening there. */
+export class TimedOut extends Error {
+  constructor(readonly ms: number) {
+    super(`No answer from the server within ${+(ms / 1000).toFixed(2)} seconds.`);
+    this.name = "TimedOut";
+  }
+}
+
+/** Runs `work` with a signal that aborts after `ms` (or with `signal`); past `ms` it
+ * rejects with TimedOut, whether or not the work heeds its signal. */
+export async function withTimeout<T>(
+  ms: number,
+  signal: AbortSignal | undefined,
+  work: (signal: AbortSignal) => Promise<T>,
+): Promise<T> {
+  const controller = new AbortController();
+  const forward = () => controller.abort();
+  if (signal?.aborted) forward();
+  signal?.addEventListener("abort", forward, { once: true });
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const expired = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      controller.abort();
+      reject(new TimedOut(ms));
+    }, ms);
+  });
+  try {
+    return await Promise.race([work(controller.signal), expired]);
+  } finally {
+    clearTimeout(timer);
+    signal?.removeEventListener("abort", forward);
   }
 }
 
@@ -98,6 +143,7 @@ export class Api {
     base: string,
     private readonly auth: TokenSource,
     private readonly fetchImpl: Fetch = (...args) => fetch(...args),
+    readonly timeouts: Readonly<TimeLimits> = DEFAULT_TIMEOUTS,
   ) {
     this.base = base.replace(/\/+$/, "");
   }
@@ -127,16 +173,19 @@ export class Api {
     return response;
   }
 
-  private async json<T>(method: string, segments: string[], query = {}, body?: unknown): Promise<T> {
-    const init: RequestInit = { method, headers: { accept: "application/json" } };
-    if (body !== undefined) {
-      init.headers = { ...init.headers, "content-type": "application/json" };
-      init.body = JSON.stringify(body);
-    }
-    const response = await this.request(this.url(segments, query), init);
-    if (!response.ok) throw await readError(response);
-    if (response.status === 204) return undefined as T;
-    return (await response.json()) as T;
+  /** A plain call: its answer, read whole within `timeouts.requestMs`. */
+  private json<T>(method: string, segments: string[], query = {}, body?: unknown): Promise<T> {
+    return withTimeout(this.timeouts.requestMs, undefined, async (signal) => {
+      const init: RequestInit = { method, headers: { accept: "application/json" }, signal };
+      if (body !== undefined) {
+        init.headers = { ...init.headers, "content-type": "application/json" };
+        init.body = JSON.stringify(body);
+      }
+      const response = await this.request(this.url(segments, query), init);
+      if (!response.ok) throw await readError(response);
+      if (response.status === 204) return undefined as T;
+      return (await response.json()) as T;
+    });
   }
 
   listChats(cursor?: string): Promise<Page<ChatSummary>> {

@@ -2,13 +2,21 @@ import { render } from "preact";
 import { Api } from "./api";
 import { App } from "./components/App";
 import { loadConfig, Tokens } from "./config";
+import { LinkPolicy } from "./links";
+import { Links } from "./markdown";
 import "./styles.css";
 
 async function start(root: HTMLElement) {
   try {
     const config = await loadConfig();
     const tokens = new Tokens(config);
-    render(<App api={new Api(config.routerUrl, tokens)} tokens={tokens} />, root);
+    const api = new Api(config.routerUrl, tokens, undefined, config.timeouts);
+    render(
+      <Links.Provider value={new LinkPolicy(config.linkHosts)}>
+        <App api={api} tokens={tokens} />
+      </Links.Provider>,
+      root,
+    );
   } catch (e) {
     render(
       <main class="sign-in">

@@ -56,6 +56,8 @@ export interface TurnView {
   cancelRequested?: boolean;
   /** The code of the turn's error, if it failed. */
   errorCode?: string;
+  /** Its `done` came: the router ended the turn (asking again means a new turn). */
+  ended?: boolean;
 }
 
 export function newTurn(key: string, userText?: string): TurnView {
@@ -241,7 +243,7 @@ export function reduce(turn: TurnView, event: RouterEvent, now: number): TurnVie
       };
     }
     case "done":
-      return { ...turn, streaming: false, phase: turn.errorCode ? "failed" : "done" };
+      return { ...turn, streaming: false, ended: true, phase: turn.errorCode ? "failed" : "done" };
     case "debug":
       return turn;
     default:

@@ -6,12 +6,15 @@
 //   `GET /chats/{chat_id}/turns/{turn_id}/events?after=<last id>`: no gap, no duplicate;
 // - when it breaks before `init`, the same POST is sent again with the same key (the router
 //   answers with that turn's events from `init`); a decision's POST is never sent twice;
-// - an answer other than 2xx is never retried: it is an ApiError for the caller.
+// - an answer other than 2xx is never retried: it is an ApiError for the caller;
+// - a request that brings no byte within `firstByteMs` (the server hangs) is given up:
+//   TimedOut for the caller, who may ask again for the same turn. A stream that has begun
+//   is not cut by it.
 //
 // Aborting (the signal) only stops reading: the turn runs on at the router (stopping it is
 // the explicit cancel route).
 
-import { ApiError, readError } from "./api";
+import { ApiError, readError, TimedOut } from "./api";
 import { decodeEvent, type RouterEvent } from "./events";
 import { SseParser } from "./sse";
 
@@ -36,6 +39,9 @@ export interface StreamOptions {
   /** Pause before retry `attempt` (1, 2, …). */
   retryDelay?: (attempt: number) => number;
   sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
+  /** How long each request (the start, a resend, a resume) may take to its first byte;
+   * none when absent. */
+  firstByteMs?: number;
 }
 
 export type StreamEnd = "done" | "aborted";
@@ -93,19 +99,41 @@ export async function streamTurn(options: StreamOptions): Promise<StreamEnd> {
   for (;;) {
     if (signal.aborted) return "aborted";
     let broken: Error;
+    // This request's own signal: the caller's, or the first-byte timer's.
+    const request = new AbortController();
+    const forward = () => request.abort();
+    signal.addEventListener("abort", forward, { once: true });
+    let expired = false;
+    const timer =
+      options.firstByteMs === undefined
+        ? undefined
+        : setTimeout(() => {
+            expired = true;
+            request.abort();
+          }, options.firstByteMs);
+    const begun = () => clearTimeout(timer);
     try {
       const point = progress.resumePoint();
-      const response = point
-        ? await options.resume(point[0], point[1], point[2], signal)
-        : await options.start(signal);
-      if (!response.ok) throw await readError(response);
-      if (await read(response, progress, options.onEvent, signal)) return "done";
+      const response = await untilAborted(
+        point ? options.resume(point[0], point[1], point[2], request.signal) : options.start(request.signal),
+        request.signal,
+      );
+      if (!response.ok) {
+        begun(); // an answer, if not the one hoped for
+        throw await readError(response);
+      }
+      if (await read(response, progress, options.onEvent, request.signal, begun)) return "done";
       if (signal.aborted) return "aborted";
+      if (expired) throw new TimedOut(options.firstByteMs!);
       broken = new StreamBroken("the stream ended before the turn's done");
     } catch (error) {
       if (signal.aborted) return "aborted";
-      if (error instanceof ApiError) throw error;
+      if (expired) throw new TimedOut(options.firstByteMs!);
+      if (error instanceof ApiError || error instanceof TimedOut) throw error;
       broken = error instanceof Error ? error : new StreamBroken(String(error));
+    } finally {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", forward);
     }
     if (retries >= maxRetries || !progress.canContinue(options.resendable)) {
       throw broken instanceof StreamBroken ? broken : new StreamBroken(`connection lost: ${broken.message}`);
@@ -116,14 +144,27 @@ export async function streamTurn(options: StreamOptions): Promise<StreamEnd> {
   }
 }
 
+/** The promise, or a rejection as soon as the signal aborts (a request that does not heed
+ * its signal is not waited for either). */
+function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(new StreamBroken("aborted"));
+  return new Promise<T>((resolve, reject) => {
+    const stop = () => reject(new StreamBroken("aborted"));
+    signal.addEventListener("abort", stop, { once: true });
+    promise.then(resolve, reject).finally(() => signal.removeEventListener("abort", stop));
+  });
+}
+
 /** Reads one response's events until `done` (true) or until the body ends or breaks
  * (false, or the read's error). A fresh parser per response: half an event before the
- * break is dropped and comes again whole with the resume. */
+ * break is dropped and comes again whole with the resume. `begun` is told of the first
+ * bytes. */
 async function read(
   response: Response,
   progress: Progress,
   onEvent: (event: RouterEvent) => void,
   signal: AbortSignal,
+  begun: () => void,
 ): Promise<boolean> {
   if (!response.body) return false;
   const reader = response.body.getReader();
@@ -133,6 +174,7 @@ async function read(
   try {
     for (;;) {
       const { value, done } = await reader.read();
+      if (!done && value.length) begun();
       const messages = done ? parser.end() : parser.push(value);
       for (const message of messages) {
         const event = decodeEvent(message);

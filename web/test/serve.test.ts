@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 // @ts-expect-error: a plain ES module without types
-import { createServer } from "../scripts/serve.mjs";
+import { createServer, linkHostsFrom } from "../scripts/serve.mjs";
 
 /** An upstream that streams three SSE frames 150 ms apart, and records what it got. */
 let upstream: http.Server;
@@ -107,6 +107,28 @@ describe("the local page server", () => {
     const decoded = JSON.parse(Buffer.from(claims, "base64url").toString());
     expect(decoded).toMatchObject({ sub: "web-user", iss: "http://127.0.0.1/dev", aud: "local-dev" });
     expect(decoded.exp - decoded.iat).toBe(3600);
+    expect(config).not.toHaveProperty("linkHosts"); // ANSWER_LINK_HOSTS unset: the page's default
+  });
+
+  it("puts ANSWER_LINK_HOSTS into config.json as linkHosts when it is set", async () => {
+    expect(linkHostsFrom(undefined)).toBeUndefined();
+    expect(linkHostsFrom("  ")).toBeUndefined(); // blank is unset, as for the router
+    expect(linkHostsFrom(" seats.aero, .partner.example,,")).toEqual(["seats.aero", ".partner.example"]);
+    const made = createServer({
+      dist: path.join(dir, "dist"),
+      router: `http://127.0.0.1:${upstreamPort}/x`,
+      port: 0,
+      jwtSecretFile: path.join(dir, "secret"),
+      linkHosts: linkHostsFrom("seats.aero,.partner.example"),
+    });
+    const otherPort = await made.listen();
+    try {
+      const config = (await (await fetch(`http://127.0.0.1:${otherPort}/config.json`)).json()) as { linkHosts?: string[] };
+      expect(config.linkHosts).toEqual(["seats.aero", ".partner.example"]);
+    } finally {
+      made.server.closeAllConnections();
+      await new Promise((r) => made.server.close(r));
+    }
   });
 
   it("refuses other hosts (DNS rebinding) and other sites", async () => {

@@ -1,6 +1,6 @@
 // @vitest-environment node
-import { describe, expect, it, vi } from "vitest";
-import { ApiError } from "../src/api";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { ApiError, TimedOut } from "../src/api";
 import type { RouterEvent } from "../src/events";
 import { StreamBroken, streamTurn, type StreamOptions } from "../src/stream";
 
@@ -160,5 +160,103 @@ describe("streamTurn", () => {
     const { events, promise } = run({ start: async () => sse(parts) });
     await expect(promise).resolves.toBe("done");
     expect(events.map((e) => e.type)).toEqual(["init", "assistant_token", "assistant_token", "final", "done"]);
+  });
+});
+
+/** A response whose body sends `parts[i]` after `delays[i]` ms (fake timers advance them),
+ * then closes. */
+function slowSse(parts: string[], delays: number[]): Response {
+  const encoder = new TextEncoder();
+  let i = 0;
+  const body = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      if (i >= parts.length) return controller.close();
+      await new Promise((r) => setTimeout(r, delays[i]));
+      controller.enqueue(encoder.encode(parts[i++]));
+    },
+  });
+  return new Response(body, { status: 200, headers: { "content-type": "text/event-stream" } });
+}
+
+/** A request that never answers; it records the signal it was given. */
+function hanging(signals: AbortSignal[], heed = true) {
+  return vi.fn(
+    (signal: AbortSignal) =>
+      new Promise<Response>((_resolve, reject) => {
+        signals.push(signal);
+        if (heed) signal.addEventListener("abort", () => reject(new DOMException("aborted", "AbortError")));
+      }),
+  );
+}
+
+describe("streamTurn's first-byte timeout", () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it.each([true, false])("gives up on a server that never answers (request heeds its signal: %s), without a resend", async (heed) => {
+    vi.useFakeTimers();
+    const signals: AbortSignal[] = [];
+    const start = hanging(signals, heed);
+    const { promise } = run({ start, firstByteMs: 30_000 });
+    const outcome = promise.catch((e: unknown) => e);
+    await vi.advanceTimersByTimeAsync(29_999);
+    expect(signals[0].aborted).toBe(false);
+    await vi.advanceTimersByTimeAsync(1);
+    const error = await outcome;
+    expect(error).toBeInstanceOf(TimedOut);
+    expect((error as Error).message).toBe("No answer from the server within 30 seconds.");
+    expect(start).toHaveBeenCalledTimes(1);
+    expect(signals[0].aborted).toBe(true); // the request itself is given up too
+  });
+
+  it("gives up on headers with no body byte after them", async () => {
+    vi.useFakeTimers();
+    const { promise } = run({ start: async () => slowSse([TURN[0]], [3_600_000]), firstByteMs: 30_000 });
+    const outcome = promise.catch((e: unknown) => e);
+    await vi.advanceTimersByTimeAsync(30_000);
+    expect(await outcome).toBeInstanceOf(TimedOut);
+  });
+
+  it("does not cut a stream that has begun, however slow", async () => {
+    vi.useFakeTimers();
+    const start = vi.fn(async () => slowSse(TURN, [10, 60_000, 60_000, 60_000, 60_000]));
+    const { promise, events } = run({ start, firstByteMs: 30_000 });
+    await vi.advanceTimersByTimeAsync(5 * 60_000);
+    await expect(promise).resolves.toBe("done");
+    expect(ids(events)).toEqual([0, 1, 2, 3, 4]);
+    expect(start).toHaveBeenCalledTimes(1);
+  });
+
+  it("times each request: a resume that never answers gives up too", async () => {
+    vi.useFakeTimers();
+    const signals: AbortSignal[] = [];
+    const resume = hanging(signals);
+    const { promise, events } = run({
+      start: async () => sse(TURN.slice(0, 2)), // breaks after event 1
+      resume: (_c, _t, _after, signal) => resume(signal),
+      firstByteMs: 1_000,
+    });
+    const outcome = promise.catch((e: unknown) => e);
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(await outcome).toBeInstanceOf(TimedOut);
+    expect(ids(events)).toEqual([0, 1]);
+    expect(resume).toHaveBeenCalledTimes(1);
+  });
+
+  it("an abort while waiting is an abort, not a timeout", async () => {
+    vi.useFakeTimers();
+    const controller = new AbortController();
+    const { promise } = run({ start: hanging([]), firstByteMs: 30_000, signal: controller.signal });
+    await vi.advanceTimersByTimeAsync(1_000);
+    controller.abort();
+    await expect(promise).resolves.toBe("aborted");
+  });
+
+  it("a JSON error is an answer: no timeout while its body is read", async () => {
+    vi.useFakeTimers();
+    const body = JSON.stringify({ error: { code: "rate_limited", message: "slow down" } });
+    const { promise } = run({ start: async () => new Response(body, { status: 429 }), firstByteMs: 30_000 });
+    await expect(promise).rejects.toMatchObject({ code: "rate_limited" });
   });
 });

@@ -2,7 +2,7 @@
 // page, live), and the message box with Send and Stop.
 
 import { useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState } from "preact/hooks";
-import { type Api, ApiError, type ChatSummary, type StoredMessage, type ToolCallRecord } from "../api";
+import { type Api, ApiError, type ChatBody, type ChatSummary, type StoredMessage, TimedOut, type ToolCallRecord } from "../api";
 import type { Tokens } from "../config";
 import { relativeTime } from "../format";
 import { historyBlocks } from "../history";
@@ -13,6 +13,15 @@ import { Actions, type PageActions } from "./context";
 
 const AGENTS = ["travel", "support", "flights", "chat"];
 const PENDING = "chat.pending";
+
+/** The chat list: loading, loaded, or failed (then with Retry, never an empty list). */
+type ChatList = { state: "loading" } | { state: "loaded"; items: ChatSummary[] } | { state: "failed"; error: string; items?: ChatSummary[] };
+
+/** A turn's `POST /chat`, kept to ask again for the same turn (same body, same key). */
+interface Post {
+  body: ChatBody;
+  idempotencyKey: string;
+}
 
 interface Pending {
   chatId: string;
@@ -80,8 +89,8 @@ function stillRunning(messages: StoredMessage[], pending: Pending): { running: b
 export function App(props: { api: Api; tokens: Tokens; title?: string }) {
   const { api, tokens } = props;
   const [signedIn, setSignedIn] = useState(tokens.token() !== null);
-  const [chats, setChats] = useState<ChatSummary[]>([]);
-  const [chatsError, setChatsError] = useState<string | null>(null);
+  const [chatList, setChatList] = useState<ChatList>({ state: "loading" });
+  const chats = chatList.state === "loading" ? [] : (chatList.items ?? []);
   const [chatId, setChatId] = useState<string | null>(chatFromHash());
   const [history, setHistory] = useState<{ blocks: Block[]; loading: boolean; error?: string }>({
     blocks: [],
@@ -97,6 +106,7 @@ export function App(props: { api: Api; tokens: Tokens; title?: string }) {
   const chatRef = useRef<string | null>(chatId);
   const running = useRef<{ controller: AbortController; turnKey: string } | null>(null);
   const requests = useRef(new Map<string, string>());
+  const posts = useRef(new Map<string, Post>());
   const scroller = useRef<HTMLDivElement>(null);
   const input = useRef<HTMLTextAreaElement>(null);
   const stick = useRef(true);
@@ -107,12 +117,19 @@ export function App(props: { api: Api; tokens: Tokens; title?: string }) {
 
   const refreshChats = useCallback(async () => {
     try {
-      setChats((await api.listChats()).items);
-      setChatsError(null);
+      const { items } = await api.listChats();
+      setChatList({ state: "loaded", items });
     } catch (e) {
-      setChatsError(e instanceof Error ? e.message : String(e));
+      const error = e instanceof Error ? e.message : String(e);
+      // Chats shown before stay; a list never loaded shows the failure, not "no chats".
+      setChatList((old) => ({ state: "failed", error, items: old.state === "loading" ? undefined : old.items }));
     }
   }, [api]);
+
+  const retryChats = useCallback(() => {
+    setChatList((old) => (old.state === "failed" && !old.items ? { state: "loading" } : old));
+    void refreshChats();
+  }, [refreshChats]);
 
   /** Reads a stream into turn `turnKey` until `done` (or until the page leaves the chat). */
   const run = useCallback(
@@ -128,6 +145,7 @@ export function App(props: { api: Api; tokens: Tokens; title?: string }) {
           resendable,
           resume: (c, t, after, signal) => api.resume(c, t, after, signal),
           signal: controller.signal,
+          firstByteMs: api.timeouts.firstByteMs,
           onRetry: (n, what) => setReconnecting(`Connection lost; ${what === "resume" ? "resuming" : "sending again"} (${n})…`),
           onEvent: (event) => {
             setReconnecting(null);
@@ -146,8 +164,10 @@ export function App(props: { api: Api; tokens: Tokens; title?: string }) {
           },
         });
       } catch (e) {
-        const code = e instanceof ApiError ? e.code : e instanceof StreamBroken ? "connection_lost" : "internal";
-        const message = e instanceof Error ? e.message : String(e);
+        const code =
+          e instanceof ApiError ? e.code : e instanceof TimedOut ? "timeout" : e instanceof StreamBroken ? "connection_lost" : "internal";
+        let message = e instanceof Error ? e.message : String(e);
+        if (e instanceof TimedOut && resendable) message += " Retry asks for the same answer again; the message is not run twice.";
         updateTurn(turnKey, (t) => refused(t, code, message));
         if (e instanceof ApiError && e.code === "unauthorized" && tokens.mode === "bearer") setSignedIn(false);
         if (e instanceof ApiError && e.code === "turn_in_progress" && typeof e.details?.turn_id === "string") {
@@ -181,12 +201,13 @@ export function App(props: { api: Api; tokens: Tokens; title?: string }) {
       requests.current.set(key, message);
       setTurns((ts) => [...ts, newTurn(key, message)]);
       stick.current = true;
-      const body = {
+      const body: ChatBody = {
         message,
         chat_id: chatRef.current ?? undefined,
         agent: agent || undefined,
         timezone: timezone(),
       };
+      posts.current.set(key, { body, idempotencyKey });
       void run(key, (signal) => api.postChat(body, idempotencyKey, signal), true);
     },
     [agent, api, run],
@@ -304,9 +325,24 @@ export function App(props: { api: Api; tokens: Tokens; title?: string }) {
   const retry = useCallback(
     (turnKey: string) => {
       const message = requests.current.get(turnKey);
-      if (message) send(message);
+      const turn = turns.find((t) => t.key === turnKey);
+      if (!message || !turn || running.current) return;
+      // The router ended that turn (its `done` came, with an error): a new turn, new key.
+      if (turn.ended) return send(message);
+      // Otherwise its fate is unknown (no answer in time, the connection lost, or refused
+      // before it began): ask again for the same turn, never start a second one. Its events
+      // from the start, into a clean view.
+      const { chatId: chat, turnId } = turn;
+      const post = posts.current.get(turnKey);
+      let start: ((signal: AbortSignal) => Promise<Response>) | null = null;
+      if (chat && turnId) start = (signal) => api.resume(chat, turnId, undefined, signal);
+      else if (post) start = (signal) => api.postChat(post.body, post.idempotencyKey, signal);
+      if (!start) return send(message);
+      stick.current = true;
+      updateTurn(turnKey, () => newTurn(turnKey, message));
+      void run(turnKey, start, true);
     },
-    [send],
+    [api, run, send, turns, updateTurn],
   );
 
   const actions = useMemo<PageActions>(
@@ -360,7 +396,18 @@ export function App(props: { api: Api; tokens: Tokens; title?: string }) {
           <button type="button" class="new-chat" onClick={() => { window.history.replaceState(null, "", "#/"); void openChat(null); input.current?.focus(); }}>
             + New chat
           </button>
-          {chatsError ? <p class="tool-error">Chats could not be loaded: {chatsError}</p> : null}
+          {chatList.state === "loading" ? <p class="muted" role="status">Loading chats…</p> : null}
+          {chatList.state === "failed" ? (
+            <div class="tool-error chats-error" role="alert">
+              <p>
+                <strong>Chats could not be loaded.</strong> <span class="muted">{chatList.error}</span>
+              </p>
+              <button type="button" class="retry" onClick={retryChats}>
+                Retry
+              </button>
+            </div>
+          ) : null}
+          {chatList.state === "loaded" && !chats.length ? <p class="muted">No chats yet.</p> : null}
           <ul class="chat-list">
             {chats.map((c) => (
               <li key={c.chat_id}>

@@ -19,6 +19,7 @@ const ERROR_HINTS: Record<string, string> = {
   turn_in_progress: "Another message of this chat is still being answered.",
   interrupted: "The turn was cut off before it finished.",
   connection_lost: "The connection to the server was lost.",
+  timeout: "The server did not answer in time.",
   unauthorized: "Your sign-in is not valid (any more).",
 };
 
