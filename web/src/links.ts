@@ -1,8 +1,9 @@
 // Which URLs the page turns into links: the router's rule (agent/src/guard/links.rs,
 // `LinkPolicy::allows`), applied once more where the links are made. `https` only; the host
-// on the allow-list, an exact host or `.example.com` for the domain and its subdomains;
-// nothing in the URL that could make a browser read it differently (whitespace, control
-// characters, a backslash). config.json's `linkHosts` replaces the list, as
+// on the allow-list, an exact host or `.example.com` for the domain and its subdomains, and
+// a plain DNS name (letters, digits, dots, hyphens: no percent-escapes); nothing in the URL
+// that could make a browser read it differently (whitespace, control characters, a
+// backslash). config.json's `linkHosts` replaces the list, as
 // `ANSWER_LINK_HOSTS` does at the router (docs/web.md#configjson).
 
 /** `ANSWER_LINK_HOSTS`' default, the same as the router's `DEFAULT_LINK_HOSTS` (a unit test
@@ -19,6 +20,9 @@ const asciiLower = (s: string) => s.replace(/[A-Z]+/g, (c) => c.toLowerCase());
 /** Whitespace, control characters (Unicode's White_Space and Cc, as Rust's
  * `is_whitespace` and `is_control`; JavaScript's `\s` adds U+FEFF) and the backslash. */
 const UNSAFE = /[\s\p{Cc}\\]/u;
+
+/** A host the rule accepts at all: ASCII letters, digits, dots and hyphens. */
+const DNS_NAME = /^[a-z0-9.-]+$/;
 
 /** The host of an `http(s)` URL as the router reads it, ASCII lower-cased; null otherwise. */
 export function urlHost(url: string): string | null {
@@ -40,7 +44,7 @@ export class LinkPolicy {
 
   private listed(host: string): boolean {
     return (
-      host !== "" &&
+      DNS_NAME.test(host) &&
       this.hosts.some((allowed) => (allowed.startsWith(".") ? host === allowed.slice(1) || host.endsWith(allowed) : host === allowed))
     );
   }

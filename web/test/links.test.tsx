@@ -81,6 +81,9 @@ describe("the link policy", () => {
     " https://seats.aero/",
     "https://united.com:evil.example/", // the router reads united.com; a browser refuses it
     "https://united%2ecom/",
+    "https://seats.aero%2f@evil.example/",
+    "https://evil%2eexample.united.com/",
+    "https://ünited.com/",
     "https://",
   ])("refuses %s", (url) => {
     expect(policy.href(url)).toBeNull();
