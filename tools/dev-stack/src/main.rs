@@ -1,8 +1,13 @@
-//! `dev-stack fakes` and `dev-stack sqs-bridge`, started by `infra/local/up.sh`.
+//! `dev-stack fakes`, `dev-stack sqs-bridge` and `dev-stack gate`, started by
+//! `infra/local/dev.sh`.
+
+use std::net::SocketAddr;
+use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 use dev_stack::bridge::Bridge;
 use dev_stack::fakes::{self, Ports};
+use dev_stack::gate::{self, Gate};
 
 #[derive(Parser)]
 #[command(about = "Helpers of the local stack (make dev)")]
@@ -34,6 +39,32 @@ enum Command {
             default_value = "http://127.0.0.1:9000/2015-03-31/functions/tool-worker/invocations"
         )]
         invoke_url: String,
+    },
+    /// Stand in front of `cargo lambda watch` so it cannot deadlock: let at most a few
+    /// invocations of each function through at once, queue the rest (bounded), answer 503
+    /// with Retry-After beyond that. Bodies stream through frame by frame.
+    Gate {
+        /// Where clients send their requests (the port they know as WATCH_PORT).
+        #[arg(long, default_value = "127.0.0.1:9000")]
+        listen: SocketAddr,
+        /// Where `cargo lambda watch` listens.
+        #[arg(long, default_value = "127.0.0.1:9100")]
+        upstream: SocketAddr,
+        /// Invocations of one function let through at once (the emulator hangs for good
+        /// once about 100 of one function wait in it).
+        #[arg(long, env = "GATE_PER_FUNCTION", default_value_t = 4,
+              value_parser = clap::value_parser!(u16).range(1..=50))]
+        per_function: u16,
+        /// Requests of one function that may wait for their turn; further ones get 503.
+        #[arg(long, env = "GATE_QUEUE", default_value_t = 128)]
+        queue: usize,
+        /// Seconds a request may wait for its turn before it gets 503.
+        #[arg(long, env = "GATE_QUEUE_WAIT_SECS", default_value_t = 60)]
+        queue_wait_secs: u64,
+        /// Seconds an invocation whose client left still counts as running while the gate
+        /// reads its answer to the end.
+        #[arg(long, default_value_t = 300)]
+        hold_secs: u64,
     },
 }
 
@@ -84,6 +115,34 @@ async fn main() -> Result<(), String> {
             eprintln!("[sqs-bridge] polling the tool queue for the tool-worker");
             tokio::select! {
                 () = bridge.run() => {}
+                () = wait_for_stop() => {}
+            }
+            Ok(())
+        }
+        Command::Gate {
+            listen,
+            upstream,
+            per_function,
+            queue,
+            queue_wait_secs,
+            hold_secs,
+        } => {
+            let config = gate::Config {
+                upstream,
+                per_function: usize::from(per_function),
+                queue,
+                queue_wait: Duration::from_secs(queue_wait_secs),
+                hold_limit: Duration::from_secs(hold_secs),
+            };
+            let listener = tokio::net::TcpListener::bind(listen)
+                .await
+                .map_err(|e| format!("cannot listen on {listen}: {e}"))?;
+            eprintln!(
+                "[gate] ready: {listen} -> cargo lambda watch at {upstream}; per function {per_function} at once, \
+                 {queue} more waiting for at most {queue_wait_secs} s, 503 beyond"
+            );
+            tokio::select! {
+                () = gate::serve(listener, Gate::new(config)) => {}
                 () = wait_for_stop() => {}
             }
             Ok(())
