@@ -1,10 +1,11 @@
 //! Helpers of the local stack (`make dev`): the offline LLM stand-in, fake flight upstreams
 //! on fixed ports, a bridge that feeds the tool queue to the tool-worker running under
-//! `cargo lambda watch` (which emulates function URLs, not SQS event sources), and a
-//! concurrency gate in front of that emulator.
+//! `cargo lambda watch` (which emulates function URLs, not SQS event sources), a
+//! concurrency gate in front of that emulator, and a load check of the running stack.
 
 pub mod bridge;
 pub mod fakes;
 pub mod gate;
+pub mod load;
 pub mod reshape;
 pub mod standin;
