@@ -14,8 +14,16 @@
 # OpenAI-compatible server such as Ollama, with OPENAI_MODEL), SEATSAERO_API_KEY,
 # AMADEUS_CLIENT_ID + AMADEUS_CLIENT_SECRET. LLM_PROVIDER=bedrock runs the router and the
 # worker on their Bedrock client, answered by the stand-in in Bedrock's ConverseStream
-# protocol (AWS_ENDPOINT_URL_BEDROCK_RUNTIME points at it; no AWS account is used). Ports: WATCH_PORT (9000), FAKES_PORT_BASE (9100:
-# LLM +1, Seats.aero +2, Amadeus +3), DYNAMODB_PORT, MOTO_PORT, WEB_PORT (5173: the web chat).
+# protocol (AWS_ENDPOINT_URL_BEDROCK_RUNTIME points at it; no AWS account is used).
+#
+# Ports: WATCH_PORT (9000: the functions, through the gate), FAKES_PORT_BASE (9100: cargo
+# lambda watch itself, behind the gate; LLM +1, Seats.aero +2, Amadeus +3; EMULATOR_PORT
+# moves the first), DYNAMODB_PORT, MOTO_PORT, WEB_PORT (5173: the web chat).
+#
+# The gate (`dev-stack gate`) stands in front of cargo lambda watch, which hangs for good
+# once about 100 invocations of one function wait in it: it lets GATE_PER_FUNCTION (4)
+# invocations of each function through at once, queues GATE_QUEUE (128) more for at most
+# GATE_QUEUE_WAIT_SECS (60) s each, and answers 503 with Retry-After beyond that.
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 cd "$REPO_ROOT"
 
@@ -24,6 +32,7 @@ FAKES_PORT_BASE="${FAKES_PORT_BASE:-9100}"
 LLM_PORT=$((FAKES_PORT_BASE + 1))
 SEATSAERO_PORT=$((FAKES_PORT_BASE + 2))
 AMADEUS_PORT=$((FAKES_PORT_BASE + 3))
+EMULATOR_PORT="${EMULATOR_PORT:-$FAKES_PORT_BASE}"
 BASE="http://127.0.0.1:$WATCH_PORT"
 ROUTER_URL="$BASE/lambda-url/chat-router"
 DEV_ENV="$RUN_DIR/dev.env"
@@ -62,6 +71,11 @@ stop_bg() {
     log "$name stopped (pid $pid)"
   fi
   rm -f "$(pidfile "$name")"
+}
+
+# Whether something accepts connections on 127.0.0.1:$1.
+port_open() {
+  (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
 }
 
 # Waits until `url` gives any HTTP answer. One request with a long timeout, not a poll of
@@ -178,8 +192,31 @@ $(log_tail "$RUN_DIR/dev-fakes.log")" ;;
     esac
   fi
 
+  # cargo lambda watch listens on EMULATOR_PORT; clients and the functions reach it through
+  # the gate on WATCH_PORT. A port some other program holds is named before anything starts.
+  if ! our_pid watch "lambda watch" >/dev/null && port_open "$EMULATOR_PORT"; then
+    die "something else listens on 127.0.0.1:$EMULATOR_PORT (where cargo lambda watch goes); stop it or choose another port (EMULATOR_PORT or FAKES_PORT_BASE)"
+  fi
+  if ! our_pid gate "dev-stack gate" >/dev/null && port_open "$WATCH_PORT"; then
+    die "something else listens on 127.0.0.1:$WATCH_PORT; stop it (a stack started before the gate existed: make down) or choose another port (WATCH_PORT)"
+  fi
   start_bg watch "lambda watch" "$VENV_DIR/bin/cargo-lambda" lambda watch \
-    --invoke-address 127.0.0.1 --invoke-port "$WATCH_PORT" --env-file "$DEV_ENV" --ignore-changes
+    --invoke-address 127.0.0.1 --invoke-port "$EMULATOR_PORT" --env-file "$DEV_ENV" --ignore-changes
+  local ready=0
+  wait_port "$(cat "$(pidfile watch)")" "127.0.0.1:$EMULATOR_PORT" 120 || ready=$?
+  case "$ready" in
+    1) die "cargo lambda watch exited during start-up; the end of .local/run/dev-watch.log:
+$(log_tail "$RUN_DIR/dev-watch.log")" ;;
+    2) die "cargo lambda watch did not listen on $EMULATOR_PORT within 60 s; see .local/run/dev-watch.log" ;;
+  esac
+  start_bg gate "dev-stack gate" "$BIN/dev-stack" gate --listen "127.0.0.1:$WATCH_PORT" \
+    --upstream "127.0.0.1:$EMULATOR_PORT"
+  wait_log_line "$(cat "$(pidfile gate)")" "$RUN_DIR/dev-gate.log" '\[gate\] ready' 120 || ready=$?
+  case "$ready" in
+    1) die "the gate exited during start-up; the end of .local/run/dev-gate.log:
+$(log_tail "$RUN_DIR/dev-gate.log")" ;;
+    2) die "the gate was not ready within 30 s; see .local/run/dev-gate.log" ;;
+  esac
   # Any HTTP answer (401: no token) means the router is up; the first request builds it.
   wait_for "the chat-router under cargo lambda watch" "$ROUTER_URL/chats/ping/tool-calls" 300 watch
 
@@ -223,6 +260,7 @@ demo() {
 cmd_down() {
   stop_bg web "web/scripts/serve.mjs"
   stop_bg bridge "dev-stack sqs-bridge"
+  stop_bg gate "dev-stack gate"
   stop_bg watch "lambda watch"
   stop_bg fakes "dev-stack fakes"
   "$REPO_ROOT/infra/local/emulators.sh" stop
@@ -230,7 +268,7 @@ cmd_down() {
 
 cmd_status() {
   local pid name
-  for pair in "fakes:dev-stack fakes" "watch:lambda watch" "bridge:dev-stack sqs-bridge" "web:web/scripts/serve.mjs"; do
+  for pair in "fakes:dev-stack fakes" "watch:lambda watch" "gate:dev-stack gate" "bridge:dev-stack sqs-bridge" "web:web/scripts/serve.mjs"; do
     name="${pair%%:*}"
     if pid="$(our_pid "$name" "${pair#*:}")"; then echo "$name: running (pid $pid)"; else echo "$name: not running"; fi
   done
