@@ -12,7 +12,8 @@ use std::path::Path;
 
 use agent::guard::detect::{self, Finding};
 use agent::guard::input;
-use agent::guard::output::{StreamGuard, Violation};
+use agent::guard::links::LinkPolicy;
+use agent::guard::output::{StreamGuard, Violation, off_list_links};
 use agent::llm::{Completion, FinishReason, StreamAssembler, ToolCallRequest};
 use proptest::collection::{btree_map, vec};
 use proptest::option;
@@ -982,6 +983,57 @@ fn off_list_link(shown: &str, links: &Regex) -> Option<String> {
         .map(str::to_owned)
 }
 
+/// An `http(s)://` or `www.` URL a linkifier would make a link of, off the list.
+fn bare_url(shown: &str) -> Option<String> {
+    let lower = shown.to_ascii_lowercase();
+    ["https://", "http://", "www."].iter().find_map(|start| {
+        lower.match_indices(start).find_map(|(at, _)| {
+            // `www.` makes a link at a word's start only (GitHub's extension).
+            let word_start = shown[..at]
+                .chars()
+                .next_back()
+                .is_none_or(|c| c.is_whitespace() || "*_~(".contains(c));
+            if *start == "www." && !word_start {
+                return None;
+            }
+            let end = shown[at..]
+                .find(|c: char| c.is_whitespace() || c.is_control() || "<>\"'`[]{}|\\^".contains(c))
+                .map_or(shown.len(), |n| at + n);
+            // Trailing punctuation is not part of a linkified URL (GitHub's rule).
+            let mut url = &shown[at..end];
+            loop {
+                match url.chars().next_back() {
+                    Some(c) if "?!.,:;*_~".contains(c) => url = &url[..url.len() - 1],
+                    Some(')') if url.matches(')').count() > url.matches('(').count() => {
+                        url = &url[..url.len() - 1]
+                    }
+                    _ => break,
+                }
+            }
+            if *start == "www." && url.len() <= 4 {
+                return None;
+            }
+            let full = if *start == "www." {
+                format!("https://{url}")
+            } else {
+                url.to_owned()
+            };
+            let host = full.split("://").nth(1).unwrap_or_default();
+            // The rule is the host's: what follows it may be cut off by punctuation.
+            let host = host
+                .split(['/', '?', '#', ')', ':'])
+                .next()
+                .unwrap_or_default();
+            let allowed = LINK_HOSTS.iter().any(|h| match h.strip_prefix('.') {
+                Some(suffix) => host == suffix || host.ends_with(h),
+                None => host == *h,
+            });
+            (!allowed || !full.starts_with("https://") || host.contains('@'))
+                .then(|| url.to_owned())
+        })
+    })
+}
+
 /// The destination of an inline link whose `](` stands at `at`, read as CommonMark does:
 /// spaces, then `<…>` or a run without spaces and with balanced parentheses, an optional
 /// title, and `)`. `None` when no link closes there, or its destination is empty.
@@ -1057,6 +1109,20 @@ fn check_answer(text: &str, split: &Split, links: &Regex) -> Result<(Shown, Show
                 shown.text
             )));
         }
+        let policy = LinkPolicy::new(LINK_HOSTS);
+        let parsed = off_list_links(&shown.text, &policy);
+        prop_assert!(
+            parsed.is_empty(),
+            "a CommonMark reading finds off-list links {:?} in {:?}",
+            parsed,
+            shown.text
+        );
+        if let Some(url) = bare_url(&shown.text) {
+            return Err(TestCaseError::fail(format!(
+                "off-list bare URL shown: {url:?} in {:?}",
+                shown.text
+            )));
+        }
     }
     Ok((whole, pieces))
 }
@@ -1119,6 +1185,18 @@ fn answer(max_tokens: usize) -> impl Strategy<Value = String> {
             "[hier](https://evil.example/x)",
             "![Bild](https://evil.example/p.png)",
             "<https://evil.example/a b>",
+            "<https://evil.example/c>",
+            "<img src=\"",
+            "\">",
+            "<a href=https://evil.example>",
+            " onerror=x ",
+            "]: ",
+            "[r]: https://evil.example/r",
+            "[r]",
+            "www.",
+            "www.evil.example",
+            "HTTPS://EVIL.EXAMPLE",
+            "https://evil.example/c?d=",
         ][..],
     );
     let secretish = select(

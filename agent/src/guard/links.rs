@@ -49,6 +49,9 @@ impl LinkPolicy {
         }
         host(url).is_some_and(|host| {
             !host.is_empty()
+                // A plain DNS name: no percent-escapes or other characters a browser may
+                // read as something else.
+                && host.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-'))
                 && self
                     .hosts
                     .iter()
@@ -85,6 +88,8 @@ mod tests {
             "https://seats.aero\\@evil.example",
             "https://seats.aero/a b",
             "data:text/html,hi",
+            "https://seats.aero%2f@evil.example/",
+            "https://evil%2eexample.seats.aero/",
         ] {
             assert!(!policy.allows(bad), "{bad}");
         }

@@ -7,15 +7,19 @@
 //! - a verbatim piece of the system prompt of [`PROMPT_WINDOW`] characters;
 //! - a secret-looking string (provider API keys, AWS access keys, JWTs).
 //!
-//! Markdown links and images to hosts not on the allow-list are rewritten to their text, so
-//! a rendered answer cannot carry data to a third party.
+//! Markdown links and images to hosts not on the allow-list are rewritten to their text,
+//! and every other link form (autolinks, bare URLs, reference definitions, HTML tags) to
+//! [`LINK_REMOVED`] ([`forms`]), so a rendered answer cannot carry data to a third party.
 //!
 //! Each piece costs time in proportion to its length, not to the answer's: the canary and
 //! stored secrets are followed byte by byte ([`literal`]), echoes character by character
 //! ([`echo`]), and the patterns only run where a secret's beginning or a link stands.
 
 pub mod echo;
+mod forms;
 mod literal;
+
+pub use forms::{LINK_REMOVED, off_list_links};
 
 use std::ops::Range;
 use std::sync::{Arc, LazyLock};
@@ -122,6 +126,57 @@ fn may_become_link(rest: &str) -> bool {
     }
 }
 
+/// `cut` in `tail`, moved back so no Markdown link is split: not through a complete link,
+/// not past the first `[` that could still open one (unless it has been open longer than
+/// a link can reasonably be), not right after a complete link that ends the text.
+fn outside_markdown_links(tail: &str, mut cut: usize) -> usize {
+    let before_cut = &tail.as_bytes()[..cut];
+    let open = (0..cut)
+        .filter(|&i| before_cut[i] == b'[')
+        .find(|&i| tail.len() - i < LINK_HOLD && may_become_link(&tail[i..]));
+    match open {
+        // A complete link has no `[` that may still open one: none crosses `open`.
+        Some(open) => cut = open,
+        None if before_cut.contains(&b'[') => {
+            if let Some(link) = LINK.as_ref() {
+                for found in link.find_iter(tail) {
+                    if found.start() < cut && found.end() > cut {
+                        cut = found.start();
+                    }
+                }
+            }
+        }
+        None => {}
+    }
+    // A complete link at the very end is held for one more character: what follows decides
+    // whether its text, if it must stand in for the link, needs a space.
+    if let Some(last) = LINK.as_ref().and_then(|l| l.find_iter(&tail[..cut]).last()) {
+        if last.end() == tail.len() && last.end() == cut {
+            cut = last.start();
+        }
+    }
+    cut
+}
+
+/// An off-list link's `text` in its place, so it joins nothing around it into a URL
+/// (`www.united.com[.evil.example](…)`) or a tag (`<im[g src=…](…)`).
+fn push_link_text(out: &mut String, before: &str, text: &str, next: Option<char>) {
+    if forms::in_open_tag(before, text) {
+        out.push('[');
+        out.push_str(text);
+        out.push(']');
+        return;
+    }
+    let joins = |c: Option<char>| c.is_some_and(forms::continues_url);
+    if joins(text.chars().next()) && forms::may_be_url(forms::trailing_run(before)) {
+        out.push(' ');
+    }
+    out.push_str(text);
+    if next.is_some_and(|c| !c.is_whitespace()) && forms::may_be_url(forms::trailing_run(text)) {
+        out.push(' ');
+    }
+}
+
 /// Checks one answer as it streams.
 pub struct StreamGuard {
     /// The canary and the stored secrets, followed in what the model sent (what could
@@ -147,6 +202,11 @@ pub struct StreamGuard {
     pub links_removed: usize,
     /// What was shown ends in `]`: a `(` next would open a link.
     shown_bracket: bool,
+    /// Everything shown, read once more as a whole when the answer ends.
+    shown_text: String,
+    /// Off-list links a CommonMark reading of the whole answer still found (see
+    /// [`off_list_links`]); zero unless a rule here has a gap.
+    pub links_missed: usize,
 }
 
 impl StreamGuard {
@@ -191,6 +251,8 @@ impl StreamGuard {
             violation: None,
             links_removed: 0,
             shown_bracket: false,
+            shown_text: String::new(),
+            links_missed: 0,
         }
     }
 
@@ -219,7 +281,18 @@ impl StreamGuard {
         if self.violation.is_some() {
             return String::new();
         }
-        self.release(self.text.len())
+        let last = self.release(self.text.len());
+        if self.shown_text.contains(['[', '<']) {
+            let missed = off_list_links(&self.shown_text, &self.links);
+            self.links_missed = missed.len();
+            if !missed.is_empty() {
+                tracing::warn!(
+                    links = missed.len(),
+                    "output guard: a CommonMark reading of the answer found off-list links the stream rules let through"
+                );
+            }
+        }
+        last
     }
 
     /// What the piece that begins at `before` completed, if anything.
@@ -262,8 +335,13 @@ impl StreamGuard {
         let start = self.released;
         let piece = self.text[start..end].to_owned();
         self.released = end;
-        let shown = if piece.bytes().any(|b| b == b'[' || b == b'(') {
-            let shown = self.rewrite_links(&piece);
+        let may_link = piece
+            .bytes()
+            .any(|b| matches!(b, b'[' | b']' | b'(' | b'<' | b':'))
+            || piece.to_ascii_lowercase().contains("www.");
+        let shown = if may_link {
+            let after = self.text[end..].chars().next();
+            let shown = self.rewrite_links(start, &piece, after);
             if shown != piece && self.shown.is_none() {
                 // The first change: until here the client saw exactly `text[..start]`.
                 let mut literals = self.sent.restarted();
@@ -280,6 +358,7 @@ impl StreamGuard {
             self.violation = Some(found);
             return String::new();
         }
+        self.shown_text.push_str(&shown);
         shown
     }
 
@@ -308,38 +387,39 @@ impl StreamGuard {
             0 => 0,
             n => self.text.len() - self.folded_from[self.folded.saturating_sub(n) % FOLDED_KEPT],
         };
-        self.sent.partial().max(pattern).max(echo)
+        // The forms' rules look at most this far back.
+        let mut tail = self
+            .text
+            .len()
+            .saturating_sub(forms::URL_HOLD.max(forms::TAG_HOLD) + 1);
+        while !self.text.is_char_boundary(tail) {
+            tail += 1;
+        }
+        let link = forms::hold(&self.text[tail..]);
+        self.sent.partial().max(pattern).max(echo).max(link)
     }
 
-    /// `end`, moved back so no Markdown link is split: not through a complete link, not
-    /// past the first `[` that could still open one (unless it has been open longer than a
-    /// link can reasonably be), not between a `!` and what follows it.
+    /// `end`, moved back so no link form is split ([`outside_markdown_links`],
+    /// [`forms::safe_cut`]), nor a `!` from what follows it.
     fn outside_links(&self, end: usize) -> usize {
         let tail = &self.text[self.released..];
         let mut cut = end.saturating_sub(self.released).min(tail.len());
         while !tail.is_char_boundary(cut) {
             cut -= 1;
         }
-        let before_cut = &tail.as_bytes()[..cut];
-        let open = (0..cut)
-            .filter(|&i| before_cut[i] == b'[')
-            .find(|&i| tail.len() - i < LINK_HOLD && may_become_link(&tail[i..]));
-        match open {
-            // A complete link has no `[` that may still open one: none crosses `open`.
-            Some(open) => cut = open,
-            None if before_cut.contains(&b'[') => {
-                if let Some(link) = LINK.as_ref() {
-                    for found in link.find_iter(tail) {
-                        if found.start() < cut && found.end() > cut {
-                            cut = found.start();
-                        }
-                    }
-                }
+        let before = self.shown_text.chars().next_back();
+        // Moving back out of one form may land in another (a URL in a link): until neither
+        // moves it.
+        loop {
+            let mut moved = outside_markdown_links(tail, cut);
+            if tail[..moved].ends_with('!') {
+                moved -= 1;
             }
-            None => {}
-        }
-        if tail[..cut].ends_with('!') {
-            cut -= 1;
+            let moved = forms::safe_cut(tail, moved, before);
+            if moved == cut {
+                break;
+            }
+            cut = moved;
         }
         self.released + cut
     }
@@ -348,16 +428,19 @@ impl StreamGuard {
         self.links.allows(url)
     }
 
-    /// Links and images to hosts off the allow-list become their text. A `](` outside an
+    /// Links and images to hosts off the allow-list become their text; the other link forms
+    /// go as [`forms::rewrite`] says. A `](` outside an
     /// allowed link gets a space, so nothing the pattern misses (brackets or a line break in
     /// a link's text) and no link put together by a rewrite or across pieces can still be
     /// read as a link.
-    fn rewrite_links(&mut self, piece: &str) -> String {
+    /// `piece` begins at `start` in the answer; `after` is the character that follows it.
+    fn rewrite_links(&mut self, start: usize, piece: &str, after: Option<char>) -> String {
         let Some(link) = LINK.as_ref() else {
             return piece.to_owned();
         };
         let mut out = String::with_capacity(piece.len());
         let mut kept: Vec<Range<usize>> = Vec::new();
+        let mut destinations: Vec<Range<usize>> = Vec::new();
         let mut last = 0;
         for caps in link.captures_iter(piece) {
             let Some(whole) = caps.get(0) else {
@@ -365,7 +448,9 @@ impl StreamGuard {
             };
             out.push_str(&piece[last..whole.start()]);
             last = whole.end();
-            if self.allowed(caps.get(3).map_or("", |m| m.as_str())) {
+            if let Some(dest) = caps.get(3).filter(|d| self.allowed(d.as_str())) {
+                let (at, from) = (out.len(), whole.start());
+                destinations.push(at + dest.start() - from..at + dest.end() - from);
                 kept.push(out.len()..out.len() + whole.len());
                 out.push_str(whole.as_str());
                 continue;
@@ -375,10 +460,20 @@ impl StreamGuard {
             match caps.get(1).map(|m| m.as_str()) {
                 Some("!") if text.is_empty() => out.push_str("[image removed]"),
                 Some("!") => out.push_str(&format!("[image: {text}]")),
-                _ => out.push_str(text),
+                _ => {
+                    let next = piece[whole.end()..].chars().next().or(after);
+                    let before = self.sent_before(start + whole.start());
+                    push_link_text(&mut out, before, text, next);
+                }
             }
         }
         out.push_str(&piece[last..]);
+        // The other forms, less the allowed links' destinations; the character shown
+        // before decides whether a `www.` starts a word.
+        let shown_before = self.shown_text.chars().next_back();
+        let (out, removed) =
+            forms::rewrite(&out, shown_before, &destinations, &mut kept, &self.links);
+        self.links_removed += removed;
         let mut shown = String::with_capacity(out.len());
         for (i, c) in out.char_indices() {
             if c == '(' && self.shown_bracket && !kept.iter().any(|r| r.contains(&i)) {
@@ -388,6 +483,16 @@ impl StreamGuard {
             self.shown_bracket = c == ']';
         }
         shown
+    }
+
+    /// The end of the answer as sent before `at`: enough for a URL or a tag to be read.
+    /// (As sent, not as shown, so it does not depend on how the answer was cut.)
+    fn sent_before(&self, at: usize) -> &str {
+        let mut from = at.saturating_sub(forms::URL_HOLD.max(forms::TAG_HOLD));
+        while !self.text.is_char_boundary(from) {
+            from += 1;
+        }
+        &self.text[from..at]
     }
 }
 
