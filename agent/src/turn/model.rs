@@ -13,6 +13,7 @@ use shared::Result;
 
 use super::{Agent, TurnInput, TurnState};
 use crate::events::{self, EventSink, TurnEvent};
+use crate::guard::output::echo::EchoIndex;
 use crate::guard::output::{StreamGuard, Violation};
 use crate::guard::payload::PayloadGuard;
 use crate::llm::metered::{Meter, UsageScope, complete_metered};
@@ -222,33 +223,39 @@ impl Agent {
             .collect()
     }
 
-    /// The same checks as [`Agent::output_guard`], for the turn's other payloads.
+    /// The same checks as [`Agent::output_guard`], for the turn's other payloads, with every
+    /// profile's system prompt for the echo check: a handoff changes the turn's profile
+    /// while this guard stands.
     pub(super) fn payload_guard(&self, state: &TurnState) -> PayloadGuard {
-        let secrets = self.held_secrets();
         PayloadGuard::new(
             &state.canary,
-            Arc::clone(&state.echo),
-            secrets,
+            self.every_prompt_echo(),
+            self.held_secrets(),
             self.settings.answer_link_hosts.clone(),
         )
     }
 
-    /// The payload checks for what the audit routes return of stored calls (the requests the
-    /// model made, results, refusals): every profile's system prompt, the secrets held now,
-    /// the link hosts. Outside a turn there is no canary; a fresh random one stands in.
+    /// The payload checks for what the routes return of stored texts (the requests the
+    /// model made, results, refusals, messages): every profile's system prompt, the secrets
+    /// held now, the link hosts. Outside a turn there is no canary; a fresh random one
+    /// stands in.
     pub fn audit_guard(&self) -> PayloadGuard {
+        PayloadGuard::new(
+            &shared::ids::new_id(),
+            self.every_prompt_echo(),
+            self.held_secrets(),
+            self.settings.answer_link_hosts.clone(),
+        )
+    }
+
+    /// Every profile's system prompt, indexed for the echo check (built once, then cached).
+    fn every_prompt_echo(&self) -> Arc<EchoIndex> {
         let parts: Vec<&str> = self
             .agents
             .profiles()
             .flat_map(super::prompt::system_prompt_parts)
             .collect();
-        let secrets = self.held_secrets();
-        PayloadGuard::new(
-            &shared::ids::new_id(),
-            self.echo_indexes.get(&parts),
-            secrets,
-            self.settings.answer_link_hosts.clone(),
-        )
+        self.echo_indexes.get(&parts)
     }
 
     /// The output guard for one answer of this turn: its canary and system prompt, the

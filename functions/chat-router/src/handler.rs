@@ -306,8 +306,10 @@ async fn dispatch(
             })
             .await
         }
+        // Stored tool results and session state hold upstream free text: guarded as the
+        // turn's events were.
         Route::Messages { chat_id } => {
-            paged(req, async |limit, cursor: Option<String>| {
+            paged_guarded(deps, req, async |limit, cursor: Option<String>| {
                 let cursor = cursor.as_deref();
                 deps.chats.messages(user_id, chat_id, limit, cursor).await
             })
@@ -425,7 +427,7 @@ async fn paged<T: serde::Serialize>(
     }
 }
 
-/// As [`paged`], for pages of stored calls ([`guarded_json`]).
+/// As [`paged`], for pages of stored texts: calls and messages ([`guarded_json`]).
 async fn paged_guarded<T: serde::Serialize>(
     deps: &Deps,
     req: &Request,
@@ -437,9 +439,9 @@ async fn paged_guarded<T: serde::Serialize>(
     }
 }
 
-/// As [`ok_json`] for what holds stored calls' texts (the requests the model made, upstream
-/// results, refusals): each string passes the output guard's checks first, as in a turn's
-/// events.
+/// As [`ok_json`] for what holds stored texts (the requests the model made, upstream
+/// results, refusals, tool messages and session state): each string passes the output
+/// guard's checks first, as in a turn's events.
 fn guarded_json<T: serde::Serialize>(deps: &Deps, result: shared::Result<T>) -> Response<Body> {
     let value = result.and_then(|value| serde_json::to_value(value).map_err(shared::Error::from));
     match value {

@@ -293,3 +293,34 @@ async fn quick_replies_that_leak_a_secret_are_not_shown() {
         .await;
     assert!(page["items"][0]["ui"].is_null(), "{page}");
 }
+
+/// After a handoff, the payload guard knows the new profile's system prompt too: the
+/// support agent's model echoing its own instructions in a tool argument is cut from the
+/// `tool_result` the client sees.
+#[tokio::test]
+async fn a_handed_over_agents_prompt_is_cut_from_payloads() {
+    let rig = Rig::start().await;
+    let token = rig.token(&test_support::unique("echo"));
+    rig.llm
+        .push(Reply::tool_call(
+            "transfer_to_support",
+            json!({"reason": "a question about status miles"}),
+        ))
+        .push(Reply::tool_call(
+            "search_knowledge_base",
+            json!({ "query": SUPPORT }),
+        ))
+        .push(Reply::text("Status miles are explained in the guide."));
+    let turn = rig
+        .chat(
+            Some(&token),
+            json!({"message": "How do status miles work?"}),
+        )
+        .await;
+    assert_eq!(turn.all("handoff").len(), 1, "{:?}", turn.names());
+    let results = turn.all("tool_result");
+    assert!(!results.is_empty(), "{:?}", turn.names());
+    let all: String = turn.events.iter().map(|e| e.data.to_string()).collect();
+    assert!(!all.contains(SUPPORT), "{all}");
+    assert!(all.contains(agent::guard::payload::CUT_MARKER), "{all}");
+}
