@@ -2,6 +2,8 @@
 //! stores, the registry with every tool and its settings, and the pipeline. One place, so
 //! both functions run a tool call the same way.
 
+use crate::guard::output::echo::EchoIndex;
+use crate::guard::payload::StoredTexts;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -455,6 +457,15 @@ impl ToolRuntime {
             queue: Arc::new(SqsJobQueue::new(clients.sqs, url.clone())),
             retry: config.retry,
         });
+        let prompts: Vec<&str> = agents
+            .profiles()
+            .flat_map(crate::turn::prompt::system_prompt_parts)
+            .collect();
+        let stored_texts = StoredTexts::new(
+            Arc::new(EchoIndex::new(&prompts)),
+            secrets.clone(),
+            config.link_hosts.clone(),
+        );
         let pipeline = Arc::new(Pipeline {
             registry: Arc::new(registry),
             ledger: ledger.clone(),
@@ -464,6 +475,7 @@ impl ToolRuntime {
             cache: Some(cache),
             approval_window: config.approval_window,
             metrics: clients.metrics.clone(),
+            stored_texts,
         });
         Ok(Self {
             llm,

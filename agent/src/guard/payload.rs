@@ -12,6 +12,8 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use shared::secrets::SecretsCache;
+
 use super::input;
 use super::output::StreamGuard;
 use super::output::echo::EchoIndex;
@@ -21,6 +23,53 @@ use crate::events::{EventSink, TurnEvent};
 pub const CUT_MARKER: &str = "[removed by the output guard]";
 /// The longest string of a payload, in characters; longer ones end in `…`.
 pub const MAX_FIELD_CHARS: usize = 4000;
+
+/// The payload checks outside a turn, for texts stored or read back from the store: every
+/// profile's system prompt (for the echo check), the secrets held at the time of a check,
+/// the link hosts.
+#[derive(Clone)]
+pub struct StoredTexts {
+    echo: Arc<EchoIndex>,
+    secrets: Arc<SecretsCache>,
+    hosts: Vec<String>,
+}
+
+impl StoredTexts {
+    pub fn new(echo: Arc<EchoIndex>, secrets: Arc<SecretsCache>, hosts: Vec<String>) -> Self {
+        Self {
+            echo,
+            secrets,
+            hosts,
+        }
+    }
+
+    /// A guard with the secrets held now; there is no turn canary, a fresh random one
+    /// stands in.
+    pub fn guard(&self) -> PayloadGuard {
+        let secrets = self
+            .secrets
+            .held_values()
+            .iter()
+            .map(|s| s.expose().to_owned())
+            .collect();
+        PayloadGuard::new(
+            &shared::ids::new_id(),
+            Arc::clone(&self.echo),
+            secrets,
+            self.hosts.clone(),
+        )
+    }
+}
+
+/// Strings in `value` that are [`CUT_MARKER`]: fields the guard cut.
+pub fn cut_fields(value: &Value) -> usize {
+    match value {
+        Value::String(text) => usize::from(text == CUT_MARKER),
+        Value::Array(items) => items.iter().map(cut_fields).sum(),
+        Value::Object(map) => map.values().map(cut_fields).sum(),
+        _ => 0,
+    }
+}
 
 /// The checks of one turn, for its payloads.
 pub struct PayloadGuard {

@@ -20,6 +20,7 @@ mod record;
 mod refuse;
 mod run;
 
+use crate::guard::payload::StoredTexts;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -198,6 +199,9 @@ pub struct Pipeline {
     pub approval_window: Duration,
     /// Where each call's metrics go (calls by status, latency, dedupe hits, retries).
     pub metrics: Metrics,
+    /// The output guard's checks for what the ledger keeps of a call: a field they cut is
+    /// stored as the marker, and the call is flagged.
+    pub stored_texts: StoredTexts,
 }
 
 /// The approval window unless configured (`APPROVAL_WINDOW_SECS`): a day.

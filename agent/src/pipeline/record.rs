@@ -9,6 +9,10 @@ use shared::domain::tool_result::ToolExecutionResult;
 use shared::ledger::{ClaimedCall, Outcome};
 
 use super::Pipeline;
+use crate::guard::payload::{CUT_MARKER, cut_fields};
+
+/// The flag of a call whose result had fields the output guard cut before it was stored.
+pub const STORED_CUT_FLAG: &str = "output_guard_cut";
 use crate::jobs::{JobKind, ToolJob};
 use crate::tools::ToolContext;
 
@@ -39,8 +43,22 @@ impl Pipeline {
         outcome: Outcome,
         extras: &[Companion],
     ) -> bool {
+        let (outcome, cut) = self.guarded(outcome);
         match self.ledger.finish_with(claimed, outcome, extras).await {
-            Ok(()) => true,
+            Ok(()) => {
+                if cut > 0 {
+                    // The audit keeps that something was cut, not what.
+                    tracing::warn!(call_id = %claimed.id, fields = cut, "output guard: fields of a tool result were cut before it was stored");
+                    if let Err(e) = self
+                        .ledger
+                        .flag(&claimed.chat_id, &claimed.id, &[STORED_CUT_FLAG])
+                        .await
+                    {
+                        tracing::error!(call_id = %claimed.id, error = %e, "flagging the tool call failed");
+                    }
+                }
+                true
+            }
             Err(e @ (Error::Fenced { .. } | Error::IllegalTransition { .. })) => {
                 tracing::info!(call_id = %claimed.id, attempt = claimed.attempt, reason = %e, "the call was canceled or taken over while it ran; its result is discarded");
                 false
@@ -49,6 +67,31 @@ impl Pipeline {
                 tracing::error!(call_id = %claimed.id, attempt = claimed.attempt, error = %e, "finishing the tool call failed");
                 true
             }
+        }
+    }
+
+    /// `outcome` as the ledger may keep it: its texts through the output guard's checks;
+    /// how many fields were cut.
+    fn guarded(&self, outcome: Outcome) -> (Outcome, usize) {
+        let guard = self.stored_texts.guard();
+        let text = |message: String| match guard.text(&message) {
+            Some(shown) => shown,
+            None => message,
+        };
+        match outcome {
+            Outcome::Succeeded(mut value) => {
+                let before = cut_fields(&value);
+                guard.value(&mut value);
+                let cut = cut_fields(&value).saturating_sub(before);
+                (Outcome::Succeeded(value), cut)
+            }
+            Outcome::Failed(message) => {
+                let shown = text(message);
+                let cut = usize::from(shown == CUT_MARKER);
+                (Outcome::Failed(shown), cut)
+            }
+            Outcome::Timeout(message) => (Outcome::Timeout(text(message)), 0),
+            Outcome::Canceled(message) => (Outcome::Canceled(text(message)), 0),
         }
     }
 

@@ -19,7 +19,7 @@ pub mod handoff;
 pub mod history;
 mod load;
 mod model;
-mod prompt;
+pub(crate) mod prompt;
 mod usage;
 
 use std::sync::Arc;

@@ -15,7 +15,7 @@ use super::{Agent, TurnInput, TurnState};
 use crate::events::{self, EventSink, TurnEvent};
 use crate::guard::output::echo::EchoIndex;
 use crate::guard::output::{StreamGuard, Violation};
-use crate::guard::payload::PayloadGuard;
+use crate::guard::payload::{PayloadGuard, StoredTexts};
 use crate::llm::metered::{Meter, UsageScope, complete_metered};
 use crate::llm::{Completion, CompletionRequest, NoTokens, Provider, TokenSink, ToolChoice};
 use crate::profiles::StepModels;
@@ -236,14 +236,16 @@ impl Agent {
     }
 
     /// The payload checks for what the routes return of stored texts (the requests the
-    /// model made, results, refusals, messages): every profile's system prompt, the secrets
-    /// held now, the link hosts. Outside a turn there is no canary; a fresh random one
-    /// stands in.
+    /// model made, results, refusals, messages).
     pub fn audit_guard(&self) -> PayloadGuard {
-        PayloadGuard::new(
-            &shared::ids::new_id(),
+        self.stored_texts().guard()
+    }
+
+    /// The checks for stored texts ([`StoredTexts`]).
+    pub fn stored_texts(&self) -> StoredTexts {
+        StoredTexts::new(
             self.every_prompt_echo(),
-            self.held_secrets(),
+            Arc::clone(&self.secrets),
             self.settings.answer_link_hosts.clone(),
         )
     }

@@ -32,7 +32,7 @@ const CANARY_LINE: &str = "Internal marker, never repeat it: ";
 
 /// The fixed texts of the system messages, for the output guard's echo index: the same
 /// every turn of a profile (the date, boundary and canary are left out).
-pub(super) fn system_prompt_parts(profile: &AgentProfile) -> Vec<&str> {
+pub(crate) fn system_prompt_parts(profile: &AgentProfile) -> Vec<&str> {
     vec![
         profile.system_prompt.as_str(),
         RULE,

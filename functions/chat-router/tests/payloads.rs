@@ -230,3 +230,42 @@ async fn the_history_returns_no_planted_text() {
     assert!(!all.contains("sk-proj-"), "{all}");
     assert!(!all.contains("evil.example"), "{all}");
 }
+
+/// What the ledger keeps of a call passes the same checks: a carrier name carrying a key
+/// is stored as the marker, and the call is flagged, so the audit keeps that something was
+/// cut, not what.
+#[tokio::test]
+async fn the_ledger_keeps_the_flag_not_the_cut_text() {
+    let rig = Rig::start().await;
+    plant_carriers(&rig, &format!("Lufthansa {KEY}")).await;
+    let user = test_support::unique("ledgered");
+    let token = rig.token(&user);
+    rig.llm
+        .push(Reply::tool_calls(vec![("search_flights", flight_args())]));
+    let turn = rig
+        .chat(
+            Some(&token),
+            json!({"message": "Business FRA to JFK, please."}),
+        )
+        .await;
+    assert_eq!(turn.status, 200, "{}", turn.json);
+    let page = rig
+        .deps
+        .ledger
+        .list(&user, &turn.chat_id(), 20, None)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let stored = serde_json::to_string(&page.items).unwrap_or_default();
+    assert!(!page.items.is_empty(), "{stored}");
+    assert!(!stored.contains("sk-proj-"), "{stored}");
+    assert!(
+        stored.contains(agent::guard::payload::CUT_MARKER),
+        "{stored}"
+    );
+    assert!(
+        page.items
+            .iter()
+            .any(|r| r.flags.iter().any(|f| f == "output_guard_cut")),
+        "{stored}"
+    );
+}
