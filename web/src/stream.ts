@@ -1,5 +1,5 @@
 // Reads one turn's event stream to its `done`, surviving a bad network the way
-// README.md ("Write a client that survives a bad network") asks:
+// docs/api.md ("A client that survives a bad network") asks:
 //
 // - the first request is `POST /chat` with an Idempotency-Key (or a decision's POST);
 // - when the stream breaks after `init`, the rest comes from

@@ -1,5 +1,5 @@
 //! chat-router configuration, read and checked once at cold start. Every variable has a
-//! row in the README's configuration table.
+//! row in docs/configuration.md.
 
 use std::time::Duration;
 
