@@ -560,15 +560,25 @@ async fn slow_first_byte_is_retried() {
 #[tokio::test]
 async fn broken_streams_are_upstream_errors() {
     let fake = FakeLlm::start().await;
-    fake.push(Reply::text("one two three").cut_off_after(2))
-        .push(Reply::text("partial answer").then_stream_error("The server is overloaded"));
+    // Written apart, so the text arrives before the break (the stream had begun).
+    fake.push(
+        Reply::text("one two three")
+            .cut_off_after(3)
+            .with_chunk_delay(Duration::from_millis(20)),
+    )
+    .push(Reply::text("partial answer").then_stream_error("The server is overloaded"));
     let client = client(fake.base_url(), ApiKey::None);
 
-    let (result, _) = complete(&client, &request(false)).await;
+    let (result, tokens) = complete(&client, &request(false)).await;
     assert!(
         matches!(result, Err(Error::Upstream { service: "llm", .. })),
         "{result:?}"
     );
+    assert!(
+        !tokens.concat().is_empty(),
+        "text was forwarded before the break"
+    );
+    assert_eq!(fake.request_count(), 1, "first: {tokens:?}");
     let (result, tokens) = complete(&client, &request(false)).await;
     match result {
         Err(Error::Upstream { message, .. }) => {
@@ -582,6 +592,30 @@ async fn broken_streams_are_upstream_errors() {
         2,
         "nothing retried once the stream started"
     );
+}
+
+/// A stream that breaks off before any text (a connection dropped under load) showed the
+/// client nothing: it is asked once more, and the second answer is the turn's.
+#[tokio::test]
+async fn a_stream_cut_before_any_text_is_asked_once_more() {
+    let fake = FakeLlm::start().await;
+    fake.push(Reply::text("lost").cut_off_after(1))
+        .push(Reply::text("second try"));
+    let client = client(fake.base_url(), ApiKey::None);
+    let (result, tokens) = complete(&client, &request(false)).await;
+    assert_eq!(
+        result.map(|c| c.content).ok().as_deref(),
+        Some("second try")
+    );
+    assert_eq!(tokens.concat(), "second try");
+    assert_eq!(fake.request_count(), 2);
+
+    // Only once: a second break-off is the turn's error.
+    fake.push(Reply::text("lost").cut_off_after(1))
+        .push(Reply::text("lost again").cut_off_after(1));
+    let (result, _) = complete(&client, &request(false)).await;
+    assert!(matches!(result, Err(Error::Upstream { .. })), "{result:?}");
+    assert_eq!(fake.request_count(), 4);
 }
 
 /// A server that sends `data: [DONE]` and then keeps the connection open must not hold the

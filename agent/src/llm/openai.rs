@@ -127,59 +127,90 @@ impl LlmProvider for OpenAiClient {
         let started = Instant::now();
         let body = serde_json::to_vec(&wire_request(request, self.config.stream_usage))?;
         let key = self.bearer().await?;
-        let response = upstream::send_streaming(SERVICE, deadline, &self.config.retry, || {
-            let builder = self
-                .http
-                .post(&self.url)
-                .header(reqwest::header::CONTENT_TYPE, "application/json")
-                .body(body.clone());
-            match &key {
-                // Keys stored with a trailing newline are common; the header must not have it.
-                Some(key) => builder.bearer_auth(key.expose().trim()),
-                None => builder,
+        let mut retried = false;
+        loop {
+            let response = upstream::send_streaming(SERVICE, deadline, &self.config.retry, || {
+                let builder = self
+                    .http
+                    .post(&self.url)
+                    .header(reqwest::header::CONTENT_TYPE, "application/json")
+                    .body(body.clone());
+                match &key {
+                    // Keys stored with a trailing newline are common; the header must not have it.
+                    Some(key) => builder.bearer_auth(key.expose().trim()),
+                    None => builder,
+                }
+            })
+            .await
+            .inspect_err(|e| {
+                tracing::warn!(model = %request.model, error = %e, "llm request failed");
+            })?;
+
+            let status = response.status();
+            if !status.is_success() {
+                if status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN {
+                    self.forget_key().await;
+                }
+                tracing::warn!(model = %request.model, status = status.as_u16(), "llm rejected the request");
+                return Err(rejection(response).await);
             }
-        })
-        .await
-        .inspect_err(|e| {
-            tracing::warn!(model = %request.model, error = %e, "llm request failed");
-        })?;
 
-        let status = response.status();
-        if !status.is_success() {
-            if status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN {
-                self.forget_key().await;
-            }
-            tracing::warn!(model = %request.model, status = status.as_u16(), "llm rejected the request");
-            return Err(rejection(response).await);
+            let json_answer = response
+                .headers()
+                .get(reqwest::header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .is_some_and(|v| v.trim_start().starts_with("application/json"));
+            let mut counted = Counted {
+                inner: tokens,
+                forwarded: false,
+            };
+            let read = if json_answer {
+                read_whole(response, deadline, &mut counted, &request.model).await
+            } else {
+                read_stream(response, deadline, &mut counted, &request.model).await
+            };
+            let completion = match read {
+                Ok(completion) => completion,
+                // A stream that broke off before any text was forwarded (a dropped connection
+                // under load): nothing was shown, so it is asked once more, within the deadline.
+                Err(e @ Error::Upstream { .. }) if !counted.forwarded && !retried => {
+                    tracing::warn!(model = %request.model, error = %e, "llm stream broke off before any text; asking once more");
+                    retried = true;
+                    continue;
+                }
+                Err(e) => {
+                    tracing::warn!(model = %request.model, status = status.as_u16(), error = %e, "llm answer failed");
+                    return Err(e);
+                }
+            };
+
+            tracing::info!(
+                model = %completion.model,
+                provider = "openai",
+                status = status.as_u16(),
+                duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+                prompt_tokens = completion.usage.map(|u| u.prompt_tokens),
+                completion_tokens = completion.usage.map(|u| u.completion_tokens),
+                tool_calls = completion.tool_calls.len(),
+                finish_reason = ?completion.finish_reason,
+                streamed = !json_answer,
+                "llm completion"
+            );
+            return Ok(completion);
         }
+    }
+}
 
-        let json_answer = response
-            .headers()
-            .get(reqwest::header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.trim_start().starts_with("application/json"));
-        let completion = if json_answer {
-            read_whole(response, deadline, tokens, &request.model).await
-        } else {
-            read_stream(response, deadline, tokens, &request.model).await
-        }
-        .inspect_err(|e| {
-            tracing::warn!(model = %request.model, status = status.as_u16(), error = %e, "llm answer failed");
-        })?;
+/// A token sink that notes whether anything went through it.
+struct Counted<'a> {
+    inner: &'a mut dyn TokenSink,
+    forwarded: bool,
+}
 
-        tracing::info!(
-            model = %completion.model,
-            provider = "openai",
-            status = status.as_u16(),
-            duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
-            prompt_tokens = completion.usage.map(|u| u.prompt_tokens),
-            completion_tokens = completion.usage.map(|u| u.completion_tokens),
-            tool_calls = completion.tool_calls.len(),
-            finish_reason = ?completion.finish_reason,
-            streamed = !json_answer,
-            "llm completion"
-        );
-        Ok(completion)
+impl TokenSink for Counted<'_> {
+    fn token(&mut self, text: &str) {
+        self.forwarded |= !text.is_empty();
+        self.inner.token(text);
     }
 }
 
