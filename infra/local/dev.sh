@@ -219,6 +219,8 @@ $(log_tail "$RUN_DIR/dev-gate.log")" ;;
   esac
   # Any HTTP answer (401: no token) means the router is up; the first request builds it.
   wait_for "the chat-router under cargo lambda watch" "$ROUTER_URL/chats/ping/tool-calls" 300 watch
+  # The chat CLI's default router URL, whatever WATCH_PORT is (tools/chat/src/args.rs).
+  echo "$ROUTER_URL" >"$RUN_DIR/router-url"
 
   start_bg bridge "dev-stack sqs-bridge" bash -c "set -a; source '$DEV_ENV'; set +a; exec '$BIN/dev-stack' sqs-bridge --invoke-url '$BASE/2015-03-31/functions/tool-worker/invocations'"
 
@@ -258,6 +260,7 @@ demo() {
 }
 
 cmd_down() {
+  rm -f "$RUN_DIR/router-url"
   stop_bg web "web/scripts/serve.mjs"
   stop_bg bridge "dev-stack sqs-bridge"
   stop_bg gate "dev-stack gate"

@@ -4,6 +4,26 @@ use std::path::PathBuf;
 
 use clap::Parser;
 
+/// Where `make dev` writes the router's URL while the stack runs.
+const ROUTER_URL_FILE: &str = ".local/run/router-url";
+
+/// The local stack's router: the URL `make dev` wrote, else the one on `WATCH_PORT` (9000
+/// unless set), as `infra/local/dev.sh` starts it.
+pub fn local_router_url() -> String {
+    if let Some(url) = std::fs::read_to_string(ROUTER_URL_FILE)
+        .ok()
+        .map(|text| text.trim().to_owned())
+        .filter(|url| url.starts_with("http://") || url.starts_with("https://"))
+    {
+        return url;
+    }
+    let port = std::env::var("WATCH_PORT")
+        .ok()
+        .and_then(|p| p.trim().parse::<u16>().ok())
+        .unwrap_or(9000);
+    format!("http://127.0.0.1:{port}/lambda-url/chat-router")
+}
+
 /// Chat with the chat-router from the terminal.
 #[derive(Parser)]
 #[command(name = "chat", version)]
@@ -13,12 +33,10 @@ pub struct Args {
     /// are asked about after the turn (when stdin is a terminal).
     pub message: Option<String>,
 
-    /// Base URL of the chat-router; the request goes to `{url}/chat`.
-    #[arg(
-        long,
-        env = "CHAT_URL",
-        default_value = "http://127.0.0.1:9000/lambda-url/chat-router"
-    )]
+    /// Base URL of the chat-router; the request goes to `{url}/chat`. Default: the local
+    /// stack's (the URL `make dev` wrote to `.local/run/router-url`, else port `WATCH_PORT`
+    /// or 9000).
+    #[arg(long, env = "CHAT_URL", default_value_t = local_router_url())]
     pub url: String,
 
     /// `sub` of the locally minted token.

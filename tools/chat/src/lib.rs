@@ -64,7 +64,12 @@ pub async fn run(args: Args) -> Result<()> {
     if args.alerts {
         return print_alerts(&client, std::io::stdout()).await;
     }
-    let mut session = Session::open(args.state_file.clone(), args.chat_id.clone(), args.new)?;
+    let mut session = Session::open_for(
+        args.state_file.clone(),
+        &args.url,
+        args.chat_id.clone(),
+        args.new,
+    )?;
     let terminal = std::io::stdout().is_terminal();
     let options = Options {
         color: terminal && !args.json,
