@@ -43,6 +43,11 @@ impl StoredTexts {
         }
     }
 
+    /// Every profile's system prompt, indexed for the echo check.
+    pub fn echo(&self) -> Arc<EchoIndex> {
+        Arc::clone(&self.echo)
+    }
+
     /// A guard with the secrets held now; there is no turn canary, a fresh random one
     /// stands in.
     pub fn guard(&self) -> PayloadGuard {

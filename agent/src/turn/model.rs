@@ -13,9 +13,8 @@ use shared::Result;
 
 use super::{Agent, TurnInput, TurnState};
 use crate::events::{self, EventSink, TurnEvent};
-use crate::guard::output::echo::EchoIndex;
 use crate::guard::output::{StreamGuard, Violation};
-use crate::guard::payload::{PayloadGuard, StoredTexts};
+use crate::guard::payload::PayloadGuard;
 use crate::llm::metered::{Meter, UsageScope, complete_metered};
 use crate::llm::{Completion, CompletionRequest, NoTokens, Provider, TokenSink, ToolChoice};
 use crate::profiles::StepModels;
@@ -224,40 +223,21 @@ impl Agent {
     }
 
     /// The same checks as [`Agent::output_guard`], for the turn's other payloads, with every
-    /// profile's system prompt for the echo check: a handoff changes the turn's profile
-    /// while this guard stands.
+    /// profile's system prompt for the echo check (the index the pipeline built once): a
+    /// handoff changes the turn's profile while this guard stands.
     pub(super) fn payload_guard(&self, state: &TurnState) -> PayloadGuard {
         PayloadGuard::new(
             &state.canary,
-            self.every_prompt_echo(),
+            self.pipeline.stored_texts.echo(),
             self.held_secrets(),
             self.settings.answer_link_hosts.clone(),
         )
     }
 
     /// The payload checks for what the routes return of stored texts (the requests the
-    /// model made, results, refusals, messages).
+    /// model made, results, refusals, messages): those the ledger's writes pass.
     pub fn audit_guard(&self) -> PayloadGuard {
-        self.stored_texts().guard()
-    }
-
-    /// The checks for stored texts ([`StoredTexts`]).
-    pub fn stored_texts(&self) -> StoredTexts {
-        StoredTexts::new(
-            self.every_prompt_echo(),
-            Arc::clone(&self.secrets),
-            self.settings.answer_link_hosts.clone(),
-        )
-    }
-
-    /// Every profile's system prompt, indexed for the echo check (built once, then cached).
-    fn every_prompt_echo(&self) -> Arc<EchoIndex> {
-        let parts: Vec<&str> = self
-            .agents
-            .profiles()
-            .flat_map(super::prompt::system_prompt_parts)
-            .collect();
-        self.echo_indexes.get(&parts)
+        self.pipeline.stored_texts.guard()
     }
 
     /// The output guard for one answer of this turn: its canary and system prompt, the

@@ -76,9 +76,14 @@ async fn plant_carriers(rig: &Rig, carriers: &str) {
 }
 
 async fn flight_turn(rig: &Rig) -> Turn {
+    flight_turn_as(rig, &test_support::unique("traveller")).await
+}
+
+/// [`flight_turn`] for `user`.
+async fn flight_turn_as(rig: &Rig, user: &str) -> Turn {
     rig.llm
         .push(Reply::tool_calls(vec![("search_flights", flight_args())]));
-    let token = rig.token(&test_support::unique("traveller"));
+    let token = rig.token(user);
     let turn = rig
         .chat(
             Some(&token),
@@ -211,16 +216,9 @@ async fn the_history_returns_no_planted_text() {
         ),
     )
     .await;
-    let token = rig.token(&test_support::unique("historian"));
-    rig.llm
-        .push(Reply::tool_calls(vec![("search_flights", flight_args())]));
-    let turn = rig
-        .chat(
-            Some(&token),
-            json!({"message": "Business FRA to JFK, please."}),
-        )
-        .await;
-    assert_eq!(turn.status, 200, "{}", turn.json);
+    let user = test_support::unique("historian");
+    let token = rig.token(&user);
+    let turn = flight_turn_as(&rig, &user).await;
     let chat_id = turn.chat_id();
     let (status, page) = rig.get(&token, &format!("/chats/{chat_id}/messages")).await;
     assert_eq!(status, 200, "{page}");
@@ -239,16 +237,7 @@ async fn the_ledger_keeps_the_flag_not_the_cut_text() {
     let rig = Rig::start().await;
     plant_carriers(&rig, &format!("Lufthansa {KEY}")).await;
     let user = test_support::unique("ledgered");
-    let token = rig.token(&user);
-    rig.llm
-        .push(Reply::tool_calls(vec![("search_flights", flight_args())]));
-    let turn = rig
-        .chat(
-            Some(&token),
-            json!({"message": "Business FRA to JFK, please."}),
-        )
-        .await;
-    assert_eq!(turn.status, 200, "{}", turn.json);
+    let turn = flight_turn_as(&rig, &user).await;
     let page = rig
         .deps
         .ledger
