@@ -8,7 +8,7 @@ use super::schema::DateTimeSchema;
 use super::session::SessionState;
 use super::ui::UiElement;
 
-/// A chat: its owner, its session state (seed 000 §13) and the version that orders changes.
+/// A chat: its owner, its session state and the version that orders changes.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Chat {
     pub id: String,

@@ -191,7 +191,7 @@ impl JsonSchema for IataCode {
     }
 }
 
-/// Arguments of the `search_flights` tool exactly as the LLM sends them (seed 000 §2.2).
+/// Arguments of the `search_flights` tool exactly as the LLM sends them.
 /// Unknown fields are ignored on purpose: models add extras, and refusing them would only
 /// cost a repair round. Field docs are the parameter descriptions the LLM reads.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -254,7 +254,7 @@ pub struct FlightSearchInput {
     pub reuse_last_request: Option<bool>,
 }
 
-/// Extra filters of a flight search (seed 000 §2.2 `constraints`). Inlined in the schema
+/// Extra filters of a flight search (`constraints`). Inlined in the schema
 /// because not every OpenAI-compatible endpoint resolves `$ref`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[schemars(inline, description = "Optional extra filters.")]
@@ -460,8 +460,7 @@ fn saturating_u8<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<u8
     Ok(u8::try_from(value.clamp(0, i64::from(u8::MAX))).unwrap_or(u8::MAX))
 }
 
-/// Request body of `POST /flights/award` and `POST /flights/cash` (seed 000 §5.1
-/// `callSeatsAero`). Everything but route, date and class has a default, so a minimal
+/// Request body of `POST /flights/award` and `POST /flights/cash`. Everything but route, date and class has a default, so a minimal
 /// body works.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -593,7 +592,7 @@ impl FlightSearchParams {
     }
 }
 
-/// Seed 000 §5.1 `mapSearchPayloadToParams`, with §2.2's default `award_only = true`.
+/// The tool's arguments as a provider request, with the default `award_only = true`.
 impl From<&FlightSearchInput> for FlightSearchParams {
     fn from(input: &FlightSearchInput) -> Self {
         Self {
@@ -637,7 +636,7 @@ pub enum Provider {
     Amadeus,
 }
 
-/// One normalised offer (seed 000 §5.2), the same shape for award and cash results so the
+/// One normalised offer, the same shape for award and cash results so the
 /// chat formatter treats both alike.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]

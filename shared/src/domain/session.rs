@@ -95,7 +95,7 @@ pub struct FlightRequestSnapshot {
     pub constraints: Option<FlightConstraints>,
 }
 
-/// Seed 000 §5.4: what a successful search records as `last_flight_request`.
+/// What a successful search records as `last_flight_request`.
 impl From<&FlightSearchInput> for FlightRequestSnapshot {
     fn from(input: &FlightSearchInput) -> Self {
         Self {

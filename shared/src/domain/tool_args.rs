@@ -213,8 +213,8 @@ fn check_text(field: &str, text: &str, max: usize) -> Result<(), Error> {
     Ok(())
 }
 
-/// `transfer_to_<agent>`: the turn goes on with another specialist (seed 002's
-/// `nextAgent`). The description comes from the target profile.
+/// `transfer_to_<agent>`: the turn goes on with another specialist. The
+/// description comes from the target profile.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct HandoffArgs {

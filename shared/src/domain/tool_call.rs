@@ -9,7 +9,7 @@ use time::OffsetDateTime;
 
 use super::schema::DateTimeSchema;
 
-/// Status of a tool call (seed 000 §3.2).
+/// Status of a tool call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ToolCallStatus {
@@ -311,7 +311,7 @@ impl RefusalReason {
     }
 }
 
-/// A tool call refused before it ran, kept for the audit (seed 004's execution tracker): what
+/// A tool call refused before it ran, kept for the audit: what
 /// the model tried and why it did not run. `tool` and `arguments` are the model's text,
 /// shortened; they are shown to the chat's owner only and never executed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
