@@ -17,7 +17,8 @@ pub enum Target {
 }
 
 impl Target {
-    pub const ALL: [Target; 5] = [
+    // Slices, not arrays: a new function adds its lines and no count.
+    pub const ALL: &[Target] = &[
         Target::SeatsAeroSearch,
         Target::AmadeusSearch,
         Target::KbRetrieve,
@@ -76,7 +77,7 @@ macro_rules! check {
 }
 
 /// Every check, per function: a bad request refused, and a cheap one answered.
-pub const CHECKS: [Check; 9] = [
+pub const CHECKS: &[Check] = &[
     check!(
         Target::SeatsAeroSearch,
         "seatsaero-search/bad-iata-400",
@@ -158,7 +159,7 @@ mod tests {
 
     #[test]
     fn every_function_has_a_refused_and_an_answered_request() {
-        for target in Target::ALL {
+        for &target in Target::ALL {
             let checks: Vec<_> = CHECKS.iter().filter(|c| c.target == target).collect();
             assert!(!checks.is_empty(), "{target:?} has no check");
             for check in checks {

@@ -44,7 +44,8 @@ impl Config {
     /// CodeDeploy hears `Failed` instead of waiting for the hook's time to run out.
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Self {
         let versions = Target::ALL
-            .into_iter()
+            .iter()
+            .copied()
             .filter_map(|t| {
                 lookup(t.variable())
                     .filter(|v| !v.is_empty())

@@ -125,7 +125,8 @@ fn deps(lambda: &MockServer, codedeploy: &MockServer, config: Config) -> Deps {
 fn all_versions() -> Config {
     Config::from_lookup(|name| {
         Target::ALL
-            .into_iter()
+            .iter()
+            .copied()
             .find(|t| t.variable() == name)
             .map(version)
     })
