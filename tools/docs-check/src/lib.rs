@@ -6,7 +6,13 @@
 //!   account and are only syntax-checked;
 //! - each default in `docs/configuration.md` matches the code ([`config_rows`] against
 //!   `shared::config::Env::recording`; see `tests/configuration.rs`) and each template
-//!   parameter's default matches `template.yaml` ([`template_defaults`]).
+//!   parameter's default matches `template.yaml` ([`template_defaults`]);
+//! - link fragments name a heading of their page ([`anchors`]);
+//! - one fact, one place: defaults, routes, error codes and long sentences are written in one
+//!   page only ([`facts`]).
+
+pub mod anchors;
+pub mod facts;
 
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -1,12 +1,19 @@
-//! `docs-check check FILE...`: links resolve, shell blocks are tagged and parse, quoted code
-//! is the repository's (run from the repository root).
+//! `docs-check check FILE...`: links and their fragments resolve, shell blocks are tagged and
+//! parse, quoted code is the repository's, and each fact is written in one page only (run
+//! from the repository root, with `docs/configuration.md` and `docs/api.md` among the files).
 //! `docs-check run FILE...`: runs every ```` ```sh ```` block, in order, exactly as written
 //! (each in `bash -euo pipefail` from the repository root); stops at the first failure.
 
 use std::path::Path;
 use std::process::{Command, ExitCode};
 
-use docs_check::{Block, blocks, broken_links, shell_blocks, stale_quotes, untagged_shell_blocks};
+use docs_check::anchors::broken_anchors;
+use docs_check::facts::{
+    API_PAGE, SETTINGS_PAGE, first_cells, foreign_rows, repeated_sentences, restated_defaults,
+};
+use docs_check::{
+    Block, blocks, broken_links, config_rows, shell_blocks, stale_quotes, untagged_shell_blocks,
+};
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -41,14 +48,19 @@ fn read(file: &str) -> Result<String, Vec<String>> {
 
 fn check(files: &[String]) -> Result<(), Vec<String>> {
     let mut problems = Vec::new();
+    let mut pages = Vec::new();
     for file in files {
-        let text = read(file)?;
+        pages.push((file.trim_start_matches("./").to_owned(), read(file)?));
+    }
+    problems.extend(one_fact_one_place(&pages));
+    for (file, text) in &pages {
         let dir = Path::new(file).parent().unwrap_or(Path::new("."));
-        let checked = blocks(&text);
-        let found = broken_links(&text, dir)
+        let checked = blocks(text);
+        let found = broken_links(text, dir)
             .into_iter()
-            .chain(untagged_shell_blocks(&text))
-            .chain(stale_quotes(&text, Path::new(".")))
+            .chain(broken_anchors(text, dir))
+            .chain(untagged_shell_blocks(text))
+            .chain(stale_quotes(text, Path::new(".")))
             .chain(
                 checked
                     .iter()
@@ -72,6 +84,39 @@ fn check(files: &[String]) -> Result<(), Vec<String>> {
     } else {
         Err(problems)
     }
+}
+
+/// Defaults, routes, error codes and sentences written in more than one page. The owning
+/// pages must be among `pages`: their tables say what the facts are.
+fn one_fact_one_place(pages: &[(String, String)]) -> Vec<String> {
+    let page = |name: &str| {
+        pages
+            .iter()
+            .find(|(p, _)| p == name)
+            .map(|(_, t)| t.as_str())
+    };
+    let (Some(settings_page), Some(api_page)) = (page(SETTINGS_PAGE), page(API_PAGE)) else {
+        return vec![format!(
+            "check needs {SETTINGS_PAGE} and {API_PAGE} among its files: they own the facts"
+        )];
+    };
+    let mut defaults = config_rows(settings_page, "variable");
+    defaults.extend(config_rows(settings_page, "parameter"));
+    let settings = defaults.keys().cloned().collect();
+    let codes = first_cells(api_page, "code");
+    let mut problems = repeated_sentences(pages);
+    for (name, text) in pages {
+        let restated = if name == SETTINGS_PAGE {
+            Vec::new()
+        } else {
+            restated_defaults(text, &defaults)
+        };
+        let found = restated
+            .into_iter()
+            .chain(foreign_rows(text, name, &codes, &settings));
+        problems.extend(found.map(|p| format!("{name}: {p}")));
+    }
+    problems
 }
 
 /// `bash -n` on the block.
