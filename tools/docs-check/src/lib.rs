@@ -281,3 +281,52 @@ pub fn template_defaults(template: &str) -> BTreeMap<String, VarDefault> {
     }
     params
 }
+
+/// The rows of every table whose header is `header`, as trimmed cells.
+pub fn table(markdown: &str, header: &[&str]) -> Vec<Vec<String>> {
+    let mut rows = Vec::new();
+    let mut in_table = false;
+    for line in markdown.lines() {
+        if !line.trim_start().starts_with('|') {
+            in_table = false;
+            continue;
+        }
+        let cells: Vec<&str> = line
+            .trim()
+            .trim_matches('|')
+            .split('|')
+            .map(str::trim)
+            .collect();
+        if cells == header {
+            in_table = true;
+        } else if in_table && !cells[0].starts_with("---") {
+            rows.push(cells.into_iter().map(str::to_owned).collect());
+        }
+    }
+    rows
+}
+
+/// Where a table in the docs and the code disagree, both keyed by the row's name: rows the
+/// code has and the docs lack, rows the docs have and the code lacks, and differing cells.
+pub fn row_mismatches(
+    table: &str,
+    documented: &BTreeMap<String, Vec<String>>,
+    code: &BTreeMap<String, Vec<String>>,
+) -> Vec<String> {
+    let mut problems = Vec::new();
+    for (name, cells) in code {
+        match documented.get(name) {
+            None => problems.push(format!("{table}: no row for `{name}`, which the code has")),
+            Some(doc) if doc != cells => problems.push(format!(
+                "{table}: `{name}` is documented as {doc:?} but the code says {cells:?}"
+            )),
+            Some(_) => {}
+        }
+    }
+    for name in documented.keys().filter(|name| !code.contains_key(*name)) {
+        problems.push(format!(
+            "{table}: `{name}` is documented but not in the code"
+        ));
+    }
+    problems
+}
