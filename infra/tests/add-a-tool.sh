@@ -10,6 +10,7 @@
 #   infra/tests/add-a-tool.sh selftest   only the self-test: a copy of the guide whose
 #                                        Checklist misses a file must fail, naming that file
 #   ADD_A_TOOL_GUIDE=path infra/tests/add-a-tool.sh   follow another version of the guide
+#   ADD_A_TOOL_REV=commit infra/tests/add-a-tool.sh   in a copy of that commit, not HEAD
 #
 # Needs ./infra/local/install.sh (the virtualenv, DynamoDB Local). Emulators on
 # ADD_A_TOOL_DYNAMODB_PORT / ADD_A_TOOL_MOTO_PORT (18100 / 15100), stopped on exit. Builds
@@ -44,7 +45,7 @@ trap cleanup EXIT
 new_tree() {
   local tree="$1"
   mkdir -p "$tree"
-  git -C "$REPO" archive HEAD | tar -x -C "$tree"
+  git -C "$REPO" archive "${ADD_A_TOOL_REV:-HEAD}" | tar -x -C "$tree"
   git -C "$tree" init -q
   git -C "$tree" add -A
   git -C "$tree" -c user.name=add-a-tool -c user.email=add-a-tool@localhost commit -q -m base
@@ -71,7 +72,7 @@ scratch="$(mktemp -d)"
 if [ "${1:-}" = selftest ]; then selftest; exit 0; fi
 [ -z "${1:-}" ] || { echo "usage: $0 [selftest]" >&2; exit 2; }
 
-say "following $(realpath --relative-to="$REPO" "$GUIDE") in a scratch copy of HEAD"
+say "following $(realpath --relative-to="$REPO" "$GUIDE") in a scratch copy of ${ADD_A_TOOL_REV:-HEAD}"
 tree="$scratch/ws/tree"
 new_tree "$tree"
 "$PY" "$HERE/follow.py" apply "$GUIDE" "$tree"
@@ -113,6 +114,7 @@ LOCAL_DIR="$scratch/local" ./infra/local/emulators.sh start
 source "$scratch/local/run/env"
 cargo test -q -p "$function"
 cargo test -q -p chat-router --test chat -- offered flight_search_streams_the_contract_events
+cargo test -q -p deploy-hook
 
 say "the files the new tools touched, against the Checklist"
 "$PY" "$HERE/workspace.py" undo "$tree"

@@ -167,7 +167,7 @@ def checklist_paths(guide, ex):
     ]
     out = []
     for raw in re.findall(r"`([^`\s]+)`", text):
-        is_path = "/" in raw or re.fullmatch(r"[\w.-]+\.(rs|toml|yaml|yml|md|ts|sh|py|json)", raw)
+        is_path = "/" in raw or re.fullmatch(r"[\w.-]+\.(rs|toml|yaml|yml|md|ts|sh|py|json|lock)", raw)
         if not is_path or raw.startswith("/") or raw.startswith("<NAME>"):
             continue
         for f in fill:
