@@ -57,7 +57,7 @@ const STALE_RETRY_AFTER: Duration = Duration::from_secs(60);
 const STALE_GRACE: Duration = Duration::from_secs(300);
 const JWKS_SERVICE: &str = "jwks";
 /// Real tokens are a few KiB at most; anything larger is not worth decoding.
-const MAX_TOKEN_BYTES: usize = 16 * 1024;
+pub const MAX_TOKEN_BYTES: usize = 16 * 1024;
 
 /// Where the keys that verify user tokens come from.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -330,3 +330,25 @@ pub fn row_mismatches(
     }
     problems
 }
+
+/// Rows of a limits table (first cell → second cell) that do not state what the code says:
+/// each `(row, texts)` expectation needs its row, and each text in that row's limit cell.
+pub fn limit_mismatches(rows: &[Vec<String>], expected: &[(&str, Vec<String>)]) -> Vec<String> {
+    let mut problems = Vec::new();
+    for (what, texts) in expected {
+        let Some(row) = rows
+            .iter()
+            .find(|row| row.first().is_some_and(|c| c == what))
+        else {
+            problems.push(format!("no row `{what}`"));
+            continue;
+        };
+        let limit = row.get(1).map(String::as_str).unwrap_or_default();
+        for text in texts.iter().filter(|text| !limit.contains(text.as_str())) {
+            problems.push(format!(
+                "`{what}`: the code says {text:?}, the row says {limit:?}"
+            ));
+        }
+    }
+    problems
+}

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use agent::TurnErrorCode;
 use agent::profiles::{AgentCatalog, ToolChoiceMode};
-use docs_check::{row_mismatches, table};
+use docs_check::{limit_mismatches, row_mismatches, table};
 use schemars::JsonSchema;
 use serde_json::Value;
 use shared::domain::tool_call::ToolName;
@@ -15,12 +15,14 @@ use shared::http::error::ErrorCode;
 
 const ARCHITECTURE: &str = include_str!("../../../docs/architecture.md");
 const API: &str = include_str!("../../../docs/api.md");
+const SECURITY: &str = include_str!("../../../docs/security.md");
 const WRONG: &str = include_str!("fixtures/wrong-tables.md");
 
 const PROFILES: &[&str] = &["profile", "tools", "`tool_choice`", "`handoffs`"];
 const TOOLS: &[&str] = &["tool", "timeout", "rate limit", "does"];
 const HTTP_ERRORS: &[&str] = &["code", "status", "produced when"];
 const TURN_ERRORS: &[&str] = &["code", "when"];
+const INPUT_LIMITS: &[&str] = &["what", "limit", "answer"];
 
 type Rows = BTreeMap<String, Vec<String>>;
 
@@ -172,6 +174,99 @@ fn code_turn_errors() -> Rows {
         .collect()
 }
 
+/// `2048` → `2,048`, as the docs write numbers.
+fn thousands(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// What security.md's input-limits table must say, from the constants that enforce it.
+fn code_input_limits() -> Vec<(&'static str, Vec<String>)> {
+    use chat_router::validate::{DEFAULT_PAGE, MAX_CURSOR_LEN, MAX_ID_LEN, MAX_PAGE};
+    use shared::domain::tool_args::{AskGptArgs, KnowledgeBaseArgs};
+    vec![
+        (
+            "any JSON request body",
+            vec![format!("{} KiB", shared::http::MAX_BODY_BYTES / 1024)],
+        ),
+        (
+            "bearer token",
+            vec![format!(
+                "{} KiB",
+                shared::http::auth::MAX_TOKEN_BYTES / 1024
+            )],
+        ),
+        (
+            "audit page `limit`",
+            vec![
+                format!("from 1 to {MAX_PAGE}"),
+                format!("(default {DEFAULT_PAGE})"),
+            ],
+        ),
+        (
+            "ids in paths and bodies (`chat_id`, `call_id`, `turn_id`), audit `cursor`",
+            vec![
+                format!("ids: 1–{MAX_ID_LEN}"),
+                format!("at most {} characters", thousands(MAX_CURSOR_LEN)),
+            ],
+        ),
+        (
+            "tool arguments from the model",
+            vec![
+                format!(
+                    "`ask_gpt` query ≤ {}",
+                    thousands(AskGptArgs::MAX_QUERY_CHARS)
+                ),
+                format!("context ≤ {}", thousands(AskGptArgs::MAX_CONTEXT_CHARS)),
+                format!(
+                    "kb query ≤ {}",
+                    thousands(KnowledgeBaseArgs::MAX_QUERY_CHARS)
+                ),
+            ],
+        ),
+        (
+            "tool calls per model step",
+            vec![format!(
+                "at most {} stored",
+                agent::MAX_CALLS_STORED_PER_STEP
+            )],
+        ),
+        (
+            "upstream response bodies",
+            vec![format!(
+                "at most {} MB",
+                shared::upstream::MAX_BODY_BYTES / (1024 * 1024)
+            )],
+        ),
+        (
+            "knowledge-base query",
+            vec![
+                format!(
+                    "at most {} characters",
+                    thousands(kb_retrieve::handler::MAX_QUERY_CHARS)
+                ),
+                format!("clamped to 1–{}", kb_retrieve::handler::MAX_TOP_K),
+            ],
+        ),
+    ]
+}
+
+#[test]
+fn the_input_limits_table_states_the_code_s_limits() {
+    let problems = limit_mismatches(&table(SECURITY, INPUT_LIMITS), &code_input_limits());
+    assert!(
+        problems.is_empty(),
+        "security.md input limits: {problems:#?}"
+    );
+}
+
 #[test]
 fn the_profile_table_is_config_agents_toml() {
     let problems = row_mismatches(
@@ -251,6 +346,19 @@ fn wrong_tables_are_reported() {
     assert!(
         errors.iter().any(|p| p.contains("no row for `internal`")),
         "{errors:#?}"
+    );
+    let limits = limit_mismatches(&table(WRONG, INPUT_LIMITS), &code_input_limits());
+    assert!(
+        limits
+            .iter()
+            .any(|p| p.contains("`bearer token`: the code says \"16 KiB\"")),
+        "{limits:#?}"
+    );
+    assert!(
+        limits
+            .iter()
+            .any(|p| p.contains("no row `any JSON request body`")),
+        "{limits:#?}"
     );
     let turn = row_mismatches("turn", &documented_turn_errors(WRONG), &code_turn_errors());
     assert!(
