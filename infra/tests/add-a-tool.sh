@@ -82,20 +82,33 @@ tool="$(field tool)"; function="$(field function)"
 "$PY" "$HERE/workspace.py" "$tree"
 
 cd "$tree"
+# A command of the build or the tests; when it fails, which files its errors are in, and
+# which of them the Checklist does not name (a step the guide lacks, most likely).
+run() {
+  local log="$scratch/run.log"
+  if "$@" 2>&1 | tee "$log"; then return 0; fi
+  local files unnamed
+  files="$(grep -oE -- '--> (tree/)?[^: ]+' "$log" | sed -E 's/^--> (tree\/)?//' | sort -u | tr '\n' ' ')"
+  # shellcheck disable=SC2086
+  unnamed="$("$PY" "$HERE/follow.py" unnamed "$GUIDE" "$tree" $files)"
+  echo "add-a-tool: after following the guide, \`$*\` failed; errors in: ${files:-(none named)}" >&2
+  [ -z "$unnamed" ] || echo "add-a-tool: the guide's Checklist does not name: $unnamed" >&2
+  exit 1
+}
 # "Before you push, run cargo fmt --all".
-cargo fmt --all
+run cargo fmt --all
 say "the guide's sh blocks, for the new tools"
 "$PY" -c 'import json,sys; print("\n".join(json.loads(sys.argv[1])["sh"]))' "$names" | while IFS= read -r command; do
   [ -n "$command" ] || continue
   say "\$ $command"
-  bash -c "$command" </dev/null
+  run bash -c "$command" </dev/null
 done
 
 say "the tests that catch a forgotten piece"
-cargo test -q -p shared --lib -- tool_call
-cargo test -q -p agent --lib -- "$tool" every_declared_tool texts
-cargo test -q -p openapi --test committed
-cargo test -q -p docs-check --test configuration
+run cargo test -q -p shared --lib -- tool_call
+run cargo test -q -p agent --lib -- "$tool" every_declared_tool texts
+run cargo test -q -p openapi --test committed
+run cargo test -q -p docs-check --test configuration
 
 say "template checks"
 "$REPO/.local/venv/bin/cfn-lint" template.yaml
@@ -112,9 +125,10 @@ emulators=1
 LOCAL_DIR="$scratch/local" ./infra/local/emulators.sh start
 # shellcheck disable=SC1091
 source "$scratch/local/run/env"
-cargo test -q -p "$function"
-cargo test -q -p chat-router --test chat -- offered flight_search_streams_the_contract_events
-cargo test -q -p deploy-hook
+# The tests the guide points at: the handler's, the search rig's and the sample events'.
+run cargo test -q -p "$function" --lib --test search --test sample_events --test validation
+run cargo test -q -p chat-router --test chat -- offered flight_search_streams_the_contract_events
+run cargo test -q -p deploy-hook
 
 say "the files the new tools touched, against the Checklist"
 "$PY" "$HERE/workspace.py" undo "$tree"

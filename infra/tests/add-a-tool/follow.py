@@ -23,6 +23,7 @@ rewritten for them, for the shell script to run.
 Usage: follow.py apply GUIDE TREE   follow the guide, then `check`
        follow.py check GUIDE TREE   only compare the changed files with the Checklist
        follow.py commands GUIDE     the new names and the guide's sh blocks, as JSON
+       follow.py unnamed GUIDE TREE PATH...   those of the paths the Checklist does not name
 """
 
 import json
@@ -521,6 +522,12 @@ def main():
             apply(sys.argv[2], Path(sys.argv[3]))
         elif len(sys.argv) == 4 and sys.argv[1] == "check":
             check(sys.argv[2], Path(sys.argv[3]))
+        elif len(sys.argv) >= 4 and sys.argv[1] == "unnamed":
+            guide = Path(sys.argv[2]).read_text()
+            named = set()
+            for _, example, new in checklist_paths(guide, Examples(guide, Path(sys.argv[3]))):
+                named |= {example, new}
+            print(" ".join(p for p in sys.argv[4:] if not any(p == n or p.startswith(n + "/") for n in named)))
         elif len(sys.argv) == 3 and sys.argv[1] == "commands":
             commands(sys.argv[2])
         else:
