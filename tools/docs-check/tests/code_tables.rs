@@ -16,6 +16,7 @@ use shared::http::error::ErrorCode;
 const ARCHITECTURE: &str = include_str!("../../../docs/architecture.md");
 const API: &str = include_str!("../../../docs/api.md");
 const SECURITY: &str = include_str!("../../../docs/security.md");
+const OPENAPI: &str = include_str!("../../../docs/openapi.json");
 const WRONG: &str = include_str!("fixtures/wrong-tables.md");
 
 const PROFILES: &[&str] = &["profile", "tools", "`tool_choice`", "`handoffs`"];
@@ -265,6 +266,55 @@ fn the_input_limits_table_states_the_code_s_limits() {
         problems.is_empty(),
         "security.md input limits: {problems:#?}"
     );
+}
+
+/// Every `METHOD /path` of an entry point's routes cell.
+fn routes_cell(markdown: &str, entry_point: &str) -> Vec<String> {
+    let header = ["entry point", "stack output", "routes", "auth"];
+    let rows = table(markdown, &header);
+    let mut routes: Vec<String> = rows
+        .iter()
+        .filter(|row| row[0] == entry_point)
+        .flat_map(|row| {
+            row[2]
+                .split('`')
+                .skip(1)
+                .step_by(2)
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    routes.sort();
+    routes
+}
+
+/// The chat-router's routes in the OpenAPI document (which its own test checks against the
+/// router's code).
+fn router_routes() -> Vec<String> {
+    let document: Value = serde_json::from_str(OPENAPI).expect("docs/openapi.json parses");
+    let mut routes = Vec::new();
+    for (path, item) in document["paths"].as_object().into_iter().flatten() {
+        let tool_route = ["/flights", "/kb", "/internal"]
+            .iter()
+            .any(|p| path.starts_with(p));
+        for method in item.as_object().into_iter().flatten().map(|(m, _)| m) {
+            if !tool_route && ["get", "post", "delete", "put", "patch"].contains(&method.as_str()) {
+                routes.push(format!("{} {path}", method.to_uppercase()));
+            }
+        }
+    }
+    routes.sort();
+    routes
+}
+
+#[test]
+fn api_md_lists_every_route_of_the_chat_router() {
+    assert_eq!(
+        routes_cell(API, "chat-router Function URL"),
+        router_routes()
+    );
+    let wrong = routes_cell(WRONG, "chat-router Function URL");
+    assert!(!wrong.is_empty() && wrong != router_routes(), "{wrong:?}");
 }
 
 #[test]
