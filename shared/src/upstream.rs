@@ -68,13 +68,33 @@ fn is_retryable(status: StatusCode) -> bool {
         || status.is_server_error()
 }
 
+/// The wait an upstream asks for: `Retry-After` (seconds), else `ratelimit-reset` (Duffel's
+/// and the IETF draft's: seconds to wait, a Unix time, or an HTTP date).
 fn retry_after(response: &Response) -> Option<Duration> {
-    let value = response
-        .headers()
-        .get(reqwest::header::RETRY_AFTER)?
-        .to_str()
-        .ok()?;
-    value.trim().parse::<u64>().ok().map(Duration::from_secs)
+    let header = |name: &str| {
+        response
+            .headers()
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::trim)
+    };
+    if let Some(secs) = header("retry-after").and_then(|v| v.parse::<u64>().ok()) {
+        return Some(Duration::from_secs(secs));
+    }
+    reset_wait(header("ratelimit-reset")?, std::time::SystemTime::now())
+}
+
+/// Seconds below this in `ratelimit-reset` are a wait; above, a Unix time.
+const UNIX_TIME_FROM: u64 = 1_000_000_000;
+
+/// How long until a `ratelimit-reset` value, seen at `now`.
+fn reset_wait(value: &str, now: std::time::SystemTime) -> Option<Duration> {
+    let at = match value.parse::<u64>() {
+        Ok(secs) if secs < UNIX_TIME_FROM => return Some(Duration::from_secs(secs)),
+        Ok(secs) => std::time::UNIX_EPOCH + Duration::from_secs(secs),
+        Err(_) => httpdate::parse_http_date(value).ok()?,
+    };
+    Some(at.duration_since(now).unwrap_or_default())
 }
 
 /// The pause before attempt `attempt + 1`: exponential from `base_delay`, capped at
@@ -248,7 +268,8 @@ async fn read_capped(service: &'static str, mut response: Response, cap: usize) 
     Ok(body)
 }
 
-/// A short, printable summary from common error shapes: Amadeus' `errors[0].detail/title`,
+/// A short, printable summary from common error shapes: `errors[0]`'s `detail` (Amadeus),
+/// `message` (Duffel) or `title`,
 /// OpenAI's `error.message` (Gemini's compatibility layer wraps it in an array), or a
 /// top-level `message` / `error` / `error_description`.
 fn error_summary(body: &[u8]) -> Option<String> {
@@ -259,7 +280,11 @@ fn error_summary(body: &[u8]) -> Option<String> {
     };
     let first_error = value.get("errors").and_then(|e| e.get(0));
     let text = first_error
-        .and_then(|e| e.get("detail").or_else(|| e.get("title")))
+        .and_then(|e| {
+            e.get("detail")
+                .or_else(|| e.get("message"))
+                .or_else(|| e.get("title"))
+        })
         .or_else(|| value.get("error").and_then(|e| e.get("message")))
         .or_else(|| value.get("error_description"))
         .or_else(|| value.get("message"))
@@ -295,6 +320,26 @@ mod tests {
         assert_eq!(
             error_summary(br#"{"error":"model not found"}"#).as_deref(),
             Some("model not found")
+        );
+    }
+
+    #[test]
+    fn a_rate_limit_reset_is_a_wait_a_unix_time_or_an_http_date() {
+        let now = std::time::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        assert_eq!(reset_wait("7", now), Some(Duration::from_secs(7)));
+        assert_eq!(reset_wait("1800000030", now), Some(Duration::from_secs(30)));
+        let date = httpdate::fmt_http_date(now + Duration::from_secs(12));
+        assert_eq!(reset_wait(&date, now), Some(Duration::from_secs(12)));
+        assert_eq!(reset_wait("1799999990", now), Some(Duration::ZERO));
+        assert_eq!(reset_wait("soon", now), None);
+    }
+
+    #[test]
+    fn duffel_errors_give_their_message() {
+        let duffel = br#"{"errors":[{"code":"invalid_field","title":"Invalid field","message":"departure_date must be after today","type":"validation_error"}]}"#;
+        assert_eq!(
+            error_summary(duffel).as_deref(),
+            Some("departure_date must be after today")
         );
     }
 

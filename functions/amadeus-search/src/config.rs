@@ -50,6 +50,54 @@ impl FromStr for AmadeusEnv {
     }
 }
 
+/// Which upstream prices cash fares (`CASH_PROVIDER`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CashProvider {
+    /// Duffel's offer requests (API v2); anyone can sign up for a test token.
+    Duffel,
+    /// Amadeus Self-Service flight offers (new sign-ups are closed).
+    Amadeus,
+}
+
+impl CashProvider {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Duffel => "duffel",
+            Self::Amadeus => "amadeus",
+        }
+    }
+}
+
+impl fmt::Display for CashProvider {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for CashProvider {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "duffel" => Ok(Self::Duffel),
+            "amadeus" => Ok(Self::Amadeus),
+            _ => Err("expected `duffel` or `amadeus`".into()),
+        }
+    }
+}
+
+/// Duffel's settings; read only when it is the provider.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DuffelConfig {
+    /// `DUFFEL_BASE_URL`, or Duffel's API (test and live tokens share it).
+    pub base_url: String,
+    /// Secret holding the access token (`duffel_test_…` or `duffel_live_…`).
+    pub token_secret: String,
+}
+
+/// Duffel's API; whether a search is a test or a live one is the token's.
+pub const DUFFEL_BASE_URL: &str = "https://api.duffel.com";
+
 /// An http(s) base URL without a trailing slash.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BaseUrl(String);
@@ -109,6 +157,12 @@ impl FromStr for CurrencyCode {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Config {
+    /// Which upstream this deployment searches.
+    pub provider: CashProvider,
+    /// Duffel's settings when it is the provider.
+    pub duffel: Option<DuffelConfig>,
+    /// The Amadeus settings below are read when Amadeus is the provider; otherwise the
+    /// secret names are empty and nothing uses them.
     pub environment: AmadeusEnv,
     /// `AMADEUS_BASE_URL`, or the environment's public API.
     pub base_url: String,
@@ -128,6 +182,35 @@ impl Config {
     pub fn from_env(env: &Env) -> shared::Result<Self> {
         const HINT: &str = "set by template.yaml; locally `source .local/run/env`";
         let mut r = env.reader();
+        // Amadeus stays the default until the template and the local stack choose.
+        let provider = r.parse_or("CASH_PROVIDER", CashProvider::Amadeus);
+        let duffel_base_url = r
+            .parse_or("DUFFEL_BASE_URL", BaseUrl(DUFFEL_BASE_URL.to_owned()))
+            .0;
+        let duffel = if provider == CashProvider::Duffel {
+            let token_secret = r.required(
+                "DUFFEL_TOKEN_SECRET",
+                &format!("Duffel access token, {HINT}"),
+            );
+            Some(DuffelConfig {
+                base_url: duffel_base_url,
+                token_secret,
+            })
+        } else {
+            r.optional("DUFFEL_TOKEN_SECRET");
+            None
+        };
+        let amadeus = provider == CashProvider::Amadeus;
+        let mut amadeus_secret = |name: &str, purpose: &str| {
+            if amadeus {
+                r.required(name, &format!("{purpose}, {HINT}"))
+            } else {
+                String::new()
+            }
+        };
+        let credentials_secret =
+            amadeus_secret("AMADEUS_CREDENTIALS_SECRET", "Amadeus client id and secret");
+        let token_secret = amadeus_secret("AMADEUS_TOKEN_SECRET", "shared Amadeus access token");
         let environment = r.parse_or("AMADEUS_ENV", AmadeusEnv::Test);
         let base_url = r
             .parse_or(
@@ -136,16 +219,12 @@ impl Config {
             )
             .0;
         let config = Self {
+            provider,
+            duffel,
             environment,
             base_url,
-            credentials_secret: r.required(
-                "AMADEUS_CREDENTIALS_SECRET",
-                &format!("Amadeus client id and secret, {HINT}"),
-            ),
-            token_secret: r.required(
-                "AMADEUS_TOKEN_SECRET",
-                &format!("shared Amadeus access token, {HINT}"),
-            ),
+            credentials_secret,
+            token_secret,
             currency: r.parse_or("AMADEUS_CURRENCY", CurrencyCode("EUR".into())).0,
             token_refresh_margin: Duration::from_secs(
                 r.parse_or("AMADEUS_TOKEN_REFRESH_MARGIN_SECS", 60),
@@ -196,6 +275,28 @@ mod tests {
         let config =
             Config::from_env(&Env::from_pairs(pairs)).unwrap_or_else(|e| panic!("config: {e}"));
         assert_eq!(config.base_url, "http://127.0.0.1:9999");
+    }
+
+    #[test]
+    fn duffel_needs_its_token_and_not_amadeus_credentials() {
+        let env = Env::from_pairs([("CASH_PROVIDER", "Duffel"), ("DUFFEL_TOKEN_SECRET", "t")]);
+        let config = Config::from_env(&env).unwrap_or_else(|e| panic!("config: {e}"));
+        assert_eq!(config.provider, CashProvider::Duffel);
+        let duffel = config.duffel.unwrap_or_else(|| panic!("duffel settings"));
+        assert_eq!(duffel.base_url, "https://api.duffel.com");
+        assert_eq!(duffel.token_secret, "t");
+
+        let err = Config::from_env(&Env::from_pairs([("CASH_PROVIDER", "duffel")]))
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(err.contains("DUFFEL_TOKEN_SECRET"), "{err}");
+        assert!(!err.contains("AMADEUS"), "{err}");
+        let err = Config::from_env(&Env::from_pairs([("CASH_PROVIDER", "sabre")]))
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(err.contains("CASH_PROVIDER"), "{err}");
     }
 
     #[test]

@@ -14,8 +14,12 @@ use crate::token::TokenProvider;
 pub struct Deps {
     pub http: reqwest::Client,
     pub config: Arc<Config>,
-    /// Lives as long as the container, so a warm container reuses its token.
+    /// Lives as long as the container, so a warm container reuses its token (Amadeus).
     pub token: Arc<TokenProvider>,
+    /// Secrets of this container (Duffel's token), cached for their TTL.
+    pub secrets: SecretsCache,
+    /// Today's time, for offers that expire (Duffel) and token expiry (Amadeus).
+    pub clock: Arc<dyn Clock>,
     /// Who may call; IAM-authorised callers only unless [`Deps::with_access`] says more.
     pub access: RouteAccess,
     /// Searches by outcome and their latency.
@@ -27,18 +31,20 @@ impl Deps {
         Self::with_clock(http, secrets, config, Arc::new(SystemClock))
     }
 
-    /// With a chosen clock for token expiry (tests move time instead of waiting).
+    /// With a chosen clock for token and offer expiry (tests move time instead of waiting).
     pub fn with_clock(
         http: reqwest::Client,
         secrets: SecretsCache,
         config: Config,
         clock: Arc<dyn Clock>,
     ) -> Self {
-        let token = TokenProvider::new(http.clone(), secrets, &config, clock);
+        let token = TokenProvider::new(http.clone(), secrets.clone(), &config, clock.clone());
         Self {
             http,
             config: Arc::new(config),
             token: Arc::new(token),
+            secrets,
+            clock,
             access: RouteAccess::internal_only(),
             metrics: Metrics::discard(),
         }

@@ -121,6 +121,24 @@ pub fn price_text(amount: Amount, currency: &str, locale: Locale) -> String {
     }
 }
 
+/// `Nonstop`, `1 stop (MUC)`, `2 stops (MUC, VIE)` from the connection airports.
+pub fn stops_text(connections: &[&str]) -> String {
+    match connections {
+        [] => "Nonstop".to_owned(),
+        [one] => format!("1 stop ({one})"),
+        many => format!("{} stops ({})", many.len(), many.join(", ")),
+    }
+}
+
+/// Local time to the minute (`2020-08-01T21:50`), as the award results show it.
+pub fn local_minute(at: &str) -> String {
+    let at = at.trim();
+    match at.get(..16) {
+        Some(minutes) if at.as_bytes().get(10) == Some(&b'T') => minutes.to_owned(),
+        _ => at.to_owned(),
+    }
+}
+
 /// ISO-8601 durations as Amadeus writes them (`PT7H35M`, `PT1H`, `P1DT2H`) as `7h 35m`,
 /// `1h`, `26h`; `None` for anything else.
 pub fn duration_text(iso: &str) -> Option<String> {

@@ -16,6 +16,26 @@ pub fn drop_nulls(value: &mut Value) {
     }
 }
 
+/// Each item parsed on its own as `T` (its `null` members counting as missing): an item that
+/// does not parse is dropped and logged as `what`, so one odd entry never sinks the rest.
+pub fn parse_each<T: serde::de::DeserializeOwned>(items: Vec<Value>, what: &'static str) -> Vec<T> {
+    items
+        .into_iter()
+        .enumerate()
+        .filter_map(|(index, mut item)| {
+            drop_nulls(&mut item);
+            match serde_json::from_value::<T>(item) {
+                Ok(parsed) => Some(parsed),
+                Err(e) => {
+                    // serde's message names the field; it never quotes long values.
+                    tracing::warn!(index, error = %e, what, "dropping an entry that does not parse");
+                    None
+                }
+            }
+        })
+        .collect()
+}
+
 /// A string, or a number written as one (prices are decimal strings, but not always).
 pub fn string<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
     Ok(match Value::deserialize(d)? {

@@ -1,9 +1,11 @@
-//! `amadeus-search`: cash fares from Amadeus flight offers (`POST /flights/cash`), normalised
-//! to the shared `FlightResult`. The OAuth token is cached in memory and in a Secrets
-//! Manager secret shared by all instances (see [`token`]).
+//! `amadeus-search`: cash fares (`POST /flights/cash`) from the deployment's provider,
+//! Duffel's offer requests ([`duffel`]) or Amadeus flight offers, normalised to the shared
+//! `FlightResult`. Amadeus' OAuth token is cached in memory and in a Secrets Manager secret
+//! shared by all instances (see [`token`]).
 
 pub mod config;
 pub mod deps;
+pub mod duffel;
 pub mod format;
 pub mod handler;
 mod lenient;

@@ -18,7 +18,7 @@ use shared::domain::flight::{
     Cabin, FlightEndpoint, FlightLeg, FlightResult, FlightSearchParams, Locale, Provider, Taxes,
 };
 
-use crate::format::{Amount, duration_text, price_text};
+use crate::format::{Amount, duration_text, local_minute, price_text, stops_text};
 use crate::offers::{Endpoint, Itinerary, Offer, Offers};
 
 /// Every offer that can be shown, in Amadeus' order (cheapest first), at most
@@ -132,11 +132,7 @@ fn leg(itinerary: &Itinerary) -> Option<FlightLeg> {
         .iter()
         .map(|s| s.arrival.iata_code.trim())
         .collect();
-    let stops = match connections.len() {
-        0 => "Nonstop".to_owned(),
-        1 => format!("1 stop ({})", connections[0]),
-        n => format!("{n} stops ({})", connections.join(", ")),
-    };
+    let stops = stops_text(&connections);
     let flight_numbers: Vec<String> = itinerary
         .segments
         .iter()
@@ -152,16 +148,10 @@ fn leg(itinerary: &Itinerary) -> Option<FlightLeg> {
     })
 }
 
-/// Local time to the minute (`2020-08-01T21:50`), as the award results show it.
 fn endpoint(endpoint: &Endpoint) -> FlightEndpoint {
-    let at = endpoint.at.trim();
-    let time = match at.get(..16) {
-        Some(minutes) if at.as_bytes().get(10) == Some(&b'T') => minutes,
-        _ => at,
-    };
     FlightEndpoint {
         airport: endpoint.iata_code.trim().to_owned(),
-        time: time.to_owned(),
+        time: local_minute(&endpoint.at),
     }
 }
 

@@ -42,21 +42,7 @@ impl OffersReply {
                 Vec::new()
             }
         };
-        let offers = items
-            .into_iter()
-            .enumerate()
-            .filter_map(|(index, mut item)| {
-                lenient::drop_nulls(&mut item);
-                match serde_json::from_value::<Offer>(item) {
-                    Ok(offer) => Some(offer),
-                    Err(e) => {
-                        // serde's message names the field; it never quotes long values.
-                        tracing::warn!(index, error = %e, "dropping an Amadeus offer that does not parse");
-                        None
-                    }
-                }
-            })
-            .collect();
+        let offers = lenient::parse_each(items, "Amadeus offer");
         Offers { offers, carriers }
     }
 }

@@ -1,5 +1,6 @@
-//! `GET /v2/shopping/flight-offers` (seed 000 §6.4) with a valid token, retried once with
-//! a fresh token when Amadeus rejects the one we sent.
+//! One cash search on the deployment's provider: Duffel's offer request ([`crate::duffel`])
+//! or Amadeus' `GET /v2/shopping/flight-offers` with a valid token, retried once with a
+//! fresh token when Amadeus rejects the one we sent.
 
 use std::time::Instant;
 
@@ -9,14 +10,28 @@ use shared::domain::flight::{FlightResult, FlightSearchParams};
 use shared::upstream;
 
 use crate::SERVICE;
+use crate::config::CashProvider;
 use crate::deps::Deps;
+use crate::duffel;
 use crate::normalise;
 use crate::offers::OffersReply;
 use crate::token::AccessToken;
 
-/// Searches Amadeus and returns the normalised offers. `flexibility` is not applied: the
-/// flight-offers search takes one departure date.
+/// Searches the deployment's provider and returns the normalised offers. `flexibility` is
+/// not applied: both providers search one departure date.
 pub async fn search(
+    deps: &Deps,
+    params: &FlightSearchParams,
+    deadline: Instant,
+) -> Result<Vec<FlightResult>> {
+    match deps.config.provider {
+        CashProvider::Duffel => duffel::search(deps, params, deadline).await,
+        CashProvider::Amadeus => amadeus(deps, params, deadline).await,
+    }
+}
+
+/// Searches Amadeus with a valid token, once more with a fresh one if Amadeus rejects it.
+async fn amadeus(
     deps: &Deps,
     params: &FlightSearchParams,
     deadline: Instant,

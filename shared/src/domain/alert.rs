@@ -327,7 +327,7 @@ impl FareAlert {
                 (Some(max), Some(miles)) => miles > 0 && miles <= max,
                 _ => false,
             },
-            Provider::Amadeus => match (&self.max_price, cash_price(flight)) {
+            Provider::Amadeus | Provider::Duffel => match (&self.max_price, cash_price(flight)) {
                 (Some(max), Some(price)) => {
                     price.currency == max.currency && price.amount <= max.amount
                 }
@@ -408,7 +408,7 @@ impl AlertMatch {
             time: clip(&e.time),
         };
         let cash = match flight.provider {
-            Provider::Amadeus => cash_price(flight),
+            Provider::Amadeus | Provider::Duffel => cash_price(flight),
             Provider::Seatsaero => None,
         };
         let kept = AlertFlight {

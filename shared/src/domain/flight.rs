@@ -634,6 +634,14 @@ impl From<&FlightSearchInput> for FlightSearchParams {
 pub enum Provider {
     Seatsaero,
     Amadeus,
+    Duffel,
+}
+
+impl Provider {
+    /// A cash fare (Amadeus, Duffel) rather than an award seat (Seats.aero).
+    pub fn is_cash(self) -> bool {
+        matches!(self, Self::Amadeus | Self::Duffel)
+    }
 }
 
 /// One normalised offer, the same shape for award and cash results so the

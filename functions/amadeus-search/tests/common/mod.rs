@@ -57,7 +57,11 @@ pub fn config(fake: &Fake) -> Config {
         ("AMADEUS_TOKEN_SECRET", fake.token_secret.as_str()),
         ("AMADEUS_BASE_URL", fake.server.uri().as_str()),
     ]);
-    let mut config = Config::from_env(&env).unwrap_or_else(|e| panic!("config: {e}"));
+    quick(Config::from_env(&env).unwrap_or_else(|e| panic!("config: {e}")))
+}
+
+/// `config` with short retry delays and budgets, so failure tests finish quickly.
+pub fn quick(mut config: Config) -> Config {
     config.retry = RetryPolicy {
         max_attempts: 3,
         base_delay: Duration::from_millis(10),
