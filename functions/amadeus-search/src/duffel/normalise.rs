@@ -89,26 +89,7 @@ fn flight(
     let total_stops =
         u32::try_from(first_slice.segments.len().saturating_sub(1)).unwrap_or(u32::MAX);
 
-    let mut tags = Vec::new();
-    if total_stops == 0 {
-        tags.push("nonstop".to_owned());
-    }
-    let brand = first_slice.fare_brand_name.trim();
-    if !brand.is_empty() {
-        tags.push(format!("fare: {brand}"));
-    }
-    let conditions = &offer.conditions;
-    tags.extend(condition_tag(
-        conditions.change_before_departure.as_ref(),
-        "changes",
-        locale,
-    ));
-    tags.extend(condition_tag(
-        conditions.refund_before_departure.as_ref(),
-        "refund",
-        locale,
-    ));
-
+    let tags = tags(offer, total_stops, locale);
     let tax_currency = offer.tax_currency.trim().to_ascii_uppercase();
     let id = match offer.id.trim() {
         "" => format!("duffel-{}", index + 1),
@@ -134,6 +115,33 @@ fn flight(
         inbound,
     };
     Ok((total, result))
+}
+
+/// Non-stop, the fare brand, and the fare's conditions.
+fn tags(offer: &Offer, total_stops: u32, locale: Locale) -> Vec<String> {
+    let mut tags = Vec::new();
+    if total_stops == 0 {
+        tags.push("nonstop".to_owned());
+    }
+    let brand = offer
+        .slices
+        .first()
+        .map_or("", |s| s.fare_brand_name.trim());
+    if !brand.is_empty() {
+        tags.push(format!("fare: {brand}"));
+    }
+    let conditions = &offer.conditions;
+    tags.extend(condition_tag(
+        conditions.change_before_departure.as_ref(),
+        "changes",
+        locale,
+    ));
+    tags.extend(condition_tag(
+        conditions.refund_before_departure.as_ref(),
+        "refund",
+        locale,
+    ));
+    tags
 }
 
 /// `changes: free`, `changes: fee £100.00`, `changes: not allowed` (and the same for
