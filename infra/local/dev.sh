@@ -152,6 +152,9 @@ write_dev_env() {
     fi
     [ "$FAKE_SEATS" = 1 ] && echo "SEATSAERO_BASE_URL=http://127.0.0.1:$SEATSAERO_PORT"
     [ "$FAKE_AMADEUS" = 1 ] && echo "AMADEUS_BASE_URL=http://127.0.0.1:$AMADEUS_PORT"
+    # The local stack prices cash fares with Amadeus (its fake, or the keys above); a
+    # deployed stack with the template's CashFareProvider (Duffel by default).
+    echo "CASH_PROVIDER=amadeus"
     # Quoted: the file is read both by `source` and by cargo lambda's env-file parser.
     [ -n "$NOTICE" ] && echo "STACK_NOTICE='$NOTICE'"
   } >>"$DEV_ENV"

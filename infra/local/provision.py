@@ -65,6 +65,7 @@ def local_secret_values(run_dir):
             }
         ),
         "AmadeusTokenSecret": "{}",
+        "DuffelTokenSecret": os.environ.get("DUFFEL_TOKEN", "duffel_test_local-fake-token"),
         "JwtSigningSecret": jwt_secret,
     }
 
