@@ -71,22 +71,7 @@ fn flight(
         .and_then(|f| Cabin::from_str(&f.cabin).ok())
         .unwrap_or(params.travel_class);
 
-    let airline_code = offer
-        .validating_airline_codes
-        .iter()
-        .map(|c| c.trim())
-        .find(|c| !c.is_empty())
-        .or_else(|| {
-            outbound_itinerary
-                .segments
-                .first()
-                .map(|s| s.carrier_code.trim())
-        })
-        .unwrap_or_default();
-    let airline = carriers
-        .get(airline_code)
-        .cloned()
-        .unwrap_or_else(|| airline_code.to_owned());
+    let airline = airline(offer, outbound_itinerary, carriers);
 
     let total_stops =
         u32::try_from(outbound_itinerary.segments.len().saturating_sub(1)).unwrap_or(u32::MAX);
@@ -123,6 +108,21 @@ fn flight(
         outbound,
         inbound,
     })
+}
+
+/// The validating carrier (else the outbound's first), by its name when the reply lists it.
+fn airline(offer: &Offer, outbound: &Itinerary, carriers: &BTreeMap<String, String>) -> String {
+    let code = offer
+        .validating_airline_codes
+        .iter()
+        .map(|c| c.trim())
+        .find(|c| !c.is_empty())
+        .or_else(|| outbound.segments.first().map(|s| s.carrier_code.trim()))
+        .unwrap_or_default();
+    carriers
+        .get(code)
+        .cloned()
+        .unwrap_or_else(|| code.to_owned())
 }
 
 fn leg(itinerary: &Itinerary) -> Option<FlightLeg> {

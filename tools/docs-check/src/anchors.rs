@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use crate::relative_links;
+use crate::link_targets;
 
 /// GitHub's anchor of a heading's text.
 pub fn slug(heading: &str) -> String {
@@ -66,9 +66,9 @@ pub fn anchors(markdown: &str) -> BTreeSet<String> {
 /// to files that are not Markdown, or that do not exist (reported elsewhere), are skipped.
 pub fn broken_anchors(markdown: &str, dir: &Path) -> Vec<String> {
     let own = anchors(markdown);
-    let mut links = relative_links(markdown);
-    links.extend(same_page_links(markdown));
-    links.sort();
+    let links = link_targets(markdown)
+        .into_iter()
+        .filter(|(_, target)| !target.contains("://") && !target.starts_with("mailto:"));
     let mut problems = Vec::new();
     for (line, target) in links {
         let Some((path, fragment)) = target.split_once('#') else {
@@ -92,26 +92,4 @@ pub fn broken_anchors(markdown: &str, dir: &Path) -> Vec<String> {
         }
     }
     problems
-}
-
-/// `[text](#section)` links outside code blocks, with their lines.
-fn same_page_links(markdown: &str) -> Vec<(usize, String)> {
-    let mut links = Vec::new();
-    let mut in_code = false;
-    for (i, line) in markdown.lines().enumerate() {
-        if line.trim_start().starts_with("```") {
-            in_code = !in_code;
-            continue;
-        }
-        if in_code {
-            continue;
-        }
-        for (at, _) in line.match_indices("](#") {
-            let rest = &line[at + 2..];
-            if let Some(end) = rest.find(')') {
-                links.push((i + 1, rest[..end].to_owned()));
-            }
-        }
-    }
-    links
 }

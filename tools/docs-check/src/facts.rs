@@ -51,13 +51,7 @@ fn table_cells(line: &str) -> Option<Vec<&str>> {
     if !trimmed.starts_with('|') || trimmed.starts_with("| ---") || trimmed.starts_with("|---") {
         return None;
     }
-    Some(
-        trimmed
-            .trim_matches('|')
-            .split('|')
-            .map(str::trim)
-            .collect(),
-    )
+    Some(crate::cells(trimmed))
 }
 
 /// Sets thousands separators aside so `8,000` and `8000` read alike.

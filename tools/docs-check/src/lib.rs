@@ -150,8 +150,28 @@ pub fn stale_quotes(markdown: &str, root: &Path) -> Vec<String> {
     problems
 }
 
+/// The trimmed cells of a table line (`| a | b |` → `a`, `b`).
+pub fn cells(line: &str) -> Vec<&str> {
+    line.trim()
+        .trim_matches('|')
+        .split('|')
+        .map(str::trim)
+        .collect()
+}
+
 /// Relative link targets outside code blocks, with their lines: `[text](target)`.
 pub fn relative_links(markdown: &str) -> Vec<(usize, String)> {
+    link_targets(markdown)
+        .into_iter()
+        .filter(|(_, target)| {
+            let is_external = target.contains("://") || target.starts_with("mailto:");
+            !is_external && !target.starts_with('#')
+        })
+        .collect()
+}
+
+/// Every link target outside code blocks, with its line: `[text](target)`.
+pub fn link_targets(markdown: &str) -> Vec<(usize, String)> {
     let mut links = Vec::new();
     let mut in_code = false;
     for (i, line) in markdown.lines().enumerate() {
@@ -168,8 +188,7 @@ pub fn relative_links(markdown: &str) -> Vec<(usize, String)> {
             let Some(end) = rest.find(')') else { break };
             let target = rest[..end].trim();
             let target = target.split_whitespace().next().unwrap_or_default();
-            let is_external = target.contains("://") || target.starts_with("mailto:");
-            if !target.is_empty() && !is_external && !target.starts_with('#') {
+            if !target.is_empty() {
                 links.push((i + 1, target.to_owned()));
             }
             rest = &rest[end..];
@@ -196,12 +215,7 @@ pub fn config_rows(markdown: &str, first: &str) -> BTreeMap<String, VarDefault> 
     let mut rows = BTreeMap::new();
     let mut in_table = false;
     for line in markdown.lines() {
-        let cells: Vec<&str> = line
-            .trim()
-            .trim_matches('|')
-            .split('|')
-            .map(str::trim)
-            .collect();
+        let cells = cells(line);
         if !line.trim_start().starts_with('|') {
             in_table = false;
             continue;
@@ -291,12 +305,7 @@ pub fn table(markdown: &str, header: &[&str]) -> Vec<Vec<String>> {
             in_table = false;
             continue;
         }
-        let cells: Vec<&str> = line
-            .trim()
-            .trim_matches('|')
-            .split('|')
-            .map(str::trim)
-            .collect();
+        let cells = cells(line);
         if cells == header {
             in_table = true;
         } else if in_table && !cells[0].starts_with("---") {
