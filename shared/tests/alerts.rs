@@ -60,6 +60,9 @@ fn found(args: &CreateFareAlertArgs, miles: u64) -> AlertMatch {
             flight_numbers: "LH400".into(),
         },
         inbound: None,
+        program: None,
+        seen_at: None,
+        other_programs: Vec::new(),
     };
     AlertMatch::of(&flight, args.date_from, "2027-01-01T00:00:00Z")
 }

@@ -90,7 +90,7 @@ describe("FlightResults", () => {
   it("shows award and cash tables, sorted by price, and re-sorts on a header", () => {
     const el = mount(<FlightResults result={result} />);
     const award = el.querySelector('table[data-kind="award"]')!;
-    const carriers = () => [...award.querySelectorAll("tbody tr td:first-child strong")].map((s) => s.textContent);
+    const carriers = () => [...award.querySelectorAll("tbody tr td.carrier strong")].map((s) => s.textContent);
     expect(carriers()).toEqual(["LH", "TK"]);
     expect(award.querySelector('th[aria-sort="ascending"]')?.textContent).toContain("Miles");
     (award.querySelector('button[data-sort="duration"]') as HTMLButtonElement).click();

@@ -40,8 +40,9 @@ impl Pipeline {
         };
         let key = CacheKey::new(name, &format!("{language} {scope}"), request);
         match cache.get(&key).await {
-            Ok(Some(hit)) => {
+            Ok(Some(mut hit)) => {
                 tracing::info!(tool = %name, cache = "hit", "tool result served from the cache");
+                hit.message.push_str(&saved_note(ctx.locale, ttl));
                 return Ok((hit.with_metadata("cached", true), None));
             }
             Ok(None) => {}
@@ -66,5 +67,16 @@ impl Pipeline {
             }
         };
         Ok((result, entry))
+    }
+}
+
+/// Said under a result served from the cache, so the user knows its age at most.
+fn saved_note(locale: Locale, ttl: std::time::Duration) -> String {
+    let minutes = ttl.as_secs().div_ceil(60).max(1);
+    match locale {
+        Locale::De => format!(
+            "\n\n(Gespeichertes Ergebnis: dieselbe Suche lief vor höchstens {minutes} Min.)"
+        ),
+        Locale::En => format!("\n\n(Saved result: the same search ran at most {minutes} min ago.)"),
     }
 }

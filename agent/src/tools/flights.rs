@@ -9,6 +9,8 @@ use futures::FutureExt as _;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use super::flight_message::format_message;
+use super::flight_rows;
 use super::{FunctionClient, Tool, ToolContext, ToolSchema};
 use crate::guard::links::LinkPolicy;
 use crate::{Error, Result};
@@ -16,14 +18,9 @@ use shared::domain::flight::{
     Cabin, FlightResult, FlightSearchInput, FlightSearchParams, FlightSearchResult, Locale,
 };
 use shared::domain::loyalty;
-use shared::domain::session::{
-    FlightRequestSnapshot, OfferedFlight, PendingFlightRequest, SessionStatePatch,
-};
+use shared::domain::session::{FlightRequestSnapshot, PendingFlightRequest, SessionStatePatch};
 use shared::domain::tool_call::ToolName;
 use shared::domain::tool_result::ToolExecutionResult;
-
-/// Offers listed per provider in the chat message; the full lists stay in `raw`.
-const LISTED_PER_PROVIDER: usize = 5;
 
 #[derive(Debug, Clone)]
 pub struct FlightSearchConfig {
@@ -206,11 +203,16 @@ impl Tool for SearchFlightsTool {
         if links_dropped > 0 {
             tracing::warn!(
                 links_dropped,
-                "flight results carried booking links that are not https or not on ANSWER_LINK_HOSTS; dropped"
+                "flight results carried booking links that are not https, not on ANSWER_LINK_HOSTS or for another route or date; dropped"
             );
         }
-        let (mut message, offered) =
-            format_message(&input, award.as_ref(), cash.as_ref(), ctx.locale);
+        let (mut message, offered) = format_message(
+            &input,
+            award.as_ref(),
+            cash.as_ref(),
+            ctx.locale,
+            time::OffsetDateTime::now_utc(),
+        );
         if let Some(note) = unknown_names_note(&input, ctx.locale == Locale::De) {
             message = format!("{message}\n\n{note}");
         }
@@ -373,18 +375,28 @@ fn missing_name(field: &str, de: bool) -> &'static str {
 }
 
 /// Removes booking links the policy does not allow (not `https`, or a host off the list):
-/// they would reach the client's flight cards and the model. Returns how many went.
+/// they would reach the client's flight cards and the model; and links that name another
+/// route or date than their row's. Returns how many went.
 fn drop_foreign_links(result: &mut FlightSearchResult, links: &LinkPolicy) -> usize {
     let mut dropped = 0;
     for flight in &mut result.results.flights {
-        if let Some(map) = flight.booking_links.as_mut() {
-            let before = map.len();
-            map.retain(|_, url| links.allows(url));
-            dropped += before - map.len();
-            if map.is_empty() {
-                flight.booking_links = None;
+        let maps = std::iter::once(&mut flight.booking_links).chain(
+            flight
+                .other_programs
+                .iter_mut()
+                .map(|o| &mut o.booking_links),
+        );
+        for map_slot in maps {
+            if let Some(map) = map_slot.as_mut() {
+                let before = map.len();
+                map.retain(|_, url| links.allows(url));
+                dropped += before - map.len();
+                if map.is_empty() {
+                    *map_slot = None;
+                }
             }
         }
+        dropped += flight_rows::drop_links_of_other_trips(flight);
     }
     dropped
 }
@@ -392,7 +404,7 @@ fn drop_foreign_links(result: &mut FlightSearchResult, links: &LinkPolicy) -> us
 /// Applies the constraints the flight functions do not: the taxes ceiling, non-stop, and
 /// the alliances (every carrier of the itinerary, by its flight numbers, must belong to
 /// one of them; a flight whose carriers are unknown is dropped). Loyalty programmes went
-/// to Seats.aero as its `sources`.
+/// to Seats.aero as its `sources`. Then one row per itinerary (`flight_rows::merged`).
 fn filtered(mut result: FlightSearchResult, input: &FlightSearchInput) -> FlightSearchResult {
     let constraints = input.constraints.clone().unwrap_or_default();
     let (alliances, _) =
@@ -413,6 +425,7 @@ fn filtered(mut result: FlightSearchResult, input: &FlightSearchInput) -> Flight
         taxes_ok && stops_ok && alliance_ok
     };
     result.results.flights.retain(keep);
+    result.results.flights = flight_rows::merged(std::mem::take(&mut result.results.flights));
     result.results.count = result.results.flights.len();
     result
 }
@@ -462,121 +475,6 @@ fn unknown_names_note(input: &FlightSearchInput, de: bool) -> Option<String> {
         });
     }
     (!notes.is_empty()).then(|| notes.join(" "))
-}
-
-/// The chat message and the flights it lists, numbered across both lists in the order
-/// shown, so "number 7" names one flight (`select_flight`).
-fn format_message(
-    input: &FlightSearchInput,
-    award: Option<&FlightSearchResult>,
-    cash: Option<&FlightSearchResult>,
-    locale: Locale,
-) -> (String, Vec<OfferedFlight>) {
-    let de = locale == Locale::De;
-    let route = format!(
-        "{} → {}, {}, {}",
-        input.origin,
-        input.destination,
-        input.depart_date,
-        input.cabin.display_name()
-    );
-    fn found(r: Option<&FlightSearchResult>) -> Option<&FlightSearchResult> {
-        r.filter(|r| r.results.count > 0)
-    }
-    let award_titled = found(award).map(|r| {
-        let title = if de {
-            "Award-Flüge (Meilen)"
-        } else {
-            "Award flights (miles)"
-        };
-        (title, r)
-    });
-    let cash_titled = found(cash).map(|r| (if de { "Cash-Tarife" } else { "Cash fares" }, r));
-    let ordered: Vec<(&str, &FlightSearchResult)> = if input.award_only.unwrap_or(true) {
-        [award_titled, cash_titled]
-    } else {
-        [cash_titled, award_titled]
-    }
-    .into_iter()
-    .flatten()
-    .collect();
-    if ordered.is_empty() {
-        let message = if de {
-            format!(
-                "Ich habe für {route} leider keine passenden Flüge gefunden. Soll ich andere Daten oder eine andere Klasse prüfen?"
-            )
-        } else {
-            format!(
-                "I found no matching flights for {route}. Shall I try other dates or another cabin?"
-            )
-        };
-        return (message, Vec::new());
-    }
-    let mut offered = Vec::new();
-    let sections: Vec<String> = ordered
-        .into_iter()
-        .map(|(title, result)| section(title, result, de, &mut offered))
-        .collect();
-    let mut out = if de {
-        format!("Ich habe folgende Flüge für {route} gefunden:\n\n")
-    } else {
-        format!("Here are the flights I found for {route}:\n\n")
-    };
-    out.push_str(&sections.join("\n\n"));
-    if award.is_none() || cash.is_none() {
-        out.push_str(if de {
-            "\n\n(Eine der beiden Suchen war gerade nicht erreichbar; die Liste ist daher unvollständig.)"
-        } else {
-            "\n\n(One of the two searches was unavailable just now, so this list may be incomplete.)"
-        });
-    }
-    (out, offered)
-}
-
-/// One provider's list; each flight listed is numbered on from `offered` and added to it.
-fn section(
-    title: &str,
-    result: &FlightSearchResult,
-    de: bool,
-    offered: &mut Vec<OfferedFlight>,
-) -> String {
-    let mut out = format!("**{title}**");
-    for f in result.results.flights.iter().take(LISTED_PER_PROVIDER) {
-        let option = u8::try_from(offered.len() + 1).unwrap_or(u8::MAX);
-        let leg = &f.outbound;
-        let _ = write!(
-            out,
-            "\n{option}. {}: {} — {} {} → {} {} ({}, {})",
-            f.airline,
-            f.price,
-            leg.departure.airport,
-            leg.departure.time,
-            leg.arrival.airport,
-            leg.arrival.time,
-            leg.duration,
-            leg.stops
-        );
-        if let Some(seats) = f.seats_left {
-            let _ = if de {
-                write!(out, ", {seats} Plätze")
-            } else {
-                write!(out, ", {seats} seats")
-            };
-        }
-        offered.push(OfferedFlight {
-            option,
-            flight: f.clone(),
-        });
-    }
-    let more = result.results.count.saturating_sub(LISTED_PER_PROVIDER);
-    if more > 0 {
-        let _ = if de {
-            write!(out, "\n… und {more} weitere")
-        } else {
-            write!(out, "\n… and {more} more")
-        };
-    }
-    out
 }
 
 #[cfg(test)]

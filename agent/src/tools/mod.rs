@@ -10,6 +10,8 @@
 pub mod ask_gpt;
 pub mod award_value;
 pub mod fare_alert;
+mod flight_message;
+mod flight_rows;
 pub mod flights;
 mod functions;
 pub mod knowledge_base;

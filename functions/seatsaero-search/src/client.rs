@@ -20,7 +20,8 @@ const AUTH_HEADER: &str = "Partner-Authorization";
 pub(crate) struct SearchQuery<'a> {
     pub origin: &'a IataCode,
     pub destination: &'a IataCode,
-    pub cabin: Cabin,
+    /// The cabin to filter by; `None` asks for every cabin.
+    pub cabin: Option<Cabin>,
     pub start: Date,
     pub end: Date,
     pub take: u32,
@@ -62,13 +63,15 @@ impl SeatsAero {
         let mut params = vec![
             ("origin_airport", query.origin.to_string()),
             ("destination_airport", query.destination.to_string()),
-            ("cabin", query.cabin.seatsaero_api_value().to_owned()),
             ("start_date", query.start.to_string()),
             ("end_date", query.end.to_string()),
             ("take", query.take.to_string()),
             ("include_trips", "false".to_owned()),
             ("only_direct_flights", query.direct_only.to_string()),
         ];
+        if let Some(cabin) = query.cabin {
+            params.push(("cabin", cabin.seatsaero_api_value().to_owned()));
+        }
         if !query.sources.is_empty() {
             params.push(("sources", query.sources.join(",")));
         }

@@ -13,6 +13,7 @@ use std::collections::BTreeMap;
 use shared::domain::flight::{
     Cabin, FlightEndpoint, FlightLeg, FlightResult, Locale, Provider, Taxes,
 };
+use shared::domain::loyalty;
 
 use crate::format;
 use crate::payload::{Availability, BookingLink, CabinOffer, Entries, Segment, Trip, TripsReply};
@@ -59,7 +60,14 @@ pub(crate) fn build(
     let outbound = outbound_leg(shape, &trip, segments, availability)?;
     let price = Price::of(shape, candidate, &trip);
     let total_stops = trip.stop_count();
-    let source = trip.source.as_ref().or(availability.source.as_ref());
+    let source = trip.source.as_deref().or(availability.source.as_deref());
+    let seen_at = trip
+        .updated_at
+        .as_deref()
+        .or(availability.updated_at.as_deref())
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .map(str::to_owned);
 
     Ok(FlightResult {
         id: availability.id.clone().into_owned(),
@@ -68,7 +76,7 @@ pub(crate) fn build(
         price_per_person: price.per_person,
         airline: airline(&trip, segments, offer),
         cabin: shape.cabin.display_name().to_owned(),
-        tags: tags(shape, total_stops, source),
+        tags: tags(shape, total_stops),
         total_stops: u32::try_from(total_stops).unwrap_or(u32::MAX),
         miles: Some(price.miles),
         taxes: price.taxes,
@@ -76,6 +84,9 @@ pub(crate) fn build(
         booking_links: booking_links(reply.booking_links),
         outbound,
         inbound: None,
+        program: source.map(loyalty::display_name),
+        seen_at,
+        other_programs: Vec::new(),
     })
 }
 
@@ -210,8 +221,9 @@ fn flight_numbers(trip: &Trip<'_>, segments: &[Segment<'_>]) -> String {
     })
 }
 
-/// "return" for the reverse search, "direct" without stops, then the mileage programme.
-fn tags(shape: &Shape, total_stops: u64, source: Option<&Cow<'_, str>>) -> Vec<String> {
+/// "return" for the reverse search, "direct" without stops (the programme has a field of
+/// its own).
+fn tags(shape: &Shape, total_stops: u64) -> Vec<String> {
     let mut tags = Vec::new();
     if shape.return_leg {
         tags.push("return".to_owned());
@@ -219,7 +231,6 @@ fn tags(shape: &Shape, total_stops: u64, source: Option<&Cow<'_, str>>) -> Vec<S
     if total_stops == 0 {
         tags.push("direct".to_owned());
     }
-    tags.extend(source.map(|s| s.clone().into_owned()));
     tags
 }
 
@@ -352,7 +363,8 @@ mod tests {
         assert_eq!(flight.outbound.arrival.airport, "YUL");
         assert_eq!(flight.outbound.departure.time, "2025-06-01T10:00");
         assert_eq!(flight.taxes, Taxes::default());
-        assert_eq!(flight.tags, vec!["direct", "aeroplan"]);
+        assert_eq!(flight.tags, vec!["direct"]);
+        assert_eq!(flight.program.as_deref(), Some("Air Canada Aeroplan"));
         assert_eq!(flight.booking_links, None);
     }
 

@@ -95,6 +95,14 @@ pub(crate) struct Availability<'a> {
         deserialize_with = "lenient_string"
     )]
     pub taxes_currency: Option<Cow<'a, str>>,
+    /// When Seats.aero last saw this availability (RFC 3339).
+    #[serde(
+        rename = "UpdatedAt",
+        borrow,
+        default,
+        deserialize_with = "lenient_string"
+    )]
+    pub updated_at: Option<Cow<'a, str>>,
 
     #[serde(rename = "YAvailable", default, deserialize_with = "lenient_bool")]
     y_available: Option<bool>,
@@ -331,6 +339,8 @@ pub(crate) struct Trip<'a> {
     pub cabin: Option<Cow<'a, str>>,
     #[serde(rename = "Source", borrow, deserialize_with = "lenient_string")]
     pub source: Option<Cow<'a, str>>,
+    #[serde(rename = "UpdatedAt", borrow, deserialize_with = "lenient_string")]
+    pub updated_at: Option<Cow<'a, str>>,
 }
 
 impl Trip<'_> {

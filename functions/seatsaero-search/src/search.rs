@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use futures::StreamExt;
 use shared::domain::flight::{
-    FlightResult, FlightSearchParams, FlightSearchResult, IataCode, SearchStats,
+    Cabin, CabinFrom, FlightResult, FlightSearchParams, FlightSearchResult, IataCode, SearchStats,
 };
 use shared::secrets::SecretString;
 use shared::{Error, Result};
@@ -31,6 +31,8 @@ struct Found {
     has_more: bool,
     start: Date,
     end: Date,
+    /// When the requested cabin had nothing: what the other cabins have.
+    other_cabins: Vec<CabinFrom>,
 }
 
 /// `departure ± flexibility` days (flexibility is already clamped to 0..=3).
@@ -98,6 +100,7 @@ pub(crate) async fn run(
         start_date: found.start.to_string(),
         end_date: found.end.to_string(),
         cabin: params.travel_class.display_name().to_owned(),
+        other_cabins: found.other_cabins,
     };
     Ok(FlightSearchResult::new(found.flights, Some(stats)))
 }
@@ -152,10 +155,10 @@ async fn search_direction(
     deadline: Instant,
 ) -> Result<Found> {
     let (start, end) = window(direction.date, params.flexibility);
-    let query = SearchQuery {
+    let mut query = SearchQuery {
         origin: direction.origin,
         destination: direction.destination,
-        cabin: direction.shape.cabin,
+        cabin: Some(direction.shape.cabin),
         start,
         end,
         take: deps.config.take,
@@ -167,6 +170,12 @@ async fn search_direction(
     let total_available = reply.count.unwrap_or(reply.data.len() as u64);
     let has_more = reply.has_more.unwrap_or(false);
     let candidates = candidates(reply, &direction.shape, usize::from(params.max_results));
+    let other_cabins = if candidates.is_empty() && !direction.shape.return_leg {
+        query.cabin = None;
+        other_cabins(deps, key, &query, &direction.shape, deadline).await
+    } else {
+        Vec::new()
+    };
     let flights = load_flights(
         &deps.client,
         key,
@@ -191,7 +200,54 @@ async fn search_direction(
         has_more,
         start,
         end,
+        other_cabins,
     })
+}
+
+/// The other cabins with award seats in the same search, from how many miles, for the
+/// answer that the requested cabin has none. One more search, without the cabin filter;
+/// when it fails the answer only says the cabin had nothing.
+async fn other_cabins(
+    deps: &Deps,
+    key: &SecretString,
+    query: &SearchQuery<'_>,
+    shape: &Shape,
+    deadline: Instant,
+) -> Vec<CabinFrom> {
+    let body = match deps.client.search(key, query, deadline).await {
+        Ok(body) => body,
+        Err(e) => {
+            tracing::warn!(error = %e, "search of the other cabins failed");
+            return Vec::new();
+        }
+    };
+    match read_body(&body, SearchReply::parse) {
+        Ok(reply) => cabins_from(reply, shape),
+        Err(e) => {
+            tracing::warn!(error = %e, "search of the other cabins unreadable");
+            Vec::new()
+        }
+    }
+}
+
+/// The lowest mileage cost of each cabin but the requested one that has seats, in cabin
+/// order (Economy first).
+fn cabins_from(reply: SearchReply<'_>, shape: &Shape) -> Vec<CabinFrom> {
+    let availabilities: Vec<_> = reply.data.into_iter().filter_map(|a| a.ok()).collect();
+    Cabin::ALL
+        .into_iter()
+        .filter(|cabin| *cabin != shape.cabin)
+        .filter_map(|cabin| {
+            let miles_from = availabilities
+                .iter()
+                .map(|a| a.cabin(cabin))
+                .filter(|o| o.available || o.seats.is_some_and(|s| s > 0))
+                .filter(|o| !shape.non_stop || o.direct != Some(false))
+                .filter_map(|o| o.miles.filter(|m| *m > 0))
+                .min()?;
+            Some(CabinFrom { cabin, miles_from })
+        })
+        .collect()
 }
 
 /// Entries whose cabin is available (or has seats) at a real mileage cost, cheapest first
@@ -316,6 +372,36 @@ mod tests {
         assert_eq!(
             window(date!(2025 - 03 - 01), 0),
             (date!(2025 - 03 - 01), date!(2025 - 03 - 01))
+        );
+    }
+
+    #[test]
+    fn other_cabins_are_offered_from_their_lowest_cost() {
+        let shape = Shape {
+            cabin: Cabin::First,
+            locale: shared::domain::flight::Locale::En,
+            seated: 1,
+            non_stop: false,
+            return_leg: false,
+        };
+        let body = br#"{"data": [
+            {"ID": "a", "YAvailable": true, "YMileageCost": "30000",
+             "JAvailable": true, "JMileageCost": "70000", "FAvailable": false, "FMileageCost": "0"},
+            {"ID": "b", "YAvailable": true, "YMileageCost": "25000",
+             "JAvailable": false, "JMileageCost": "55000", "WRemainingSeats": 2, "WMileageCost": "40000"}
+        ]}"#;
+        let reply = read_body(body, SearchReply::parse).unwrap_or_else(|e| panic!("{e}"));
+        let cabins: Vec<(Cabin, u64)> = cabins_from(reply, &shape)
+            .into_iter()
+            .map(|c| (c.cabin, c.miles_from))
+            .collect();
+        assert_eq!(
+            cabins,
+            [
+                (Cabin::Economy, 25_000),
+                (Cabin::PremiumEconomy, 40_000),
+                (Cabin::Business, 70_000)
+            ]
         );
     }
 

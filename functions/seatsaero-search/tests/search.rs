@@ -42,7 +42,15 @@ async fn happy_path_from_the_fixtures() {
     assert_eq!(first["cabin"], json!("Business"));
     assert_eq!(first["seatsLeft"], json!(4));
     assert_eq!(first["totalStops"], json!(0));
-    assert_eq!(first["tags"], json!(["direct", "lifemiles"]));
+    assert_eq!(first["tags"], json!(["direct"]));
+    assert_eq!(first["program"], json!("Avianca LifeMiles"));
+    // The trip's UpdatedAt: when Seats.aero last saw the seat.
+    assert!(
+        first["seenAt"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("20")),
+        "{first}"
+    );
     assert_eq!(first["price"], json!("70,000 miles + $41.74"));
     assert_eq!(first["pricePerPerson"], json!("70,000 miles + $41.74"));
     assert_eq!(
@@ -274,6 +282,41 @@ async fn empty_results() {
         assert_eq!(body["stats"]["hasMore"], json!(false));
         assert!(fake.requests_to("/trips/").await.is_empty());
     }
+}
+
+#[tokio::test]
+async fn an_empty_cabin_reports_what_the_other_cabins_have() {
+    let fake = Fake::start().await;
+    // Asked with `cabin=first`: nothing. Asked without a cabin: seats in two others.
+    Mock::given(method("GET"))
+        .and(path("/search"))
+        .and(query_param("cabin", "first"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({"data": [], "count": 0})))
+        .with_priority(1)
+        .mount(&fake.server)
+        .await;
+    fake.search_replies(json!({"data": [
+        {"ID": "a", "YAvailable": true, "YMileageCost": "30000", "JAvailable": true,
+         "JMileageCost": "80000", "FAvailable": false, "FMileageCost": "0"},
+        {"ID": "b", "YAvailable": true, "YMileageCost": "25000", "JAvailable": true,
+         "JMileageCost": "75000"}
+    ]}))
+    .await;
+    let (status, body) = fake
+        .call(&with(search_body(), json!({"travelClass": "FIRST"})))
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["results"]["count"], json!(0));
+    assert_eq!(
+        body["stats"]["otherCabins"],
+        json!([{"cabin": "ECONOMY", "milesFrom": 25000}, {"cabin": "BUSINESS", "milesFrom": 75000}])
+    );
+    let searches = fake.requests_to("/search").await;
+    assert_eq!(searches.len(), 2);
+    assert!(
+        query(&searches[1], "cabin").is_none(),
+        "the second search asks every cabin"
+    );
 }
 
 #[tokio::test]

@@ -563,6 +563,9 @@ mod tests {
                 flight_numbers: "LH400".into(),
             },
             inbound: None,
+            program: None,
+            seen_at: None,
+            other_programs: Vec::new(),
         }
     }
 

@@ -669,6 +669,52 @@ pub struct FlightResult {
     /// Return leg, when the offer covers one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub inbound: Option<FlightLeg>,
+    /// The mileage programme whose miles price an award row, by its display name
+    /// ("Air Canada Aeroplan"); none on cash rows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub program: Option<String>,
+    /// When the upstream last saw this availability (RFC 3339): award data is cached by
+    /// Seats.aero, so it may be hours old.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seen_at: Option<String>,
+    /// The same flight (same flights, times and cabin) priced by other programmes, cheapest
+    /// first: one itinerary is one row, with a priced option per programme.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub other_programs: Vec<ProgramPrice>,
+}
+
+/// What one more mileage programme asks for a flight already listed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ProgramPrice {
+    /// Display name of the programme ("United MileagePlus").
+    pub program: Option<String>,
+    /// Total for all seated travellers, as `FlightResult::price`.
+    pub price: String,
+    pub price_per_person: String,
+    pub miles: Option<u64>,
+    pub taxes: Taxes,
+    pub seats_left: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seen_at: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub booking_links: Option<BTreeMap<String, String>>,
+}
+
+impl ProgramPrice {
+    /// `flight`'s price, as an option of another row of the same itinerary.
+    pub fn of(flight: &FlightResult) -> Self {
+        Self {
+            program: flight.program.clone(),
+            price: flight.price.clone(),
+            price_per_person: flight.price_per_person.clone(),
+            miles: flight.miles,
+            taxes: flight.taxes.clone(),
+            seats_left: flight.seats_left,
+            seen_at: flight.seen_at.clone(),
+            booking_links: flight.booking_links.clone(),
+        }
+    }
 }
 
 /// Taxes and fees on top of the miles (or of the fare); both unknown for some sources.
@@ -723,6 +769,18 @@ pub struct SearchStats {
     pub start_date: String,
     pub end_date: String,
     pub cabin: String,
+    /// When the requested cabin had nothing: the other cabins that have award seats on the
+    /// route in the same window, with their lowest mileage cost.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub other_cabins: Vec<CabinFrom>,
+}
+
+/// A cabin that has award seats, from how many miles (per traveller).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CabinFrom {
+    pub cabin: Cabin,
+    pub miles_from: u64,
 }
 
 impl FlightSearchResult {
@@ -1043,6 +1101,9 @@ mod tests {
                 flight_numbers: "LH400".into(),
             },
             inbound: None,
+            program: None,
+            seen_at: None,
+            other_programs: Vec::new(),
         }
     }
 
@@ -1056,6 +1117,7 @@ mod tests {
                 start_date: "2025-06-01".into(),
                 end_date: "2025-06-01".into(),
                 cabin: "Business".into(),
+                other_cabins: Vec::new(),
             }),
         );
         assert_eq!(r.results.count, 1);

@@ -20,7 +20,7 @@ pub struct Programme {
 pub const PROGRAMMES: &[Programme] = &[
     Programme {
         source: "aeroplan",
-        names: &["Aeroplan", "Air Canada Aeroplan", "Air Canada"],
+        names: &["Air Canada Aeroplan", "Aeroplan", "Air Canada"],
     },
     Programme {
         source: "aeromexico",
@@ -44,8 +44,8 @@ pub const PROGRAMMES: &[Programme] = &[
     Programme {
         source: "american",
         names: &[
-            "AAdvantage",
             "American AAdvantage",
+            "AAdvantage",
             "American Airlines",
             "American",
         ],
@@ -173,6 +173,17 @@ pub const PROGRAMMES: &[Programme] = &[
 /// The programmes `names` mean, as Seats.aero source ids (sorted, without repeats), and the
 /// names that matched none. A name matches a programme when it equals one of its names, or
 /// its source id, ignoring case, spaces and punctuation ("&" reads as "and").
+/// The name a row shows for a Seats.aero `source` id: the programme's first name, else the
+/// id itself (a programme Seats.aero added after this list).
+pub fn display_name(source: &str) -> String {
+    let source = source.trim();
+    PROGRAMMES
+        .iter()
+        .find(|p| p.source.eq_ignore_ascii_case(source))
+        .and_then(|p| p.names.first())
+        .map_or_else(|| source.to_owned(), |name| (*name).to_owned())
+}
+
 pub fn sources_for(names: &[String]) -> (Vec<&'static str>, Vec<String>) {
     let (found, unknown) = resolve(names, PROGRAMMES, |p| {
         std::iter::once(p.source)
@@ -299,6 +310,13 @@ mod tests {
             ["aeroplan", "flyingblue", "lufthansa", "singapore"]
         );
         assert_eq!(unknown, ["Imaginary Miles"]);
+    }
+
+    #[test]
+    fn sources_show_as_programme_names() {
+        assert_eq!(display_name("aeroplan"), "Air Canada Aeroplan");
+        assert_eq!(display_name(" Lufthansa "), "Miles & More");
+        assert_eq!(display_name("newprogramme"), "newprogramme");
     }
 
     #[test]

@@ -3,6 +3,7 @@
 pub mod alert;
 pub mod chat;
 pub mod flight;
+pub mod flight_notes;
 pub mod loyalty;
 pub mod memory;
 pub mod schema;

@@ -2,14 +2,27 @@
 //! offers, as aligned text tables.
 
 use serde_json::Value;
+use shared::domain::flight::{FlightResult, Locale};
+use shared::domain::flight_notes;
+use time::OffsetDateTime;
 
 use crate::printable::printable;
 
 /// Rows shown per source; the LLM's answer covers the rest.
 const MAX_ROWS: usize = 10;
 
-const HEADER: [&str; 8] = [
-    "source", "airline", "cabin", "depart", "arrive", "duration", "stops", "price",
+const HEADER: [&str; 11] = [
+    "source",
+    "programme",
+    "airline",
+    "cabin",
+    "depart",
+    "arrive",
+    "duration",
+    "stops",
+    "price",
+    "per person",
+    "notes",
 ];
 
 /// The table, or `None` when the result holds no flights. `tool_result` is one flight
@@ -40,7 +53,7 @@ pub fn options(payload: &Value) -> Option<String> {
             let flight = &entry["flight"];
             let source = match flight["provider"].as_str() {
                 Some("seatsaero") => "award".to_owned(),
-                Some("amadeus") => "cash".to_owned(),
+                Some("amadeus" | "duffel") => "cash".to_owned(),
                 _ => text(&flight["provider"]),
             };
             let mut cells = vec![text(&entry["option"])];
@@ -53,13 +66,29 @@ pub fn options(payload: &Value) -> Option<String> {
     layout(&header, &rows)
 }
 
-/// `rows` under `header`, columns aligned; `None` without rows.
+/// `rows` under `header`, columns aligned, a column empty in every row left out; `None`
+/// without rows.
 fn layout(header: &[&str], rows: &[Vec<String>]) -> Option<String> {
     if rows.is_empty() {
         return None;
     }
+    let used: Vec<usize> = (0..header.len())
+        .filter(|&i| {
+            rows.iter()
+                .any(|row| row.get(i).is_some_and(|c| !c.is_empty()))
+        })
+        .collect();
+    let header: Vec<&str> = used.iter().map(|&i| header[i]).collect();
+    let rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|row| {
+            used.iter()
+                .map(|&i| row.get(i).cloned().unwrap_or_default())
+                .collect()
+        })
+        .collect();
     let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
-    for row in rows {
+    for row in &rows {
         for (width, cell) in widths.iter_mut().zip(row) {
             *width = (*width).max(cell.chars().count());
         }
@@ -87,7 +116,7 @@ fn flight_results(tool_result: &Value) -> Vec<&Value> {
     }
 }
 
-fn row(source: &str, flight: &Value) -> [String; 8] {
+fn row(source: &str, flight: &Value) -> [String; 11] {
     let leg = &flight["outbound"];
     let endpoint = |end: &Value| {
         format!("{} {}", text(&end["airport"]), short_time(&end["time"]))
@@ -100,6 +129,7 @@ fn row(source: &str, flight: &Value) -> [String; 8] {
     };
     [
         source.to_owned(),
+        text(&flight["program"]),
         text(&flight["airline"]),
         text(&flight["cabin"]),
         endpoint(&leg["departure"]),
@@ -107,7 +137,28 @@ fn row(source: &str, flight: &Value) -> [String; 8] {
         text(&leg["duration"]),
         stops,
         text(&flight["price"]),
+        per_person(flight),
+        notes(flight),
     ]
+}
+
+/// The price per person, when it differs from the total (more than one traveller).
+fn per_person(flight: &Value) -> String {
+    match text(&flight["pricePerPerson"]) {
+        each if each == text(&flight["price"]) => String::new(),
+        each => each,
+    }
+}
+
+/// The same notes as the chat message (`shared::domain::flight_notes`); none for a row
+/// that is not a flight result.
+fn notes(flight: &Value) -> String {
+    let Ok(flight) = serde_json::from_value::<FlightResult>(flight.clone()) else {
+        return String::new();
+    };
+    let mut notes = flight_notes::notes(&flight, Locale::En, OffsetDateTime::now_utc());
+    notes.extend(flight_notes::also_via(&flight, Locale::En));
+    printable(&notes.join(", "))
 }
 
 /// A cell's text: strings as they are, numbers and booleans printed, nothing for the rest.
@@ -166,16 +217,19 @@ mod tests {
 
     #[test]
     fn a_table_of_award_and_cash_offers() {
+        let mut award = flight("s1", "seatsaero", "Lufthansa", "140,000 miles + $82");
+        award["program"] = json!("Miles & More");
+        award["pricePerPerson"] = json!("70,000 miles + $41");
         let result = json!({
-            "seatsResult": search(vec![flight("s1", "seatsaero", "Lufthansa", "70,000 miles + $41")]),
-            "amadeusResult": search(vec![flight("a1", "amadeus", "United", "€2,310.00")]),
+            "seatsResult": search(vec![award]),
+            "amadeusResult": search(vec![flight("a1", "duffel", "United", "€2,310.00")]),
         });
         let table = flights(&result).unwrap_or_default();
         let expected = "\
-source  airline    cabin     depart                arrive                duration  stops    price
-------  ---------  --------  --------------------  --------------------  --------  -------  ------------------
-award   Lufthansa  Business  FRA 2027-03-15 10:05  JFK 2027-03-15 12:55  8h 50m    Nonstop  70,000 miles + $41
-cash    United     Business  FRA 2027-03-15 10:05  JFK 2027-03-15 12:55  8h 50m    Nonstop  €2,310.00";
+source  programme     airline    cabin     depart                arrive                duration  stops    price                per person          notes
+------  ------------  ---------  --------  --------------------  --------------------  --------  -------  -------------------  ------------------  -------
+award   Miles & More  Lufthansa  Business  FRA 2027-03-15 10:05  JFK 2027-03-15 12:55  8h 50m    Nonstop  140,000 miles + $82  70,000 miles + $41  4 seats
+cash                  United     Business  FRA 2027-03-15 10:05  JFK 2027-03-15 12:55  8h 50m    Nonstop  €2,310.00                                one-way";
         assert_eq!(table, expected, "\n{table}");
         let lines: Vec<&str> = table.lines().collect();
         // Columns line up: every row has "duration" at the header's char offset.

@@ -44,9 +44,9 @@ chat chat-42 (new)
 ✓ search_flights succeeded
 Grüße! One offer ✈
 
-source  airline  cabin     depart                arrive                duration  stops    price
-------  -------  --------  --------------------  --------------------  --------  -------  ---------
-cash    United   Business  FRA 2027-03-15 10:05  EWR 2027-03-15 13:00  8h 55m    Nonstop  €2,310.00
+source  airline  cabin     depart                arrive                duration  stops    price      notes
+------  -------  --------  --------------------  --------------------  --------  -------  ---------  -------
+cash    United   Business  FRA 2027-03-15 10:05  EWR 2027-03-15 13:00  8h 55m    Nonstop  €2,310.00  one-way
 ";
 
 /// What the fake router saw of one request.

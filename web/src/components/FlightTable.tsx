@@ -2,12 +2,19 @@
 
 import { useContext, useState } from "preact/hooks";
 import { durationMinutes, parseAmount } from "../format";
+import { alsoVia, flightNotes, type ProgramPrice } from "../flightNotes";
 import { ExternalLink, Links } from "../markdown";
 
 export interface Flight {
   id?: string;
   provider?: string;
   price?: string;
+  pricePerPerson?: string;
+  program?: string | null;
+  seenAt?: string | null;
+  tags?: string[];
+  otherPrograms?: ProgramPrice[];
+  inbound?: unknown;
   airline?: string;
   cabin?: string;
   totalStops?: number;
@@ -94,11 +101,13 @@ export function FlightTable(props: { flights: Flight[]; kind: Kind }) {
         </caption>
         <thead>
           <tr>
+            {kind === "award" ? <th scope="col">Programme</th> : null}
             {header("carrier", "Carrier")}
             <th scope="col">Route</th>
             {header("duration", "Duration")}
             {header("stops", "Stops")}
             {header("price", kind === "award" ? "Miles" : "Price")}
+            <th scope="col">Notes</th>
             <th scope="col">Book</th>
           </tr>
         </thead>
@@ -110,7 +119,8 @@ export function FlightTable(props: { flights: Flight[]; kind: Kind }) {
             const o = f.outbound ?? {};
             return (
               <tr key={f.id ?? i}>
-                <td>
+                {kind === "award" ? <td class="programme">{f.program ?? "—"}</td> : null}
+                <td class="carrier">
                   <strong>{f.airline}</strong> <span class="muted">{o.flightNumbers}</span>
                   {f.cabin ? <div class="muted">{f.cabin}</div> : null}
                 </td>
@@ -121,7 +131,13 @@ export function FlightTable(props: { flights: Flight[]; kind: Kind }) {
                 <td>{o.stops ?? f.totalStops}</td>
                 <td class="price">
                   {f.price}
-                  {kind === "award" && f.seatsLeft != null ? <div class="muted">{f.seatsLeft} seats</div> : null}
+                  {f.pricePerPerson && f.pricePerPerson !== f.price ? (
+                    <div class="muted">{f.pricePerPerson} per person</div>
+                  ) : null}
+                </td>
+                <td class="notes">
+                  {flightNotes(f).join(" · ")}
+                  {alsoVia(f).length ? <div class="muted">Also via: {alsoVia(f).join("; ")}</div> : null}
                 </td>
                 <td>
                   {links.length

@@ -113,6 +113,9 @@ fn flight(
         booking_links: None,
         outbound,
         inbound,
+        program: None,
+        seen_at: None,
+        other_programs: Vec::new(),
     };
     Ok((total, result))
 }
