@@ -12,13 +12,15 @@
 #
 # Real services instead of fakes: OPENAI_API_KEY (or OPENAI_BASE_URL for a keyless
 # OpenAI-compatible server such as Ollama, with OPENAI_MODEL), SEATSAERO_API_KEY,
-# AMADEUS_CLIENT_ID + AMADEUS_CLIENT_SECRET. LLM_PROVIDER=bedrock runs the router and the
+# DUFFEL_TOKEN, AMADEUS_CLIENT_ID + AMADEUS_CLIENT_SECRET. Cash fares come from Duffel (its
+# fake, or the real one with DUFFEL_TOKEN), as deployed; from the real Amadeus when its
+# keys are set and DUFFEL_TOKEN is not. LLM_PROVIDER=bedrock runs the router and the
 # worker on their Bedrock client, answered by the stand-in in Bedrock's ConverseStream
 # protocol (AWS_ENDPOINT_URL_BEDROCK_RUNTIME points at it; no AWS account is used).
 #
 # Ports: WATCH_PORT (9000: the functions, through the gate), FAKES_PORT_BASE (9100: cargo
-# lambda watch itself, behind the gate; LLM +1, Seats.aero +2, Amadeus +3; EMULATOR_PORT
-# moves the first), DYNAMODB_PORT, MOTO_PORT, WEB_PORT (5173: the web chat).
+# lambda watch itself, behind the gate; LLM +1, Seats.aero +2, Amadeus +3, Duffel +4;
+# EMULATOR_PORT moves the first), DYNAMODB_PORT, MOTO_PORT, WEB_PORT (5173: the web chat).
 #
 # The gate (`dev-stack gate`) stands in front of cargo lambda watch, which hangs for good
 # once about 100 invocations of one function wait in it: it lets GATE_PER_FUNCTION (4)
@@ -32,6 +34,7 @@ FAKES_PORT_BASE="${FAKES_PORT_BASE:-9100}"
 LLM_PORT=$((FAKES_PORT_BASE + 1))
 SEATSAERO_PORT=$((FAKES_PORT_BASE + 2))
 AMADEUS_PORT=$((FAKES_PORT_BASE + 3))
+DUFFEL_PORT=$((FAKES_PORT_BASE + 4))
 EMULATOR_PORT="${EMULATOR_PORT:-$FAKES_PORT_BASE}"
 BASE="http://127.0.0.1:$WATCH_PORT"
 ROUTER_URL="$BASE/lambda-url/chat-router"
@@ -96,14 +99,19 @@ $(log_tail "$RUN_DIR/dev-$name.log")"
   esac
 }
 
-# Which upstreams are fakes: decided once from the developer's keys.
+# Which upstreams are fakes, and which prices cash fares: decided once from the developer's
+# keys.
 decide_fakes() {
-  FAKE_LLM=1; FAKE_SEATS=1; FAKE_AMADEUS=1
+  FAKE_LLM=1; FAKE_SEATS=1; FAKE_AMADEUS=1; FAKE_DUFFEL=1
   # The functions' local credentials are the emulators' (`local`): Bedrock is always the
   # stand-in, whatever OpenAI keys are set.
   if [ "${LLM_PROVIDER:-openai}" != bedrock ] && { [ -n "${OPENAI_API_KEY:-}" ] || [ -n "${OPENAI_BASE_URL:-}" ]; }; then FAKE_LLM=0; fi
   [ -n "${SEATSAERO_API_KEY:-}" ] && FAKE_SEATS=0
   if [ -n "${AMADEUS_CLIENT_ID:-}" ] && [ -n "${AMADEUS_CLIENT_SECRET:-}" ]; then FAKE_AMADEUS=0; fi
+  [ -n "${DUFFEL_TOKEN:-}" ] && FAKE_DUFFEL=0
+  # Duffel, as deployed; real Amadeus keys without a Duffel token choose Amadeus. The Amadeus
+  # fake runs either way (tests may use it).
+  if [ "$FAKE_AMADEUS" = 0 ] && [ "$FAKE_DUFFEL" = 1 ]; then CASH_PROVIDER=amadeus; else CASH_PROVIDER=duffel; fi
   local fakes=()
   if [ "${LLM_PROVIDER:-openai}" = bedrock ]; then
     fakes+=("offline LLM stand-in over the Bedrock ConverseStream protocol (LLM_PROVIDER=bedrock)")
@@ -111,10 +119,12 @@ decide_fakes() {
     fakes+=("offline LLM stand-in (set OPENAI_API_KEY or OPENAI_BASE_URL for a real model)")
   fi
   [ "$FAKE_SEATS" = 1 ] && fakes+=("fake Seats.aero with recorded data (set SEATSAERO_API_KEY)")
-  [ "$FAKE_AMADEUS" = 1 ] && fakes+=("fake Amadeus with recorded data (set AMADEUS_CLIENT_ID/SECRET)")
+  if [ "$CASH_PROVIDER" = duffel ] && [ "$FAKE_DUFFEL" = 1 ]; then
+    fakes+=("fake Duffel with generated offers (set DUFFEL_TOKEN)")
+  fi
   if [ ${#fakes[@]} -eq 0 ]; then
     NOTICE=""
-    log "upstreams: all real (LLM, Seats.aero, Amadeus)"
+    log "upstreams: all real (LLM, Seats.aero, cash fares from $CASH_PROVIDER)"
   else
     NOTICE="local stack with fakes: $(IFS=';'; echo "${fakes[*]}" | sed 's/;/; /g')"
     printf '\033[1;33m[local] NOTE:\033[0m %s\n' "$NOTICE" >&2
@@ -152,9 +162,9 @@ write_dev_env() {
     fi
     [ "$FAKE_SEATS" = 1 ] && echo "SEATSAERO_BASE_URL=http://127.0.0.1:$SEATSAERO_PORT"
     [ "$FAKE_AMADEUS" = 1 ] && echo "AMADEUS_BASE_URL=http://127.0.0.1:$AMADEUS_PORT"
-    # The local stack prices cash fares with Amadeus (its fake, or the keys above); a
-    # deployed stack with the template's CashFareProvider (Duffel by default).
-    echo "CASH_PROVIDER=amadeus"
+    [ "$FAKE_DUFFEL" = 1 ] && echo "DUFFEL_BASE_URL=http://127.0.0.1:$DUFFEL_PORT"
+    # As the template's CashFareProvider defaults to (decide_fakes says when it is Amadeus).
+    echo "CASH_PROVIDER=$CASH_PROVIDER"
     # Quoted: the file is read both by `source` and by cargo lambda's env-file parser.
     [ -n "$NOTICE" ] && echo "STACK_NOTICE='$NOTICE'"
   } >>"$DEV_ENV"
@@ -184,6 +194,7 @@ cmd_up() {
   [ "$FAKE_LLM" = 1 ] && fake_args+=(--llm-port "$LLM_PORT")
   [ "$FAKE_SEATS" = 1 ] && fake_args+=(--seatsaero-port "$SEATSAERO_PORT")
   [ "$FAKE_AMADEUS" = 1 ] && fake_args+=(--amadeus-port "$AMADEUS_PORT")
+  [ "$FAKE_DUFFEL" = 1 ] && fake_args+=(--duffel-port "$DUFFEL_PORT")
   if [ ${#fake_args[@]} -gt 0 ]; then
     start_bg fakes "dev-stack fakes" "$BIN/dev-stack" fakes "${fake_args[@]}"
     local ready=0

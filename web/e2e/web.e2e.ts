@@ -146,6 +146,16 @@ describe("the web chat against the local stack", () => {
     expect(answer).toContain(FROM_CODE);
     expect(await card.locator("table.flights tbody tr").count()).toBeGreaterThan(0);
     expect(await card.locator(".duration").textContent()).toMatch(/\d/);
+    // Every award row names its programme, and each itinerary is one row.
+    const award = card.locator('table[data-kind="award"]');
+    expect(await award.locator("thead th").first().textContent()).toBe("Programme");
+    const programmes = await award.locator("tbody td.programme").allTextContents();
+    expect(programmes.length).toBeGreaterThan(0);
+    expect(programmes.every((p) => p.trim() !== "" && p.trim() !== "—")).toBe(true);
+    const itineraries = await award
+      .locator("tbody tr")
+      .evaluateAll((rows) => rows.map((r) => `${r.querySelector("td.carrier")?.textContent} ${r.querySelector("td.route")?.textContent}`));
+    expect(new Set(itineraries).size).toBe(itineraries.length);
 
     // The table sorts; the arguments come from the audit record on demand.
     await card.locator('table[data-kind="award"] button[data-sort="duration"]').click();

@@ -18,7 +18,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Serve the offline LLM stand-in and fake Seats.aero / Amadeus APIs until stopped.
+    /// Serve the offline LLM stand-in and fake Seats.aero / Amadeus / Duffel APIs until
+    /// stopped.
     Fakes {
         /// Port of the LLM stand-in (`/v1/chat/completions`); leave out to use a real LLM.
         #[arg(long)]
@@ -29,6 +30,9 @@ enum Command {
         /// Port of the fake Amadeus API; leave out to use the real one.
         #[arg(long)]
         amadeus_port: Option<u16>,
+        /// Port of the fake Duffel API (generated offers); leave out to use the real one.
+        #[arg(long)]
+        duffel_port: Option<u16>,
     },
     /// Feed the tool queue to the tool-worker running under `cargo lambda watch`.
     SqsBridge {
@@ -75,31 +79,15 @@ async fn main() -> Result<(), String> {
             llm_port,
             seatsaero_port,
             amadeus_port,
+            duffel_port,
         } => {
-            let running = fakes::start(Ports {
+            serve_fakes(Ports {
                 llm: llm_port,
                 seatsaero: seatsaero_port,
                 amadeus: amadeus_port,
+                duffel: duffel_port,
             })
-            .await?;
-            if let Some(llm) = &running.llm {
-                eprintln!("[fakes] offline LLM stand-in at {}", llm.base_url());
-            }
-            if let Some(s) = &running.seatsaero {
-                eprintln!(
-                    "[fakes] fake Seats.aero at {} (recorded fixture data)",
-                    s.uri()
-                );
-            }
-            if let Some(s) = &running.amadeus {
-                eprintln!(
-                    "[fakes] fake Amadeus at {} (recorded fixture data)",
-                    s.uri()
-                );
-            }
-            eprintln!("[fakes] ready");
-            wait_for_stop().await;
-            Ok(())
+            .await
         }
         Command::SqsBridge {
             queue_url,
@@ -148,6 +136,32 @@ async fn main() -> Result<(), String> {
             Ok(())
         }
     }
+}
+
+/// Serves the fakes on `ports` until stopped; `infra/local/dev.sh` waits for "[fakes] ready".
+async fn serve_fakes(ports: Ports) -> Result<(), String> {
+    let running = fakes::start(ports).await?;
+    if let Some(llm) = &running.llm {
+        eprintln!("[fakes] offline LLM stand-in at {}", llm.base_url());
+    }
+    if let Some(s) = &running.seatsaero {
+        eprintln!(
+            "[fakes] fake Seats.aero at {} (recorded fixture data)",
+            s.uri()
+        );
+    }
+    if let Some(s) = &running.amadeus {
+        eprintln!(
+            "[fakes] fake Amadeus at {} (recorded fixture data)",
+            s.uri()
+        );
+    }
+    if let Some(s) = &running.duffel {
+        eprintln!("[fakes] fake Duffel at {} (generated offers)", s.uri());
+    }
+    eprintln!("[fakes] ready");
+    wait_for_stop().await;
+    Ok(())
 }
 
 async fn wait_for_stop() {

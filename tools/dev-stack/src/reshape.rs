@@ -1,7 +1,8 @@
 //! Makes recorded upstream answers fit the question: the fixtures are real API answers for
 //! one route and date (SFO → JFK in 2023, GIG → MAD in 2020); the local fakes move them to
 //! the requested airports and date, so a demo search for FRA → JFK on a future date shows
-//! FRA → JFK on that date. Connections and prices stay as recorded.
+//! FRA → JFK on that date. Amadeus' connections and prices stay as recorded; the fake
+//! Seats.aero's trips are made per availability (`award_trips`).
 
 use serde_json::Value;
 use time::format_description::well_known::Rfc3339;

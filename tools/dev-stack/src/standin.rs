@@ -1,9 +1,10 @@
 //! The offline LLM stand-in: answers OpenAI chat-completions requests without a model, so
 //! the local stack works without any key. It reads the user's last message (English or
 //! German) and calls `search_flights` when it finds two airports (IATA codes or known city
-//! names), `search_knowledge_base` for questions, and otherwise makes small talk; after a
-//! tool round it relays the tool's result. It is a demo aid, not a language model, and says
-//! so in its answers.
+//! names), with the dates, cabin, travellers (adults, children, lap infants) and mileage
+//! programmes ("I have Miles & More", "mit Aeroplan") it finds; `search_knowledge_base` for
+//! questions, and otherwise makes small talk; after a tool round it relays the tool's
+//! result. It is a demo aid, not a language model, and says so in its answers.
 //!
 //! Two markers in a message let a client try what a real model does on a bad day (the web
 //! chat's end-to-end test uses them): [`FAIL_ONCE`] and [`SLOW`].
@@ -11,6 +12,7 @@
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use shared::domain::loyalty::PROGRAMMES;
 use test_support::fake_llm::Reply;
 use time::{Date, Month, OffsetDateTime};
 
@@ -70,7 +72,95 @@ const CITIES: &[(&str, &str)] = &[
 const NOT_AIRPORTS: &[&str] = &[
     "THE", "AND", "FOR", "NOT", "YOU", "ARE", "BUT", "CAN", "HOW", "WHO", "WHY", "ONE", "TWO",
     "UND", "DER", "DIE", "DAS", "MIT", "VON", "WIE", "WAS", "EIN", "AUS", "BIS", "API", "USD",
-    "EUR", "NEW",
+    "EUR", "NEW", "SAS", "KLM",
+];
+
+/// Programme names that also name an airline or a place: they mean the programme only when
+/// a word of [`LOYALTY_WORDS`] follows ("Lufthansa miles"), not in "to Singapore" or "with
+/// United".
+const AIRLINE_NAMES: &[&str] = &[
+    "air canada",
+    "aeromexico",
+    "alaska airlines",
+    "alaska",
+    "american airlines",
+    "american",
+    "azul",
+    "copa",
+    "delta",
+    "emirates",
+    "ethiopian",
+    "etihad",
+    "sas",
+    "finnair",
+    "air france",
+    "klm",
+    "jetblue",
+    "avianca",
+    "lufthansa",
+    "qantas",
+    "qatar airways",
+    "qatar",
+    "saudia",
+    "singapore airlines",
+    "singapore",
+    "smiles",
+    "turkish airlines",
+    "turkish",
+    "united",
+    "velocity",
+    "virgin atlantic",
+];
+
+/// Words after an airline's name that make it the airline's programme.
+const LOYALTY_WORDS: &[&str] = &[
+    "miles",
+    "meilen",
+    "points",
+    "punkte",
+    "status",
+    "account",
+    "konto",
+    "programme",
+    "program",
+    "programm",
+    "card",
+    "karte",
+    "member",
+    "mitglied",
+    "mileage",
+    "rewards",
+];
+
+/// Nouns counted as travellers: adults, children with a seat, infants on a lap.
+const ADULT_WORDS: &[&str] = &[
+    "people",
+    "persons",
+    "passengers",
+    "adults",
+    "adult",
+    "travellers",
+    "travelers",
+    "personen",
+    "erwachsene",
+    "erwachsenen",
+    "erwachsener",
+    "reisende",
+    "pax",
+];
+const CHILD_WORDS: &[&str] = &[
+    "child", "children", "kid", "kids", "kind", "kinder", "kindern",
+];
+const INFANT_WORDS: &[&str] = &[
+    "infant",
+    "infants",
+    "baby",
+    "babies",
+    "babys",
+    "säugling",
+    "säuglinge",
+    "kleinkind",
+    "kleinkinder",
 ];
 
 const MONTHS: &[(&str, Month)] = &[
@@ -129,6 +219,10 @@ pub struct FlightIntent {
     pub return_date: Option<Date>,
     pub cabin: Option<&'static str>,
     pub pax: Option<u8>,
+    pub children: Option<u8>,
+    pub infants: Option<u8>,
+    /// Mileage programmes named, by their display names, in the order named.
+    pub loyalty_programs: Vec<&'static str>,
 }
 
 /// Computes the reply to one chat-completions request body.
@@ -219,10 +313,12 @@ fn answer_user(
                 if let Some(back) = intent.return_date {
                     args["return_date"] = json!(back.to_string());
                 }
+                add_travellers_and_programmes(&mut args, &intent);
                 return Reply::tool_calls(vec![("search_flights", args)]);
             }
-            // "And in first class?" after a search: the same search with what changed.
-            _ if has_last_search && (intent.cabin.is_some() || intent.depart_date.is_some()) => {
+            // "And in first class?" or "with Aeroplan?" after a search: the same search with
+            // what changed.
+            _ if has_last_search && intent.changes_a_search(message) => {
                 let mut args = json!({"reuse_last_request": true});
                 if let Some(cabin) = intent.cabin {
                     args["cabin"] = json!(cabin);
@@ -230,6 +326,10 @@ fn answer_user(
                 if let Some(date) = intent.depart_date {
                     args["depart_date"] = json!(date.to_string());
                 }
+                if let Some(pax) = intent.pax {
+                    args["pax"] = json!(pax);
+                }
+                add_travellers_and_programmes(&mut args, &intent);
                 return Reply::tool_calls(vec![("search_flights", args)]);
             }
             _ => {}
@@ -239,6 +339,33 @@ fn answer_user(
         return Reply::tool_calls(vec![("search_knowledge_base", json!({"query": message}))]);
     }
     text(small_talk(message, german))
+}
+
+impl FlightIntent {
+    /// Whether `message` (this intent's) changes something a follow-up search can take over.
+    /// A programme alone does not in a question ("How do Miles & More upgrades work?" is one
+    /// for the knowledge base).
+    fn changes_a_search(&self, message: &str) -> bool {
+        self.cabin.is_some()
+            || self.depart_date.is_some()
+            || self.pax.is_some()
+            || self.children.is_some()
+            || self.infants.is_some()
+            || (!self.loyalty_programs.is_empty() && !starts_with_question_word(message))
+    }
+}
+
+/// Children, infants and programmes the message names, as `search_flights` arguments.
+fn add_travellers_and_programmes(args: &mut Value, intent: &FlightIntent) {
+    if let Some(children) = intent.children {
+        args["children"] = json!(children);
+    }
+    if let Some(infants) = intent.infants {
+        args["infants"] = json!(infants);
+    }
+    if !intent.loyalty_programs.is_empty() {
+        args["loyalty_programs"] = json!(intent.loyalty_programs);
+    }
 }
 
 /// The text inside a data block (`<<<DATA … >>>` … `<<<END …>>>`), or all of it.
@@ -330,12 +457,14 @@ fn is_german(text: &str) -> bool {
 }
 
 fn is_question(text: &str) -> bool {
-    let lower = text.to_lowercase();
-    lower.contains('?')
-        || lower
-            .split_whitespace()
-            .next()
-            .is_some_and(|w| QUESTION_WORDS.contains(&w))
+    text.contains('?') || starts_with_question_word(text)
+}
+
+fn starts_with_question_word(text: &str) -> bool {
+    text.to_lowercase()
+        .split_whitespace()
+        .next()
+        .is_some_and(|w| QUESTION_WORDS.contains(&w))
 }
 
 /// Reads airports, dates, cabin and passengers from a message.
@@ -370,8 +499,80 @@ pub fn flight_intent(message: &str, today: Date) -> FlightIntent {
             .copied()
             .filter(|d| Some(*d) > dates.first().copied()),
         cabin: cabin_in(&lower),
-        pax: pax_in(&lower),
+        pax: count_of(&lower, ADULT_WORDS).map(|n| n.clamp(1, 9)),
+        children: count_of(&lower, CHILD_WORDS).map(|n| n.min(8)),
+        infants: count_of(&lower, INFANT_WORDS).map(|n| n.min(9)),
+        loyalty_programs: programmes_in(message),
     }
+}
+
+/// The programmes a message names, by display name, each once, in the order named. At each
+/// word the longest programme name there counts ("Turkish Miles&Smiles" is Turkish's, not
+/// GOL's Smiles); an airline's or a place's name only with a loyalty word after it.
+fn programmes_in(message: &str) -> Vec<&'static str> {
+    let words = words_of(message);
+    let mut found: Vec<&'static str> = Vec::new();
+    let mut at = 0;
+    while at < words.len() {
+        let Some((len, display, name)) = longest_programme_at(&words, at) else {
+            at += 1;
+            continue;
+        };
+        let bare = AIRLINE_NAMES.contains(&name.join(" ").as_str());
+        let cued = words
+            .get(at + len)
+            .is_some_and(|w| LOYALTY_WORDS.contains(&w.as_str()));
+        if (!bare || cued) && !found.contains(&display) {
+            found.push(display);
+        }
+        at += len;
+    }
+    found
+}
+
+/// The longest programme name starting at word `at`: its length in words, the programme's
+/// display name and the name's words.
+fn longest_programme_at(words: &[String], at: usize) -> Option<(usize, &'static str, Vec<String>)> {
+    let mut best: Option<(usize, &'static str, Vec<String>)> = None;
+    for programme in PROGRAMMES {
+        let Some(display) = programme.names.first() else {
+            continue;
+        };
+        for name in programme.names {
+            let name = words_of(name);
+            let len = name.len();
+            if len > 0
+                && words.get(at..at + len) == Some(&name[..])
+                && best.as_ref().is_none_or(|b| len > b.0)
+            {
+                best = Some((len, display, name));
+            }
+        }
+    }
+    best
+}
+
+/// Lower-case words of letters and digits; "&" is the word "and", as programme names are
+/// compared ("Miles&More" is "Miles and More").
+fn words_of(text: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    for c in text.chars() {
+        if c.is_alphanumeric() {
+            word.extend(c.to_lowercase());
+            continue;
+        }
+        if !word.is_empty() {
+            words.push(std::mem::take(&mut word));
+        }
+        if c == '&' {
+            words.push("and".to_owned());
+        }
+    }
+    if !word.is_empty() {
+        words.push(word);
+    }
+    words
 }
 
 /// Where `needle` occurs as whole words in `haystack` ("rom" is not in "from").
@@ -400,21 +601,22 @@ fn cabin_in(lower: &str) -> Option<&'static str> {
     }
 }
 
-fn pax_in(lower: &str) -> Option<u8> {
+/// The number before one of `nouns`: "2 adults", "zwei Erwachsene", "a child", "mit einem
+/// Kind".
+fn count_of(lower: &str, nouns: &[&str]) -> Option<u8> {
     let words: Vec<&str> = lower.split_whitespace().collect();
     words.windows(2).find_map(|pair| {
-        let n: u8 = match pair[0] {
+        let number = pair[0].trim_matches(|c: char| !c.is_alphanumeric());
+        let n: u8 = match number {
+            "a" | "an" | "one" | "ein" | "eine" | "einem" | "einen" | "einer" | "eins" => 1,
             "two" | "zwei" => 2,
             "three" | "drei" => 3,
             "four" | "vier" => 4,
+            "five" | "fünf" => 5,
             other => other.parse().ok()?,
         };
         let noun = pair[1].trim_matches(|c: char| !c.is_alphanumeric());
-        matches!(
-            noun,
-            "people" | "persons" | "passengers" | "adults" | "personen" | "erwachsene" | "pax"
-        )
-        .then_some(n.clamp(1, 9))
+        nouns.contains(&noun).then_some(n)
     })
 }
 
@@ -542,6 +744,111 @@ mod tests {
         let dotted = flight_intent("Flug ZRH nach JFK am 15.03.2027", TODAY);
         assert_eq!(dotted.depart_date, Some(date!(2027 - 03 - 15)));
         assert_eq!(dotted.cabin, None);
+    }
+
+    /// The programmes' sources, as the search maps the names the stand-in passes.
+    fn sources(message: &str) -> Vec<&'static str> {
+        let names: Vec<String> = flight_intent(message, TODAY)
+            .loyalty_programs
+            .iter()
+            .map(|n| (*n).to_owned())
+            .collect();
+        let (sources, unknown) = shared::domain::loyalty::sources_for(&names);
+        assert!(unknown.is_empty(), "{unknown:?}");
+        sources
+    }
+
+    #[test]
+    fn programmes_are_read_in_english_and_german() {
+        let en = flight_intent(
+            "I have Miles & More, business FRA to JFK on 2027-03-15",
+            TODAY,
+        );
+        assert_eq!(en.loyalty_programs, ["Miles & More"]);
+        assert_eq!(
+            sources("Flug von MUC nach YUL am 3. März mit Aeroplan"),
+            ["aeroplan"]
+        );
+        assert_eq!(
+            sources("Use my United MileagePlus miles from SFO to LHR"),
+            ["united"]
+        );
+        assert_eq!(
+            sources("Ich sammle Lufthansa-Meilen, FRA nach JFK"),
+            ["lufthansa"]
+        );
+        assert_eq!(
+            sources("with miles and more or Flying Blue, FRA to CDG"),
+            ["flyingblue", "lufthansa"]
+        );
+        // The longest name counts: Turkish's programme, not GOL's Smiles.
+        assert_eq!(sources("mit Turkish Miles&Smiles nach IST"), ["turkish"]);
+    }
+
+    #[test]
+    fn airlines_and_places_are_not_programmes_without_miles() {
+        for message in [
+            "Business class from Frankfurt to Singapore on 15 March",
+            "Flights with United from EWR to FRA",
+            "Dubai, United Arab Emirates, from MUC",
+            "How do miles upgrades work?",
+        ] {
+            let intent = flight_intent(message, TODAY);
+            assert!(intent.loyalty_programs.is_empty(), "{message}: {intent:?}");
+        }
+        let sas = flight_intent("SAS EuroBonus from CPH to ARN", TODAY);
+        assert_eq!(sas.origin.as_deref(), Some("CPH"));
+        assert_eq!(sas.loyalty_programs.len(), 1);
+    }
+
+    #[test]
+    fn children_and_infants_are_counted_in_english_and_german() {
+        let en = flight_intent("FRA to JFK for 2 adults and 1 child and a baby", TODAY);
+        assert_eq!(
+            (en.pax, en.children, en.infants),
+            (Some(2), Some(1), Some(1))
+        );
+        let de = flight_intent("Von Hamburg nach Wien mit einem Kind", TODAY);
+        assert_eq!((de.pax, de.children, de.infants), (None, Some(1), None));
+        let de = flight_intent("zwei Erwachsene und zwei Kinder nach Rom", TODAY);
+        assert_eq!((de.pax, de.children), (Some(2), Some(2)));
+    }
+
+    #[test]
+    fn programmes_and_children_reach_the_search_call() {
+        let tools = json!([{"type": "function", "function": {"name": "search_flights"}}]);
+        let ask = |messages: Value| json!({"messages": messages, "tools": tools});
+        let call = |r: Reply| format!("{r:?}");
+        let first = call(reply(
+            &ask(json!([{"role": "user",
+                "content": "I have Miles & More: FRA to JFK on 2027-03-15 for 2 adults and 1 child"}])),
+            TODAY,
+        ));
+        assert!(first.contains("search_flights"), "{first}");
+        for expected in [
+            "loyalty_programs",
+            "Miles & More",
+            "children",
+            "\\\"pax\\\":2",
+        ] {
+            assert!(first.contains(expected), "{expected} in {first}");
+        }
+        let follow_up = |message: &str| {
+            call(reply(
+                &ask(json!([
+                    {"role": "system", "content": "<<<DATA last_flight_request>>>"},
+                    {"role": "user", "content": message}
+                ])),
+                TODAY,
+            ))
+        };
+        let aeroplan = follow_up("Und mit Aeroplan?");
+        assert!(
+            aeroplan.contains("reuse_last_request") && aeroplan.contains("Aeroplan"),
+            "{aeroplan}"
+        );
+        let question = follow_up("How do Miles & More upgrades work?");
+        assert!(!question.contains("search_flights"), "{question}");
     }
 
     #[test]

@@ -124,7 +124,7 @@ export function FlightTable(props: { flights: Flight[]; kind: Kind }) {
                   <strong>{f.airline}</strong> <span class="muted">{o.flightNumbers}</span>
                   {f.cabin ? <div class="muted">{f.cabin}</div> : null}
                 </td>
-                <td>
+                <td class="route">
                   {o.departure?.airport} {time(o.departure?.time)} → {o.arrival?.airport} {time(o.arrival?.time)}
                 </td>
                 <td>{o.duration}</td>
