@@ -155,7 +155,7 @@ impl FareChecker {
         };
         let (service, url) = match kind {
             Kind::Award => ("seatsaero-search", &self.award_url),
-            Kind::Cash => ("amadeus-search", &self.cash_url),
+            Kind::Cash => ("cash-search", &self.cash_url),
         };
         self.functions.post_json(service, url, &params, ctx).await
     }

@@ -3,7 +3,7 @@
 //!     make emulators-up && source .local/run/env
 //!     cargo bench -p benchmarks --bench cold_start
 //!
-//! Builds the release binaries of seatsaero-search, amadeus-search, kb-retrieve and
+//! Builds the release binaries of seatsaero-search, cash-search, kb-retrieve and
 //! chat-router (`cargo build --release`; the first build takes minutes), then starts each one
 //! several times as Lambda would, with the upstream fakes of the tests (Seats.aero, Amadeus,
 //! the LLM) and the emulators behind it, and reports per function: spawn → first `next`
@@ -30,7 +30,7 @@ use wiremock::MockServer;
 
 const FUNCTIONS: [&str; 4] = [
     "seatsaero-search",
-    "amadeus-search",
+    "cash-search",
     "kb-retrieve",
     "chat-router",
 ];
@@ -232,7 +232,7 @@ fn functions(up: &Arc<Upstreams>) -> Vec<Function> {
         }),
     );
     let cash = event(
-        "amadeus-search/search-200.json",
+        "cash-search/search-200.json",
         &json!({
             "origin": "FRA", "destination": "JFK", "departureDate": test_support::future_date(),
             "travelClass": "BUSINESS", "adults": 1, "maxResults": 5
@@ -258,7 +258,7 @@ fn functions(up: &Arc<Upstreams>) -> Vec<Function> {
             warm_target: Some(WARM_AWARD_CPU_TARGET),
         },
         Function {
-            name: "amadeus-search",
+            name: "cash-search",
             env: pairs([
                 ("AMADEUS_BASE_URL", up.amadeus.uri()),
                 ("AMADEUS_CREDENTIALS_SECRET", up.amadeus_credentials.clone()),

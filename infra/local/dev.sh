@@ -137,7 +137,7 @@ write_dev_env() {
   {
     echo "RUST_LOG=${RUST_LOG:-info}"
     echo "AWARD_SEARCH_URL=$BASE/lambda-url/seatsaero-search/flights/award"
-    echo "CASH_SEARCH_URL=$BASE/lambda-url/amadeus-search/flights/cash"
+    echo "CASH_SEARCH_URL=$BASE/lambda-url/cash-search/flights/cash"
     echo "KB_SEARCH_URL=$BASE/lambda-url/kb-retrieve/kb/search"
     echo "JWT_SECRET_NAME=JwtSigningSecret"
     echo "JWT_ISSUER=$JWT_ISSUER_LOCAL"
@@ -177,7 +177,7 @@ cmd_up() {
   log "building the functions and helpers (first run: a few minutes)"
   # One binary per build, as `cargo lambda watch` builds them (`cargo run --bin X`): building
   # several packages at once unifies their dependencies' features into other artifacts.
-  for bin in chat-router seatsaero-search amadeus-search kb-retrieve tool-worker kb-ingest dev-stack chat; do
+  for bin in chat-router seatsaero-search cash-search kb-retrieve tool-worker kb-ingest dev-stack chat; do
     log "  building $bin"
     if ! cargo build --bin "$bin" >"$RUN_DIR/dev-build.log" 2>&1; then
       tail -n 30 "$RUN_DIR/dev-build.log" >&2

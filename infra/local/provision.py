@@ -70,6 +70,15 @@ def local_secret_values(run_dir):
     }
 
 
+# The secrets a developer's exported key fills, by the variable that holds it.
+SUPPLIED_BY = {
+    "OpenAiApiKeySecret": "OPENAI_API_KEY",
+    "SeatsAeroApiKeySecret": "SEATSAERO_API_KEY",
+    "AmadeusCredentialsSecret": "AMADEUS_CLIENT_ID",
+    "DuffelTokenSecret": "DUFFEL_TOKEN",
+}
+
+
 def create_table(ddb, name, props):
     spec = {
         "TableName": name,
@@ -184,8 +193,13 @@ def main():
         except ClientError as e:
             if e.response["Error"]["Code"] != "ResourceExistsException":
                 raise
-            # Keep what is stored (e.g. a cached token) unless the developer supplied a value.
-            print(f"  secret {logical_id}: exists", file=sys.stderr)
+            # Keep what is stored (e.g. a cached token) unless the developer supplied a value:
+            # a key exported after the emulators started takes effect at the next `make dev`.
+            if os.environ.get(SUPPLIED_BY.get(logical_id, "")):
+                sm.put_secret_value(SecretId=logical_id, SecretString=value)
+                print(f"  secret {logical_id}: updated from {SUPPLIED_BY[logical_id]}", file=sys.stderr)
+            else:
+                print(f"  secret {logical_id}: exists", file=sys.stderr)
         names[logical_id] = logical_id
 
     env = {

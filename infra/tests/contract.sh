@@ -50,7 +50,7 @@ warm() {
 log "contract: the tool functions' first invocations"
 date="$(days_from_today 60)"
 warm seatsaero-search/internal/flights/award "{\"origin\": \"FRA\", \"destination\": \"JFK\", \"departureDate\": \"$date\", \"travelClass\": \"BUSINESS\"}"
-warm amadeus-search/internal/flights/cash "{\"origin\": \"FRA\", \"destination\": \"JFK\", \"departureDate\": \"$date\", \"travelClass\": \"BUSINESS\"}"
+warm cash-search/internal/flights/cash "{\"origin\": \"FRA\", \"destination\": \"JFK\", \"departureDate\": \"$date\", \"travelClass\": \"BUSINESS\"}"
 warm kb-retrieve/internal/kb/search '{"query": "Meilen"}'
 
 # One turn to have something to read: its chat, its turn and a tool call of it.
@@ -153,6 +153,6 @@ contract_run() {
 started=$SECONDS
 contract chat-router --exclude-path-regex '^/(internal/)?(flights|kb)/'
 contract seatsaero-search --include-path /internal/flights/award
-contract amadeus-search --include-path /internal/flights/cash
+contract cash-search --include-path /internal/flights/cash
 contract kb-retrieve --include-path /internal/kb/search
 log "contract: passed in $((SECONDS - started)) s (reports in .local/run/contract)"

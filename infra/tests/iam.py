@@ -55,7 +55,7 @@ EXPECTED = {
     },
     # Only with PublicToolRoutes: each user's calls to the public routes are counted.
     "SeatsAeroSearchFunction": {"RateLimitsTable?": {"dynamodb:UpdateItem"}},
-    "AmadeusSearchFunction": {"RateLimitsTable?": {"dynamodb:UpdateItem"}},
+    "CashSearchFunction": {"RateLimitsTable?": {"dynamodb:UpdateItem"}},
 }
 # Who may call the tool routes of the IAM-only API: the router and the worker, nobody else.
 INVOKERS = {"ChatRouterFunction", "ToolWorkerFunction"}
@@ -302,7 +302,7 @@ DOC_FUNCTIONS = {
     "chat-router": "ChatRouterFunction",
     "tool-worker": "ToolWorkerFunction",
     "seatsaero-search": "SeatsAeroSearchFunction",
-    "amadeus-search": "AmadeusSearchFunction",
+    "cash-search": "CashSearchFunction",
     "kb-retrieve": "KbRetrieveFunction",
 }
 DOC_TABLES = {

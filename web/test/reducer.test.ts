@@ -5,7 +5,7 @@ import { newTurn, phaseOf, reduce, refused, type TurnView } from "../src/reducer
 
 const flights = {
   seatsResult: { success: true, results: { count: 1, flights: [{ id: "a1", airline: "TK", miles: 70000, price: "70,000 miles + $41.74" }] } },
-  amadeusResult: { success: true, results: { count: 0, flights: [] } },
+  cashResult: { success: true, results: { count: 0, flights: [] } },
 };
 
 /** A travel turn with every event the router sends, in its order. */

@@ -84,7 +84,7 @@ describe("FlightResults", () => {
         ],
       },
     },
-    amadeusResult: { success: true, results: { flights: [flight({ id: "3", provider: "amadeus", airline: "UA", price: "$1,234.50", totalStops: 0 })] } },
+    cashResult: { success: true, results: { flights: [flight({ id: "3", provider: "amadeus", airline: "UA", price: "$1,234.50", totalStops: 0 })] } },
   };
 
   it("shows award and cash tables, sorted by price, and re-sorts on a header", () => {

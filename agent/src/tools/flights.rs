@@ -26,7 +26,7 @@ use shared::domain::tool_result::ToolExecutionResult;
 pub struct FlightSearchConfig {
     /// `POST` endpoint of seatsaero-search, e.g. `https://…/flights/award`.
     pub award_url: String,
-    /// `POST` endpoint of amadeus-search, e.g. `https://…/flights/cash`.
+    /// `POST` endpoint of cash-search, e.g. `https://…/flights/cash`.
     pub cash_url: String,
     /// Booking links that may reach the client and the model (`ANSWER_LINK_HOSTS`).
     pub links: LinkPolicy,
@@ -73,7 +73,7 @@ impl SearchFlightsTool {
         let mut params = FlightSearchParams::from(input);
         params.locale = Some(ctx.locale);
         let award = self.search("seatsaero-search", &self.config.award_url, &params, ctx);
-        let cash = self.search("amadeus-search", &self.config.cash_url, &params, ctx);
+        let cash = self.search("cash-search", &self.config.cash_url, &params, ctx);
         tokio::pin!(award, cash);
         tokio::select! {
             award = &mut award => match (&mut cash).now_or_never() {
@@ -177,13 +177,13 @@ impl Tool for SearchFlightsTool {
         let award = award
             .inspect_err(|e| {
                 tracing::warn!(error = %e, "award search failed");
-                failed.push("seatsaero");
+                failed.push("award");
             })
             .ok();
         let cash = cash
             .inspect_err(|e| {
                 tracing::warn!(error = %e, "cash search failed");
-                failed.push("amadeus");
+                failed.push("cash");
             })
             .ok();
         if award.is_none() && cash.is_none() {
@@ -225,7 +225,7 @@ impl Tool for SearchFlightsTool {
             ..Default::default()
         };
         let mut result = ToolExecutionResult::succeeded(message)
-            .with_raw(json!({ "seatsResult": award, "amadeusResult": cash }));
+            .with_raw(json!({ "seatsResult": award, "cashResult": cash }));
         if links_dropped > 0 {
             result = result.with_metadata("links_dropped", links_dropped);
         }

@@ -1354,7 +1354,7 @@ async fn tool_functions_get_a_signed_request_for_the_user_never_the_users_token(
 
 /// Every flight of a stored flight search, award and cash.
 fn stored_flights(record: &Value) -> Vec<Value> {
-    ["seatsResult", "amadeusResult"]
+    ["seatsResult", "cashResult"]
         .iter()
         .filter_map(|k| record["response"]["raw"][k]["results"]["flights"].as_array())
         .flatten()

@@ -571,7 +571,7 @@ async fn the_obedient_model_falls_for_nothing() {
                 let failed_award = turns[0].all("tool_result").iter().any(|r| {
                     r["metadata"]["failed_providers"]
                         .as_array()
-                        .is_some_and(|p| p.contains(&json!("seatsaero")))
+                        .is_some_and(|p| p.contains(&json!("award")))
                 });
                 if !failed_award {
                     failures.push(format!("{name}: the award search did not fail"));

@@ -10,7 +10,7 @@ use serde_json::Value;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Target {
     SeatsAeroSearch,
-    AmadeusSearch,
+    CashSearch,
     KbRetrieve,
     ChatRouter,
     ToolWorker,
@@ -20,7 +20,7 @@ impl Target {
     // Slices, not arrays: a new function adds its lines and no count.
     pub const ALL: &[Target] = &[
         Target::SeatsAeroSearch,
-        Target::AmadeusSearch,
+        Target::CashSearch,
         Target::KbRetrieve,
         Target::ChatRouter,
         Target::ToolWorker,
@@ -30,7 +30,7 @@ impl Target {
     pub fn variable(self) -> &'static str {
         match self {
             Target::SeatsAeroSearch => "SEATSAERO_SEARCH_VERSION",
-            Target::AmadeusSearch => "AMADEUS_SEARCH_VERSION",
+            Target::CashSearch => "CASH_SEARCH_VERSION",
             Target::KbRetrieve => "KB_RETRIEVE_VERSION",
             Target::ChatRouter => "CHAT_ROUTER_VERSION",
             Target::ToolWorker => "TOOL_WORKER_VERSION",
@@ -89,13 +89,13 @@ pub const CHECKS: &[Check] = &[
         Expect::Status(405)
     ),
     check!(
-        Target::AmadeusSearch,
-        "amadeus-search/bad-iata-400",
+        Target::CashSearch,
+        "cash-search/bad-iata-400",
         Expect::Status(400)
     ),
     check!(
-        Target::AmadeusSearch,
-        "amadeus-search/get-405",
+        Target::CashSearch,
+        "cash-search/get-405",
         Expect::Status(405)
     ),
     check!(

@@ -1,5 +1,5 @@
 //! The scheduled fare-alert check end to end: alerts kept in DynamoDB Local, the schedule's
-//! event handed to the worker as Lambda would, the real seatsaero-search and amadeus-search
+//! event handed to the worker as Lambda would, the real seatsaero-search and cash-search
 //! handlers (called signed, as deployed) in front of wiremock fakes of their upstreams.
 //! The upstream payloads are the recorded fixtures, moved to the alert's dates. Each test
 //! has its own table, so the schedule holds only its alerts.

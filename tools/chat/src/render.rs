@@ -538,7 +538,7 @@ event: assistant_token
 data: {"content":"one flight."}
 
 event: final
-data: {"message":{"role":"assistant","content":"Found one flight."},"session_state":{},"tool_result":{"seatsResult":{"success":true,"results":{"count":1,"flights":[{"airline":"LH","cabin":"Business","price":"70,000 miles","outbound":{"departure":{"airport":"FRA","time":"2027-03-15T10:05"},"arrival":{"airport":"JFK","time":"2027-03-15T12:55"},"duration":"8h 50m","stops":"Nonstop"}}]}},"amadeusResult":null},"metadata":{"notice":"local stack: fake upstreams"}}
+data: {"message":{"role":"assistant","content":"Found one flight."},"session_state":{},"tool_result":{"seatsResult":{"success":true,"results":{"count":1,"flights":[{"airline":"LH","cabin":"Business","price":"70,000 miles","outbound":{"departure":{"airport":"FRA","time":"2027-03-15T10:05"},"arrival":{"airport":"JFK","time":"2027-03-15T12:55"},"duration":"8h 50m","stops":"Nonstop"}}]}},"cashResult":null},"metadata":{"notice":"local stack: fake upstreams"}}
 
 event: done
 data: {}
@@ -662,7 +662,7 @@ local stack: fake upstreams
         "event: ui\ndata: {\"kind\":\"quick_replies\",\"payload\":{\"replies\":[\"Book option 1\",\"\\u001b]0;x\\u0007Show more\"]}}\n\n",
         "event: assistant_token\ndata: {\"content\":\"Two options.\"}\n\n",
         "event: final\ndata: {\"message\":{\"role\":\"assistant\",\"content\":\"Two options.\"},\"tool_result\":",
-        "{\"seatsResult\":{\"results\":{\"flights\":[{\"airline\":\"XX\"}]}},\"amadeusResult\":null}}\n\n",
+        "{\"seatsResult\":{\"results\":{\"flights\":[{\"airline\":\"XX\"}]}},\"cashResult\":null}}\n\n",
         "event: done\ndata: {}\n\n",
     );
 

@@ -26,13 +26,18 @@ const HEADER: [&str; 11] = [
 ];
 
 /// The table, or `None` when the result holds no flights. `tool_result` is one flight
-/// search result (`{seatsResult, amadeusResult}`) or, when several tools ran, a list of
+/// search result (`{seatsResult, cashResult}`) or, when several tools ran, a list of
 /// `{tool, raw, ...}` entries.
 pub fn flights(tool_result: &Value) -> Option<String> {
     let mut rows: Vec<Vec<String>> = Vec::new();
     for result in flight_results(tool_result) {
-        for (source, key) in [("award", "seatsResult"), ("cash", "amadeusResult")] {
-            let flights = result[key]["results"]["flights"].as_array();
+        // `amadeusResult`: what chats stored before the cash search had two providers.
+        for (source, keys) in [
+            ("award", ["seatsResult", "seatsResult"]),
+            ("cash", ["cashResult", "amadeusResult"]),
+        ] {
+            let list = keys.iter().map(|k| &result[k]).find(|v| !v.is_null());
+            let flights = list.and_then(|v| v["results"]["flights"].as_array());
             for flight in flights.into_iter().flatten().take(MAX_ROWS) {
                 rows.push(row(source, flight).to_vec());
             }
@@ -222,7 +227,7 @@ mod tests {
         award["pricePerPerson"] = json!("70,000 miles + $41");
         let result = json!({
             "seatsResult": search(vec![award]),
-            "amadeusResult": search(vec![flight("a1", "duffel", "United", "€2,310.00")]),
+            "cashResult": search(vec![flight("a1", "duffel", "United", "€2,310.00")]),
         });
         let table = flights(&result).unwrap_or_default();
         let expected = "\
@@ -248,17 +253,21 @@ cash                  United     Business  FRA 2027-03-15 10:05  JFK 2027-03-15 
         let many = (0..15)
             .map(|i| flight(&format!("s{i}"), "seatsaero", "LH", "1 mile"))
             .collect();
-        let result = json!({"seatsResult": search(many), "amadeusResult": null});
+        let result = json!({"seatsResult": search(many), "cashResult": null});
         let table = flights(&result).unwrap_or_default();
         assert_eq!(table.lines().count(), 2 + MAX_ROWS, "{table}");
 
         // Several tools ran: the list form with `raw`.
         let list = json!([{"tool": "kb", "raw": {"answer": "x"}},
                           {"tool": "search_flights", "raw": {"seatsResult": null,
-                           "amadeusResult": search(vec![flight("a", "amadeus", "UA", "$9")])}}]);
+                           "cashResult": search(vec![flight("a", "amadeus", "UA", "$9")])}}]);
         assert_eq!(flights(&list).unwrap_or_default().lines().count(), 3);
 
         assert!(flights(&json!(null)).is_none());
-        assert!(flights(&json!({"seatsResult": search(vec![]), "amadeusResult": null})).is_none());
+        assert!(flights(&json!({"seatsResult": search(vec![]), "cashResult": null})).is_none());
+        // A chat stored before the rename still shows its cash fares.
+        let old = json!({"seatsResult": null,
+                         "amadeusResult": search(vec![flight("a", "amadeus", "UA", "$9")])});
+        assert_eq!(flights(&old).unwrap_or_default().lines().count(), 3);
     }
 }

@@ -30,7 +30,7 @@ const TURN: &str = concat!(
     "event: assistant_token\ndata: {\"content\":\"Grüße! \"}\n\n",
     "event: assistant_token\ndata: {\"content\":\"One offer ✈\"}\n\n",
     "event: final\ndata: {\"message\":{\"role\":\"assistant\",\"content\":\"Grüße! One offer ✈\"},\"session_state\":{},",
-    "\"tool_result\":{\"seatsResult\":null,\"amadeusResult\":{\"success\":true,\"results\":{\"count\":1,\"flights\":[",
+    "\"tool_result\":{\"seatsResult\":null,\"cashResult\":{\"success\":true,\"results\":{\"count\":1,\"flights\":[",
     "{\"id\":\"a1\",\"provider\":\"amadeus\",\"price\":\"€2,310.00\",\"pricePerPerson\":\"€2,310.00\",\"airline\":\"United\",",
     "\"cabin\":\"Business\",\"tags\":[],\"totalStops\":0,\"miles\":null,\"taxes\":{\"amount\":null,\"currency\":null},\"seatsLeft\":null,",
     "\"outbound\":{\"departure\":{\"airport\":\"FRA\",\"time\":\"2027-03-15T10:05:00\"},\"arrival\":{\"airport\":\"EWR\",\"time\":\"2027-03-15T13:00:00\"},",

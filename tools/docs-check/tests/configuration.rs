@@ -20,7 +20,7 @@ fn read_all(env: &Env) {
     let _ = chat_router::Config::from_env(env);
     let _ = tool_worker::Config::from_env(env);
     let _ = seatsaero_search::Config::from_env(env);
-    let _ = amadeus_search::Config::from_env(env);
+    let _ = cash_search::Config::from_env(env);
     let _ = kb_retrieve::Config::from_env(env);
     let _ = agent::profiles::AgentCatalog::from_env(env);
     let _ = shared::http::auth::AuthConfig::from_env(env);

@@ -28,8 +28,8 @@ const ROUTES: [Route; 3] = [
         summary: "Award seats (miles) from Seats.aero",
     },
     Route {
-        function: "amadeus-search",
-        path: amadeus_search::handler::ROUTE,
+        function: "cash-search",
+        path: cash_search::handler::ROUTE,
         id: "searchCash",
         tag: "flights",
         summary: "Cash fares from Amadeus",

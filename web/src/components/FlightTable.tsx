@@ -45,8 +45,9 @@ export function flightsOf(reply: unknown): Flight[] {
 export function flightLists(result: unknown): { award: Flight[]; cash: Flight[] } | null {
   if (typeof result !== "object" || result === null) return null;
   const r = result as Record<string, unknown>;
-  if (!("seatsResult" in r) && !("amadeusResult" in r)) return null;
-  return { award: flightsOf(r.seatsResult), cash: flightsOf(r.amadeusResult) };
+  // `amadeusResult`: what chats stored before the cash search had two providers.
+  if (!("seatsResult" in r) && !("cashResult" in r) && !("amadeusResult" in r)) return null;
+  return { award: flightsOf(r.seatsResult), cash: flightsOf(r.cashResult ?? r.amadeusResult) };
 }
 
 function sortValue(f: Flight, key: SortKey, kind: Kind): number | string {

@@ -1,5 +1,5 @@
 //! The router's end-to-end rig: DynamoDB Local and moto (tables, secrets), a scripted fake
-//! LLM, and the real seatsaero-search, amadeus-search and kb-retrieve handlers served over
+//! LLM, and the real seatsaero-search, cash-search and kb-retrieve handlers served over
 //! HTTP on local ports, fed by wiremock fakes of their upstreams.
 #![allow(dead_code)] // each test binary uses a different part
 
@@ -118,13 +118,13 @@ impl Functions {
             ),
             ("AMADEUS_BASE_URL".to_owned(), amadeus_upstream.uri()),
         ]);
-        let amadeus_config = amadeus_search::Config::from_env(&amadeus_env)
+        let amadeus_config = cash_search::Config::from_env(&amadeus_env)
             .unwrap_or_else(|e| panic!("amadeus config: {e}"));
         let amadeus_deps =
-            amadeus_search::Deps::new(http(), (*secrets().await).clone(), amadeus_config);
+            cash_search::Deps::new(http(), (*secrets().await).clone(), amadeus_config);
         let cash = serve_lambda(move |req: Request| {
             let deps = amadeus_deps.clone();
-            async move { amadeus_search::handle(&deps, req).await }
+            async move { cash_search::handle(&deps, req).await }
         })
         .await;
 

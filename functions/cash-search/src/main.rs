@@ -3,7 +3,7 @@
 use std::convert::Infallible;
 use std::sync::Arc;
 
-use amadeus_search::{Config, Deps, handle};
+use cash_search::{Config, Deps, handle};
 use lambda_http::{Request, service_fn};
 use shared::config::{Env, secrets_cache_ttl};
 use shared::http::route_access::{AccessConfig, RouteAccess};
@@ -26,7 +26,7 @@ async fn main() -> Result<(), lambda_http::Error> {
     );
     let deps = Deps::new(http, secrets, config)
         .with_access(access)
-        .with_metrics(Metrics::stdout("amadeus-search", &env));
+        .with_metrics(Metrics::stdout("cash-search", &env));
     // A failed Runtime API request polls again (shared::runtime_loop).
     shared::runtime_loop::keep_running(|| {
         lambda_http::run(service_fn(|req: Request| {

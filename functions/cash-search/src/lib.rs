@@ -1,4 +1,4 @@
-//! `amadeus-search`: cash fares (`POST /flights/cash`) from the deployment's provider,
+//! `cash-search`: cash fares (`POST /flights/cash`) from the deployment's provider,
 //! Duffel's offer requests ([`duffel`]) or Amadeus flight offers, normalised to the shared
 //! `FlightResult`. Amadeus' OAuth token is cached in memory and in a Secrets Manager secret
 //! shared by all instances (see [`token`]).

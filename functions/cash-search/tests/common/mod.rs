@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use amadeus_search::{Config, Deps, handle};
+use cash_search::{Config, Deps, handle};
 use lambda_http::http::Method;
 use lambda_http::{Body, Request, Response};
 use serde_json::{Value, json};

@@ -6,13 +6,13 @@
 //!
 //! Fixed case counts from a fixed seed (repeatable in CI); the seeds in `tests/fuzz-seeds/`
 //! run first. Fuzz longer with `PROPTEST_CASES=20000 PROPTEST_RNG_SEED=7 cargo test -p
-//! amadeus-search --test fuzz`.
+//! cash-search --test fuzz`.
 
 use std::path::Path;
 
-use amadeus_search::format::{Amount, duration_text, price_text};
-use amadeus_search::normalise;
-use amadeus_search::offers::OffersReply;
+use cash_search::format::{Amount, duration_text, price_text};
+use cash_search::normalise;
+use cash_search::offers::OffersReply;
 use proptest::collection::{btree_map, vec};
 use proptest::prelude::*;
 use proptest::sample::{Index, select};

@@ -3,15 +3,15 @@
 //! loopback, normalisation and the response.
 //!
 //!     make emulators-up && source .local/run/env
-//!     cargo bench -p amadeus-search --bench handler
+//!     cargo bench -p cash-search --bench handler
 //!
 //! The first request (token fetch and Secrets Manager write against moto) is timed apart.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use amadeus_search::{Config, Deps, handle};
 use benchmarks::{Percentiles, full_run};
+use cash_search::{Config, Deps, handle};
 use lambda_http::http::Method;
 use lambda_http::{Body, Request};
 use shared::config::Env;

@@ -1,4 +1,4 @@
-//! Every sample event in `events/amadeus-search/` goes through the handler against the fake
+//! Every sample event in `events/cash-search/` goes through the handler against the fake
 //! Amadeus and answers with the status its file name ends in (`search-200.json`).
 
 mod common;
@@ -15,11 +15,8 @@ async fn every_sample_event_answers_with_its_status() {
         .await;
     let deps = deps(&fake).await;
 
-    let events = test_support::sample_events("amadeus-search");
-    assert!(
-        events.len() >= 3,
-        "sample events missing for amadeus-search"
-    );
+    let events = test_support::sample_events("cash-search");
+    assert!(events.len() >= 3, "sample events missing for cash-search");
     for event in events {
         let name = event.name;
         let expected = event.expected_status;

@@ -58,7 +58,7 @@ async fn slow_upstream_is_a_504() {
     let mut config = config(&fake);
     config.retry.attempt_timeout = Duration::from_millis(300);
     config.fallback_budget = Duration::from_secs(1);
-    let deps = amadeus_search::Deps::new(
+    let deps = cash_search::Deps::new(
         shared::upstream::http_client().unwrap_or_else(|e| panic!("{e}")),
         secrets().await,
         config,

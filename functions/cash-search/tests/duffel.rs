@@ -6,7 +6,7 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use amadeus_search::Config;
+use cash_search::Config;
 use serde_json::{Value, json};
 use shared::clock::SystemClock;
 use shared::config::Env;

@@ -125,7 +125,7 @@ async fn only_post_is_allowed() {
     for method in [Method::GET, Method::PUT, Method::DELETE] {
         let mut req = post(SEARCH);
         *req.method_mut() = method.clone();
-        let response = amadeus_search::handle(&deps, req).await;
+        let response = cash_search::handle(&deps, req).await;
         assert_eq!(response.status(), 405, "{method}");
         assert_eq!(
             response.headers().get("allow").map(|v| v.as_bytes()),
