@@ -47,7 +47,10 @@ const RSS_TARGET_KIB: u64 = 16 * 1024;
 
 /// How one function is started and invoked.
 struct Function {
+    /// What the report calls it (`COLD_START_ONLY` picks by it).
     name: &'static str,
+    /// The binary it runs.
+    bin: &'static str,
     env: Vec<(String, String)>,
     /// The event of the `n`th invocation of a process.
     event: Box<dyn Fn(usize) -> Value + Send + Sync>,
@@ -70,10 +73,12 @@ struct Sample {
 struct Upstreams {
     seatsaero: MockServer,
     amadeus: MockServer,
+    duffel: MockServer,
     llm: FakeLlm,
     seats_key: String,
     amadeus_credentials: String,
     amadeus_token: String,
+    duffel_token: String,
     jwt_secret: String,
     jwt_secret_name: String,
     kb_table: String,
@@ -104,7 +109,7 @@ async fn main() {
     let only = std::env::var("COLD_START_ONLY").unwrap_or_default();
     let chosen = |name: &str| only.is_empty() || only.split(',').any(|o| o.trim() == name);
     for function in functions(&upstreams).into_iter().filter(|f| chosen(f.name)) {
-        let bin = bin_dir.join(function.name);
+        let bin = bin_dir.join(function.bin);
         // One start not counted: the emulators' JIT and the page cache warm up.
         if full {
             if let Err(e) = run_once(&bin, &function, warm).await {
@@ -170,6 +175,8 @@ async fn upstreams() -> Upstreams {
     test_support::upstreams::mount_seatsaero(&seatsaero).await;
     let amadeus = MockServer::start().await;
     test_support::upstreams::mount_amadeus(&amadeus).await;
+    let duffel = MockServer::start().await;
+    test_support::duffel::mount(&duffel).await;
     // Every model call of a turn gets a short answer without tool calls.
     let llm = FakeLlm::start_with(
         0,
@@ -181,10 +188,12 @@ async fn upstreams() -> Upstreams {
     Upstreams {
         seatsaero,
         amadeus,
+        duffel,
         llm,
         seats_key: test_support::create_secret("bench/seatsaero", "sk-bench").await,
         amadeus_credentials: test_support::create_secret("bench/amadeus", &credentials).await,
         amadeus_token: test_support::create_secret("bench/amadeus-token", "{}").await,
+        duffel_token: test_support::create_secret("bench/duffel-token", "duffel_test_bench").await,
         jwt_secret_name: test_support::create_secret("bench/jwt", &jwt_secret).await,
         jwt_secret,
         kb_table: sample_knowledge_base().await,
@@ -238,6 +247,7 @@ fn functions(up: &Arc<Upstreams>) -> Vec<Function> {
             "travelClass": "BUSINESS", "adults": 1, "maxResults": 5
         }),
     );
+    let cash_amadeus = cash.clone();
     let kb = event(
         "kb-retrieve/search-200.json",
         &json!({"query": "free stopover on award tickets", "top_k": 6}),
@@ -250,6 +260,7 @@ fn functions(up: &Arc<Upstreams>) -> Vec<Function> {
     vec![
         Function {
             name: "seatsaero-search",
+            bin: "seatsaero-search",
             env: pairs([
                 ("SEATSAERO_BASE_URL", up.seatsaero.uri()),
                 ("SEATSAERO_API_KEY_SECRET", up.seats_key.clone()),
@@ -259,16 +270,29 @@ fn functions(up: &Arc<Upstreams>) -> Vec<Function> {
         },
         Function {
             name: "cash-search",
+            bin: "cash-search",
             env: pairs([
                 ("AMADEUS_BASE_URL", up.amadeus.uri()),
                 ("AMADEUS_CREDENTIALS_SECRET", up.amadeus_credentials.clone()),
                 ("AMADEUS_TOKEN_SECRET", up.amadeus_token.clone()),
+            ]),
+            event: Box::new(move |_| cash_amadeus.clone()),
+            warm_target: None,
+        },
+        Function {
+            name: "cash-search-duffel",
+            bin: "cash-search",
+            env: pairs([
+                ("CASH_PROVIDER", "duffel".to_owned()),
+                ("DUFFEL_BASE_URL", up.duffel.uri()),
+                ("DUFFEL_TOKEN_SECRET", up.duffel_token.clone()),
             ]),
             event: Box::new(move |_| cash.clone()),
             warm_target: None,
         },
         Function {
             name: "kb-retrieve",
+            bin: "kb-retrieve",
             env: pairs([
                 ("KB_TABLE", up.kb_table.clone()),
                 ("EMBEDDINGS_BASE_URL", "none".to_owned()),
@@ -278,6 +302,7 @@ fn functions(up: &Arc<Upstreams>) -> Vec<Function> {
         },
         Function {
             name: "chat-router",
+            bin: "chat-router",
             env: pairs([
                 ("OPENAI_BASE_URL", up.llm.base_url()),
                 ("OPENAI_MODEL", "gpt-4o-mini".to_owned()),
@@ -337,12 +362,12 @@ fn environment(api: &RuntimeApi, function: &Function) -> Vec<(String, String)> {
         .collect();
     env.extend(pairs([
         ("AWS_LAMBDA_RUNTIME_API", api.address()),
-        ("AWS_LAMBDA_FUNCTION_NAME", function.name.to_owned()),
+        ("AWS_LAMBDA_FUNCTION_NAME", function.bin.to_owned()),
         ("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "256".to_owned()),
         ("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST".to_owned()),
         (
             "AWS_LAMBDA_LOG_GROUP_NAME",
-            format!("/aws/lambda/{}", function.name),
+            format!("/aws/lambda/{}", function.bin),
         ),
         ("AWS_LAMBDA_LOG_STREAM_NAME", "bench".to_owned()),
         ("TZ", ":UTC".to_owned()),

@@ -266,7 +266,7 @@ demo() {
   date="$(days_from_today 60)"
   export CHAT_URL="$ROUTER_URL"
   log "demo: a flight search in a new chat (events render as they stream in)"
-  cargo run -q -p chat -- --new "Business class from Frankfurt to New York on $date"
+  cargo run -q -p chat -- --new "Business class for 2 adults from Frankfurt to New York on $date"
   log "demo: a follow-up in the same chat"
   cargo run -q -p chat -- "Und in der First Class?"
   log "demo: a knowledge-base question to the support agent"

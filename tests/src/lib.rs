@@ -9,7 +9,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+pub mod airports;
 pub mod clock;
+pub mod duffel;
 pub mod dynamo_faults;
 pub mod fake_llm;
 pub mod fuzz;

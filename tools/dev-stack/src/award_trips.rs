@@ -20,8 +20,8 @@ use time::format_description::well_known::Rfc3339;
 use time::macros::format_description;
 use time::{Date, Duration, OffsetDateTime, PrimitiveDateTime, Time};
 
-use crate::airports;
 use crate::reshape::{Route, days_between, first_date, shift_dates};
+use test_support::airports;
 
 /// Seats.aero's cabin letters, their API names and award fare classes.
 const CABINS: &[(&str, &str, &str)] = &[

@@ -1,6 +1,6 @@
 //! The fakes the local stack starts when no real keys are set: the LLM stand-in, the
 //! Seats.aero and Amadeus APIs answering from the recorded fixtures, and Duffel answering
-//! generated offers (`duffel_fake`).
+//! generated offers (`test_support::duffel`).
 
 use std::collections::HashMap;
 use std::net::TcpListener;
@@ -15,7 +15,7 @@ use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
 use crate::award_trips::{self, AwardQuery};
 use crate::reshape::{Route, days_between, first_date, replace_codes, shift_dates};
-use crate::{duffel_fake, standin};
+use crate::standin;
 
 /// `POST` here on the fake Seats.aero with `{"delay_ms": N, "searches": K}` (K defaults to
 /// 1): its next K searches answer after N ms (at most 10 s), as a slow real one does. For a
@@ -90,7 +90,7 @@ pub async fn start(ports: Ports) -> Result<Fakes, String> {
     let duffel = match ports.duffel {
         Some(port) => {
             let server = wiremock_on(port).await?;
-            duffel_fake::mount(&server).await;
+            test_support::duffel::mount(&server).await;
             Some(server)
         }
         None => None,

@@ -4,10 +4,8 @@
 //! `cargo lambda watch` (which emulates function URLs, not SQS event sources), a
 //! concurrency gate in front of that emulator, and a load check of the running stack.
 
-pub mod airports;
 pub mod award_trips;
 pub mod bridge;
-pub mod duffel_fake;
 pub mod fakes;
 pub mod gate;
 pub mod load;

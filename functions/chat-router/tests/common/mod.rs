@@ -169,6 +169,48 @@ impl Functions {
     }
 }
 
+/// cash-search with `CASH_PROVIDER=duffel` over the fake Duffel (`test_support::duffel`),
+/// served on a port of its own: a rig whose `CASH_SEARCH_URL` points here prices cash fares
+/// with Duffel, as a deployment with `CashFareProvider=duffel` does.
+pub struct DuffelCash {
+    pub upstream: MockServer,
+    pub function: LocalServer,
+}
+
+impl DuffelCash {
+    pub async fn start() -> Self {
+        let upstream = MockServer::start().await;
+        test_support::duffel::mount(&upstream).await;
+        let token = test_support::create_secret("router-test/duffel", "duffel_test_x").await;
+        let env = Env::from_pairs([
+            ("CASH_PROVIDER".to_owned(), "duffel".to_owned()),
+            ("DUFFEL_TOKEN_SECRET".to_owned(), token),
+            ("DUFFEL_BASE_URL".to_owned(), upstream.uri()),
+        ]);
+        let config =
+            cash_search::Config::from_env(&env).unwrap_or_else(|e| panic!("duffel config: {e}"));
+        let deps = cash_search::Deps::new(http(), (*secrets().await).clone(), config);
+        let function = serve_lambda(move |req: Request| {
+            let deps = deps.clone();
+            async move { cash_search::handle(&deps, req).await }
+        })
+        .await;
+        Self { upstream, function }
+    }
+
+    /// The bodies of the offer requests the fake Duffel received.
+    pub async fn offer_requests(&self) -> Vec<Value> {
+        self.upstream
+            .received_requests()
+            .await
+            .unwrap_or_default()
+            .iter()
+            .filter(|r| r.url.path() == "/air/offer_requests")
+            .filter_map(|r| serde_json::from_slice(&r.body).ok())
+            .collect()
+    }
+}
+
 async fn empty_kb_table() -> String {
     test_support::create_pk_sk_table(&test_support::dynamodb().await, "router-kb").await
 }

@@ -1,4 +1,4 @@
-//! A fake Duffel Flights API (v2) for the local stack: `POST /air/offer_requests` answers
+//! A fake Duffel Flights API (v2) for the local stack and the tests: `POST /air/offer_requests` answers
 //! any route and date with five generated offers, shaped like the real reply (the offer of
 //! Duffel's own client fixture is the template, so fields nobody reads stay realistic).
 //!
@@ -54,8 +54,7 @@ pub struct DuffelOffers {
 
 impl DuffelOffers {
     pub fn new() -> Self {
-        let fixture =
-            test_support::fixture_json("duffel/create_offer_request.duffel-api-python.json");
+        let fixture = crate::fixture_json("duffel/create_offer_request.duffel-api-python.json");
         Self {
             template: fixture["data"]["offers"][0].clone(),
             requests: AtomicU64::new(0),

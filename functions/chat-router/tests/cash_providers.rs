@@ -1,0 +1,124 @@
+//! The cash search's provider is the deployment's choice: through the router, a cash-search
+//! with `CASH_PROVIDER=duffel` prices fares with (the fake) Duffel and the default rig's with
+//! (the fake) Amadeus; passenger counts reach Duffel and the prices; a one-way request gets
+//! no round trips, a return date only round trips.
+
+mod common;
+
+use common::{DuffelCash, Rig};
+use serde_json::{Value, json};
+use test_support::fake_llm::Reply;
+
+async fn duffel_rig(duffel: &DuffelCash) -> Rig {
+    let url = duffel.function.url("/flights/cash");
+    Rig::with(
+        move |vars| vars.push(("CASH_SEARCH_URL".to_owned(), url)),
+        None,
+    )
+    .await
+}
+
+fn cash_flights(turn: &common::Turn) -> Vec<Value> {
+    turn.first("tool_result")["result"]["cashResult"]["results"]["flights"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+}
+
+async fn amadeus_searches(rig: &Rig) -> usize {
+    rig.functions
+        .amadeus_upstream
+        .received_requests()
+        .await
+        .unwrap_or_default()
+        .iter()
+        .filter(|r| r.url.path() == "/v2/shopping/flight-offers")
+        .count()
+}
+
+#[tokio::test]
+async fn the_provider_is_chosen_by_the_cash_functions_setting() {
+    let duffel = DuffelCash::start().await;
+    let rig = duffel_rig(&duffel).await;
+    let token = rig.token(&test_support::unique("duffel"));
+    rig.llm
+        .push(Reply::tool_call("search_flights", common::flight_args()));
+    let turn = rig
+        .chat(Some(&token), json!({"message": "FRA to JFK in business"}))
+        .await;
+    let flights = cash_flights(&turn);
+    assert!(!flights.is_empty(), "{}", turn.first("tool_result"));
+    assert!(flights.iter().all(|f| f["provider"] == json!("duffel")));
+    assert_eq!(duffel.offer_requests().await.len(), 1);
+    assert_eq!(amadeus_searches(&rig).await, 0, "Amadeus is not asked");
+    // Each offer once, its fare's terms said.
+    let text = turn.text();
+    assert!(text.contains("one-way"), "{text}");
+    assert!(text.contains("fare: "), "{text}");
+
+    // The default rig's cash-search has no provider set: Amadeus.
+    let rig = Rig::start().await;
+    let token = rig.token(&test_support::unique("amadeus"));
+    rig.llm
+        .push(Reply::tool_call("search_flights", common::flight_args()));
+    let turn = rig
+        .chat(Some(&token), json!({"message": "FRA to JFK in business"}))
+        .await;
+    assert!(
+        cash_flights(&turn)
+            .iter()
+            .all(|f| f["provider"] == json!("amadeus"))
+    );
+    assert_eq!(amadeus_searches(&rig).await, 1);
+}
+
+#[tokio::test]
+async fn travellers_reach_duffel_and_the_prices_and_trips_match_the_request() {
+    let duffel = DuffelCash::start().await;
+    let rig = duffel_rig(&duffel).await;
+    let token = rig.token(&test_support::unique("family"));
+    let mut args = common::flight_args();
+    args["pax"] = json!(2);
+    args["children"] = json!(1);
+    rig.llm
+        .push(Reply::tool_call("search_flights", args.clone()));
+    let turn = rig
+        .chat(Some(&token), json!({"message": "two adults and a child"}))
+        .await;
+    let asked = duffel.offer_requests().await;
+    let passengers: Vec<&str> = asked[0]["data"]["passengers"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|p| p["type"].as_str())
+        .collect();
+    assert_eq!(passengers, ["adult", "adult", "child"]);
+    assert_eq!(asked[0]["data"]["slices"].as_array().map(Vec::len), Some(1));
+    let flights = cash_flights(&turn);
+    assert!(!flights.is_empty());
+    assert!(
+        flights.iter().all(|f| f.get("inbound").is_none()),
+        "one-way only"
+    );
+    assert!(flights.iter().all(|f| f["price"] != f["pricePerPerson"]));
+    let text = turn.text();
+    assert!(text.contains(" for 3 ("), "{text}");
+    assert!(text.contains("per person), one-way"), "{text}");
+
+    // With a return date: two slices asked, only round trips shown.
+    let token = rig.token(&test_support::unique("return"));
+    args["return_date"] = json!(test_support::clock::date_in(97).to_string());
+    rig.llm.push(Reply::tool_call("search_flights", args));
+    let turn = rig
+        .chat(Some(&token), json!({"message": "and back a week later"}))
+        .await;
+    let asked = duffel.offer_requests().await;
+    assert_eq!(asked[1]["data"]["slices"].as_array().map(Vec::len), Some(2));
+    let flights = cash_flights(&turn);
+    assert!(!flights.is_empty());
+    assert!(
+        flights.iter().all(|f| f.get("inbound").is_some()),
+        "round trips only"
+    );
+    assert!(turn.text().contains("round trip"), "{}", turn.text());
+}
