@@ -247,7 +247,6 @@ fn functions(up: &Arc<Upstreams>) -> Vec<Function> {
             "travelClass": "BUSINESS", "adults": 1, "maxResults": 5
         }),
     );
-    let cash_amadeus = cash.clone();
     let kb = event(
         "kb-retrieve/search-200.json",
         &json!({"query": "free stopover on award tickets", "top_k": 6}),
@@ -257,6 +256,7 @@ fn functions(up: &Arc<Upstreams>) -> Vec<Function> {
         &json!({"message": "When should I search for award seats to New York?"}),
     );
     let chat_up = Arc::clone(up);
+    let [amadeus_search, duffel_search] = cash_functions(up, cash);
     vec![
         Function {
             name: "seatsaero-search",
@@ -268,28 +268,8 @@ fn functions(up: &Arc<Upstreams>) -> Vec<Function> {
             event: Box::new(move |_| award.clone()),
             warm_target: Some(WARM_AWARD_CPU_TARGET),
         },
-        Function {
-            name: "cash-search",
-            bin: "cash-search",
-            env: pairs([
-                ("AMADEUS_BASE_URL", up.amadeus.uri()),
-                ("AMADEUS_CREDENTIALS_SECRET", up.amadeus_credentials.clone()),
-                ("AMADEUS_TOKEN_SECRET", up.amadeus_token.clone()),
-            ]),
-            event: Box::new(move |_| cash_amadeus.clone()),
-            warm_target: None,
-        },
-        Function {
-            name: "cash-search-duffel",
-            bin: "cash-search",
-            env: pairs([
-                ("CASH_PROVIDER", "duffel".to_owned()),
-                ("DUFFEL_BASE_URL", up.duffel.uri()),
-                ("DUFFEL_TOKEN_SECRET", up.duffel_token.clone()),
-            ]),
-            event: Box::new(move |_| cash.clone()),
-            warm_target: None,
-        },
+        amadeus_search,
+        duffel_search,
         Function {
             name: "kb-retrieve",
             bin: "kb-retrieve",
@@ -331,6 +311,35 @@ fn functions(up: &Arc<Upstreams>) -> Vec<Function> {
                 event["headers"]["authorization"] = Value::String(format!("Bearer {token}"));
                 event
             }),
+            warm_target: None,
+        },
+    ]
+}
+
+/// cash-search on each of its providers, over the fakes.
+fn cash_functions(up: &Arc<Upstreams>, cash: Value) -> [Function; 2] {
+    let cash_amadeus = cash.clone();
+    [
+        Function {
+            name: "cash-search",
+            bin: "cash-search",
+            env: pairs([
+                ("AMADEUS_BASE_URL", up.amadeus.uri()),
+                ("AMADEUS_CREDENTIALS_SECRET", up.amadeus_credentials.clone()),
+                ("AMADEUS_TOKEN_SECRET", up.amadeus_token.clone()),
+            ]),
+            event: Box::new(move |_| cash_amadeus.clone()),
+            warm_target: None,
+        },
+        Function {
+            name: "cash-search-duffel",
+            bin: "cash-search",
+            env: pairs([
+                ("CASH_PROVIDER", "duffel".to_owned()),
+                ("DUFFEL_BASE_URL", up.duffel.uri()),
+                ("DUFFEL_TOKEN_SECRET", up.duffel_token.clone()),
+            ]),
+            event: Box::new(move |_| cash.clone()),
             warm_target: None,
         },
     ]

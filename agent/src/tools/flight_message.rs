@@ -72,21 +72,7 @@ pub(super) fn format_message(
     .collect();
     let empty = empty_cabin_notes(&ctx, award, cash);
     if ordered.is_empty() {
-        let mut message = if de {
-            format!("Ich habe für {route} leider keine passenden Flüge gefunden.")
-        } else {
-            format!("I found no matching flights for {route}.")
-        };
-        for note in empty.into_iter().filter(|n| n.offers_other_cabins) {
-            message.push(' ');
-            message.push_str(&note.text);
-        }
-        message.push_str(if de {
-            " Soll ich andere Daten oder eine andere Klasse prüfen?"
-        } else {
-            " Shall I try other dates or another cabin?"
-        });
-        return (message, Vec::new());
+        return (nothing_found(&route, empty, de), Vec::new());
     }
     let mut offered = Vec::new();
     let sections: Vec<String> = ordered
@@ -111,6 +97,25 @@ pub(super) fn format_message(
         });
     }
     (out, offered)
+}
+
+/// Neither search found a flight: say so, with what the other cabins have.
+fn nothing_found(route: &str, empty: Vec<EmptyNote>, de: bool) -> String {
+    let mut message = if de {
+        format!("Ich habe für {route} leider keine passenden Flüge gefunden.")
+    } else {
+        format!("I found no matching flights for {route}.")
+    };
+    for note in empty.into_iter().filter(|n| n.offers_other_cabins) {
+        message.push(' ');
+        message.push_str(&note.text);
+    }
+    message.push_str(if de {
+        " Soll ich andere Daten oder eine andere Klasse prüfen?"
+    } else {
+        " Shall I try other dates or another cabin?"
+    });
+    message
 }
 
 /// A search that answered but found nothing in the requested cabin.

@@ -122,3 +122,70 @@ async fn travellers_reach_duffel_and_the_prices_and_trips_match_the_request() {
     );
     assert!(turn.text().contains("round trip"), "{}", turn.text());
 }
+
+/// Duffel's failures through the router: a refused token, a rejected search and a garbage
+/// body leave the award results and say the list may be incomplete, without Duffel's text;
+/// a 429 with `ratelimit-reset` and a 503 are retried and the fares arrive.
+#[tokio::test]
+async fn duffel_failures_leave_the_award_results_and_retries_recover() {
+    use wiremock::matchers::{method, path};
+    use wiremock::{Mock, ResponseTemplate};
+
+    let refused = ResponseTemplate::new(401).set_body_json(json!({"errors": [{
+        "type": "authentication_error", "code": "unauthorized",
+        "message": "secret-duffel-detail: the token is not valid"}]}));
+    let rejected = ResponseTemplate::new(422).set_body_json(json!({"errors": [{
+        "type": "validation_error", "code": "invalid",
+        "message": "secret-duffel-detail: departure_date is too far ahead"}]}));
+    let garbage = ResponseTemplate::new(200).set_body_string("secret-duffel-detail <html>");
+    for (name, reply) in [("401", refused), ("422", rejected), ("garbage", garbage)] {
+        let duffel = DuffelCash::start().await;
+        Mock::given(method("POST"))
+            .and(path("/air/offer_requests"))
+            .respond_with(reply)
+            .with_priority(1)
+            .mount(&duffel.upstream)
+            .await;
+        let rig = duffel_rig(&duffel).await;
+        let token = rig.token(&test_support::unique("failing"));
+        rig.llm
+            .push(Reply::tool_call("search_flights", common::flight_args()));
+        let turn = rig
+            .chat(Some(&token), json!({"message": "FRA to JFK in business"}))
+            .await;
+        let result = turn.first("tool_result");
+        assert_eq!(result["status"], json!("succeeded"), "{name}: {result}");
+        assert_eq!(result["metadata"]["failed_providers"], json!(["cash"]), "{name}");
+        let text = turn.text();
+        assert!(text.contains("Award flights"), "{name}: {text}");
+        assert!(text.contains("may be incomplete"), "{name}: {text}");
+        assert!(!text.contains("secret-duffel-detail"), "{name}: {text}");
+        assert!(!rig.tool_message_seen(0).contains("secret-duffel-detail"), "{name}");
+    }
+
+    // Busy, then down, then fine: the function retries within its deadline.
+    let duffel = DuffelCash::start().await;
+    Mock::given(method("POST"))
+        .and(path("/air/offer_requests"))
+        .respond_with(ResponseTemplate::new(429).insert_header("ratelimit-reset", "1"))
+        .up_to_n_times(1)
+        .with_priority(1)
+        .mount(&duffel.upstream)
+        .await;
+    Mock::given(method("POST"))
+        .and(path("/air/offer_requests"))
+        .respond_with(ResponseTemplate::new(503))
+        .up_to_n_times(1)
+        .with_priority(2)
+        .mount(&duffel.upstream)
+        .await;
+    let rig = duffel_rig(&duffel).await;
+    let token = rig.token(&test_support::unique("retried"));
+    rig.llm
+        .push(Reply::tool_call("search_flights", common::flight_args()));
+    let turn = rig
+        .chat(Some(&token), json!({"message": "FRA to JFK in business"}))
+        .await;
+    assert!(!cash_flights(&turn).is_empty(), "{}", turn.first("tool_result"));
+    assert_eq!(duffel.offer_requests().await.len(), 3, "429, 503, then the fares");
+}
