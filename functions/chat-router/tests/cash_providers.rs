@@ -155,12 +155,19 @@ async fn duffel_failures_leave_the_award_results_and_retries_recover() {
             .await;
         let result = turn.first("tool_result");
         assert_eq!(result["status"], json!("succeeded"), "{name}: {result}");
-        assert_eq!(result["metadata"]["failed_providers"], json!(["cash"]), "{name}");
+        assert_eq!(
+            result["metadata"]["failed_providers"],
+            json!(["cash"]),
+            "{name}"
+        );
         let text = turn.text();
         assert!(text.contains("Award flights"), "{name}: {text}");
         assert!(text.contains("may be incomplete"), "{name}: {text}");
         assert!(!text.contains("secret-duffel-detail"), "{name}: {text}");
-        assert!(!rig.tool_message_seen(0).contains("secret-duffel-detail"), "{name}");
+        assert!(
+            !rig.tool_message_seen(0).contains("secret-duffel-detail"),
+            "{name}"
+        );
     }
 
     // Busy, then down, then fine: the function retries within its deadline.
@@ -186,6 +193,14 @@ async fn duffel_failures_leave_the_award_results_and_retries_recover() {
     let turn = rig
         .chat(Some(&token), json!({"message": "FRA to JFK in business"}))
         .await;
-    assert!(!cash_flights(&turn).is_empty(), "{}", turn.first("tool_result"));
-    assert_eq!(duffel.offer_requests().await.len(), 3, "429, 503, then the fares");
+    assert!(
+        !cash_flights(&turn).is_empty(),
+        "{}",
+        turn.first("tool_result")
+    );
+    assert_eq!(
+        duffel.offer_requests().await.len(),
+        3,
+        "429, 503, then the fares"
+    );
 }
