@@ -168,25 +168,13 @@ fn empty_cabin_notes(
 
 /// "Business from 55,000 miles" / "Business ab 55.000 Meilen".
 fn cabin_from(c: &CabinFrom, de: bool) -> String {
-    let miles = grouped(c.miles_from, if de { '.' } else { ',' });
+    let miles = flight_notes::grouped(c.miles_from, if de { '.' } else { ',' });
     let cabin = c.cabin.display_name();
     if de {
         format!("{cabin} ab {miles} Meilen")
     } else {
         format!("{cabin} from {miles} miles")
     }
-}
-
-fn grouped(n: u64, separator: char) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, d) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(separator);
-        }
-        out.push(d);
-    }
-    out
 }
 
 /// One provider's list; each flight listed is numbered on from `offered` and added to it.

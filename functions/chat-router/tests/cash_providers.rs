@@ -18,6 +18,13 @@ async fn duffel_rig(duffel: &DuffelCash) -> Rig {
     .await
 }
 
+/// A new user's chat turn in which the model searches flights with `args`.
+async fn search(rig: &Rig, user: &str, args: Value, message: &str) -> common::Turn {
+    let token = rig.token(&test_support::unique(user));
+    rig.llm.push(Reply::tool_call("search_flights", args));
+    rig.chat(Some(&token), json!({"message": message})).await
+}
+
 fn cash_flights(turn: &common::Turn) -> Vec<Value> {
     turn.first("tool_result")["result"]["cashResult"]["results"]["flights"]
         .as_array()
@@ -40,12 +47,13 @@ async fn amadeus_searches(rig: &Rig) -> usize {
 async fn the_provider_is_chosen_by_the_cash_functions_setting() {
     let duffel = DuffelCash::start().await;
     let rig = duffel_rig(&duffel).await;
-    let token = rig.token(&test_support::unique("duffel"));
-    rig.llm
-        .push(Reply::tool_call("search_flights", common::flight_args()));
-    let turn = rig
-        .chat(Some(&token), json!({"message": "FRA to JFK in business"}))
-        .await;
+    let turn = search(
+        &rig,
+        "duffel",
+        common::flight_args(),
+        "FRA to JFK in business",
+    )
+    .await;
     let flights = cash_flights(&turn);
     assert!(!flights.is_empty(), "{}", turn.first("tool_result"));
     assert!(flights.iter().all(|f| f["provider"] == json!("duffel")));
@@ -58,12 +66,13 @@ async fn the_provider_is_chosen_by_the_cash_functions_setting() {
 
     // The default rig's cash-search has no provider set: Amadeus.
     let rig = Rig::start().await;
-    let token = rig.token(&test_support::unique("amadeus"));
-    rig.llm
-        .push(Reply::tool_call("search_flights", common::flight_args()));
-    let turn = rig
-        .chat(Some(&token), json!({"message": "FRA to JFK in business"}))
-        .await;
+    let turn = search(
+        &rig,
+        "amadeus",
+        common::flight_args(),
+        "FRA to JFK in business",
+    )
+    .await;
     assert!(
         cash_flights(&turn)
             .iter()
@@ -76,15 +85,10 @@ async fn the_provider_is_chosen_by_the_cash_functions_setting() {
 async fn travellers_reach_duffel_and_the_prices_and_trips_match_the_request() {
     let duffel = DuffelCash::start().await;
     let rig = duffel_rig(&duffel).await;
-    let token = rig.token(&test_support::unique("family"));
     let mut args = common::flight_args();
     args["pax"] = json!(2);
     args["children"] = json!(1);
-    rig.llm
-        .push(Reply::tool_call("search_flights", args.clone()));
-    let turn = rig
-        .chat(Some(&token), json!({"message": "two adults and a child"}))
-        .await;
+    let turn = search(&rig, "family", args.clone(), "two adults and a child").await;
     let asked = duffel.offer_requests().await;
     let passengers: Vec<&str> = asked[0]["data"]["passengers"]
         .as_array()
@@ -106,12 +110,8 @@ async fn travellers_reach_duffel_and_the_prices_and_trips_match_the_request() {
     assert!(text.contains("per person), one-way"), "{text}");
 
     // With a return date: two slices asked, only round trips shown.
-    let token = rig.token(&test_support::unique("return"));
     args["return_date"] = json!(test_support::clock::date_in(97).to_string());
-    rig.llm.push(Reply::tool_call("search_flights", args));
-    let turn = rig
-        .chat(Some(&token), json!({"message": "and back a week later"}))
-        .await;
+    let turn = search(&rig, "return", args, "and back a week later").await;
     let asked = duffel.offer_requests().await;
     assert_eq!(asked[1]["data"]["slices"].as_array().map(Vec::len), Some(2));
     let flights = cash_flights(&turn);
@@ -147,12 +147,13 @@ async fn duffel_failures_leave_the_award_results_and_retries_recover() {
             .mount(&duffel.upstream)
             .await;
         let rig = duffel_rig(&duffel).await;
-        let token = rig.token(&test_support::unique("failing"));
-        rig.llm
-            .push(Reply::tool_call("search_flights", common::flight_args()));
-        let turn = rig
-            .chat(Some(&token), json!({"message": "FRA to JFK in business"}))
-            .await;
+        let turn = search(
+            &rig,
+            "failing",
+            common::flight_args(),
+            "FRA to JFK in business",
+        )
+        .await;
         let result = turn.first("tool_result");
         assert_eq!(result["status"], json!("succeeded"), "{name}: {result}");
         assert_eq!(
@@ -187,12 +188,13 @@ async fn duffel_failures_leave_the_award_results_and_retries_recover() {
         .mount(&duffel.upstream)
         .await;
     let rig = duffel_rig(&duffel).await;
-    let token = rig.token(&test_support::unique("retried"));
-    rig.llm
-        .push(Reply::tool_call("search_flights", common::flight_args()));
-    let turn = rig
-        .chat(Some(&token), json!({"message": "FRA to JFK in business"}))
-        .await;
+    let turn = search(
+        &rig,
+        "retried",
+        common::flight_args(),
+        "FRA to JFK in business",
+    )
+    .await;
     assert!(
         !cash_flights(&turn).is_empty(),
         "{}",

@@ -15,6 +15,7 @@ use time::Date;
 use super::flight::{
     Cabin, FlightEndpoint, FlightResult, IataCode, Locale, Provider, Taxes, iso_date,
 };
+use super::flight_notes::grouped;
 use super::schema::IsoDateSchema;
 use crate::Error;
 
@@ -219,19 +220,6 @@ fn date_range(from: Date, to: Date, locale: Locale) -> String {
         );
     }
     format!("{}–{} {} {}", day(from), day(to), month(to), to.year())
-}
-
-/// `80000` as `80,000` (or `80.000` with `sep = '.'`).
-fn grouped(n: u64, sep: char) -> String {
-    let raw = n.to_string();
-    let mut out = String::with_capacity(raw.len() + raw.len() / 3);
-    for (i, c) in raw.chars().enumerate() {
-        if i > 0 && (raw.len() - i) % 3 == 0 {
-            out.push(sep);
-        }
-        out.push(c);
-    }
-    out
 }
 
 /// `800` as "800", `799.5` as "799.50" (German "799,50"), grouped.

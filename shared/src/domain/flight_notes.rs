@@ -48,6 +48,19 @@ pub fn also_via(flight: &FlightResult, locale: Locale) -> Option<String> {
     Some(format!("{lead} {}", options.join("; ")))
 }
 
+/// `80000` as `80,000` (or `80.000` with `sep = '.'`).
+pub fn grouped(n: u64, sep: char) -> String {
+    let raw = n.to_string();
+    let mut out = String::with_capacity(raw.len() + raw.len() / 3);
+    for (i, c) in raw.chars().enumerate() {
+        if i > 0 && (raw.len() - i) % 3 == 0 {
+            out.push(sep);
+        }
+        out.push(c);
+    }
+    out
+}
+
 fn trip_kind(round_trip: bool, de: bool) -> &'static str {
     match (round_trip, de) {
         (true, true) => "Hin und zurück",

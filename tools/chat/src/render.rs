@@ -120,6 +120,39 @@ impl<W: Write, E: Write> Renderer<W, E> {
         (self.out, self.err)
     }
 
+    /// `→ agent (reason)`: the turn went to another agent.
+    fn handoff(&mut self, data: &Value) -> io::Result<()> {
+        let line = match text(&data["reason"]) {
+            reason if reason.trim().is_empty() => format!("→ {}", text(&data["to"])),
+            reason => format!("→ {} ({})", text(&data["to"]), reason.trim()),
+        };
+        self.line(&self.paint(DIM, &line))
+    }
+
+    /// The turn's error, on stderr.
+    fn error(&mut self, data: &Value) -> io::Result<()> {
+        self.end_line()?;
+        let line = format!(
+            "error ({}): {}",
+            text(&data["code"]),
+            text(&data["message"])
+        );
+        let line = self.paint(RED, &line);
+        writeln!(self.err, "{line}")?;
+        self.err.flush()
+    }
+
+    /// A debug event, its payload cut short.
+    fn debug(&mut self, data: &Value) -> io::Result<()> {
+        let payload: String = data["payload"]
+            .to_string()
+            .chars()
+            .take(DEBUG_PAYLOAD_CHARS)
+            .collect();
+        let line = format!("· {} {payload}", text(&data["type"]));
+        self.line(&self.paint(DIM, &line))
+    }
+
     /// Renders one event.
     pub fn event(&mut self, event: &SseEvent) -> io::Result<()> {
         let data = &event.data;
@@ -153,13 +186,7 @@ impl<W: Write, E: Write> Renderer<W, E> {
                     self.write_out(&content)?;
                 }
             }
-            "handoff" => {
-                let line = match text(&data["reason"]) {
-                    reason if reason.trim().is_empty() => format!("→ {}", text(&data["to"])),
-                    reason => format!("→ {} ({})", text(&data["to"]), reason.trim()),
-                };
-                self.line(&self.paint(DIM, &line))?;
-            }
+            "handoff" => self.handoff(data)?,
             "ui" if data["kind"] == json!("flight_options") => {
                 if let Some(table) = table::options(&data["payload"]) {
                     self.offered.push(table);
@@ -176,26 +203,8 @@ impl<W: Write, E: Write> Renderer<W, E> {
                 self.line(&self.paint(YELLOW, &line))?;
             }
             "final" => self.final_answer(data)?,
-            "error" => {
-                self.end_line()?;
-                let line = format!(
-                    "error ({}): {}",
-                    text(&data["code"]),
-                    text(&data["message"])
-                );
-                let line = self.paint(RED, &line);
-                writeln!(self.err, "{line}")?;
-                self.err.flush()?;
-            }
-            "debug" if self.options.debug => {
-                let payload: String = data["payload"]
-                    .to_string()
-                    .chars()
-                    .take(DEBUG_PAYLOAD_CHARS)
-                    .collect();
-                let line = format!("· {} {payload}", text(&data["type"]));
-                self.line(&self.paint(DIM, &line))?;
-            }
+            "error" => self.error(data)?,
+            "debug" if self.options.debug => self.debug(data)?,
             "done" => {
                 // A turn without `final` (an error) still shows what it offered.
                 self.show_elements()?;
