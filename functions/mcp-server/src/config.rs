@@ -1,0 +1,130 @@
+//! What the MCP server serves: `MCP_TOOLS`, a comma-separated list of tool names
+//! (`search_flights,search_knowledge_base` when unset). Only tools that stand on their own
+//! may be listed: `ask_gpt` (the model answering from its own knowledge) never, nor the
+//! tools that need a chat (picking a listed flight, the client-rendered ones, handoffs).
+
+use std::fmt;
+use std::str::FromStr;
+
+use shared::config::Env;
+use shared::domain::tool_call::ToolName;
+
+/// The tools an MCP client may list and call, in the order given, without repeats.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServedTools(Vec<ToolName>);
+
+impl ServedTools {
+    pub const DEFAULT: &'static [ToolName] =
+        &[ToolName::SearchFlights, ToolName::SearchKnowledgeBase];
+
+    pub fn names(&self) -> &[ToolName] {
+        &self.0
+    }
+
+    /// Whether `tool` may be served at all, and why not.
+    fn servable(tool: ToolName) -> Result<(), &'static str> {
+        match tool {
+            ToolName::SearchFlights
+            | ToolName::SearchKnowledgeBase
+            | ToolName::AwardValue
+            | ToolName::CreateFareAlert => Ok(()),
+            ToolName::AskGpt => Err("answers from the model's own knowledge, never served"),
+            ToolName::Remember
+            | ToolName::SelectFlight
+            | ToolName::SuggestReplies
+            | ToolName::ShowFlightOptions
+            | ToolName::Handoff => Err("works only inside a chat"),
+        }
+    }
+}
+
+impl Default for ServedTools {
+    fn default() -> Self {
+        Self(Self::DEFAULT.to_vec())
+    }
+}
+
+impl FromStr for ServedTools {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let mut tools = Vec::new();
+        for name in s.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+            let tool: ToolName = name
+                .parse()
+                .map_err(|_| format!("{name:?} is not a tool of this deployment"))?;
+            Self::servable(tool).map_err(|why| format!("{name} {why}"))?;
+            if !tools.contains(&tool) {
+                tools.push(tool);
+            }
+        }
+        if tools.is_empty() {
+            return Err("name at least one tool".into());
+        }
+        Ok(Self(tools))
+    }
+}
+
+impl fmt::Display for ServedTools {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let names: Vec<&str> = self.0.iter().map(|t| t.as_str()).collect();
+        f.write_str(&names.join(","))
+    }
+}
+
+/// The server's settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    pub tools: ServedTools,
+}
+
+impl Config {
+    pub fn from_env(env: &Env) -> shared::Result<Self> {
+        let mut r = env.reader();
+        let tools = r.parse_or("MCP_TOOLS", ServedTools::default());
+        r.finish(Self { tools })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(pairs: &[(&str, &str)]) -> Result<Config, String> {
+        Config::from_env(&Env::from_pairs(pairs.iter().copied())).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn the_default_serves_the_searches() {
+        let served = config(&[]).unwrap_or_else(|e| panic!("{e}")).tools;
+        assert_eq!(
+            served.names(),
+            [ToolName::SearchFlights, ToolName::SearchKnowledgeBase]
+        );
+        assert_eq!(served.to_string(), "search_flights,search_knowledge_base");
+    }
+
+    #[test]
+    fn ask_gpt_chat_only_and_unknown_tools_are_refused_by_name() {
+        let err = config(&[("MCP_TOOLS", "search_flights, ask_gpt")]).unwrap_err();
+        assert!(
+            err.contains("ask_gpt answers from the model's own knowledge"),
+            "{err}"
+        );
+        let err = config(&[("MCP_TOOLS", "select_flight")]).unwrap_err();
+        assert!(
+            err.contains("select_flight works only inside a chat"),
+            "{err}"
+        );
+        let err = config(&[("MCP_TOOLS", "rm_rf")]).unwrap_err();
+        assert!(err.contains("\"rm_rf\" is not a tool"), "{err}");
+        assert!(config(&[("MCP_TOOLS", " , ")]).is_err());
+        let served = config(&[("MCP_TOOLS", "award_value,award_value ,search_flights")])
+            .unwrap_or_else(|e| panic!("{e}"))
+            .tools;
+        assert_eq!(
+            served.names(),
+            [ToolName::AwardValue, ToolName::SearchFlights]
+        );
+    }
+}

@@ -1,0 +1,5 @@
+//! The MCP server function: the registry's tools served to any MCP client over Streamable
+//! HTTP (work in progress: the framing check and the configuration).
+
+pub mod config;
+pub mod jsonrpc;
