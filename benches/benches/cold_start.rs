@@ -111,10 +111,8 @@ async fn main() {
     for function in functions(&upstreams).into_iter().filter(|f| chosen(f.name)) {
         let bin = bin_dir.join(function.bin);
         // One start not counted: the emulators' JIT and the page cache warm up.
-        if full {
-            if let Err(e) = run_once(&bin, &function, warm).await {
-                panic!("{}: {e}", function.name);
-            }
+        if full && let Err(e) = run_once(&bin, &function, warm).await {
+            panic!("{}: {e}", function.name);
         }
         let mut samples = Vec::with_capacity(runs);
         for _ in 0..runs {

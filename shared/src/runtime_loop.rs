@@ -90,7 +90,7 @@ mod tests {
             let n = runs.get();
             async move {
                 // Every third run serves a while before its connection fails.
-                if n % 3 == 0 {
+                if u32::is_multiple_of(n, 3) {
                     tokio::time::sleep(HEALTHY_RUN).await;
                 }
                 if n < 3 * MAX_FAILURES_IN_A_ROW {

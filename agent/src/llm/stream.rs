@@ -281,10 +281,10 @@ impl StreamAssembler {
         if call.id.is_none() {
             call.id = id;
         }
-        if call.name.is_empty() {
-            if let Some(name) = name {
-                call.name = name;
-            }
+        if call.name.is_empty()
+            && let Some(name) = name
+        {
+            call.name = name;
         }
         call.arguments.push_str(&arguments);
     }

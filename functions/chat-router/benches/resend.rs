@@ -63,7 +63,7 @@ fn sequence(turn: &Turn) -> Vec<(Option<u64>, String, Value)> {
 async fn one_turn(rig: &Rig, i: usize, client: Client) -> Outcome {
     let user = test_support::unique("load");
     let token = rig.token(&user);
-    let flight = i % 4 == 0;
+    let flight = i.is_multiple_of(4);
     let message = if flight {
         format!("flights please, turn {i}")
     } else {

@@ -133,10 +133,10 @@ impl QueryEmbedder {
                 return None;
             }
         };
-        if let Some(cache) = &self.cache {
-            if let Ok(mut cache) = cache.lock() {
-                cache.put(query.to_owned(), Arc::clone(&embedding));
-            }
+        if let Some(cache) = &self.cache
+            && let Ok(mut cache) = cache.lock()
+        {
+            cache.put(query.to_owned(), Arc::clone(&embedding));
         }
         Some(embedding)
     }

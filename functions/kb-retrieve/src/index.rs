@@ -275,12 +275,12 @@ fn usable_dimensions(
         ));
     }
     let stored_dims = version.and_then(|v| v.dimensions);
-    if let (Some(stored), Some(wanted)) = (stored_dims, spec.dimensions) {
-        if stored != wanted {
-            return Err(format!(
-                "the knowledge base has {stored}-dimensional embeddings, but {wanted} are configured"
-            ));
-        }
+    if let (Some(stored), Some(wanted)) = (stored_dims, spec.dimensions)
+        && stored != wanted
+    {
+        return Err(format!(
+            "the knowledge base has {stored}-dimensional embeddings, but {wanted} are configured"
+        ));
     }
     let dims = stored_dims
         .or(spec.dimensions)

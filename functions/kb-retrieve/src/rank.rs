@@ -60,10 +60,10 @@ impl TopN {
         let item = Scored { doc, score };
         if self.heap.len() < self.n {
             self.heap.push(Reverse(item));
-        } else if let Some(mut worst) = self.heap.peek_mut() {
-            if item > worst.0 {
-                *worst = Reverse(item);
-            }
+        } else if let Some(mut worst) = self.heap.peek_mut()
+            && item > worst.0
+        {
+            *worst = Reverse(item);
         }
     }
 

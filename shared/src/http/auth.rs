@@ -370,10 +370,10 @@ impl Authenticator {
         let data = jsonwebtoken::decode::<Claims>(token, &key, &validation)
             .map_err(|e| unauthorized(rejection(e.kind())))?;
         let claims = data.claims;
-        if let Some(expected) = self.token_use {
-            if claims.token_use.as_deref() != Some(expected.as_str()) {
-                return Err(unauthorized(expected.rejection()));
-            }
+        if let Some(expected) = self.token_use
+            && claims.token_use.as_deref() != Some(expected.as_str())
+        {
+            return Err(unauthorized(expected.rejection()));
         }
         if !claims.audience_matches(&self.audience, self.token_use) {
             return Err(unauthorized("wrong audience"));
@@ -674,10 +674,10 @@ impl JwksCache {
     /// The key for `kid`; `None` when the identity provider does not publish it.
     async fn key(&self, kid: &str) -> Result<Option<Arc<JwksKey>>> {
         let arrived = self.now();
-        if let Some(set) = self.snapshot().filter(|set| arrived < set.fresh_until) {
-            if let Some(key) = set.get(kid) {
-                return Ok(Some(key));
-            }
+        if let Some(set) = self.snapshot().filter(|set| arrived < set.fresh_until)
+            && let Some(key) = set.get(kid)
+        {
+            return Ok(Some(key));
         }
 
         let mut state = self.refresh.lock().await;

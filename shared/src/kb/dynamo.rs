@@ -257,7 +257,7 @@ fn encode_embedding(embedding: &[f32]) -> Blob {
 }
 
 fn decode_embedding(bytes: &[u8]) -> Result<Vec<f32>> {
-    if bytes.len() % 4 != 0 {
+    if !bytes.len().is_multiple_of(4) {
         return Err(Error::Corrupt(format!(
             "embedding of {} bytes is not a list of f32",
             bytes.len()

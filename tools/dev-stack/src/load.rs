@@ -296,7 +296,7 @@ async fn chat(settings: &Settings, http: &reqwest::Client, index: usize) -> Chat
     };
     let second_key = format!("load-{}-{index}-2", settings.run);
     let body = json!({"chat_id": chat_id, "message": text});
-    run.second = if index % 3 == 0 {
+    run.second = if index.is_multiple_of(3) {
         let (a, b) = tokio::join!(
             send(settings, http, &run.user, &body, &second_key),
             send(settings, http, &run.user, &body, &second_key)

@@ -150,10 +150,11 @@ fn outside_markdown_links(tail: &str, mut cut: usize) -> usize {
     }
     // A complete link at the very end is held for one more character: what follows decides
     // whether its text, if it must stand in for the link, needs a space.
-    if let Some(last) = LINK.as_ref().and_then(|l| l.find_iter(&tail[..cut]).last()) {
-        if last.end() == tail.len() && last.end() == cut {
-            cut = last.start();
-        }
+    if let Some(last) = LINK.as_ref().and_then(|l| l.find_iter(&tail[..cut]).last())
+        && last.end() == tail.len()
+        && last.end() == cut
+    {
+        cut = last.start();
     }
     cut
 }

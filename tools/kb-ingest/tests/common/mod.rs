@@ -86,10 +86,10 @@ impl Respond for HashEmbedder {
                     .collect()
             })
             .unwrap_or_default();
-        if let Some(poison) = &self.poison {
-            if texts.iter().any(|t| t.contains(poison.as_str())) {
-                return ResponseTemplate::new(500).set_body_string("poisoned");
-            }
+        if let Some(poison) = &self.poison
+            && texts.iter().any(|t| t.contains(poison.as_str()))
+        {
+            return ResponseTemplate::new(500).set_body_string("poisoned");
         }
         self.inputs.fetch_add(texts.len(), Ordering::SeqCst);
         let data: Vec<Value> = texts
