@@ -4,3 +4,4 @@
 pub mod config;
 pub mod jsonrpc;
 pub mod listing;
+pub mod server;
