@@ -4,4 +4,5 @@
 pub mod config;
 pub mod jsonrpc;
 pub mod listing;
+pub mod protected;
 pub mod server;
