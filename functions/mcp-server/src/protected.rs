@@ -7,10 +7,17 @@ use serde_json::{Value, json};
 /// Where the document of `resource` lives: the well-known path inserted between the host
 /// and the resource's path (`https://h/mcp` → `https://h/.well-known/oauth-protected-resource/mcp`).
 pub fn metadata_url(resource: &reqwest::Url) -> String {
-    let path = resource.path().trim_end_matches('/');
     let origin = resource.origin().ascii_serialization();
-    format!("{origin}/.well-known/oauth-protected-resource{path}")
+    format!("{origin}{}", metadata_path(resource))
 }
+
+/// The path part of [`metadata_url`].
+pub fn metadata_path(resource: &reqwest::Url) -> String {
+    format!("{WELL_KNOWN}{}", resource.path().trim_end_matches('/'))
+}
+
+/// RFC 9728's well-known path.
+pub const WELL_KNOWN: &str = "/.well-known/oauth-protected-resource";
 
 /// The document: this resource, its one authorization server, tokens in the header only.
 pub fn document(resource: &reqwest::Url, issuer: &str) -> Value {

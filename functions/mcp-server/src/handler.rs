@@ -1,0 +1,288 @@
+//! One request to the MCP endpoint, in this order: the protected-resource document (no
+//! token needed), the method and path, the body's size, the caller's token (so a caller
+//! without one learns nothing else), the JSON-RPC framing, then the MCP transport.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http_body_util::combinators::BoxBody;
+use http_body_util::{BodyExt, Full};
+use lambda_http::http::{Method, Response, StatusCode, header};
+use lambda_http::{Body, Request};
+use rmcp::transport::streamable_http_server::StreamableHttpService;
+use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
+use serde_json::Value;
+use shared::http::auth::Authenticator;
+use shared::http::error::{ApiError, ErrorCode};
+
+use crate::jsonrpc;
+use crate::protected::{self, Challenge};
+use crate::server::McpTools;
+
+pub type McpResponse = Response<BoxBody<Bytes, Infallible>>;
+
+/// What a request needs, built once per container.
+pub struct Deps {
+    pub service: StreamableHttpService<McpTools, NeverSessionManager>,
+    pub auth: Arc<Authenticator>,
+    /// The endpoint's public URL (`MCP_RESOURCE_URL`): its path is the MCP path.
+    pub resource: reqwest::Url,
+    /// The token issuer, named in the protected-resource document.
+    pub issuer: String,
+    pub max_body_bytes: usize,
+}
+
+pub async fn handle(deps: &Deps, request: Request) -> McpResponse {
+    let path = request.uri().path().to_owned();
+    // The document's own path, and the bare well-known path clients also try.
+    let documents = [
+        protected::metadata_path(&deps.resource),
+        protected::WELL_KNOWN.to_owned(),
+    ];
+    if request.method() == Method::GET && documents.contains(&path) {
+        return json(
+            StatusCode::OK,
+            &protected::document(&deps.resource, &deps.issuer),
+        );
+    }
+    if path.trim_end_matches('/') != deps.resource.path().trim_end_matches('/') {
+        return error(ApiError::new(ErrorCode::NotFound, "no such route"));
+    }
+    if request.method() != Method::POST {
+        return error(ApiError::new(ErrorCode::MethodNotAllowed, "POST only"))
+            .map_with_header(header::ALLOW, "POST");
+    }
+    let body: &[u8] = match request.body() {
+        Body::Empty => b"",
+        Body::Text(text) => text.as_bytes(),
+        Body::Binary(bytes) => bytes,
+        _ => b"",
+    };
+    if body.len() > deps.max_body_bytes {
+        return error(ApiError::payload_too_large());
+    }
+    let authorization = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok());
+    let user = match deps.auth.authenticate(authorization).await {
+        Ok(user) => user,
+        Err(e) => {
+            let reason = if authorization.is_none() {
+                Challenge::NoToken
+            } else {
+                Challenge::InvalidToken
+            };
+            tracing::info!(error = %e, "MCP request refused: no valid token");
+            return error(ApiError::new(
+                ErrorCode::Unauthorized,
+                "a valid bearer token is required",
+            ))
+            .map_with_header(
+                header::WWW_AUTHENTICATE,
+                &protected::challenge(&deps.resource, reason),
+            );
+        }
+    };
+    if let Err(refusal) = jsonrpc::check(body) {
+        return json(StatusCode::BAD_REQUEST, &refusal.body());
+    }
+    let mut request = request;
+    request.extensions_mut().insert(user);
+    deps.service.handle(request).await
+}
+
+fn full(status: StatusCode, content_type: &str, body: String) -> McpResponse {
+    let mut response = Response::new(Full::new(Bytes::from(body)).boxed());
+    *response.status_mut() = status;
+    if let Ok(value) = content_type.parse() {
+        response.headers_mut().insert(header::CONTENT_TYPE, value);
+    }
+    response
+}
+
+fn json(status: StatusCode, body: &Value) -> McpResponse {
+    full(status, "application/json", body.to_string())
+}
+
+/// The project's error envelope with its status.
+fn error(err: ApiError) -> McpResponse {
+    let status = StatusCode::from_u16(err.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    full(status, "application/json", err.body())
+}
+
+trait WithHeader {
+    fn map_with_header(self, name: header::HeaderName, value: &str) -> Self;
+}
+
+impl WithHeader for McpResponse {
+    fn map_with_header(mut self, name: header::HeaderName, value: &str) -> Self {
+        if let Ok(value) = value.parse() {
+            self.headers_mut().insert(name, value);
+        }
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use async_trait::async_trait;
+    use serde_json::json;
+    use shared::http::auth::{AuthConfig, DevClaims, KeySource, mint_hs256};
+    use shared::secrets::{SecretSource, SecretString, SecretsCache};
+
+    use super::*;
+    use agent::llm::ToolSpec;
+
+    const KEY: &str = "a-test-signing-key-that-is-long-enough-0123456789";
+    const ISSUER: &str = "https://issuer.test/";
+    const AUDIENCE: &str = "mcp-tests";
+
+    /// The signing key, as Secrets Manager would hold it.
+    struct Key;
+
+    #[async_trait]
+    impl SecretSource for Key {
+        async fn fetch(&self, _: &str) -> shared::Result<SecretString> {
+            Ok(SecretString::new(KEY))
+        }
+        async fn store(&self, _: &str, _: &str) -> shared::Result<()> {
+            Ok(())
+        }
+    }
+
+    fn deps() -> Deps {
+        let config = AuthConfig {
+            verifier: KeySource::SharedSecret {
+                secret_name: "jwt".into(),
+            },
+            issuer: ISSUER.into(),
+            audience: AUDIENCE.into(),
+            leeway: Duration::from_secs(30),
+            token_use: None,
+        };
+        let secrets = Arc::new(SecretsCache::new(Arc::new(Key), Duration::from_secs(60)));
+        let auth = Authenticator::new(config, secrets, reqwest::Client::new());
+        let specs = Arc::new(vec![ToolSpec {
+            name: "search_flights".into(),
+            description: "Search flights".into(),
+            parameters: json!({"type": "object"}),
+        }]);
+        Deps {
+            service: crate::server::service(specs, Vec::new(), 1 << 20),
+            auth: Arc::new(auth),
+            resource: reqwest::Url::parse("https://mcp.example/mcp")
+                .unwrap_or_else(|e| panic!("{e}")),
+            issuer: ISSUER.into(),
+            max_body_bytes: 1 << 16,
+        }
+    }
+
+    fn token(audience: &str) -> String {
+        let claims = DevClaims::new("user-1", ISSUER, audience, Duration::from_secs(600));
+        mint_hs256(KEY, &claims).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    fn request(method: &str, path: &str, token: Option<&str>, body: &str) -> Request {
+        let mut builder = lambda_http::http::Request::builder()
+            .method(method)
+            .uri(format!("https://mcp.example{path}"))
+            .header("host", "mcp.example")
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2026-07-28")
+            .header("mcp-method", "tools/list");
+        if let Some(token) = token {
+            builder = builder.header("authorization", format!("Bearer {token}"));
+        }
+        builder
+            .body(Body::Text(body.to_owned()))
+            .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    async fn send(request: Request) -> (u16, String, Value) {
+        let response = handle(&deps(), request).await;
+        let status = response.status().as_u16();
+        let challenge = response
+            .headers()
+            .get(header::WWW_AUTHENTICATE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_owned();
+        let bytes = response
+            .into_body()
+            .collect()
+            .await
+            .map(|b| b.to_bytes())
+            .unwrap_or_default();
+        (
+            status,
+            challenge,
+            serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+        )
+    }
+
+    const LIST: &str = r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{
+        "io.modelcontextprotocol/protocolVersion":"2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities":{},
+        "io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"}}}}"#;
+
+    #[tokio::test]
+    async fn the_metadata_is_public_and_a_401_points_to_it() {
+        let (status, _, doc) = send(request(
+            "GET",
+            "/.well-known/oauth-protected-resource/mcp",
+            None,
+            "",
+        ))
+        .await;
+        assert_eq!(status, 200);
+        assert_eq!(doc["authorization_servers"], json!([ISSUER]));
+
+        let (status, challenge, body) = send(request("POST", "/mcp", None, LIST)).await;
+        assert_eq!(status, 401, "{body}");
+        assert!(
+            challenge.contains(
+                "resource_metadata=\"https://mcp.example/.well-known/oauth-protected-resource/mcp\""
+            ),
+            "{challenge}"
+        );
+        assert!(!challenge.contains("invalid_token"));
+
+        for bad in [token("another-audience"), "not.a.token".to_owned()] {
+            let (status, challenge, _) = send(request("POST", "/mcp", Some(&bad), LIST)).await;
+            assert_eq!(status, 401);
+            assert!(challenge.contains("error=\"invalid_token\""), "{challenge}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_valid_token_lists_the_tools_and_bad_framing_gets_json_rpc_errors() {
+        let good = token(AUDIENCE);
+        let (status, _, body) = send(request("POST", "/mcp", Some(&good), LIST)).await;
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(body["result"]["tools"][0]["name"], json!("search_flights"));
+
+        let (status, _, body) = send(request("POST", "/mcp", Some(&good), "{oops")).await;
+        assert_eq!(
+            (status, body["error"]["code"].clone()),
+            (400, json!(-32700))
+        );
+        let (status, _, body) = send(request("POST", "/mcp", Some(&good), "[]")).await;
+        assert_eq!(
+            (status, body["error"]["code"].clone()),
+            (400, json!(-32600))
+        );
+
+        let (status, _, _) = send(request("GET", "/mcp", Some(&good), "")).await;
+        assert_eq!(status, 405);
+        let (status, _, _) = send(request("POST", "/other", Some(&good), LIST)).await;
+        assert_eq!(status, 404);
+        let big = " ".repeat((1 << 16) + 1);
+        let (status, _, _) = send(request("POST", "/mcp", Some(&good), &big)).await;
+        assert_eq!(status, 413);
+    }
+}
