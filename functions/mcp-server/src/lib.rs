@@ -2,6 +2,7 @@
 //! HTTP (work in progress: the framing check and the configuration).
 
 pub mod config;
+pub mod convert;
 pub mod handler;
 pub mod jsonrpc;
 pub mod listing;
