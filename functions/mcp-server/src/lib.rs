@@ -1,6 +1,7 @@
 //! The MCP server function: the registry's tools served to any MCP client over Streamable
 //! HTTP (work in progress: the framing check and the configuration).
 
+pub mod call;
 pub mod config;
 pub mod convert;
 pub mod handler;
