@@ -166,13 +166,17 @@ mod tests {
         };
         let secrets = Arc::new(SecretsCache::new(Arc::new(Key), Duration::from_secs(60)));
         let auth = Authenticator::new(config, secrets, reqwest::Client::new());
-        let specs = Arc::new(vec![ToolSpec {
-            name: "search_flights".into(),
-            description: "Search flights".into(),
-            parameters: json!({"type": "object"}),
-        }]);
+        let served = crate::server::Served {
+            specs: Arc::new(vec![ToolSpec {
+                name: "search_flights".into(),
+                description: "Search flights".into(),
+                parameters: json!({"type": "object"}),
+            }]),
+            names: Arc::new(vec![shared::domain::tool_call::ToolName::SearchFlights]),
+            pipeline: None,
+        };
         Deps {
-            service: crate::server::service(specs, Vec::new(), 1 << 20),
+            service: crate::server::service(served, Vec::new(), 1 << 20),
             auth: Arc::new(auth),
             resource: reqwest::Url::parse("https://mcp.example/mcp")
                 .unwrap_or_else(|e| panic!("{e}")),

@@ -5,16 +5,22 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 use agent::llm::ToolSpec;
+use agent::pipeline::Pipeline;
 use rmcp::model::{
-    Implementation, ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities,
-    ServerConfig,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::RequestContext;
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
+use shared::domain::tool_call::ToolName;
+use shared::http::auth::AuthenticatedUser;
 
-use crate::listing;
+use crate::{call, convert, listing};
+
+/// How long one `tools/call` may take: within the Function URL's limit, with room to answer.
+const CALL_TIME: std::time::Duration = std::time::Duration::from_secs(25);
 
 /// The revisions served: the stateless one and the two before it, so 2025-era clients
 /// (the TypeScript SDK 1.x) work too.
@@ -24,16 +30,34 @@ const VERSIONS: &[ProtocolVersion] = &[
     ProtocolVersion::V_2025_06_18,
 ];
 
-/// One request's handler; the transport builds one per request from the shared specs.
+/// What every request's handler shares: the served tools' specs and names, and the
+/// pipeline that runs their calls (`None`: listing only, for tests of the transport).
+#[derive(Clone)]
+pub struct Served {
+    pub specs: Arc<Vec<ToolSpec>>,
+    pub names: Arc<Vec<ToolName>>,
+    pub pipeline: Option<Arc<Pipeline>>,
+}
+
+/// One request's handler; the transport builds one per request.
 #[derive(Clone)]
 pub struct McpTools {
-    specs: Arc<Vec<ToolSpec>>,
+    served: Served,
 }
 
 impl McpTools {
-    pub fn new(specs: Arc<Vec<ToolSpec>>) -> Self {
-        Self { specs }
+    pub fn new(served: Served) -> Self {
+        Self { served }
     }
+}
+
+/// The caller the handler in front of the transport verified.
+fn caller(context: &RequestContext<RoleServer>) -> Option<AuthenticatedUser> {
+    context
+        .extensions
+        .get::<http::request::Parts>()
+        .and_then(|parts| parts.extensions.get::<AuthenticatedUser>())
+        .cloned()
 }
 
 impl ServerHandler for McpTools {
@@ -52,14 +76,45 @@ impl ServerHandler for McpTools {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(listing::list_result(&self.specs))
+        Ok(listing::list_result(&self.served.specs))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let refuse = |text: &str| {
+            Ok(CallToolResponse::Complete(CallToolResult::error(vec![
+                ContentBlock::text(text.to_owned()),
+            ])))
+        };
+        // The handler in front verified every caller; without one nothing runs.
+        let (Some(user), Some(pipeline)) = (caller(&context), &self.served.pipeline) else {
+            return refuse("This server cannot run tools right now.");
+        };
+        let deadline = std::time::Instant::now() + CALL_TIME;
+        let arguments = request.arguments.unwrap_or_default();
+        match call::call(
+            pipeline,
+            &self.served.names,
+            &user,
+            &request.name,
+            arguments,
+            deadline,
+        )
+        .await
+        {
+            Some(outcome) => Ok(CallToolResponse::Complete(convert::call_result(&outcome))),
+            None => refuse("The call was not run."),
+        }
     }
 }
 
 /// The transport: no sessions, JSON answers, browsers only from `allowed_origins` (a
 /// request without `Origin` is not a browser's and passes).
 pub fn service(
-    specs: Arc<Vec<ToolSpec>>,
+    served: Served,
     allowed_origins: Vec<String>,
     max_body_bytes: usize,
 ) -> StreamableHttpService<McpTools, NeverSessionManager> {
@@ -71,7 +126,7 @@ pub fn service(
         .with_allowed_origins(allowed_origins)
         .disable_allowed_hosts();
     StreamableHttpService::new(
-        move || Ok(McpTools::new(specs.clone())),
+        move || Ok(McpTools::new(served.clone())),
         Arc::default(),
         config,
     )
@@ -83,17 +138,26 @@ mod tests {
     use http_body_util::BodyExt;
     use serde_json::{Value, json};
 
-    fn specs() -> Arc<Vec<ToolSpec>> {
-        Arc::new(vec![ToolSpec {
-            name: "search_flights".into(),
-            description: "Search flights".into(),
-            parameters: json!({"type": "object", "properties": {}}),
-        }])
+    fn specs() -> Served {
+        Served {
+            specs: Arc::new(vec![ToolSpec {
+                name: "search_flights".into(),
+                description: "Search flights".into(),
+                parameters: json!({"type": "object", "properties": {}}),
+            }]),
+            names: Arc::new(vec![ToolName::SearchFlights]),
+            pipeline: None,
+        }
     }
 
     async fn post(body: Value, method: &str) -> (u16, Value) {
         let svc = service(specs(), Vec::new(), 1 << 20);
-        let request = http::Request::post("/mcp")
+        let mut request = http::Request::post("/mcp");
+        // tools/call names its tool in a header too (2026-07-28).
+        if let Some(name) = body["params"]["name"].as_str() {
+            request = request.header("mcp-name", name);
+        }
+        let request = request
             .header("host", "mcp.example")
             .header("content-type", "application/json")
             .header("accept", "application/json, text/event-stream")
@@ -138,6 +202,19 @@ mod tests {
             "{body}"
         );
         assert_eq!(body["result"]["ttlMs"], json!(listing::LIST_TTL_MS));
+    }
+
+    #[tokio::test]
+    async fn a_call_that_cannot_run_is_a_tool_error_not_a_protocol_error() {
+        let (status, body) = post(
+            json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                   "params": {"name": "search_flights", "arguments": {}, "_meta": meta()}}),
+            "tools/call",
+        )
+        .await;
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(body["result"]["isError"], json!(true), "{body}");
+        assert!(body.get("error").is_none(), "{body}");
     }
 
     #[tokio::test]
