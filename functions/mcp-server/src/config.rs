@@ -76,13 +76,46 @@ impl fmt::Display for ServedTools {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Config {
     pub tools: ServedTools,
+    /// The endpoint's public URL (`MCP_RESOURCE_URL`), named in the protected-resource
+    /// document and the 401 challenge; its path is the MCP path.
+    pub resource: reqwest::Url,
+    /// Browser origins that may call (`MCP_ALLOWED_ORIGINS`, comma-separated); a request
+    /// with any other `Origin` gets 403. Requests without `Origin` (not browsers) pass.
+    pub allowed_origins: Vec<String>,
+    /// The largest request body (`MCP_MAX_BODY_BYTES`); larger gets 413.
+    pub max_body_bytes: usize,
 }
+
+/// The local stack's endpoint; a deployment sets its Function URL.
+const LOCAL_RESOURCE: &str = "http://127.0.0.1:9000/lambda-url/mcp-server/mcp";
 
 impl Config {
     pub fn from_env(env: &Env) -> shared::Result<Self> {
         let mut r = env.reader();
         let tools = r.parse_or("MCP_TOOLS", ServedTools::default());
-        r.finish(Self { tools })
+        let resource_text = r.or("MCP_RESOURCE_URL", LOCAL_RESOURCE);
+        let origins = r.or("MCP_ALLOWED_ORIGINS", "");
+        let max_body_bytes = r.parse_or("MCP_MAX_BODY_BYTES", 256 * 1024_usize);
+        let resource = match reqwest::Url::parse(resource_text.trim()) {
+            Ok(url) if matches!(url.scheme(), "https" | "http") => url,
+            _ => {
+                return Err(shared::Error::Config(format!(
+                    "MCP_RESOURCE_URL={resource_text:?} is not an http(s) URL"
+                )));
+            }
+        };
+        let allowed_origins = origins
+            .split(',')
+            .map(str::trim)
+            .filter(|o| !o.is_empty())
+            .map(str::to_owned)
+            .collect();
+        r.finish(Self {
+            tools,
+            resource,
+            allowed_origins,
+            max_body_bytes,
+        })
     }
 }
 

@@ -4,6 +4,7 @@
 pub mod call;
 pub mod config;
 pub mod convert;
+pub mod deps;
 pub mod handler;
 pub mod jsonrpc;
 pub mod listing;

@@ -1,0 +1,52 @@
+//! Everything a request needs, built once per container from the environment: the same
+//! tool runtime as the chat-router's (registry, pipeline, ledger, limits, output guard), the
+//! token verifier, and the MCP transport around the served tools.
+
+use std::sync::Arc;
+
+use agent::profiles::AgentCatalog;
+use agent::runtime::{ToolClients, ToolRuntime, ToolsConfig};
+use shared::config::Env;
+use shared::http::auth::{AuthConfig, Authenticator};
+
+use crate::config::Config;
+use crate::handler::Deps;
+use crate::server::{self, Served};
+
+/// One call at a time per request: an MCP client asks for one tool per `tools/call`.
+const MAX_PARALLEL: usize = 1;
+
+pub fn build(env: &Env, clients: ToolClients) -> shared::Result<Deps> {
+    let config = Config::from_env(env)?;
+    let tools = ToolsConfig::from_env(env)?;
+    let agents = AgentCatalog::from_env(env)?;
+    let auth = AuthConfig::from_env(env)?;
+    let issuer = auth.issuer.clone();
+    let authenticator = Authenticator::new(auth, clients.secrets.clone(), clients.http.clone())
+        .with_metrics(clients.metrics.clone());
+    let runtime = ToolRuntime::new(&tools, &agents, clients, MAX_PARALLEL)?;
+    let names = config.tools.names().to_vec();
+    let specs = runtime.pipeline.registry.specs(&names);
+    if specs.len() != names.len() {
+        return Err(shared::Error::Config(format!(
+            "MCP_TOOLS names a tool this deployment did not register: {}",
+            config.tools
+        )));
+    }
+    let served = Served {
+        specs: Arc::new(specs),
+        names: Arc::new(names),
+        pipeline: Some(runtime.pipeline.clone()),
+    };
+    Ok(Deps {
+        service: server::service(
+            served,
+            config.allowed_origins.clone(),
+            config.max_body_bytes,
+        ),
+        auth: Arc::new(authenticator),
+        resource: config.resource.clone(),
+        issuer,
+        max_body_bytes: config.max_body_bytes,
+    })
+}
