@@ -76,9 +76,10 @@ impl fmt::Display for ServedTools {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Config {
     pub tools: ServedTools,
-    /// The endpoint's public URL (`MCP_RESOURCE_URL`), named in the protected-resource
-    /// document and the 401 challenge; its path is the MCP path.
-    pub resource: reqwest::Url,
+    /// The function's public base URL (`MCP_PUBLIC_URL`), for the protected-resource
+    /// document and the 401 challenge; unset, each request's `Host` names it
+    /// (`https://<host>`, what a Function URL receives). Set it behind a custom domain.
+    pub public_url: Option<reqwest::Url>,
     /// Browser origins that may call (`MCP_ALLOWED_ORIGINS`, comma-separated); a request
     /// with any other `Origin` gets 403. Requests without `Origin` (not browsers) pass.
     pub allowed_origins: Vec<String>,
@@ -86,23 +87,25 @@ pub struct Config {
     pub max_body_bytes: usize,
 }
 
-/// The local stack's endpoint; a deployment sets its Function URL.
-const LOCAL_RESOURCE: &str = "http://127.0.0.1:9000/lambda-url/mcp-server/mcp";
-
 impl Config {
     pub fn from_env(env: &Env) -> shared::Result<Self> {
         let mut r = env.reader();
         let tools = r.parse_or("MCP_TOOLS", ServedTools::default());
-        let resource_text = r.or("MCP_RESOURCE_URL", LOCAL_RESOURCE);
+        let public_text = r.or("MCP_PUBLIC_URL", "");
         let origins = r.or("MCP_ALLOWED_ORIGINS", "");
         let max_body_bytes = r.parse_or("MCP_MAX_BODY_BYTES", 256 * 1024_usize);
-        let resource = match reqwest::Url::parse(resource_text.trim()) {
-            Ok(url) if matches!(url.scheme(), "https" | "http") => url,
-            _ => {
-                return Err(shared::Error::Config(format!(
-                    "MCP_RESOURCE_URL={resource_text:?} is not an http(s) URL"
-                )));
-            }
+        let public_url = match public_text.trim() {
+            "" => None,
+            text => match reqwest::Url::parse(text) {
+                Ok(url) if matches!(url.scheme(), "https" | "http") && url.query().is_none() => {
+                    Some(url)
+                }
+                _ => {
+                    return Err(shared::Error::Config(format!(
+                        "MCP_PUBLIC_URL={text:?} is not an http(s) URL without a query"
+                    )));
+                }
+            },
         };
         let allowed_origins = origins
             .split(',')
@@ -112,7 +115,7 @@ impl Config {
             .collect();
         r.finish(Self {
             tools,
-            resource,
+            public_url,
             allowed_origins,
             max_body_bytes,
         })

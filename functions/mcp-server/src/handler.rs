@@ -26,8 +26,8 @@ pub type McpResponse = Response<BoxBody<Bytes, Infallible>>;
 pub struct Deps {
     pub service: StreamableHttpService<McpTools, NeverSessionManager>,
     pub auth: Arc<Authenticator>,
-    /// The endpoint's public URL (`MCP_RESOURCE_URL`): its path is the MCP path.
-    pub resource: reqwest::Url,
+    /// The function's public base URL (`MCP_PUBLIC_URL`); `None`: the request's `Host`.
+    pub public_url: Option<reqwest::Url>,
     /// The token issuer, named in the protected-resource document.
     pub issuer: String,
     pub max_body_bytes: usize,
@@ -35,18 +35,13 @@ pub struct Deps {
 
 pub async fn handle(deps: &Deps, request: Request) -> McpResponse {
     let path = request.uri().path().to_owned();
-    // The document's own path, and the bare well-known path clients also try.
-    let documents = [
-        protected::metadata_path(&deps.resource),
-        protected::WELL_KNOWN.to_owned(),
-    ];
-    if request.method() == Method::GET && documents.contains(&path) {
-        return json(
-            StatusCode::OK,
-            &protected::document(&deps.resource, &deps.issuer),
-        );
+    let Some(base) = public_base(deps, &request) else {
+        return error(ApiError::new(ErrorCode::BadRequest, "the request names no host"));
+    };
+    if request.method() == Method::GET && protected::metadata_paths().contains(&path) {
+        return json(StatusCode::OK, &protected::document(&base, &deps.issuer));
     }
-    if path.trim_end_matches('/') != deps.resource.path().trim_end_matches('/') {
+    if path.trim_end_matches('/') != protected::MCP_PATH {
         return error(ApiError::new(ErrorCode::NotFound, "no such route"));
     }
     if request.method() != Method::POST {
@@ -81,7 +76,7 @@ pub async fn handle(deps: &Deps, request: Request) -> McpResponse {
             ))
             .map_with_header(
                 header::WWW_AUTHENTICATE,
-                &protected::challenge(&deps.resource, reason),
+                &protected::challenge(&base, reason),
             );
         }
     };
@@ -91,6 +86,18 @@ pub async fn handle(deps: &Deps, request: Request) -> McpResponse {
     let mut request = request;
     request.extensions_mut().insert(user);
     deps.service.handle(request).await
+}
+
+/// The configured public URL, or `https://<Host>`: a Function URL's host is the function's
+/// own (AWS routes by it), so a caller cannot point the document elsewhere.
+fn public_base(deps: &Deps, request: &Request) -> Option<reqwest::Url> {
+    if let Some(url) = &deps.public_url {
+        return Some(url.clone());
+    }
+    let host = request.headers().get(header::HOST)?.to_str().ok()?;
+    reqwest::Url::parse(&format!("https://{host}"))
+        .ok()
+        .filter(|url| url.path() == "/" && url.username().is_empty())
 }
 
 fn full(status: StatusCode, content_type: &str, body: String) -> McpResponse {
@@ -178,8 +185,7 @@ mod tests {
         Deps {
             service: crate::server::service(served, Vec::new(), 1 << 20),
             auth: Arc::new(auth),
-            resource: reqwest::Url::parse("https://mcp.example/mcp")
-                .unwrap_or_else(|e| panic!("{e}")),
+            public_url: None,
             issuer: ISSUER.into(),
             max_body_bytes: 1 << 16,
         }

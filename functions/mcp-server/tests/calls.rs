@@ -36,7 +36,7 @@ async fn server() -> Server {
     pairs.extend(
         [
             ("MCP_TOOLS", "award_value".to_owned()),
-            ("MCP_RESOURCE_URL", "https://mcp.test/mcp".to_owned()),
+            ("MCP_PUBLIC_URL", "https://mcp.test".to_owned()),
             ("JWT_SECRET_NAME", key_name),
             ("JWT_ISSUER", ISSUER.to_owned()),
             ("JWT_AUDIENCE", AUDIENCE.to_owned()),
