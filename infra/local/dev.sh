@@ -38,6 +38,7 @@ DUFFEL_PORT=$((FAKES_PORT_BASE + 4))
 EMULATOR_PORT="${EMULATOR_PORT:-$FAKES_PORT_BASE}"
 BASE="http://127.0.0.1:$WATCH_PORT"
 ROUTER_URL="$BASE/lambda-url/chat-router"
+MCP_BASE="$BASE/lambda-url/mcp-server"
 DEV_ENV="$RUN_DIR/dev.env"
 # Where `cargo build` puts the binaries (CARGO_TARGET_DIR when set, as cargo reads it).
 BIN="${CARGO_TARGET_DIR:-$REPO_ROOT/target}/debug"
@@ -139,6 +140,10 @@ write_dev_env() {
     echo "AWARD_SEARCH_URL=$BASE/lambda-url/seatsaero-search/flights/award"
     echo "CASH_SEARCH_URL=$BASE/lambda-url/cash-search/flights/cash"
     echo "KB_SEARCH_URL=$BASE/lambda-url/kb-retrieve/kb/search"
+    # The MCP endpoint's public base (the emulator's prefix), and the browser origins it
+    # accepts: local pages only.
+    echo "MCP_PUBLIC_URL=$MCP_BASE"
+    echo "MCP_ALLOWED_ORIGINS=http://127.0.0.1:*,http://localhost:*"
     echo "JWT_SECRET_NAME=JwtSigningSecret"
     echo "JWT_ISSUER=$JWT_ISSUER_LOCAL"
     echo "JWT_AUDIENCE=$JWT_AUDIENCE_LOCAL"
@@ -177,7 +182,7 @@ cmd_up() {
   log "building the functions and helpers (first run: a few minutes)"
   # One binary per build, as `cargo lambda watch` builds them (`cargo run --bin X`): building
   # several packages at once unifies their dependencies' features into other artifacts.
-  for bin in chat-router seatsaero-search cash-search kb-retrieve tool-worker kb-ingest dev-stack chat; do
+  for bin in chat-router mcp-server seatsaero-search cash-search kb-retrieve tool-worker kb-ingest dev-stack chat; do
     log "  building $bin"
     if ! cargo build --bin "$bin" >"$RUN_DIR/dev-build.log" 2>&1; then
       tail -n 30 "$RUN_DIR/dev-build.log" >&2
@@ -241,6 +246,7 @@ $(log_tail "$RUN_DIR/dev-gate.log")" ;;
   web_up
 
   log "up in $((SECONDS - started)) s. Chat with: cargo run -q -p chat -- \"your message\"   (router: $ROUTER_URL)"
+  log "MCP endpoint (docs/mcp.md): $MCP_BASE/mcp   (a bearer token: python3 infra/local/dev_token.py .local/run/jwt-secret my-user)"
   if [ "${DEMO:-1}" != 0 ]; then
     demo
   fi
