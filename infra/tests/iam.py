@@ -53,12 +53,18 @@ EXPECTED = {
         },
         "UsageTable": {"dynamodb:PutItem"},
     },
+    # The MCP server: the ledger and the per-user limits of its calls, nothing of chats.
+    "McpServerFunction": {
+        "ToolCallsTable": LEDGER,
+        "ToolCallsTable/index": LEDGER,
+        "RateLimitsTable": {"dynamodb:UpdateItem"},
+    },
     # Only with PublicToolRoutes: each user's calls to the public routes are counted.
     "SeatsAeroSearchFunction": {"RateLimitsTable?": {"dynamodb:UpdateItem"}},
     "CashSearchFunction": {"RateLimitsTable?": {"dynamodb:UpdateItem"}},
 }
-# Who may call the tool routes of the IAM-only API: the router and the worker, nobody else.
-INVOKERS = {"ChatRouterFunction", "ToolWorkerFunction"}
+# Who may call the tool routes of the IAM-only API: the router, the worker and the MCP server.
+INVOKERS = {"ChatRouterFunction", "ToolWorkerFunction", "McpServerFunction"}
 # Tables whose data is users' chats, calls and spend: never scanned, never granted all
 # actions. (Deletes are in EXPECTED: the router's, for DELETE /chats/{id}, DELETE /memory
 # and DELETE /alerts/{id}; the worker's, for fare-alert schedule entries.)
@@ -402,7 +408,7 @@ def main():
     print(
         f"IAM check: {len(EXPECTED) + 1} functions hold exactly the DynamoDB access they use"
         " (and docs/security.md says which);"
-        " only the router and the worker may call the IAM-only tool routes"
+        " only the router, the worker and the MCP server may call the IAM-only tool routes"
         " and stream from Bedrock (the chosen model, with BedrockModelId set,"
         " and the agent profiles' models listed in BedrockAgentModelArns);"
         " kb-retrieve may embed with the chosen Titan model only with EmbeddingsProvider bedrock;"

@@ -14,6 +14,7 @@ pub enum Target {
     KbRetrieve,
     ChatRouter,
     ToolWorker,
+    McpServer,
 }
 
 impl Target {
@@ -24,6 +25,7 @@ impl Target {
         Target::KbRetrieve,
         Target::ChatRouter,
         Target::ToolWorker,
+        Target::McpServer,
     ];
 
     /// The environment variable holding the new version's ARN.
@@ -34,6 +36,7 @@ impl Target {
             Target::KbRetrieve => "KB_RETRIEVE_VERSION",
             Target::ChatRouter => "CHAT_ROUTER_VERSION",
             Target::ToolWorker => "TOOL_WORKER_VERSION",
+            Target::McpServer => "MCP_SERVER_VERSION",
         }
     }
 }
@@ -125,6 +128,17 @@ pub const CHECKS: &[Check] = &[
         Target::ToolWorker,
         "tool-worker/stale-job-0",
         Expect::BatchFailures(0)
+    ),
+    // Like the router: the token before anything else, and the public metadata.
+    check!(
+        Target::McpServer,
+        "mcp-server/tools-list-no-token-401",
+        Expect::Status(401)
+    ),
+    check!(
+        Target::McpServer,
+        "mcp-server/protected-resource-200",
+        Expect::Status(200)
     ),
 ];
 

@@ -72,10 +72,42 @@ impl fmt::Display for ServedTools {
     }
 }
 
+/// Who vouches for a caller (`MCP_AUTH`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CallerAuth {
+    /// The user's bearer token, verified by the function as the router does (`jwt`).
+    #[default]
+    Jwt,
+    /// The Function URL's IAM authorization (SigV4); the caller is its IAM principal (`iam`).
+    Iam,
+}
+
+impl fmt::Display for CallerAuth {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Jwt => "jwt",
+            Self::Iam => "iam",
+        })
+    }
+}
+
+impl FromStr for CallerAuth {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim() {
+            "jwt" => Ok(Self::Jwt),
+            "iam" => Ok(Self::Iam),
+            other => Err(format!("{other:?} is neither jwt nor iam")),
+        }
+    }
+}
+
 /// The server's settings.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Config {
     pub tools: ServedTools,
+    pub auth: CallerAuth,
     /// The function's public base URL (`MCP_PUBLIC_URL`), for the protected-resource
     /// document and the 401 challenge; unset, each request's `Host` names it
     /// (`https://<host>`, what a Function URL receives). Set it behind a custom domain.
@@ -91,6 +123,7 @@ impl Config {
     pub fn from_env(env: &Env) -> shared::Result<Self> {
         let mut r = env.reader();
         let tools = r.parse_or("MCP_TOOLS", ServedTools::default());
+        let auth = r.parse_or("MCP_AUTH", CallerAuth::Jwt);
         let public_text = r.or("MCP_PUBLIC_URL", "");
         let origins = r.or("MCP_ALLOWED_ORIGINS", "");
         let max_body_bytes = r.parse_or("MCP_MAX_BODY_BYTES", 256 * 1024_usize);
@@ -115,6 +148,7 @@ impl Config {
             .collect();
         r.finish(Self {
             tools,
+            auth,
             public_url,
             allowed_origins,
             max_body_bytes,

@@ -45,6 +45,7 @@ pub fn build(env: &Env, clients: ToolClients) -> shared::Result<Deps> {
             config.max_body_bytes,
         ),
         auth: Arc::new(authenticator),
+        caller_auth: config.auth,
         public_url: config.public_url.clone(),
         issuer,
         max_body_bytes: config.max_body_bytes,

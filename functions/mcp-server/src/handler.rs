@@ -9,13 +9,16 @@ use bytes::Bytes;
 use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full};
 use lambda_http::http::{Method, Response, StatusCode, header};
-use lambda_http::{Body, Request};
+use lambda_http::request::RequestContext;
+use lambda_http::{Body, Request, RequestExt};
 use rmcp::transport::streamable_http_server::StreamableHttpService;
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
 use serde_json::Value;
-use shared::http::auth::Authenticator;
+use shared::http::auth::{AuthenticatedUser, Authenticator};
 use shared::http::error::{ApiError, ErrorCode};
+use shared::http::user_id::valid_user_id;
 
+use crate::config::CallerAuth;
 use crate::jsonrpc;
 use crate::protected::{self, Challenge};
 use crate::server::McpTools;
@@ -26,6 +29,8 @@ pub type McpResponse = Response<BoxBody<Bytes, Infallible>>;
 pub struct Deps {
     pub service: StreamableHttpService<McpTools, NeverSessionManager>,
     pub auth: Arc<Authenticator>,
+    /// Whether the token or the Function URL's IAM authorization names the caller.
+    pub caller_auth: CallerAuth,
     /// The function's public base URL (`MCP_PUBLIC_URL`); `None`: the request's `Host`.
     pub public_url: Option<reqwest::Url>,
     /// The token issuer, named in the protected-resource document.
@@ -36,7 +41,10 @@ pub struct Deps {
 pub async fn handle(deps: &Deps, request: Request) -> McpResponse {
     let path = request.uri().path().to_owned();
     let Some(base) = public_base(deps, &request) else {
-        return error(ApiError::new(ErrorCode::BadRequest, "the request names no host"));
+        return error(ApiError::new(
+            ErrorCode::BadRequest,
+            "the request names no host",
+        ));
     };
     if request.method() == Method::GET && protected::metadata_paths().contains(&path) {
         return json(StatusCode::OK, &protected::document(&base, &deps.issuer));
@@ -57,28 +65,31 @@ pub async fn handle(deps: &Deps, request: Request) -> McpResponse {
     if body.len() > deps.max_body_bytes {
         return error(ApiError::payload_too_large());
     }
-    let authorization = request
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok());
-    let user = match deps.auth.authenticate(authorization).await {
-        Ok(user) => user,
-        Err(e) => {
-            let reason = if authorization.is_none() {
-                Challenge::NoToken
-            } else {
-                Challenge::InvalidToken
-            };
-            tracing::info!(error = %e, "MCP request refused: no valid token");
-            return error(ApiError::new(
-                ErrorCode::Unauthorized,
-                "a valid bearer token is required",
-            ))
-            .map_with_header(
-                header::WWW_AUTHENTICATE,
-                &protected::challenge(&base, reason),
-            );
-        }
+    let user = match deps.caller_auth {
+        CallerAuth::Jwt => match bearer_user(deps, &request).await {
+            Ok(user) => user,
+            Err(reason) => {
+                return error(ApiError::new(
+                    ErrorCode::Unauthorized,
+                    "a valid bearer token is required",
+                ))
+                .map_with_header(
+                    header::WWW_AUTHENTICATE,
+                    &protected::challenge(&base, reason),
+                );
+            }
+        },
+        CallerAuth::Iam => match iam_user(&request) {
+            Some(user) => user,
+            // The Function URL lets no unsigned request through; this is a misconfiguration.
+            None => {
+                tracing::error!("MCP_AUTH=iam but the request carries no IAM caller");
+                return error(ApiError::new(
+                    ErrorCode::Forbidden,
+                    "this endpoint takes SigV4-signed requests only",
+                ));
+            }
+        },
     };
     if let Err(refusal) = jsonrpc::check(body) {
         return json(StatusCode::BAD_REQUEST, &refusal.body());
@@ -86,6 +97,38 @@ pub async fn handle(deps: &Deps, request: Request) -> McpResponse {
     let mut request = request;
     request.extensions_mut().insert(user);
     deps.service.handle(request).await
+}
+
+/// The verified caller of the request's bearer token, or why there is none.
+async fn bearer_user(deps: &Deps, request: &Request) -> Result<AuthenticatedUser, Challenge> {
+    let authorization = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok());
+    deps.auth.authenticate(authorization).await.map_err(|e| {
+        tracing::info!(error = %e, "MCP request refused: no valid token");
+        if authorization.is_none() {
+            Challenge::NoToken
+        } else {
+            Challenge::InvalidToken
+        }
+    })
+}
+
+/// The IAM principal the Function URL verified (`AuthType: AWS_IAM`): `iam:<its ARN>`, so
+/// its calls have a ledger scope and limits of their own.
+fn iam_user(request: &Request) -> Option<AuthenticatedUser> {
+    // A Function URL's event has API Gateway's payload 2.0 shape, and is read as one.
+    let Some(RequestContext::ApiGatewayV2(context)) = request.request_context_ref() else {
+        return None;
+    };
+    let iam = context.authorizer.as_ref()?.iam.as_ref()?;
+    let principal = iam.user_arn.as_deref().or(iam.caller_id.as_deref())?;
+    let user_id = format!("iam:{principal}");
+    valid_user_id(&user_id).then(|| AuthenticatedUser {
+        user_id,
+        groups: Vec::new(),
+    })
 }
 
 /// The configured public URL, or `https://<Host>`: a Function URL's host is the function's
@@ -185,6 +228,7 @@ mod tests {
         Deps {
             service: crate::server::service(served, Vec::new(), 1 << 20),
             auth: Arc::new(auth),
+            caller_auth: CallerAuth::Jwt,
             public_url: None,
             issuer: ISSUER.into(),
             max_body_bytes: 1 << 16,
@@ -294,5 +338,42 @@ mod tests {
         let big = " ".repeat((1 << 16) + 1);
         let (status, _, _) = send(request("POST", "/mcp", Some(&good), &big)).await;
         assert_eq!(status, 413);
+    }
+
+    /// The deploy hook invokes each new version with these (functions/deploy-hook).
+    #[tokio::test]
+    async fn sample_events_get_their_status() {
+        for event in test_support::sample_events("mcp-server") {
+            let request = lambda_http::request::from_str(&event.text)
+                .unwrap_or_else(|e| panic!("{}: {e}", event.name));
+            let (status, _, body) = send(request).await;
+            assert_eq!(status, event.expected_status, "{}: {body}", event.name);
+        }
+    }
+
+    /// With `MCP_AUTH=iam` the Function URL's verified principal is the caller; a request
+    /// without one (never let through by an IAM Function URL) is refused, not served.
+    #[tokio::test]
+    async fn with_iam_the_signed_principal_is_the_caller() {
+        let mut deps = deps();
+        deps.caller_auth = CallerAuth::Iam;
+        let event = |authorizer: Value| {
+            let text = std::fs::read_to_string(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../../events/mcp-server/tools-list-no-token-401.json"
+            ))
+            .unwrap_or_else(|e| panic!("{e}"));
+            let mut event: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}"));
+            event["requestContext"]["authorizer"] = authorizer;
+            lambda_http::request::from_str(&event.to_string()).unwrap_or_else(|e| panic!("{e}"))
+        };
+        let signed = event(json!({"iam": {
+            "accessKey": "AKIAEXAMPLE", "accountId": "123456789012",
+            "callerId": "AROAEXAMPLE:agent", "userId": "AROAEXAMPLE:agent",
+            "userArn": "arn:aws:sts::123456789012:assumed-role/agent-role/agent"}}));
+        let response = handle(&deps, signed).await;
+        assert_eq!(response.status(), 200);
+        let response = handle(&deps, event(Value::Null)).await;
+        assert_eq!(response.status(), 403);
     }
 }

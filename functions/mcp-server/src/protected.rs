@@ -19,7 +19,10 @@ pub fn resource(base: &reqwest::Url) -> String {
 /// Where the document lives: the well-known path between the base and the MCP path
 /// (`https://h/mcp` → `https://h/.well-known/oauth-protected-resource/mcp`, RFC 9728's form).
 pub fn metadata_url(base: &reqwest::Url) -> String {
-    format!("{}{WELL_KNOWN}{MCP_PATH}", base.as_str().trim_end_matches('/'))
+    format!(
+        "{}{WELL_KNOWN}{MCP_PATH}",
+        base.as_str().trim_end_matches('/')
+    )
 }
 
 /// The paths (within the function) that answer with the document: its own, and the bare
