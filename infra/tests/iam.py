@@ -307,6 +307,7 @@ def public_routes(template):
 DOC_FUNCTIONS = {
     "chat-router": "ChatRouterFunction",
     "tool-worker": "ToolWorkerFunction",
+    "mcp-server": "McpServerFunction",
     "seatsaero-search": "SeatsAeroSearchFunction",
     "cash-search": "CashSearchFunction",
     "kb-retrieve": "KbRetrieveFunction",

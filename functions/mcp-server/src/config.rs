@@ -124,8 +124,8 @@ impl Config {
         let mut r = env.reader();
         let tools = r.parse_or("MCP_TOOLS", ServedTools::default());
         let auth = r.parse_or("MCP_AUTH", CallerAuth::Jwt);
-        let public_text = r.or("MCP_PUBLIC_URL", "");
-        let origins = r.or("MCP_ALLOWED_ORIGINS", "");
+        let public_text = r.optional("MCP_PUBLIC_URL").unwrap_or_default();
+        let origins = r.optional("MCP_ALLOWED_ORIGINS").unwrap_or_default();
         let max_body_bytes = r.parse_or("MCP_MAX_BODY_BYTES", 256 * 1024_usize);
         let public_url = match public_text.trim() {
             "" => None,

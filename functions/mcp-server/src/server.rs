@@ -1,5 +1,5 @@
 //! The MCP side of the function: rmcp's stateless Streamable HTTP transport in JSON mode
-//! around a handler that lists the served tools (calls through the pipeline come next).
+//! around a handler that lists the served tools and runs their calls through the pipeline.
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -89,6 +89,19 @@ impl ServerHandler for McpTools {
                 ContentBlock::text(text.to_owned()),
             ])))
         };
+        // A tool this server does not list is the caller's mistake, a protocol error
+        // (-32602), as the spec has it; a listed tool's failures are tool results.
+        if !self
+            .served
+            .specs
+            .iter()
+            .any(|spec| spec.name == request.name)
+        {
+            return Err(ErrorData::invalid_params(
+                format!("Unknown tool: {}", printable(&request.name)),
+                None,
+            ));
+        }
         // The handler in front verified every caller; without one nothing runs.
         let (Some(user), Some(pipeline)) = (caller(&context), &self.served.pipeline) else {
             return refuse("This server cannot run tools right now.");
@@ -109,6 +122,14 @@ impl ServerHandler for McpTools {
             None => refuse("The call was not run."),
         }
     }
+}
+
+/// A caller's tool name as it may be echoed: at most 64 visible ASCII characters.
+fn printable(name: &str) -> String {
+    name.chars()
+        .filter(|c| c.is_ascii_graphic())
+        .take(64)
+        .collect()
 }
 
 /// The transport: no sessions, JSON answers, browsers only from `allowed_origins` (a
@@ -215,6 +236,20 @@ mod tests {
         assert_eq!(status, 200, "{body}");
         assert_eq!(body["result"]["isError"], json!(true), "{body}");
         assert!(body.get("error").is_none(), "{body}");
+    }
+
+    #[tokio::test]
+    async fn an_unknown_tool_is_a_protocol_error() {
+        for name in ["ask_gpt", "no_such_tool"] {
+            let (_, body) = post(
+                json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+                       "params": {"name": name, "arguments": {}, "_meta": meta()}}),
+                "tools/call",
+            )
+            .await;
+            assert_eq!(body["error"]["code"], json!(-32602), "{body}");
+            assert!(body.get("result").is_none(), "{body}");
+        }
     }
 
     #[tokio::test]

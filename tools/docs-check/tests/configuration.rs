@@ -22,6 +22,7 @@ fn read_all(env: &Env) {
     let _ = seatsaero_search::Config::from_env(env);
     let _ = cash_search::Config::from_env(env);
     let _ = kb_retrieve::Config::from_env(env);
+    let _ = mcp_server::config::Config::from_env(env);
     let _ = agent::profiles::AgentCatalog::from_env(env);
     let _ = shared::http::auth::AuthConfig::from_env(env);
     let _ = shared::http::route_access::AccessConfig::from_env(env);
@@ -30,7 +31,7 @@ fn read_all(env: &Env) {
     let _ = shared::metrics::Metrics::stdout("docs-check", env);
 }
 
-/// What the five functions read through `Env`, with their defaults. Required variables
+/// What the functions read through `Env`, with their defaults. Required variables
 /// are filled in round by round, so readers behind an early error are reached too.
 fn function_reads() -> BTreeMap<String, VarDefault> {
     let mut vars: BTreeMap<String, String> =
