@@ -306,7 +306,10 @@ mod tests {
         );
         assert!(!challenge.contains("invalid_token"));
 
-        for bad in [token("another-audience"), "not.a.token".to_owned()] {
+        let mut expired = DevClaims::new("user-1", ISSUER, AUDIENCE, Duration::from_secs(600));
+        expired.exp = expired.iat - 3600;
+        let expired = mint_hs256(KEY, &expired).unwrap_or_else(|e| panic!("{e}"));
+        for bad in [token("another-audience"), expired, "not.a.token".to_owned()] {
             let (status, challenge, _) = send(request("POST", "/mcp", Some(&bad), LIST)).await;
             assert_eq!(status, 401);
             assert!(challenge.contains("error=\"invalid_token\""), "{challenge}");

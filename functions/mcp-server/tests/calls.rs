@@ -24,6 +24,10 @@ struct Server {
 }
 
 async fn server() -> Server {
+    server_with(&[]).await
+}
+
+async fn server_with(extra: &[(&str, String)]) -> Server {
     let key = test_support::unique("mcp-signing-key-0123456789abcdef");
     let key_name = test_support::create_secret("mcp-test/jwt", &key).await;
     let mut pairs: Vec<(String, String)> = std::env::vars().collect();
@@ -53,6 +57,7 @@ async fn server() -> Server {
         ]
         .map(|(k, v)| (k.to_owned(), v)),
     );
+    pairs.extend(extra.iter().map(|(k, v)| ((*k).to_owned(), v.clone())));
     let env = Env::from_pairs(pairs);
     let sdk = test_support::sdk_config().await;
     let clients = ToolClients {
@@ -78,8 +83,12 @@ impl Server {
     }
 
     async fn call(&self, token: &str, arguments: Value) -> (u16, Value) {
+        self.call_tool(token, "award_value", arguments).await
+    }
+
+    async fn call_tool(&self, token: &str, name: &str, arguments: Value) -> (u16, Value) {
         let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
-            "name": "award_value", "arguments": arguments,
+            "name": name, "arguments": arguments,
             "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
                       "io.modelcontextprotocol/clientCapabilities": {},
                       "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"}}}});
@@ -89,7 +98,7 @@ impl Server {
             .header("accept", "application/json, text/event-stream")
             .header("mcp-protocol-version", "2026-07-28")
             .header("mcp-method", "tools/call")
-            .header("mcp-name", "award_value")
+            .header("mcp-name", name)
             .header("authorization", format!("Bearer {token}"))
             .body(Body::Text(body.to_string()))
             .unwrap_or_else(|e| panic!("{e}"));
@@ -157,4 +166,65 @@ async fn schema_invalid_arguments_are_a_tool_error_naming_the_problem() {
         body["result"]["_meta"]["tool-calling/status"],
         json!("rejected")
     );
+}
+
+#[tokio::test]
+async fn over_the_rate_limit_a_call_is_a_tool_error_with_the_reset_time() {
+    // The built-in catalog, with award_value allowed once an hour per user.
+    let catalog = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../config/agents.toml"
+    ))
+    .unwrap_or_else(|e| panic!("{e}"));
+    let limited = catalog.replace(
+        "[tools.award_value]\ntimeout_secs = 2\nrate_limit = { max = 120, window_secs = 3600 }",
+        "[tools.award_value]\ntimeout_secs = 2\nrate_limit = { max = 1, window_secs = 3600 }",
+    );
+    assert_ne!(
+        limited, catalog,
+        "config/agents.toml's award_value entry changed"
+    );
+    let file = std::env::temp_dir().join(format!("{}.toml", test_support::unique("mcp-agents")));
+    std::fs::write(&file, limited).unwrap_or_else(|e| panic!("{e}"));
+    let server = server_with(&[("AGENTS_FILE", file.display().to_string())]).await;
+    let token = server.token(&test_support::unique("mcp-user"));
+    let (_, first) = server
+        .call(
+            &token,
+            json!({"cash_price": 900, "currency": "EUR", "miles": 50000}),
+        )
+        .await;
+    assert_eq!(first["result"]["isError"], json!(false), "{first}");
+    // Other arguments: not the ledger's answer, a second call the limit counts.
+    let (status, second) = server
+        .call(
+            &token,
+            json!({"cash_price": 901, "currency": "EUR", "miles": 50000}),
+        )
+        .await;
+    let _ = std::fs::remove_file(&file);
+    assert_eq!(status, 200, "{second}");
+    let result = &second["result"];
+    assert_eq!(result["isError"], json!(true), "{second}");
+    assert_eq!(
+        result["_meta"]["tool-calling/status"],
+        json!("rate_limited")
+    );
+    let reset = result["_meta"]["tool-calling/resetAt"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no resetAt: {second}"));
+    assert!(
+        time::OffsetDateTime::parse(reset, &time::format_description::well_known::Rfc3339).is_ok(),
+        "{reset}"
+    );
+}
+
+#[tokio::test]
+async fn a_tool_not_served_is_a_protocol_error_and_runs_nothing() {
+    let server = server().await;
+    let token = server.token(&test_support::unique("mcp-user"));
+    for name in ["ask_gpt", "search_flights"] {
+        let (_, body) = server.call_tool(&token, name, json!({})).await;
+        assert_eq!(body["error"]["code"], json!(-32602), "{name}: {body}");
+    }
 }
