@@ -28,11 +28,12 @@ use shared::http::auth::{DevClaims, mint_hs256};
 use test_support::fake_llm::{FakeLlm, Reply};
 use wiremock::MockServer;
 
-const FUNCTIONS: [&str; 4] = [
+const FUNCTIONS: [&str; 5] = [
     "seatsaero-search",
     "cash-search",
     "kb-retrieve",
     "chat-router",
+    "mcp-server",
 ];
 const ISSUER: &str = "https://auth.bench.local/";
 const AUDIENCE: &str = "cold-start-bench";
@@ -254,6 +255,14 @@ fn functions(up: &Arc<Upstreams>) -> Vec<Function> {
         &json!({"message": "When should I search for award seats to New York?"}),
     );
     let chat_up = Arc::clone(up);
+    let mcp_up = Arc::clone(up);
+    // tools/list, as an MCP client's first request: the token verified, the transport, the
+    // served tools' schemas.
+    let mcp_list = test_support::sample_events("mcp-server")
+        .into_iter()
+        .find(|e| e.name == "tools-list-no-token-401")
+        .map(|e| serde_json::from_str::<Value>(&e.text).unwrap_or_else(|e| panic!("{e}")))
+        .unwrap_or_else(|| panic!("events/mcp-server/tools-list-no-token-401.json is missing"));
     let [amadeus_search, duffel_search] = cash_functions(up, cash);
     vec![
         Function {
@@ -281,37 +290,55 @@ fn functions(up: &Arc<Upstreams>) -> Vec<Function> {
         Function {
             name: "chat-router",
             bin: "chat-router",
-            env: pairs([
-                ("OPENAI_BASE_URL", up.llm.base_url()),
-                ("OPENAI_MODEL", "gpt-4o-mini".to_owned()),
-                ("JWT_SECRET_NAME", up.jwt_secret_name.clone()),
-                ("JWT_ISSUER", ISSUER.to_owned()),
-                ("JWT_AUDIENCE", AUDIENCE.to_owned()),
-                // Required settings; this turn calls no tool.
-                (
-                    "AWARD_SEARCH_URL",
-                    "http://127.0.0.1:9/flights/award".to_owned(),
-                ),
-                (
-                    "CASH_SEARCH_URL",
-                    "http://127.0.0.1:9/flights/cash".to_owned(),
-                ),
-                ("KB_SEARCH_URL", "http://127.0.0.1:9/kb/search".to_owned()),
-            ]),
+            env: [
+                pairs([
+                    ("OPENAI_BASE_URL", up.llm.base_url()),
+                    ("OPENAI_MODEL", "gpt-4o-mini".to_owned()),
+                ]),
+                tool_runtime_env(up),
+            ]
+            .concat(),
             // A user of its own per turn: a new chat each time, and the per-user turn limit
             // (checked as in production) never trips.
-            event: Box::new(move |n| {
-                let user = test_support::unique(&format!("bench-user-{n}"));
-                let claims = DevClaims::new(user, ISSUER, AUDIENCE, Duration::from_secs(3600));
-                let token = mint_hs256(&chat_up.jwt_secret, &claims)
-                    .unwrap_or_else(|e| panic!("token: {e}"));
-                let mut event = chat.clone();
-                event["headers"]["authorization"] = Value::String(format!("Bearer {token}"));
-                event
-            }),
+            event: Box::new(move |n| with_token(&chat_up, chat.clone(), n)),
+            warm_target: None,
+        },
+        Function {
+            name: "mcp-server",
+            bin: "mcp-server",
+            env: tool_runtime_env(up),
+            event: Box::new(move |n| with_token(&mcp_up, mcp_list.clone(), n)),
             warm_target: None,
         },
     ]
+}
+
+/// What a function that verifies tokens and runs tools needs; the invocations measured
+/// call no tool, so the tool routes lead nowhere.
+fn tool_runtime_env(up: &Upstreams) -> Vec<(String, String)> {
+    pairs([
+        ("JWT_SECRET_NAME", up.jwt_secret_name.clone()),
+        ("JWT_ISSUER", ISSUER.to_owned()),
+        ("JWT_AUDIENCE", AUDIENCE.to_owned()),
+        (
+            "AWARD_SEARCH_URL",
+            "http://127.0.0.1:9/flights/award".to_owned(),
+        ),
+        (
+            "CASH_SEARCH_URL",
+            "http://127.0.0.1:9/flights/cash".to_owned(),
+        ),
+        ("KB_SEARCH_URL", "http://127.0.0.1:9/kb/search".to_owned()),
+    ])
+}
+
+/// `event` with a bearer token of a user of its own (`n`th invocation).
+fn with_token(up: &Upstreams, mut event: Value, n: usize) -> Value {
+    let user = test_support::unique(&format!("bench-user-{n}"));
+    let claims = DevClaims::new(user, ISSUER, AUDIENCE, Duration::from_secs(3600));
+    let token = mint_hs256(&up.jwt_secret, &claims).unwrap_or_else(|e| panic!("token: {e}"));
+    event["headers"]["authorization"] = Value::String(format!("Bearer {token}"));
+    event
 }
 
 /// cash-search on each of its providers, over the fakes.

@@ -252,6 +252,25 @@ pub struct SampleEvent {
     pub text: String,
 }
 
+/// A handler's response as its status and JSON body (`Null` when the body is not JSON).
+pub async fn json_response<B>(response: http::Response<B>) -> (u16, serde_json::Value)
+where
+    B: http_body::Body,
+{
+    use http_body_util::BodyExt;
+    let status = response.status().as_u16();
+    let bytes = response
+        .into_body()
+        .collect()
+        .await
+        .map(|b| b.to_bytes())
+        .unwrap_or_default();
+    (
+        status,
+        serde_json::from_slice(&bytes).unwrap_or(serde_json::Value::Null),
+    )
+}
+
 /// Every sample event of `function`, sorted by name; panics if there are none or a file
 /// name does not end in `-<status>.json`.
 pub fn sample_events(function: &str) -> Vec<SampleEvent> {

@@ -266,17 +266,8 @@ mod tests {
             .and_then(|v| v.to_str().ok())
             .unwrap_or_default()
             .to_owned();
-        let bytes = response
-            .into_body()
-            .collect()
-            .await
-            .map(|b| b.to_bytes())
-            .unwrap_or_default();
-        (
-            status,
-            challenge,
-            serde_json::from_slice(&bytes).unwrap_or(Value::Null),
-        )
+        let (_, body) = test_support::json_response(response).await;
+        (status, challenge, body)
     }
 
     const LIST: &str = r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{

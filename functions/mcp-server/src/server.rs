@@ -156,7 +156,6 @@ pub fn service(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use http_body_util::BodyExt;
     use serde_json::{Value, json};
 
     fn specs() -> Served {
@@ -188,19 +187,7 @@ mod tests {
                 body.to_string(),
             )))
             .unwrap_or_else(|e| panic!("{e}"));
-        let response = svc.handle(request).await;
-        let status = response.status().as_u16();
-        let bytes = response
-            .into_body()
-            .collect()
-            .await
-            .map(|b| b.to_bytes())
-            .unwrap_or_default();
-        let text = String::from_utf8_lossy(&bytes).into_owned();
-        (
-            status,
-            serde_json::from_slice(&bytes).unwrap_or(Value::String(text)),
-        )
+        test_support::json_response(svc.handle(request).await).await
     }
 
     fn meta() -> Value {

@@ -6,7 +6,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agent::runtime::ToolClients;
-use http_body_util::BodyExt;
 use lambda_http::{Body, Request};
 use mcp_server::handler::{Deps, handle};
 use serde_json::{Value, json};
@@ -102,18 +101,7 @@ impl Server {
             .header("authorization", format!("Bearer {token}"))
             .body(Body::Text(body.to_string()))
             .unwrap_or_else(|e| panic!("{e}"));
-        let response = handle(&self.deps, request).await;
-        let status = response.status().as_u16();
-        let bytes = response
-            .into_body()
-            .collect()
-            .await
-            .map(|b| b.to_bytes())
-            .unwrap_or_default();
-        (
-            status,
-            serde_json::from_slice(&bytes).unwrap_or(Value::Null),
-        )
+        test_support::json_response(handle(&self.deps, request).await).await
     }
 }
 

@@ -486,18 +486,7 @@ impl Rig {
             .map(|(k, v)| (k.to_owned(), v.to_owned()))
             .collect();
         let req = req.with_query_string_parameters(query);
-        let response = chat_router::handler::handle(&self.deps, req).await;
-        let status = response.status().as_u16();
-        let bytes = response
-            .into_body()
-            .collect()
-            .await
-            .map(|b| b.to_bytes())
-            .unwrap_or_default();
-        (
-            status,
-            serde_json::from_slice(&bytes).unwrap_or(Value::Null),
-        )
+        test_support::json_response(chat_router::handler::handle(&self.deps, req).await).await
     }
 }
 
