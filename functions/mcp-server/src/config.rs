@@ -20,21 +20,21 @@ impl ServedTools {
     pub fn names(&self) -> &[ToolName] {
         &self.0
     }
+}
 
-    /// Whether `tool` may be served at all, and why not.
-    fn servable(tool: ToolName) -> Result<(), &'static str> {
-        match tool {
-            ToolName::SearchFlights
-            | ToolName::SearchKnowledgeBase
-            | ToolName::AwardValue
-            | ToolName::CreateFareAlert => Ok(()),
-            ToolName::AskGpt => Err("answers from the model's own knowledge, never served"),
-            ToolName::Remember
-            | ToolName::SelectFlight
-            | ToolName::SuggestReplies
-            | ToolName::ShowFlightOptions
-            | ToolName::Handoff => Err("works only inside a chat"),
-        }
+/// Whether `tool` may be served at all, and why not.
+fn servable(tool: ToolName) -> Result<(), &'static str> {
+    match tool {
+        ToolName::SearchFlights
+        | ToolName::SearchKnowledgeBase
+        | ToolName::AwardValue
+        | ToolName::CreateFareAlert => Ok(()),
+        ToolName::AskGpt => Err("answers from the model's own knowledge, never served"),
+        ToolName::Remember
+        | ToolName::SelectFlight
+        | ToolName::SuggestReplies
+        | ToolName::ShowFlightOptions
+        | ToolName::Handoff => Err("works only inside a chat"),
     }
 }
 
@@ -53,7 +53,7 @@ impl FromStr for ServedTools {
             let tool: ToolName = name
                 .parse()
                 .map_err(|_| format!("{name:?} is not a tool of this deployment"))?;
-            Self::servable(tool).map_err(|why| format!("{name} {why}"))?;
+            servable(tool).map_err(|why| format!("{name} {why}"))?;
             if !tools.contains(&tool) {
                 tools.push(tool);
             }
