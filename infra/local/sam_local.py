@@ -144,12 +144,15 @@ def status_of(binary, output):
         raise ValueError("no response")
     if binary in BATCH_FUNCTIONS:
         return len(json.loads(text)["batchItemFailures"])
-    # A streamed response (the chat-router) is a JSON prelude, eight NUL bytes, the body.
-    # `sam local invoke` hands it over whole once the function has finished; a turn that
-    # answered 200 must have reached its `done` event.
-    prelude, separator, body = text.partition("\0" * 8)
-    status = int(json.loads(prelude)["statusCode"])
-    if separator and status == 200 and "\nevent: done\n" not in f"\n{body}\n":
+    # A streamed response (chat-router, mcp-server) is a JSON prelude, eight NUL bytes, the
+    # body. `sam local invoke` hands it over whole once the function has finished; a turn
+    # (an event stream) that answered 200 must have reached its `done` event.
+    prelude_text, separator, body = text.partition("\0" * 8)
+    prelude = json.loads(prelude_text)
+    status = int(prelude["statusCode"])
+    headers = {k.lower(): str(v) for k, v in (prelude.get("headers") or {}).items()}
+    event_stream = "text/event-stream" in headers.get("content-type", "")
+    if separator and status == 200 and event_stream and "\nevent: done\n" not in f"\n{body}\n":
         return "200 without a done event"
     return status
 

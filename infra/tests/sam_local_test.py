@@ -68,10 +68,14 @@ def main():
 
     # Answers: an HTTP response, a streamed one, the worker's batch response.
     check(failures, sam_local.status_of("kb-retrieve", b'{"statusCode":400,"body":"{}"}\n') == 400, "plain")
-    streamed = b'{"statusCode":200,"headers":{}}' + b"\0" * 8 + b"event: init\ndata: {}\n\n"
+    streamed = (b'{"statusCode":200,"headers":{"Content-Type":"text/event-stream"}}' + b"\0" * 8
+                + b"event: init\ndata: {}\n\n")
     check(failures, sam_local.status_of("chat-router", streamed) != 200, "a stream without done is no 200")
     streamed += b"id: 1\nevent: done\ndata: {}\n\n"
     check(failures, sam_local.status_of("chat-router", streamed) == 200, "streamed")
+    # A streaming function's JSON answer (mcp-server) has no events to end.
+    json_stream = b'{"statusCode":200,"headers":{"content-type":"application/json"}}' + b"\0" * 8 + b"{}"
+    check(failures, sam_local.status_of("mcp-server", json_stream) == 200, "a streamed JSON answer")
     batch = b'{"batchItemFailures":[{"itemIdentifier":"a"}]}'
     check(failures, sam_local.status_of("tool-worker", batch) == 1, "batch")
 
