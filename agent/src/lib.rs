@@ -34,6 +34,7 @@
 //! - [`llm`]: providers behind [`llm::LlmProvider`] (OpenAI-compatible and Amazon Bedrock's
 //!   Converse stream, picked per request by [`llm::Providers`]) and stream reassembly.
 //! - [`tools`]: the [`tools::Tool`] trait, the registry, one file per tool.
+//! - [`mcp`]: tools of external MCP servers a profile lists, discovered at cold start.
 //! - [`profiles`]: agent profiles from `config/agents.toml` (prompt, model, tools, choice).
 //! - [`pipeline`]: admit → run → record; [`pipeline::Pipeline::run_job`] for the worker.
 //! - [`jobs`]: tool jobs on the SQS tool queue, the retry schedule, the dead-letter queue.
@@ -53,6 +54,7 @@ pub mod guard;
 pub mod jobs;
 pub mod language;
 pub mod llm;
+pub mod mcp;
 pub mod pipeline;
 pub mod profiles;
 pub mod runtime;

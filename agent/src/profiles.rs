@@ -12,6 +12,7 @@ use serde::Deserialize;
 
 use crate::guard::GuardMode;
 use crate::llm::{Provider, ToolChoice};
+use crate::mcp::config::McpServerConfig;
 use crate::tools::{Approval, ToolSettings};
 use crate::{Error, Result};
 use shared::domain::tool_call::ToolName;
@@ -91,6 +92,8 @@ pub struct AgentProfile {
     pub handoffs: Vec<String>,
     /// Per-tool approval that overrides the tool's own `approval` in this profile.
     pub approval: BTreeMap<ToolName, Approval>,
+    /// External MCP servers whose allowed tools this profile offers (`mcp_servers`).
+    pub mcp_servers: Vec<String>,
 }
 
 impl AgentProfile {
@@ -124,6 +127,7 @@ impl AgentProfile {
             allowed: &self.tools,
             background: &self.async_tools,
             approval: Some(&self.approval),
+            mcp_servers: &self.mcp_servers,
         }
     }
 }
@@ -174,6 +178,8 @@ pub struct ToolPolicy<'a> {
     pub background: &'a [ToolName],
     /// The profile's approval overrides of the tools' own `approval`.
     pub approval: Option<&'a BTreeMap<ToolName, Approval>>,
+    /// The external MCP servers whose tools the step may call.
+    pub mcp_servers: &'a [String],
 }
 
 impl ToolPolicy<'_> {
@@ -194,6 +200,7 @@ impl<'a> ToolPolicy<'a> {
             allowed,
             background: &[],
             approval: None,
+            mcp_servers: &[],
         }
     }
 }
@@ -228,6 +235,8 @@ struct AgentEntry {
     handoffs: Vec<String>,
     #[serde(default)]
     approval: BTreeMap<ToolName, Approval>,
+    #[serde(default)]
+    mcp_servers: Vec<String>,
 }
 
 fn auto() -> ToolChoiceMode {
@@ -236,9 +245,24 @@ fn auto() -> ToolChoiceMode {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct RateLimitEntry {
+pub(crate) struct RateLimitEntry {
     max: u32,
     window_secs: u32,
+}
+
+impl RateLimitEntry {
+    /// The limit, if both numbers are above 0 (`what` and `source` go into the error).
+    pub(crate) fn checked(self, what: &str, source: &str) -> Result<RateLimit> {
+        if self.max == 0 || self.window_secs == 0 {
+            return Err(Error::Config(format!(
+                "{source}: {what}.rate_limit needs max and window_secs above 0"
+            )));
+        }
+        Ok(RateLimit {
+            max: self.max,
+            window: time::Duration::seconds(i64::from(self.window_secs)),
+        })
+    }
 }
 
 /// A tool's own retry schedule (seed 003's `retryConfig`).
@@ -279,6 +303,8 @@ struct AgentsFile {
     default_agent: String,
     #[serde(default)]
     tools: BTreeMap<ToolName, ToolEntry>,
+    #[serde(default)]
+    mcp_servers: BTreeMap<String, crate::mcp::config::McpServerEntry>,
     agents: BTreeMap<String, AgentEntry>,
 }
 
@@ -288,6 +314,7 @@ pub struct AgentCatalog {
     default_agent: String,
     agents: BTreeMap<String, AgentProfile>,
     tools: BTreeMap<ToolName, ToolSettings>,
+    mcp_servers: Vec<McpServerConfig>,
 }
 
 /// A tool's settings from its `[tools.<name>]` entry: timeout, rate limit and retries, each
@@ -303,15 +330,7 @@ fn tool_settings(name: ToolName, entry: ToolEntry, source: &str) -> Result<ToolS
         settings.timeout = Duration::from_secs_f64(secs);
     }
     if let Some(limit) = entry.rate_limit {
-        if limit.max == 0 || limit.window_secs == 0 {
-            return Err(Error::Config(format!(
-                "{source}: tools.{name}.rate_limit needs max and window_secs above 0"
-            )));
-        }
-        settings.rate_limit = Some(RateLimit {
-            max: limit.max,
-            window: time::Duration::seconds(i64::from(limit.window_secs)),
-        });
+        settings.rate_limit = Some(limit.checked(&format!("tools.{name}"), source)?);
     }
     if let Some(retry) = entry.retry {
         let base_secs = retry
@@ -406,7 +425,11 @@ fn check_handoffs(agents: &BTreeMap<String, AgentProfile>, source: &str) -> Resu
                 )));
             }
         }
-        if let Some(stray) = profile.approval.keys().find(|t| !profile.tools.contains(t)) {
+        // `mcp` stands for the external tools of the profile's MCP servers.
+        let offers = |t: &ToolName| {
+            profile.tools.contains(t) || (*t == ToolName::Mcp && !profile.mcp_servers.is_empty())
+        };
+        if let Some(stray) = profile.approval.keys().find(|t| !offers(t)) {
             return Err(Error::Config(format!(
                 "{source}: agent `{}` sets approval for {stray}, which is not in its tools",
                 profile.name
@@ -427,9 +450,23 @@ impl AgentCatalog {
             .into_iter()
             .map(|(name, entry)| Ok((name, tool_settings(name, entry, source)?)))
             .collect::<Result<BTreeMap<_, _>>>()?;
+        let mcp_servers = file
+            .mcp_servers
+            .into_iter()
+            .map(|(name, entry)| crate::mcp::config::server(&name, entry, source))
+            .collect::<Result<Vec<_>>>()?;
         let mut agents = BTreeMap::new();
         for (name, entry) in file.agents {
             check_agent(&name, &entry, source)?;
+            if let Some(stray) = entry
+                .mcp_servers
+                .iter()
+                .find(|s| !mcp_servers.iter().any(|server| &server.name == *s))
+            {
+                return Err(Error::Config(format!(
+                    "{source}: agent `{name}` lists MCP server `{stray}`, which has no [mcp_servers.{stray}] section"
+                )));
+            }
             agents.insert(
                 name.clone(),
                 AgentProfile {
@@ -448,6 +485,7 @@ impl AgentCatalog {
                     max_tokens: entry.max_tokens,
                     handoffs: entry.handoffs,
                     approval: entry.approval,
+                    mcp_servers: entry.mcp_servers,
                 },
             );
         }
@@ -462,6 +500,7 @@ impl AgentCatalog {
             default_agent: file.default_agent,
             agents,
             tools,
+            mcp_servers,
         })
     }
 
@@ -498,6 +537,21 @@ impl AgentCatalog {
     /// True when the file sets `tool`'s timeout and limits itself.
     pub fn configures(&self, tool: ToolName) -> bool {
         self.tools.contains_key(&tool)
+    }
+
+    /// The external MCP servers of the file (`[mcp_servers.<name>]`).
+    pub fn mcp_servers(&self) -> &[McpServerConfig] {
+        &self.mcp_servers
+    }
+
+    /// The catalog for a function that never offers external tools (mcp-server): nothing
+    /// is discovered or connected at its cold start.
+    pub fn without_mcp_servers(mut self) -> Self {
+        self.mcp_servers.clear();
+        for profile in self.agents.values_mut() {
+            profile.mcp_servers.clear();
+        }
+        self
     }
 
     /// Settings of `tool`; the defaults when the file does not mention it.

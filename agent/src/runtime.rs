@@ -14,6 +14,7 @@ use crate::jobs::{RetrySchedule, SqsJobQueue};
 use crate::llm::{
     ApiKey, BedrockClient, LlmProvider, OpenAiClient, OpenAiConfig, Provider, Providers,
 };
+use crate::mcp::McpTools;
 use crate::pipeline::{JobScheduler, Pipeline};
 use crate::profiles::{AgentCatalog, ModelDefaults};
 use crate::tools::ask_gpt::{AskGptConfig, AskGptTool};
@@ -406,6 +407,7 @@ impl ToolRuntime {
     ) -> Result<Self> {
         let llm: Arc<dyn LlmProvider> = Arc::new(llm_client(config, agents, &clients)?);
         let secrets = clients.secrets.clone();
+        let http = clients.http.clone();
         let storage = &config.storage;
         let ledger: Arc<dyn ToolCallLedger> = Arc::new(DynamoLedger::new(
             clients.dynamodb.clone(),
@@ -452,7 +454,16 @@ impl ToolRuntime {
             alerts.clone(),
             clients.metrics.clone(),
         )?;
-        let registry = registry(agents, tools)?;
+        let mut registry = registry(agents, tools)?;
+        if !agents.mcp_servers().is_empty() {
+            let external = Arc::new(McpTools::new(agents.mcp_servers(), http, secrets.clone()));
+            // At cold start, so the first turn finds their tools listed; the turn waits
+            // for a discovery still under way only up to its bound.
+            if tokio::runtime::Handle::try_current().is_ok() {
+                external.start();
+            }
+            registry.with_external(external);
+        }
         let jobs = config.tool_queue_url.as_ref().map(|url| JobScheduler {
             queue: Arc::new(SqsJobQueue::new(clients.sqs, url.clone())),
             retry: config.retry,
@@ -656,8 +667,11 @@ mod tests {
     fn every_declared_tool_is_registered_configured_and_offered() {
         let catalog = AgentCatalog::built_in().unwrap_or_else(|e| panic!("agents: {e}"));
         let runtime = runtime(&catalog);
-        // A handoff is the turn's own business, not a registry tool.
-        for &tool in ToolName::ALL.iter().filter(|t| **t != ToolName::Handoff) {
+        // A handoff is the turn's own business, an external tool the configuration's.
+        for &tool in ToolName::ALL
+            .iter()
+            .filter(|t| !matches!(t, ToolName::Handoff | ToolName::Mcp))
+        {
             assert!(
                 runtime.pipeline.registry.get(tool).is_some(),
                 "{tool} is a ToolName but `tools` in agent/src/runtime.rs does not build it"

@@ -249,6 +249,7 @@ fn tool_en(tool: ToolName) -> &'static str {
         ToolName::ShowFlightOptions => "the flight cards",
         ToolName::CreateFareAlert => "the fare alert",
         ToolName::Handoff => "the handoff",
+        ToolName::Mcp => "the external service",
     }
 }
 
@@ -266,6 +267,7 @@ fn tool_de(tool: ToolName) -> &'static str {
         ToolName::ShowFlightOptions => "die Flugkarten",
         ToolName::CreateFareAlert => "die Preisalarm-Funktion",
         ToolName::Handoff => "die Weitergabe",
+        ToolName::Mcp => "die Anfrage beim externen Dienst",
     }
 }
 

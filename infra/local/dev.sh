@@ -3,7 +3,8 @@
 #
 #   infra/local/dev.sh up      install what is missing, start the emulators (tables, queues,
 #                              secrets from template.yaml), ingest the sample knowledge base,
-#                              start fakes for every upstream without a key, run every function
+#                              start fakes for every upstream without a key and the example
+#                              external MCP server (fare_notes_mcp.py), run every function
 #                              under `cargo lambda watch`, feed the tool queue to the worker,
 #                              serve the web chat (WEB=0 skips it), then hold a demo chat turn
 #                              (DEMO=0 skips it)
@@ -19,7 +20,8 @@
 # protocol (AWS_ENDPOINT_URL_BEDROCK_RUNTIME points at it; no AWS account is used).
 #
 # Ports: WATCH_PORT (9000: the functions, through the gate), FAKES_PORT_BASE (9100: cargo
-# lambda watch itself, behind the gate; LLM +1, Seats.aero +2, Amadeus +3, Duffel +4;
+# lambda watch itself, behind the gate; LLM +1, Seats.aero +2, Amadeus +3, Duffel +4, the
+# example MCP server +5;
 # EMULATOR_PORT moves the first), DYNAMODB_PORT, MOTO_PORT, WEB_PORT (5173: the web chat).
 #
 # The gate (`dev-stack gate`) stands in front of cargo lambda watch, which hangs for good
@@ -35,6 +37,7 @@ LLM_PORT=$((FAKES_PORT_BASE + 1))
 SEATSAERO_PORT=$((FAKES_PORT_BASE + 2))
 AMADEUS_PORT=$((FAKES_PORT_BASE + 3))
 DUFFEL_PORT=$((FAKES_PORT_BASE + 4))
+FARE_NOTES_PORT=$((FAKES_PORT_BASE + 5))
 EMULATOR_PORT="${EMULATOR_PORT:-$FAKES_PORT_BASE}"
 BASE="http://127.0.0.1:$WATCH_PORT"
 ROUTER_URL="$BASE/lambda-url/chat-router"
@@ -144,6 +147,8 @@ write_dev_env() {
     # accepts: local pages only.
     echo "MCP_PUBLIC_URL=$MCP_BASE"
     echo "MCP_ALLOWED_ORIGINS=http://127.0.0.1:*,http://localhost:*"
+    # The built-in profiles, the travel profile also offering the example MCP server's tools.
+    echo "AGENTS_FILE=$RUN_DIR/agents.toml"
     echo "JWT_SECRET_NAME=JwtSigningSecret"
     echo "JWT_ISSUER=$JWT_ISSUER_LOCAL"
     echo "JWT_AUDIENCE=$JWT_AUDIENCE_LOCAL"
@@ -175,6 +180,21 @@ write_dev_env() {
   } >>"$DEV_ENV"
 }
 
+# The built-in agents file with the example external MCP server (infra/local/fare_notes_mcp.py)
+# declared and listed by the travel profile.
+write_agents_file() {
+  sed 's/^\[agents\.travel\]$/&\nmcp_servers = ["fare_notes"]/' config/agents.toml >"$RUN_DIR/agents.toml"
+  grep -q '^mcp_servers = \["fare_notes"\]' "$RUN_DIR/agents.toml" \
+    || die "config/agents.toml has no [agents.travel] line to add the example MCP server to"
+  cat >>"$RUN_DIR/agents.toml" <<EOF
+
+[mcp_servers.fare_notes]
+url = "http://127.0.0.1:$FARE_NOTES_PORT/mcp"
+allow = ["lookup_fare_note", "slow_note", "injected_note"]
+timeout_secs = 3
+EOF
+}
+
 cmd_up() {
   local started=$SECONDS
   "$REPO_ROOT/infra/local/emulators.sh" start
@@ -190,6 +210,7 @@ cmd_up() {
     fi
   done
   write_dev_env
+  write_agents_file
 
   log "ingesting the sample knowledge base (infra/kb/docs; unchanged documents are skipped)"
   (set -a; source "$DEV_ENV"; set +a; "$BIN/kb-ingest" --table "$KB_TABLE" infra/kb/docs) 2>&1 \
@@ -210,6 +231,12 @@ $(log_tail "$RUN_DIR/dev-fakes.log")" ;;
       2) die "the fakes were not ready within 120 s; see .local/run/dev-fakes.log" ;;
     esac
   fi
+
+  # Before the functions, so their cold start finds its tools.
+  start_bg fare-notes "fare_notes_mcp.py" "$VENV_DIR/bin/python" infra/local/fare_notes_mcp.py \
+    --port "$FARE_NOTES_PORT" --calls-log "$RUN_DIR/fare-notes-calls.log"
+  wait_port "$(cat "$(pidfile fare-notes)")" "127.0.0.1:$FARE_NOTES_PORT" 60 \
+    || die "the example MCP server did not listen on $FARE_NOTES_PORT; see .local/run/dev-fare-notes.log"
 
   # cargo lambda watch listens on EMULATOR_PORT; clients and the functions reach it through
   # the gate on WATCH_PORT. A port some other program holds is named before anything starts.
@@ -286,12 +313,13 @@ cmd_down() {
   stop_bg gate "dev-stack gate"
   stop_bg watch "lambda watch"
   stop_bg fakes "dev-stack fakes"
+  stop_bg fare-notes "fare_notes_mcp.py"
   "$REPO_ROOT/infra/local/emulators.sh" stop
 }
 
 cmd_status() {
   local pid name
-  for pair in "fakes:dev-stack fakes" "watch:lambda watch" "gate:dev-stack gate" "bridge:dev-stack sqs-bridge" "web:web/scripts/serve.mjs"; do
+  for pair in "fakes:dev-stack fakes" "watch:lambda watch" "gate:dev-stack gate" "bridge:dev-stack sqs-bridge" "web:web/scripts/serve.mjs" "fare-notes:fare_notes_mcp.py"; do
     name="${pair%%:*}"
     if pid="$(our_pid "$name" "${pair#*:}")"; then echo "$name: running (pid $pid)"; else echo "$name: not running"; fi
   done

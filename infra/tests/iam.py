@@ -221,6 +221,24 @@ def openai_key_access(name, policies):
     return failures
 
 
+def mcp_client_secret_access(name, policies):
+    """The external MCP servers' tokens (McpClientSecretArns) are readable by the functions
+    that run their tools (the router and the worker) only, under McpClientSecrets, read-only."""
+    granted = [
+        (statement, condition)
+        for statement, condition in conditional_statements(policies)
+        if statement.get("Resource") == {"Ref": "McpClientSecretArns"}
+    ]
+    expected = name in STREAMERS
+    failures = []
+    if bool(granted) != expected:
+        failures.append(f"{name}: McpClientSecretArns readable={bool(granted)}, expected {expected}")
+    for statement, condition in granted:
+        if condition != "McpClientSecrets" or as_list(statement.get("Action")) != ["secretsmanager:GetSecretValue"]:
+            failures.append(f"{name}: {statement.get('Action')} on McpClientSecretArns under {condition}")
+    return failures
+
+
 def agent_model_parameter(params, conditions):
     """BedrockAgentModelArns takes model and inference-profile ARNs only, none with a wildcard
     model, defaults to none, and its condition holds only when it lists any."""
@@ -386,6 +404,7 @@ def main():
             failures.append(f"{name}: execute-api:Invoke granted={invokes}, expected {name in INVOKERS}")
         failures += bedrock_access(name, resource["Properties"].get("Policies", []))
         failures += openai_key_access(name, resource["Properties"].get("Policies", []))
+        failures += mcp_client_secret_access(name, resource["Properties"].get("Policies", []))
     if "KbRetrieveFunction" in resources:
         policies = resources["KbRetrieveFunction"]["Properties"]["Policies"]
         grants, templates = dynamodb_grants(policies)
@@ -414,6 +433,7 @@ def main():
         " and the agent profiles' models listed in BedrockAgentModelArns);"
         " kb-retrieve may embed with the chosen Titan model only with EmbeddingsProvider bedrock;"
         " the OpenAI key only where OpenAI is used;"
+        " external MCP servers' tokens only by the router and the worker;"
         " user-token routes exist only with PublicToolRoutes"
     )
 

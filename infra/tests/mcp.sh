@@ -8,7 +8,11 @@
 # 2. conformance: the MCP conformance suite (--requirements 2026-07-28) passes, apart from
 #    the not-applicable entries of infra/tests/mcp/conformance-baseline.yml, each with its
 #    reason. The suite sends no credentials, so it talks to a loopback proxy that adds the
-#    token (infra/tests/mcp/auth-proxy.mjs); the server's auth and Origin checks stay on.
+#    token (infra/tests/mcp/auth-proxy.mjs); the server's auth and Origin checks stay on;
+# 3. the other direction: chat turns of the travel profile call the example external MCP
+#    server that make dev runs (infra/local/fare_notes_mcp.py, the official Python SDK):
+#    a result, a deduplicated repeat, a hanging tool's timeout, a flagged injection, a tool
+#    outside the allow-list never run (infra/tests/mcp/client_turns.py).
 #
 #   infra/tests/mcp.sh     MCP_URL (http://127.0.0.1:9000/lambda-url/mcp-server/mcp);
 #                          MCP_PROXY_PORT (0: a free port). Results: .local/run/mcp-conformance/
@@ -96,6 +100,13 @@ else
 fi
 [ "$rc" = 0 ] || die "conformance failed (exit $rc): see the lists above; results in ${RESULTS#"$REPO_ROOT"/}"
 
+# --- 3. client: the example external server through chat turns ------------------------------
+say "client: chat turns that call the example external MCP server (infra/local/fare_notes_mcp.py)"
+router_url="$(cat "$RUN_DIR/router-url" 2>/dev/null || echo "http://127.0.0.1:9000/lambda-url/chat-router")"
+python3 "$HERE/client_turns.py" "$router_url" "$(mint "mcp-client-$run_id")" "$RUN_DIR/fare-notes-calls.log" \
+  | tee "$RESULTS/client.log" || die "client turns failed"
+client_ok=$(grep -c '^✓' "$RESULTS/client.log" || true)
+
 total="$(sed -n 's/^Total: //p' "$RESULTS/conformance.log" | tail -n 1)"
 baselined=$(grep -c '^  - ' "$HERE/conformance-baseline.yml" || true)
-echo "mcp: PASS in $(( $(date +%s) - start ))s: interop ${interop_ok} checks passed; conformance 2026-07-28 checks ${total}, every failure baselined (${baselined} not-applicable entries) or not scored, no stale entry"
+echo "mcp: PASS in $(( $(date +%s) - start ))s: interop ${interop_ok} checks passed; conformance 2026-07-28 checks ${total}, every failure baselined (${baselined} not-applicable entries) or not scored, no stale entry; client ${client_ok} checks passed"

@@ -53,6 +53,9 @@ pub enum LimitScope {
     /// Users' own calls to a public tool route (e.g. `/flights/award`), counted apart
     /// from the chat's tool calls.
     Route(&'static str),
+    /// Calls of one external MCP tool, by its offered name (`<server>__<tool>`, from the
+    /// configuration, so it lives as long as the process).
+    External(&'static str),
 }
 
 impl LimitScope {
@@ -71,6 +74,8 @@ impl LimitScope {
             Self::ChatTurns => "#turns",
             // Routes start with `/`, which tool names never contain.
             Self::Route(route) => route,
+            // Offered names hold `__`, which no tool name does.
+            Self::External(tool) => tool,
         }
     }
 }

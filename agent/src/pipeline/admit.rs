@@ -16,7 +16,7 @@ use shared::domain::tool_call::{
 };
 use shared::domain::tool_result::ToolExecutionResult;
 use shared::ledger::{Claim, ClaimMode, ClaimRequest, ClaimedCall, Outcome};
-use shared::limits::{Decision, LimitScope, RateLimit};
+use shared::limits::{Decision, RateLimit};
 
 use super::{CallOutcome, CallStatus, Pipeline, StepLimits, lease_for};
 use crate::events::{self, EventSink};
@@ -36,7 +36,7 @@ pub(super) enum Admission<'a> {
         reason: Option<RefusalReason>,
     },
     /// This caller holds the attempt: run it now (`running`) or queue it (`queued`).
-    Claimed(Claimed<'a>),
+    Claimed(Box<Claimed<'a>>),
     /// An identical call exists within the dedupe window: reuse or wait for it until
     /// `wait_until`.
     Duplicate {
@@ -49,7 +49,7 @@ pub(super) enum Admission<'a> {
 /// A claimed attempt and what it needs to run.
 pub(super) struct Claimed<'a> {
     pub call: &'a ToolCallRequest,
-    pub tool: &'a RegisteredTool,
+    pub tool: RegisteredTool,
     /// The canonical request (what runs, what was hashed).
     pub request: Value,
     pub claimed: ClaimedCall,
@@ -69,7 +69,7 @@ impl Pipeline {
         limits: StepLimits,
         events: &dyn EventSink,
     ) -> Admission<'a> {
-        let (tool, request) = match self.check(ctx, policy.allowed, call, index, limits) {
+        let (tool, request) = match self.check(ctx, policy, call, index, limits) {
             Ok(checked) => checked,
             Err(refused) => {
                 events::debug(events, "tool_call_rejected", || {
@@ -102,7 +102,7 @@ impl Pipeline {
         }
         let mode = if policy.needs_approval(name, tool.settings.approval) {
             ClaimMode::AwaitApproval {
-                approval: self.approval_for(ctx, tool, &request),
+                approval: self.approval_for(ctx, &tool, &request),
             }
         } else if background {
             ClaimMode::Enqueue
@@ -122,7 +122,7 @@ impl Pipeline {
         if counted || claimed.claimed.status == ToolCallStatus::AwaitingApproval {
             return Admission::Claimed(claimed);
         }
-        match self.rate_limit(ctx, call, tool).await {
+        match self.rate_limit(ctx, call, &claimed.tool).await {
             None => Admission::Claimed(claimed),
             Some((limited, reason)) => {
                 self.release(&claimed.claimed, &limited.result.message)
@@ -158,7 +158,7 @@ impl Pipeline {
         &self,
         ctx: &ToolContext,
         call: &'a ToolCallRequest,
-        tool: &'a RegisteredTool,
+        tool: RegisteredTool,
         request: Value,
         deadline: Instant,
         mode: ClaimMode,
@@ -167,10 +167,10 @@ impl Pipeline {
         let counter = match (&mode, tool.settings.rate_limit) {
             (ClaimMode::AwaitApproval { .. }, _) | (_, None) => None,
             (_, Some(limit)) => {
-                let scope = LimitScope::Tool(name);
+                let scope = tool.tool.limit_scope();
                 match self.limiter.count_companion(&ctx.user_id, scope, limit) {
                     Ok(counter) => Some(counter),
-                    Err(e) => return (self.limit_refusal(call, tool, &e), false),
+                    Err(e) => return (self.limit_refusal(call, &tool, &e), false),
                 }
             }
         };
@@ -194,14 +194,14 @@ impl Pipeline {
             .await;
         match claim {
             Ok((Claim::Claimed(claimed), counted)) => (
-                Admission::Claimed(Claimed {
+                Admission::Claimed(Box::new(Claimed {
                     call,
                     tool,
                     request,
                     claimed,
                     deadline,
                     approval,
-                }),
+                })),
                 counted,
             ),
             // A background duplicate is not waited for: the original's job delivers it.
@@ -213,7 +213,7 @@ impl Pipeline {
                 },
                 false,
             ),
-            Err(e @ Error::Limited { .. }) => (self.limit_refusal(call, tool, &e), false),
+            Err(e @ Error::Limited { .. }) => (self.limit_refusal(call, &tool, &e), false),
             Err(e) => {
                 tracing::error!(tool = %name, error = %e, "recording the tool call failed");
                 let outcome = CallOutcome::unavailable(call, name, None);
@@ -226,14 +226,14 @@ impl Pipeline {
     }
 
     /// The checks without I/O: position, name, profile, JSON, schema and domain rules.
-    fn check<'a>(
-        &'a self,
+    fn check(
+        &self,
         ctx: &ToolContext,
-        allowed: &[ToolName],
+        policy: ToolPolicy<'_>,
         call: &ToolCallRequest,
         index: usize,
         limits: StepLimits,
-    ) -> Result<(&'a RegisteredTool, Value), Refusal> {
+    ) -> Result<(RegisteredTool, Value), Refusal> {
         let refuse = |tool: Option<ToolName>, status: CallStatus, message: String| {
             let result = ToolExecutionResult::failed(message);
             Box::new(CallOutcome::new(call, tool, status, None, result))
@@ -254,7 +254,7 @@ impl Pipeline {
                     .to_owned(),
             ));
         }
-        let tool = self.lookup(allowed, call)?;
+        let tool = self.lookup(policy, call)?;
         let name = tool.tool.name();
         let text = if call.arguments.trim().is_empty() {
             "{}"
@@ -273,7 +273,8 @@ impl Pipeline {
         match tool.tool.prepare(args, ctx) {
             Ok(request) => Ok((tool, request)),
             Err(Error::Invalid(problem)) => Err(invalid(format!(
-                "Invalid arguments for {name}: {problem}. Correct them and call again."
+                "Invalid arguments for {}: {problem}. Correct them and call again.",
+                call.name
             ))),
             Err(other) => {
                 tracing::error!(tool = %name, error = %other, "preparing a tool call failed");
@@ -289,17 +290,21 @@ impl Pipeline {
         }
     }
 
-    /// The registered tool the call names, if the profile allows it.
+    /// The registered tool (or discovered external tool) the call names, if the profile
+    /// allows it.
     fn lookup(
         &self,
-        allowed: &[ToolName],
+        policy: ToolPolicy<'_>,
         call: &ToolCallRequest,
-    ) -> Result<&RegisteredTool, Refusal> {
+    ) -> Result<RegisteredTool, Refusal> {
+        let allowed = policy.allowed;
         let offered = || {
+            let external = self.registry.external_specs(policy.mcp_servers);
             allowed
                 .iter()
                 .filter(|t| self.registry.get(**t).is_some())
                 .map(|t| t.as_str())
+                .chain(external.iter().map(|spec| spec.name.as_str()))
                 .collect::<Vec<_>>()
                 .join(", ")
         };
@@ -316,6 +321,30 @@ impl Pipeline {
                 reason: Some(reason),
             }
         };
+        if crate::mcp::is_offered_name(&call.name) {
+            let external = self.registry.external().and_then(|e| e.tool(&call.name));
+            return match external {
+                Some((tool, server)) if policy.mcp_servers.iter().any(|s| s == server) => Ok(tool),
+                Some(_) => Err(rejected(
+                    Some(ToolName::Mcp),
+                    RefusalReason::OutsideProfile,
+                    format!(
+                        "Tool `{}` is not available here. Available tools: {}.",
+                        call.name,
+                        offered()
+                    ),
+                )),
+                None => Err(rejected(
+                    None,
+                    RefusalReason::UnknownTool,
+                    format!(
+                        "Unknown tool `{}`. Available tools: {}.",
+                        call.name,
+                        offered()
+                    ),
+                )),
+            };
+        }
         let Some(name) = call.name.parse::<ToolName>().ok() else {
             let message = format!(
                 "Unknown tool `{}`. Available tools: {}.",
@@ -325,7 +354,7 @@ impl Pipeline {
             return Err(rejected(None, RefusalReason::UnknownTool, message));
         };
         match self.registry.get(name) {
-            Some(tool) if allowed.contains(&name) => Ok(tool),
+            Some(tool) if allowed.contains(&name) => Ok(tool.clone()),
             _ => Err(rejected(
                 Some(name),
                 RefusalReason::OutsideProfile,
@@ -348,7 +377,8 @@ impl Pipeline {
     ) -> Option<(CallOutcome, RefusalReason)> {
         let name = tool.tool.name();
         let limit = tool.settings.rate_limit?;
-        match self.limiter.check(&ctx.user_id, name, limit).await {
+        let scope = tool.tool.limit_scope();
+        match self.limiter.check_scope(&ctx.user_id, scope, limit).await {
             Ok(Decision::Allowed { .. }) => None,
             Ok(Decision::Limited { reset_at }) => Some((
                 limited(call, name, limit, reset_at),
@@ -392,7 +422,8 @@ fn limited(
         .format(&time::format_description::well_known::Rfc3339)
         .unwrap_or_default();
     let result = ToolExecutionResult::failed(format!(
-        "Rate limit reached for {name}: at most {} calls per {} s. It can be used again after {reset}. Tell the user.",
+        "Rate limit reached for {}: at most {} calls per {} s. It can be used again after {reset}. Tell the user.",
+        call.name,
         limit.max,
         limit.window.whole_seconds()
     ))
@@ -405,7 +436,8 @@ fn limited(
 fn unchecked(call: &ToolCallRequest, name: ToolName, error: &Error) -> CallOutcome {
     tracing::error!(tool = %name, error = %error, "rate-limit check failed; refusing the call (fail closed)");
     let result = ToolExecutionResult::failed(format!(
-        "Not run: {name}'s rate limit could not be checked, and calls are not run unchecked. Try again later."
+        "Not run: {}'s rate limit could not be checked, and calls are not run unchecked. Try again later.",
+        call.name
     ));
     CallOutcome {
         retryable: true,

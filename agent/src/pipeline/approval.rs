@@ -14,7 +14,7 @@ use super::admit::Claimed;
 use super::{CallOutcome, CallStatus, Pipeline};
 use crate::events::{ApprovalRequest, EventSink, TurnEvent};
 use crate::llm::ToolCallRequest;
-use crate::tools::{RegisteredTool, ToolContext};
+use crate::tools::{RegisteredTool, ToolContext, ToolRegistry};
 
 impl Pipeline {
     /// What the user is asked, and until when.
@@ -91,10 +91,14 @@ impl Pipeline {
     ) -> CallOutcome {
         let call = ToolCallRequest {
             id: record.id.clone(),
-            name: record.tool.as_str().to_owned(),
+            name: ToolRegistry::call_name(record.tool, &record.request),
             arguments: record.request.to_string(),
         };
-        let Some(tool) = self.registry.get(record.tool) else {
+        let Some(tool) = self
+            .registry
+            .resolve_ready(record.tool, &record.request)
+            .await
+        else {
             let message = format!("{} is not available in this deployment", record.tool);
             self.finish(
                 &claimed,
@@ -114,7 +118,7 @@ impl Pipeline {
             return outcome;
         };
         // The user's limit for the tool counts calls that run: it is checked now.
-        if let Some((limited, _)) = self.rate_limit(ctx, &call, tool).await {
+        if let Some((limited, _)) = self.rate_limit(ctx, &call, &tool).await {
             self.release(&claimed, &limited.result.message).await;
             let limited = CallOutcome {
                 job_id: Some(record.id.clone()),
@@ -123,12 +127,13 @@ impl Pipeline {
             limited.announce(events);
             return limited;
         }
+        let deadline = (Instant::now() + tool.settings.timeout).min(ctx.deadline);
         let admitted = Claimed {
             call: &call,
             tool,
             request: record.request.clone(),
             claimed,
-            deadline: (Instant::now() + tool.settings.timeout).min(ctx.deadline),
+            deadline,
             approval: None,
         };
         self.run_claimed(ctx, admitted, events).await
@@ -138,7 +143,7 @@ impl Pipeline {
     pub fn denied(&self, record: &ToolCallRecord, events: &dyn EventSink) -> CallOutcome {
         let call = ToolCallRequest {
             id: record.id.clone(),
-            name: record.tool.as_str().to_owned(),
+            name: ToolRegistry::call_name(record.tool, &record.request),
             arguments: record.request.to_string(),
         };
         let reason = record.approval.as_ref().and_then(|a| a.reason.clone());

@@ -46,7 +46,7 @@ impl Pipeline {
             Ok(started) => started,
             Err(skipped) => return Ok(skipped),
         };
-        let Some(registered) = self.registry.get(claimed.tool) else {
+        let Some(registered) = self.registry.resolve_ready(claimed.tool, &request).await else {
             let message = format!("{} is not available in this deployment", claimed.tool);
             self.finish(&claimed, Outcome::Failed(message.clone()), &[])
                 .await;
@@ -72,7 +72,7 @@ impl Pipeline {
         };
         let started = Instant::now();
         let (status, mut result, retryable) = self
-            .execute_claimed(&ctx, registered, &request, &claimed, &NoEvents)
+            .execute_claimed(&ctx, &registered, &request, &claimed, &NoEvents)
             .await;
         self.observe_call(&ctx, claimed.tool, status, false, started);
         let retry = if retryable {
@@ -129,7 +129,8 @@ impl Pipeline {
         }
         let settings = self
             .registry
-            .get(record.tool)
+            .resolve_ready(record.tool, &record.request)
+            .await
             .map(|r| r.settings)
             .unwrap_or_default();
         let lease = lease_for(settings.timeout);

@@ -98,9 +98,9 @@ impl Pipeline {
                 )
             }
             Admission::Claimed(claimed) if claimed.claimed.status == ToolCallStatus::Queued => {
-                self.run_background(ctx, claimed, events).await
+                self.run_background(ctx, *claimed, events).await
             }
-            Admission::Claimed(claimed) => self.run_claimed(ctx, claimed, events).await,
+            Admission::Claimed(claimed) => self.run_claimed(ctx, *claimed, events).await,
         }
     }
 
@@ -200,7 +200,13 @@ impl Pipeline {
             ..ctx.clone()
         };
         let (status, mut result, retryable) = self
-            .execute_claimed(&tool_ctx, admitted.tool, &admitted.request, claimed, events)
+            .execute_claimed(
+                &tool_ctx,
+                &admitted.tool,
+                &admitted.request,
+                claimed,
+                events,
+            )
             .await;
         let mut background = false;
         if retryable && let Some((attempt, delay)) = self.schedule_retry(ctx, claimed).await {

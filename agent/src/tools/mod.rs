@@ -120,6 +120,11 @@ pub trait Tool: Send + Sync {
         }
     }
 
+    /// What this tool's rate limit counts: its name (an external tool: its offered name).
+    fn limit_scope(&self) -> shared::limits::LimitScope {
+        shared::limits::LimitScope::Tool(self.name())
+    }
+
     /// `Some(kind)` for a tool the client renders (a UI skill): its result's `raw` is the
     /// `ui` event's payload, sent and stored with the answer; nothing else runs.
     fn ui_kind(&self) -> Option<shared::domain::ui::UiKind> {
@@ -203,10 +208,11 @@ pub struct RegisteredTool {
     pub settings: ToolSettings,
 }
 
-/// The tools this deployment can run, by name.
+/// The tools this deployment can run, by name, and the external MCP servers' tools.
 #[derive(Clone, Default)]
 pub struct ToolRegistry {
     tools: BTreeMap<ToolName, RegisteredTool>,
+    external: Option<Arc<crate::mcp::McpTools>>,
 }
 
 impl ToolRegistry {
@@ -222,6 +228,54 @@ impl ToolRegistry {
 
     pub fn get(&self, name: ToolName) -> Option<&RegisteredTool> {
         self.tools.get(&name)
+    }
+
+    /// Adds the external MCP servers' tools.
+    pub fn with_external(&mut self, external: Arc<crate::mcp::McpTools>) -> &mut Self {
+        self.external = Some(external);
+        self
+    }
+
+    pub fn external(&self) -> Option<&Arc<crate::mcp::McpTools>> {
+        self.external.as_ref()
+    }
+
+    /// The tool a ledger record names: a registered one, or for `mcp` the external tool
+    /// its request names, if it is (still) discovered.
+    pub fn resolve(&self, tool: ToolName, request: &Value) -> Option<RegisteredTool> {
+        if tool == ToolName::Mcp {
+            let offered = request["tool"].as_str()?;
+            return self.external.as_ref()?.tool(offered).map(|(tool, _)| tool);
+        }
+        self.tools.get(&tool).cloned()
+    }
+
+    /// As [`ToolRegistry::resolve`], once a discovery of the external servers that is
+    /// under way has ended (bounded): a worker's first job may come before it.
+    pub async fn resolve_ready(&self, tool: ToolName, request: &Value) -> Option<RegisteredTool> {
+        if tool == ToolName::Mcp
+            && let Some(external) = &self.external
+        {
+            external.ready().await;
+        }
+        self.resolve(tool, request)
+    }
+
+    /// The name a ledger record's call was made under: an external tool's offered name,
+    /// else the tool's.
+    pub fn call_name(tool: ToolName, request: &Value) -> String {
+        match request["tool"].as_str() {
+            Some(offered) if tool == ToolName::Mcp => offered.to_owned(),
+            _ => tool.as_str().to_owned(),
+        }
+    }
+
+    /// The specs of the external tools discovered on `servers`.
+    pub fn external_specs(&self, servers: &[String]) -> Vec<ToolSpec> {
+        match &self.external {
+            Some(external) if !servers.is_empty() => external.specs(servers),
+            _ => Vec::new(),
+        }
     }
 
     /// The specs of `allowed` tools that are registered, in registry order.

@@ -42,6 +42,12 @@ impl ToolSchema {
         Self::build(name, description, parameters)
     }
 
+    /// A schema that came as JSON (an external MCP server's `inputSchema`). It compiles
+    /// without fetching anything: a `$ref` to another document fails, as it should.
+    pub fn from_json(name: &str, description: String, parameters: Value) -> Result<Self> {
+        Self::build(name, description, parameters)
+    }
+
     fn build(name: &str, description: String, parameters: Value) -> Result<Self> {
         let validator = jsonschema::validator_for(&parameters)
             .map_err(|e| Error::Config(format!("schema of {name}: {e}")))?;

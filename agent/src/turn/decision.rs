@@ -46,7 +46,8 @@ impl Agent {
             let timeout = self
                 .pipeline
                 .registry
-                .get(record.tool)
+                .resolve_ready(record.tool, &record.request)
+                .await
                 .map(|t| t.settings.timeout)
                 .unwrap_or_default();
             ApprovalChoice::Approve {

@@ -282,6 +282,10 @@ impl Agent {
             created: turn.created,
             turn_id: turn.turn_id.clone(),
         });
+        // External MCP servers still being listed (a cold start) get their bounded wait.
+        if let Some(external) = self.pipeline.registry.external() {
+            external.ready().await;
+        }
         let mut state = self.start(&turn);
         // From here on every event's payload passes the output guard's checks.
         let guarded = GuardedEvents {

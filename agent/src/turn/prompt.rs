@@ -95,12 +95,15 @@ pub(super) fn fenced_tool_message(call: &CallOutcome, fence: &Fence, max_chars: 
     )
 }
 
-/// The profile's tools this deployment has; none when the profile's choice is `none`.
+/// The profile's tools this deployment has, and those discovered on its external MCP
+/// servers; none when the profile's choice is `none`.
 pub(super) fn offered_tools(registry: &ToolRegistry, profile: &AgentProfile) -> Vec<ToolSpec> {
     if profile.tool_choice == ToolChoiceMode::None {
         Vec::new()
     } else {
-        registry.specs(&profile.tools)
+        let mut specs = registry.specs(&profile.tools);
+        specs.extend(registry.external_specs(&profile.mcp_servers));
+        specs
     }
 }
 

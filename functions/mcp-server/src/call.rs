@@ -51,6 +51,8 @@ pub async fn call(
         allowed: served,
         background: &[],
         approval: None,
+        // Other servers' tools are theirs to serve.
+        mcp_servers: &[],
     };
     let request = ToolCallRequest {
         id: format!("mcp-{}", ulid::Ulid::generate()),

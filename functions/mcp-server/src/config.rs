@@ -35,6 +35,7 @@ fn servable(tool: ToolName) -> Result<(), &'static str> {
         | ToolName::SuggestReplies
         | ToolName::ShowFlightOptions
         | ToolName::Handoff => Err("works only inside a chat"),
+        ToolName::Mcp => Err("stands for other MCP servers' tools, which are theirs to serve"),
     }
 }
 

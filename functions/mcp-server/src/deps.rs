@@ -19,7 +19,8 @@ const MAX_PARALLEL: usize = 1;
 pub fn build(env: &Env, clients: ToolClients) -> shared::Result<Deps> {
     let config = Config::from_env(env)?;
     let tools = ToolsConfig::from_env(env)?;
-    let agents = AgentCatalog::from_env(env)?;
+    // Other servers' tools are theirs to serve: none is discovered here.
+    let agents = AgentCatalog::from_env(env)?.without_mcp_servers();
     let auth = AuthConfig::from_env(env)?;
     let issuer = auth.issuer.clone();
     let authenticator = Authenticator::new(auth, clients.secrets.clone(), clients.http.clone())

@@ -106,6 +106,10 @@ pub enum ToolName {
     /// Not a registry tool: the turn offers one `transfer_to_<agent>` per handoff target of
     /// the profile, and records each handoff in the ledger under this name.
     Handoff,
+    /// Not a registry tool: a tool of an external MCP server a profile lists
+    /// (`mcp_servers`), offered as `<server>__<tool>` and recorded under this name with
+    /// the offered name in its request (`{"tool": ..., "arguments": ...}`).
+    Mcp,
 }
 
 impl ToolName {
@@ -124,6 +128,7 @@ impl ToolName {
             Self::ShowFlightOptions => "show_flight_options",
             Self::CreateFareAlert => "create_fare_alert",
             Self::Handoff => "handoff",
+            Self::Mcp => "mcp",
         }
     }
 }

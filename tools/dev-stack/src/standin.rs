@@ -265,6 +265,22 @@ pub fn reply(request: &Value, today: Date) -> Reply {
     }
 }
 
+/// A message naming an offered external MCP tool (`<server>__<tool>`) calls it, with the
+/// JSON object in the message as its arguments (`{}` without one): how the local stack's
+/// example MCP server is tried without a model.
+fn external_tool_call(message: &str, offered: &[&str]) -> Option<Reply> {
+    let tool = offered
+        .iter()
+        .find(|name| name.contains("__") && message.contains(**name))?;
+    let arguments = message
+        .find('{')
+        .zip(message.rfind('}'))
+        .and_then(|(start, end)| serde_json::from_str::<Value>(message.get(start..=end)?).ok())
+        .filter(Value::is_object)
+        .unwrap_or_else(|| json!({}));
+    Some(Reply::tool_calls(vec![(*tool, arguments)]))
+}
+
 /// How often the chat's history (the request's messages) holds this user message.
 fn times_sent(messages: &[Value], message: &str) -> usize {
     messages
@@ -284,6 +300,9 @@ fn answer_user(
     today: Date,
     german: bool,
 ) -> Reply {
+    if let Some(call) = external_tool_call(message, offered) {
+        return call;
+    }
     let intent = flight_intent(message, today);
     // The session context arrives as a data block in a system message of its own.
     let has_last_search = messages
@@ -909,6 +928,28 @@ mod tests {
         assert!(slow.contains("chunk_delay: 400ms"), "{slow}");
         let quick = format!("{:?}", reply(&ask(vec![user("Hello")]), TODAY));
         assert!(quick.contains("chunk_delay: 25ms"), "{quick}");
+    }
+
+    #[test]
+    fn a_message_naming_an_offered_external_tool_calls_it() {
+        let tools = json!([
+            {"type": "function", "function": {"name": "search_flights"}},
+            {"type": "function", "function": {"name": "notes__lookup"}}
+        ]);
+        let ask = |message: &str| json!({"messages": [{"role": "user", "content": message}], "tools": tools});
+        let call = |message: &str| format!("{:?}", reply(&ask(message), TODAY));
+        let called = call("Ask notes__lookup about {\"route\": \"FRA-JFK\"}");
+        assert!(
+            called.contains("notes__lookup") && called.contains("FRA-JFK"),
+            "{called}"
+        );
+        let bare = call("notes__lookup please");
+        assert!(
+            bare.contains("notes__lookup") && bare.contains("{}"),
+            "{bare}"
+        );
+        let not_offered = call("notes__other {\"a\": 1}");
+        assert!(!not_offered.contains("notes__other"), "{not_offered}");
     }
 
     #[test]
