@@ -398,6 +398,54 @@ fn registry(agents: &AgentCatalog, tools: Vec<Arc<dyn Tool>>) -> Result<ToolRegi
     Ok(registry)
 }
 
+/// LLM usage and cost, with the retention and the users' daily budget.
+fn usage_store(config: &ToolsConfig, dynamodb: aws_sdk_dynamodb::Client) -> Arc<dyn UsageStore> {
+    Arc::new(
+        DynamoUsageStore::new(
+            dynamodb,
+            config.storage.usage_table.clone(),
+            config.llm.prices.clone(),
+        )
+        .with_retention(config.retention.usage)
+        .with_daily_budget(config.llm.daily_budget_usd),
+    )
+}
+
+/// What the output guard checks stored tool texts against: the profiles' prompts, the
+/// container's secrets, the hosts links may point to.
+fn stored_texts(
+    agents: &AgentCatalog,
+    secrets: Arc<SecretsCache>,
+    config: &ToolsConfig,
+) -> StoredTexts {
+    let prompts: Vec<&str> = agents
+        .profiles()
+        .flat_map(crate::turn::prompt::system_prompt_parts)
+        .collect();
+    StoredTexts::new(
+        Arc::new(EchoIndex::new(&prompts)),
+        secrets,
+        config.link_hosts.clone(),
+    )
+}
+
+/// The external MCP servers' tools, their discovery started (at cold start, so the first
+/// turn finds them listed; a turn waits for a discovery under way only up to its bound).
+fn external_tools(
+    agents: &AgentCatalog,
+    http: reqwest::Client,
+    secrets: Arc<SecretsCache>,
+) -> Option<Arc<McpTools>> {
+    if agents.mcp_servers().is_empty() {
+        return None;
+    }
+    let external = Arc::new(McpTools::new(agents.mcp_servers(), http, secrets));
+    if tokio::runtime::Handle::try_current().is_ok() {
+        external.start();
+    }
+    Some(external)
+}
+
 impl ToolRuntime {
     pub fn new(
         config: &ToolsConfig,
@@ -414,15 +462,7 @@ impl ToolRuntime {
             storage.tool_calls_table.clone(),
             config.ledger,
         ));
-        let usage: Arc<dyn UsageStore> = Arc::new(
-            DynamoUsageStore::new(
-                clients.dynamodb.clone(),
-                storage.usage_table.clone(),
-                config.llm.prices.clone(),
-            )
-            .with_retention(config.retention.usage)
-            .with_daily_budget(config.llm.daily_budget_usd),
-        );
+        let usage = usage_store(config, clients.dynamodb.clone());
         let memory: Arc<dyn MemoryStore> = Arc::new(DynamoMemoryStore::new(
             clients.dynamodb.clone(),
             storage.chats_table.clone(),
@@ -455,28 +495,14 @@ impl ToolRuntime {
             clients.metrics.clone(),
         )?;
         let mut registry = registry(agents, tools)?;
-        if !agents.mcp_servers().is_empty() {
-            let external = Arc::new(McpTools::new(agents.mcp_servers(), http, secrets.clone()));
-            // At cold start, so the first turn finds their tools listed; the turn waits
-            // for a discovery still under way only up to its bound.
-            if tokio::runtime::Handle::try_current().is_ok() {
-                external.start();
-            }
+        if let Some(external) = external_tools(agents, http, secrets.clone()) {
             registry.with_external(external);
         }
         let jobs = config.tool_queue_url.as_ref().map(|url| JobScheduler {
             queue: Arc::new(SqsJobQueue::new(clients.sqs, url.clone())),
             retry: config.retry,
         });
-        let prompts: Vec<&str> = agents
-            .profiles()
-            .flat_map(crate::turn::prompt::system_prompt_parts)
-            .collect();
-        let stored_texts = StoredTexts::new(
-            Arc::new(EchoIndex::new(&prompts)),
-            secrets.clone(),
-            config.link_hosts.clone(),
-        );
+        let stored_texts = stored_texts(agents, secrets.clone(), config);
         let pipeline = Arc::new(Pipeline {
             registry: Arc::new(registry),
             ledger: ledger.clone(),

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use shared::Error;
-use shared::domain::tool_call::{ToolCallRecord, ToolCallStatus, ToolName};
+use shared::domain::tool_call::{ToolCallRecord, ToolCallStatus};
 use shared::domain::tool_result::ToolExecutionResult;
 use shared::http::ApiError;
 use shared::ledger::{ClaimedCall, Outcome};
@@ -273,8 +273,12 @@ impl Pipeline {
                 result
             })
         });
-        let (status, result, retryable, ledger_outcome) =
-            settle(name, executed, ctx.deadline, started);
+        let (status, result, retryable, ledger_outcome) = settle(
+            &registered.tool.schema().spec.name,
+            executed,
+            ctx.deadline,
+            started,
+        );
         let retryable = retryable && registered.settings.retry_on.covers(status);
         events::debug(events, "tool_pipeline_execution", || {
             json!({
@@ -454,9 +458,10 @@ fn deduped(
 type Settled = (CallStatus, ToolExecutionResult, bool, Outcome);
 
 /// Maps an execution (or its timeout) to the client status, the LLM's result, whether a
-/// retry could help, and the ledger outcome. Error texts shown are the client-safe ones.
+/// retry could help, and the ledger outcome. Error texts shown are the client-safe ones;
+/// `name` is the tool as the model calls it.
 pub(super) fn settle(
-    name: ToolName,
+    name: &str,
     executed: Result<shared::Result<ToolExecutionResult>, tokio::time::error::Elapsed>,
     deadline: Instant,
     started: Instant,

@@ -97,17 +97,8 @@ async fn flight_search_streams_the_contract_events_with_one_llm_call(llm: Protoc
     );
     assert!(final_event["tool_result"]["seatsResult"]["results"]["count"].as_u64() > Some(0));
     // The LLM was offered exactly the default profile's tools with the caller's forwarding.
-    let requests = rig.llm.requests();
-    let offered: Vec<&str> = requests[0]["tools"]
-        .as_array()
-        .map(|t| {
-            t.iter()
-                .filter_map(|t| t["function"]["name"].as_str())
-                .collect()
-        })
-        .unwrap_or_default();
     assert_eq!(
-        offered,
+        rig.offered(0),
         [
             "search_flights",
             "search_knowledge_base",

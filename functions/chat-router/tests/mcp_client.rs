@@ -144,18 +144,6 @@ async fn rig() -> (Rig, LocalServer, FareNotes) {
     (rig, server, notes)
 }
 
-fn offered(rig: &Rig, nth: usize) -> Vec<String> {
-    rig.llm.requests()[nth]["tools"]
-        .as_array()
-        .map(|tools| {
-            tools
-                .iter()
-                .filter_map(|t| t["function"]["name"].as_str().map(str::to_owned))
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 #[tokio::test]
 async fn allowed_tools_are_offered_called_and_deduplicated_through_the_pipeline() {
     let (rig, _server, notes) = rig().await;
@@ -175,7 +163,7 @@ async fn allowed_tools_are_offered_called_and_deduplicated_through_the_pipeline(
     // The allow-list decides: `wipe_bookings` is listed by the server but never offered,
     // and the server that is down adds nothing.
     assert_eq!(
-        offered(&rig, 0),
+        rig.offered(0),
         [
             "search_knowledge_base",
             "notes__lookup_fare_note",

@@ -17,19 +17,6 @@ fn agent_prompt(rig: &Rig, nth: usize) -> String {
         .to_owned()
 }
 
-/// The tool names the LLM's `nth` request offered.
-fn offered(rig: &Rig, nth: usize) -> Vec<String> {
-    rig.llm.requests()[nth]["tools"]
-        .as_array()
-        .map(|tools| {
-            tools
-                .iter()
-                .filter_map(|t| t["function"]["name"].as_str().map(str::to_owned))
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 const SUPPORT: &str = "You answer questions about loyalty programmes and this service";
 const TRAVEL: &str = "You are a travel assistant for people who pay for flights";
 
@@ -71,7 +58,7 @@ async fn a_turn_hands_over_and_back_and_the_next_turn_starts_at_the_stored_agent
         "support's prompt after the handoff"
     );
     assert_eq!(
-        offered(&rig, 1),
+        rig.offered(1),
         [
             "search_knowledge_base",
             "suggest_replies",
@@ -81,11 +68,9 @@ async fn a_turn_hands_over_and_back_and_the_next_turn_starts_at_the_stored_agent
     );
     assert!(agent_prompt(&rig, 2).starts_with(TRAVEL));
     assert!(
-        !offered(&rig, 2)
-            .iter()
-            .any(|t| t.starts_with("transfer_to_")),
+        !rig.offered(2).iter().any(|t| t.starts_with("transfer_to_")),
         "no handoff is offered once the turn used its two: {:?}",
-        offered(&rig, 2)
+        rig.offered(2)
     );
     // The third one, called anyway, is refused and travel answers.
     let refused = turn

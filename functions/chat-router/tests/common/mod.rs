@@ -238,6 +238,19 @@ impl Rig {
             .unwrap_or_default()
     }
 
+    /// The tool names the LLM's `nth` request (0-based) offered.
+    pub fn offered(&self, nth: usize) -> Vec<String> {
+        self.llm.requests()[nth]["tools"]
+            .as_array()
+            .map(|tools| {
+                tools
+                    .iter()
+                    .filter_map(|t| t["function"]["name"].as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
     pub async fn start() -> Self {
         Self::with(|_| {}, None).await
     }
