@@ -11,7 +11,7 @@ loader reads the template's `!Ref` tags). Options: --image (the base image `make
 chose), --api-port (3100, or the next free one), --jobs (invocations at a time, 2).
 
 The functions get the configuration they get under `cargo lambda watch`: the file `make dev`
-writes (.local/run/dev.env), with three changes that only `sam local` needs:
+writes (.local/run/dev.env), with four changes that only `sam local` needs:
 
 - SAM passes a function only the variables its template declares: a copy of the built
   template (.local/run/sam/template.yaml) declares every name of dev.env in Globals, and
@@ -21,6 +21,8 @@ writes (.local/run/dev.env), with three changes that only `sam local` needs:
   forwards each such port of the gateway that nobody listens on to 127.0.0.1. (SAM's
   `--docker-network host` does not put the container on the host's network.)
 - The local stack's tokens are HS256: JwtVerification=hs256.
+- Files on this machine are not in the containers: without AGENTS_FILE the functions use the
+  agents file compiled in (so the example MCP server of `make dev` is not offered here).
 
 Expected results are in the event files' names: `search-200.json` is status 200, and the tool
 worker's `poison-in-batch-1.json` reports one failed message of its batch.
@@ -100,9 +102,15 @@ def read_env_file(path):
     return env
 
 
+# Variables naming a file on this machine, which a container cannot read.
+HOST_FILES = ("AGENTS_FILE",)
+
+
 def for_containers(env, gateway):
     """The values with each http://127.0.0.1:PORT turned into the gateway's address, and the
-    ports that were named so. Other mentions of 127.0.0.1 (the tokens' issuer) stay."""
+    ports that were named so. Other mentions of 127.0.0.1 (the tokens' issuer) stay; variables
+    that name a file on this machine are left out."""
+    env = {k: v for k, v in env.items() if k not in HOST_FILES}
     ports = set()
 
     def swap(match):

@@ -49,6 +49,7 @@ def main():
             "TOOL_QUEUE_URL=http://127.0.0.1:5100/123456789012/ToolQueue\n"
             "JWT_ISSUER=http://127.0.0.1/dev\n"
             "STACK_NOTICE='local stack with fakes: a; b'\n"
+            "AGENTS_FILE=.local/run/agents.toml\n"
         )
         env = sam_local.read_env_file(env_file)
     check(failures, env["STACK_NOTICE"] == "local stack with fakes: a; b", f"quotes: {env}")
@@ -57,6 +58,7 @@ def main():
     check(failures, swapped["AWS_ENDPOINT_URL_DYNAMODB"] == "http://172.17.0.1:8100", f"{swapped}")
     check(failures, swapped["TOOL_QUEUE_URL"].startswith("http://172.17.0.1:5100/"), f"{swapped}")
     check(failures, swapped["JWT_ISSUER"] == "http://127.0.0.1/dev", "the issuer is a name, not an address")
+    check(failures, "AGENTS_FILE" not in swapped, "a file on this machine is not passed to a container")
 
     # The copy declares every name (SAM passes nothing else) and keeps the template's values.
     copy = sam_local.local_template(sam_local.parse_template(ROOT / "template.yaml"), "/build", sorted(swapped))
