@@ -252,6 +252,18 @@ pub struct SampleEvent {
     pub text: String,
 }
 
+/// Panics unless `value` fits `T`'s JSON Schema: a tool result's data is what MCP clients
+/// get as `structuredContent`, checked against the `outputSchema` derived from `T`.
+pub fn assert_fits_schema<T: schemars::JsonSchema>(value: &serde_json::Value) {
+    let schema = serde_json::to_value(schemars::schema_for!(T)).unwrap_or_default();
+    let validator = jsonschema::validator_for(&schema).unwrap_or_else(|e| panic!("schema: {e}"));
+    let problems: Vec<String> = validator
+        .iter_errors(value)
+        .map(|e| e.to_string())
+        .collect();
+    assert!(problems.is_empty(), "{problems:?} in {value}");
+}
+
 /// A handler's response as its status and JSON body (`Null` when the body is not JSON).
 pub async fn json_response<B>(response: http::Response<B>) -> (u16, serde_json::Value)
 where

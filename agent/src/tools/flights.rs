@@ -20,6 +20,7 @@ use shared::domain::flight::{
 use shared::domain::loyalty;
 use shared::domain::session::{FlightRequestSnapshot, PendingFlightRequest, SessionStatePatch};
 use shared::domain::tool_call::ToolName;
+use shared::domain::tool_output::FlightSearchOutput;
 use shared::domain::tool_result::ToolExecutionResult;
 
 #[derive(Debug, Clone)]
@@ -44,6 +45,7 @@ impl SearchFlightsTool {
             functions,
             config,
             schema: ToolSchema::of::<FlightSearchInput>(ToolName::SearchFlights)?
+                .with_output::<FlightSearchOutput>()?
                 .gathering(ToolName::SearchFlights)?,
         })
     }
@@ -224,8 +226,12 @@ impl Tool for SearchFlightsTool {
             offered_flights: Some(offered),
             ..Default::default()
         };
-        let mut result = ToolExecutionResult::succeeded(message)
-            .with_raw(json!({ "seatsResult": award, "cashResult": cash }));
+        let output = FlightSearchOutput {
+            seats_result: award,
+            cash_result: cash,
+            missing: Vec::new(),
+        };
+        let mut result = ToolExecutionResult::succeeded(message).with_raw(json!(output));
         if links_dropped > 0 {
             result = result.with_metadata("links_dropped", links_dropped);
         }
@@ -353,7 +359,12 @@ impl Gathering {
             pending_flight_request: Some(Some(self.pending)),
             ..Default::default()
         };
+        let output = FlightSearchOutput {
+            missing: self.missing.clone(),
+            ..FlightSearchOutput::default()
+        };
         ToolExecutionResult::succeeded(message)
+            .with_raw(json!(output))
             .with_state_patch(patch)
             .with_metadata("mode", "pending")
             .with_metadata("missing", json!(self.missing))

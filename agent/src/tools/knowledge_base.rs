@@ -3,7 +3,6 @@
 //! `ask_gpt`.
 
 use async_trait::async_trait;
-use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{FunctionClient, Tool, ToolContext, ToolSchema};
@@ -12,6 +11,7 @@ use shared::domain::flight::Locale;
 use shared::domain::session::{PendingGptQuery, SessionStatePatch};
 use shared::domain::tool_args::KnowledgeBaseArgs;
 use shared::domain::tool_call::ToolName;
+use shared::domain::tool_output::KnowledgeBaseOutput;
 use shared::domain::tool_result::ToolExecutionResult;
 
 /// Characters of each passage shown in the chat message (seed 000 §7.6).
@@ -34,25 +34,10 @@ impl SearchKnowledgeBaseTool {
         Ok(Self {
             functions,
             config,
-            schema: ToolSchema::of::<KnowledgeBaseArgs>(ToolName::SearchKnowledgeBase)?,
+            schema: ToolSchema::of::<KnowledgeBaseArgs>(ToolName::SearchKnowledgeBase)?
+                .with_output::<KnowledgeBaseOutput>()?,
         })
     }
-}
-
-#[derive(Debug, Deserialize)]
-struct KbHit {
-    id: String,
-    document_id: String,
-    content: String,
-    #[serde(default)]
-    score: Option<f64>,
-}
-
-#[derive(Debug, Deserialize)]
-struct KbResponse {
-    results: Vec<KbHit>,
-    #[serde(default)]
-    mode: Option<String>,
 }
 
 fn snippet(text: &str) -> String {
@@ -89,7 +74,7 @@ impl Tool for SearchKnowledgeBaseTool {
             .map_err(|e| Error::Invalid(format!("stored kb request: {e}")))?;
         let top_k = args.top_k();
         let body = json!({ "query": args.query, "top_k": top_k });
-        let found: KbResponse = self
+        let found: KnowledgeBaseOutput = self
             .functions
             .post_json("kb-retrieve", &self.config.search_url, &body, ctx)
             .await?;
@@ -110,7 +95,7 @@ impl Tool for SearchKnowledgeBaseTool {
                 "I found nothing relevant in our knowledge base. Shall I answer from general knowledge instead (ask_gpt)?"
             };
             return Ok(ToolExecutionResult::succeeded(message)
-                .with_raw(json!({ "results": [] }))
+                .with_raw(json!(KnowledgeBaseOutput::default()))
                 .with_state_patch(patch)
                 .with_metadata("mode", "rag_no_results")
                 .with_metadata("suggested_tool", ToolName::AskGpt.as_str())
@@ -146,12 +131,7 @@ impl Tool for SearchKnowledgeBaseTool {
                 })
             })
             .collect();
-        let raw = json!({
-            "results": found.results.iter().map(|h| json!({
-                "id": h.id, "document_id": h.document_id, "content": h.content, "score": h.score,
-            })).collect::<Vec<_>>(),
-            "mode": found.mode,
-        });
+        let raw = json!(found);
         Ok(
             ToolExecutionResult::succeeded(format!("{heading}\n\n{}", bullets.join("\n\n")))
                 .with_raw(raw)

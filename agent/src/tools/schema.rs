@@ -15,6 +15,9 @@ const MAX_REPORTED_ERRORS: usize = 5;
 pub struct ToolSchema {
     pub spec: ToolSpec,
     validator: jsonschema::Validator,
+    /// The JSON Schema of the result's structured data, where the tool has a type for it
+    /// (MCP's `outputSchema`); the model never sees it.
+    pub output: Option<Value>,
 }
 
 impl ToolSchema {
@@ -27,19 +30,19 @@ impl ToolSchema {
     /// As [`ToolSchema::of`], for a tool the turn offers under a name of its own (a
     /// handoff's `transfer_to_<agent>`).
     pub fn named<T: JsonSchema>(name: &str) -> Result<Self> {
-        let mut parameters = serde_json::to_value(schemars::schema_for!(T))?;
-        let description = match parameters.as_object_mut() {
-            Some(object) => {
-                object.remove("$schema");
-                object.remove("title");
-                object
-                    .remove("description")
-                    .and_then(|d| d.as_str().map(str::to_owned))
-                    .unwrap_or_default()
-            }
-            None => String::new(),
-        };
+        let mut parameters = bare_schema::<T>()?;
+        let description = parameters
+            .as_object_mut()
+            .and_then(|object| object.remove("description"))
+            .and_then(|d| d.as_str().map(str::to_owned))
+            .unwrap_or_default();
         Self::build(name, description, parameters)
+    }
+
+    /// The same, announcing `O` as the shape of the result's structured data.
+    pub fn with_output<O: JsonSchema>(mut self) -> Result<Self> {
+        self.output = Some(bare_schema::<O>()?);
+        Ok(self)
     }
 
     /// A schema that came as JSON (an external MCP server's `inputSchema`). It compiles
@@ -58,6 +61,7 @@ impl ToolSchema {
                 parameters,
             },
             validator,
+            output: None,
         })
     }
 
@@ -68,7 +72,9 @@ impl ToolSchema {
         if let Some(object) = parameters.as_object_mut() {
             object.remove("required");
         }
-        Self::build(name.as_str(), self.spec.description, parameters)
+        let mut schema = Self::build(name.as_str(), self.spec.description, parameters)?;
+        schema.output = self.output;
+        Ok(schema)
     }
 
     /// Validates `args` against the schema, then deserialises them. Errors name the
@@ -92,6 +98,16 @@ impl ToolSchema {
         }
         serde_json::from_value(args.clone()).map_err(|e| Error::Invalid(e.to_string()))
     }
+}
+
+/// `T`'s JSON Schema without the `$schema` and `title` noise.
+fn bare_schema<T: JsonSchema>() -> Result<Value> {
+    let mut schema = serde_json::to_value(schemars::schema_for!(T))?;
+    if let Some(object) = schema.as_object_mut() {
+        object.remove("$schema");
+        object.remove("title");
+    }
+    Ok(schema)
 }
 
 #[cfg(test)]

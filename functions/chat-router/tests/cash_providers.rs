@@ -7,6 +7,7 @@ mod common;
 
 use common::{DuffelCash, Rig};
 use serde_json::{Value, json};
+use shared::domain::tool_output::FlightSearchOutput;
 use test_support::fake_llm::Reply;
 
 async fn duffel_rig(duffel: &DuffelCash) -> Rig {
@@ -26,7 +27,9 @@ async fn search(rig: &Rig, user: &str, args: Value, message: &str) -> common::Tu
 }
 
 fn cash_flights(turn: &common::Turn) -> Vec<Value> {
-    turn.first("tool_result")["result"]["cashResult"]["results"]["flights"]
+    let data = &turn.first("tool_result")["result"];
+    test_support::assert_fits_schema::<FlightSearchOutput>(data);
+    data["cashResult"]["results"]["flights"]
         .as_array()
         .cloned()
         .unwrap_or_default()

@@ -7,6 +7,7 @@ mod common;
 
 use common::Rig;
 use serde_json::{Value, json};
+use shared::domain::tool_output::FlightSearchOutput;
 use test_support::fake_llm::Reply;
 use wiremock::matchers::{method, path, path_regex, query_param};
 use wiremock::{Mock, ResponseTemplate};
@@ -75,7 +76,9 @@ async fn one_flight_from_two_programmes_is_one_row_with_two_options() {
         .chat(Some(&token), json!({"message": "FRA to JFK in business"}))
         .await;
 
-    let result = &turn.first("tool_result")["result"]["seatsResult"]["results"];
+    let data = &turn.first("tool_result")["result"];
+    test_support::assert_fits_schema::<FlightSearchOutput>(data);
+    let result = &data["seatsResult"]["results"];
     assert_eq!(result["count"], json!(1), "{result}");
     let row = &result["flights"][0];
     assert_eq!(row["program"], json!("Air Canada Aeroplan"), "{row}");

@@ -11,6 +11,7 @@ use shared::http::auth::{AuthConfig, Authenticator};
 
 use crate::config::Config;
 use crate::handler::Deps;
+use crate::listing;
 use crate::server::{self, Served};
 
 /// One call at a time per request: an MCP client asks for one tool per `tools/call`.
@@ -27,15 +28,23 @@ pub fn build(env: &Env, clients: ToolClients) -> shared::Result<Deps> {
         .with_metrics(clients.metrics.clone());
     let runtime = ToolRuntime::new(&tools, &agents, clients, MAX_PARALLEL)?;
     let names = config.tools.names().to_vec();
-    let specs = runtime.pipeline.registry.specs(&names);
-    if specs.len() != names.len() {
+    // In the configured order, each with its result's schema where it has one.
+    let tools: Vec<_> = names
+        .iter()
+        .filter_map(|name| runtime.pipeline.registry.get(*name))
+        .filter_map(|registered| {
+            let schema = registered.tool.schema();
+            listing::tool(&schema.spec, schema.output.as_ref())
+        })
+        .collect();
+    if tools.len() != names.len() {
         return Err(shared::Error::Config(format!(
             "MCP_TOOLS names a tool this deployment did not register: {}",
             config.tools
         )));
     }
     let served = Served {
-        specs: Arc::new(specs),
+        tools: Arc::new(tools),
         names: Arc::new(names),
         pipeline: Some(runtime.pipeline.clone()),
     };

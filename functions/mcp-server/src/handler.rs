@@ -217,11 +217,18 @@ mod tests {
         let secrets = Arc::new(SecretsCache::new(Arc::new(Key), Duration::from_secs(60)));
         let auth = Authenticator::new(config, secrets, reqwest::Client::new());
         let served = crate::server::Served {
-            specs: Arc::new(vec![ToolSpec {
-                name: "search_flights".into(),
-                description: "Search flights".into(),
-                parameters: json!({"type": "object"}),
-            }]),
+            tools: Arc::new(
+                crate::listing::tool(
+                    &ToolSpec {
+                        name: "search_flights".into(),
+                        description: "Search flights".into(),
+                        parameters: json!({"type": "object"}),
+                    },
+                    None,
+                )
+                .into_iter()
+                .collect(),
+            ),
             names: Arc::new(vec![shared::domain::tool_call::ToolName::SearchFlights]),
             pipeline: None,
         };

@@ -4,11 +4,11 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use agent::llm::ToolSpec;
 use agent::pipeline::Pipeline;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
+    Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
@@ -30,11 +30,11 @@ const VERSIONS: &[ProtocolVersion] = &[
     ProtocolVersion::V_2025_06_18,
 ];
 
-/// What every request's handler shares: the served tools' specs and names, and the
+/// What every request's handler shares: the served tools as listed and their names, and the
 /// pipeline that runs their calls (`None`: listing only, for tests of the transport).
 #[derive(Clone)]
 pub struct Served {
-    pub specs: Arc<Vec<ToolSpec>>,
+    pub tools: Arc<Vec<Tool>>,
     pub names: Arc<Vec<ToolName>>,
     pub pipeline: Option<Arc<Pipeline>>,
 }
@@ -76,7 +76,7 @@ impl ServerHandler for McpTools {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(listing::list_result(&self.served.specs))
+        Ok(listing::list_result(&self.served.tools))
     }
 
     async fn call_tool(
@@ -93,9 +93,9 @@ impl ServerHandler for McpTools {
         // (-32602), as the spec has it; a listed tool's failures are tool results.
         if !self
             .served
-            .specs
+            .tools
             .iter()
-            .any(|spec| spec.name == request.name)
+            .any(|tool| tool.name == request.name)
         {
             return Err(ErrorData::invalid_params(
                 format!("Unknown tool: {}", printable(&request.name)),
@@ -156,15 +156,23 @@ pub fn service(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use agent::llm::ToolSpec;
     use serde_json::{Value, json};
 
     fn specs() -> Served {
         Served {
-            specs: Arc::new(vec![ToolSpec {
-                name: "search_flights".into(),
-                description: "Search flights".into(),
-                parameters: json!({"type": "object", "properties": {}}),
-            }]),
+            tools: Arc::new(
+                listing::tool(
+                    &ToolSpec {
+                        name: "search_flights".into(),
+                        description: "Search flights".into(),
+                        parameters: json!({"type": "object", "properties": {}}),
+                    },
+                    None,
+                )
+                .into_iter()
+                .collect(),
+            ),
             names: Arc::new(vec![ToolName::SearchFlights]),
             pipeline: None,
         }

@@ -63,8 +63,11 @@ async function main() {
       const tool = byName.get(name);
       assert.ok(tool, `tools/list has no ${name} (got: ${[...byName.keys()].join(', ')})`);
       assert.equal(tool.inputSchema?.type, 'object', `${name}.inputSchema.type is not "object"`);
+      assert.equal(tool.outputSchema?.type, 'object', `${name} has no object outputSchema`);
     }
-    ok(`listTools has search_flights and search_knowledge_base with object inputSchemas (${tools.length} tools)`);
+    // With an outputSchema listed, the SDK's callTool validates every structuredContent
+    // against it and throws on a mismatch or on a success without one.
+    ok(`listTools has search_flights and search_knowledge_base with object input and output schemas (${tools.length} tools)`);
 
     const args = { origin: 'FRA', destination: 'JFK', depart_date: isoDateFromToday(60), cabin: 'BUSINESS' };
 
@@ -109,6 +112,13 @@ async function main() {
     const badText = textOf(bad);
     assert.ok(badText.trim().length > 0, 'invalid arguments: the error result has no text content');
     ok(`invalid arguments (origin "X") give isError true with text: ${JSON.stringify(badText.slice(0, 120))}`);
+
+    step = 'tools/call search_knowledge_base';
+    const kb = await client.callTool({ name: 'search_knowledge_base', arguments: { query: 'How much baggage can I take?' } });
+    assert.equal(kb.isError ?? false, false, `search_knowledge_base returned isError: ${textOf(kb).slice(0, 300)}`);
+    const passages = kb.structuredContent?.results;
+    assert.ok(Array.isArray(passages) && passages.length > 0, 'search_knowledge_base: structuredContent has no results');
+    ok(`callTool search_knowledge_base: ${passages.length} passages, structuredContent valid against its outputSchema`);
   } finally {
     await client.close().catch(() => {});
   }

@@ -10,5 +10,6 @@ pub mod schema;
 pub mod session;
 pub mod tool_args;
 pub mod tool_call;
+pub mod tool_output;
 pub mod tool_result;
 pub mod ui;
