@@ -2,7 +2,6 @@
 //! stores, the registry with every tool and its settings, and the pipeline. One place, so
 //! both functions run a tool call the same way.
 
-use crate::guard::output::echo::EchoIndex;
 use crate::guard::payload::StoredTexts;
 use std::sync::Arc;
 use std::time::Duration;
@@ -418,15 +417,12 @@ fn stored_texts(
     secrets: Arc<SecretsCache>,
     config: &ToolsConfig,
 ) -> StoredTexts {
-    let prompts: Vec<&str> = agents
+    let prompts = agents
         .profiles()
         .flat_map(crate::turn::prompt::system_prompt_parts)
+        .map(str::to_owned)
         .collect();
-    StoredTexts::new(
-        Arc::new(EchoIndex::new(&prompts)),
-        secrets,
-        config.link_hosts.clone(),
-    )
+    StoredTexts::new(prompts, secrets, config.link_hosts.clone())
 }
 
 /// The external MCP servers' tools, their discovery started (at cold start, so the first
@@ -698,10 +694,16 @@ mod tests {
             .iter()
             .filter(|t| !matches!(t, ToolName::Handoff | ToolName::Mcp))
         {
-            assert!(
-                runtime.pipeline.registry.get(tool).is_some(),
-                "{tool} is a ToolName but `tools` in agent/src/runtime.rs does not build it"
-            );
+            let Some(registered) = runtime.pipeline.registry.get(tool) else {
+                panic!(
+                    "{tool} is a ToolName but `tools` in agent/src/runtime.rs does not build it"
+                );
+            };
+            // Validators compile at a tool's first call; a schema that cannot would fail
+            // every call of the tool, so it fails here.
+            if let Err(e) = registered.tool.schema().validator() {
+                panic!("{tool}: {e}");
+            }
             assert!(
                 catalog.configures(tool),
                 "{tool} has no [tools.{tool}] section in config/agents.toml"

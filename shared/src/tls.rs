@@ -12,7 +12,11 @@ use std::sync::Arc;
 
 use aws_smithy_http_client::tls::rustls_provider::CryptoMode;
 use aws_smithy_http_client::tls::{self, TlsContext, TrustStore};
-use aws_smithy_runtime_api::client::http::SharedHttpClient;
+use aws_smithy_runtime_api::client::connector_metadata::ConnectorMetadata;
+use aws_smithy_runtime_api::client::http::{
+    HttpClient, HttpConnectorSettings, SharedHttpClient, SharedHttpConnector,
+};
+use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
 use base64::Engine;
 use rustls::RootCertStore;
 
@@ -40,17 +44,40 @@ pub fn client_config() -> Result<rustls::ClientConfig> {
 
 /// The AWS SDK's HTTP client (one per container, shared by every service client): the SDK's
 /// own rustls connector with compiled-in roots. The SDK takes roots only as PEM, so the
-/// certificates are encoded here once; it parses them when it builds its connector, at
-/// the first AWS call.
+/// certificates are encoded here once; it parses them when it builds a connector, at the
+/// first AWS call of each timeout setting (the client keeps the connectors it built).
 pub fn aws_http_client() -> Result<SharedHttpClient> {
     let context = TlsContext::builder()
         .with_trust_store(TrustStore::empty().with_pem_certificate(pem_bundle()))
         .build()
         .map_err(|e| Error::Config(format!("AWS SDK TLS context: {e}")))?;
-    Ok(aws_smithy_http_client::Builder::new()
+    let client = aws_smithy_http_client::Builder::new()
         .tls_provider(tls::Provider::Rustls(CryptoMode::AwsLc))
         .tls_context(context)
-        .build_https())
+        .build_https();
+    Ok(SharedHttpClient::new(ConnectOnFirstCall(client)))
+}
+
+/// The SDK's client, minus the connector it builds and throws away each time a service
+/// client is created (its `validate_base_client_config` does that to load system roots
+/// early). With compiled-in roots there is nothing to load early, and each throwaway build
+/// parsed the whole PEM bundle: about 1 ms per service client at cold start, five of them
+/// in the tool functions (STS among them). Connectors are built as before, on first use.
+#[derive(Debug)]
+struct ConnectOnFirstCall(SharedHttpClient);
+
+impl HttpClient for ConnectOnFirstCall {
+    fn http_connector(
+        &self,
+        settings: &HttpConnectorSettings,
+        components: &RuntimeComponents,
+    ) -> SharedHttpConnector {
+        self.0.http_connector(settings, components)
+    }
+
+    fn connector_metadata(&self) -> Option<ConnectorMetadata> {
+        self.0.connector_metadata()
+    }
 }
 
 /// Every compiled-in root certificate as one PEM bundle.

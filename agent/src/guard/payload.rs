@@ -6,7 +6,7 @@
 //! after it is normalised like a user's message (control and invisible format characters
 //! removed) and capped in length. A string that fails a check is replaced by [`CUT_MARKER`].
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -29,15 +29,19 @@ pub const MAX_FIELD_CHARS: usize = 4000;
 /// the link hosts.
 #[derive(Clone)]
 pub struct StoredTexts {
-    echo: Arc<EchoIndex>,
+    prompts: Arc<Vec<String>>,
+    /// The prompts' index, built at the first check rather than at cold start (a request
+    /// that checks nothing, an MCP `tools/list`, never pays for it).
+    echo: Arc<OnceLock<Arc<EchoIndex>>>,
     secrets: Arc<SecretsCache>,
     hosts: Vec<String>,
 }
 
 impl StoredTexts {
-    pub fn new(echo: Arc<EchoIndex>, secrets: Arc<SecretsCache>, hosts: Vec<String>) -> Self {
+    pub fn new(prompts: Vec<String>, secrets: Arc<SecretsCache>, hosts: Vec<String>) -> Self {
         Self {
-            echo,
+            prompts: Arc::new(prompts),
+            echo: Arc::default(),
             secrets,
             hosts,
         }
@@ -45,7 +49,11 @@ impl StoredTexts {
 
     /// Every profile's system prompt, indexed for the echo check.
     pub fn echo(&self) -> Arc<EchoIndex> {
-        Arc::clone(&self.echo)
+        let index = self.echo.get_or_init(|| {
+            let prompts: Vec<&str> = self.prompts.iter().map(String::as_str).collect();
+            Arc::new(EchoIndex::new(&prompts))
+        });
+        Arc::clone(index)
     }
 
     /// A guard with the secrets held now; there is no turn canary, a fresh random one
@@ -59,7 +67,7 @@ impl StoredTexts {
             .collect();
         PayloadGuard::new(
             &shared::ids::new_id(),
-            Arc::clone(&self.echo),
+            self.echo(),
             secrets,
             self.hosts.clone(),
         )

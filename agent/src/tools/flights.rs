@@ -44,9 +44,8 @@ impl SearchFlightsTool {
         Ok(Self {
             functions,
             config,
-            schema: ToolSchema::of::<FlightSearchInput>(ToolName::SearchFlights)?
-                .with_output::<FlightSearchOutput>()?
-                .gathering(ToolName::SearchFlights)?,
+            schema: ToolSchema::gathering::<FlightSearchInput>(ToolName::SearchFlights)?
+                .with_output::<FlightSearchOutput>()?,
         })
     }
 

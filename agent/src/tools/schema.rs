@@ -1,6 +1,8 @@
 //! A tool's JSON Schema, derived from its Rust argument type, and the validator the
 //! pipeline checks LLM arguments with.
 
+use std::sync::OnceLock;
+
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -14,7 +16,9 @@ const MAX_REPORTED_ERRORS: usize = 5;
 
 pub struct ToolSchema {
     pub spec: ToolSpec,
-    validator: jsonschema::Validator,
+    /// Compiled at the first check, not at cold start: a container compiles only the
+    /// validators of the tools it runs (the flight schema's patterns cost most).
+    validator: OnceLock<std::result::Result<jsonschema::Validator, String>>,
     /// The JSON Schema of the result's structured data, where the tool has a type for it
     /// (MCP's `outputSchema`); the model never sees it.
     pub output: Option<Value>,
@@ -30,13 +34,7 @@ impl ToolSchema {
     /// As [`ToolSchema::of`], for a tool the turn offers under a name of its own (a
     /// handoff's `transfer_to_<agent>`).
     pub fn named<T: JsonSchema>(name: &str) -> Result<Self> {
-        let mut parameters = bare_schema::<T>()?;
-        let description = parameters
-            .as_object_mut()
-            .and_then(|object| object.remove("description"))
-            .and_then(|d| d.as_str().map(str::to_owned))
-            .unwrap_or_default();
-        Self::build(name, description, parameters)
+        Self::described(name, bare_schema::<T>()?)
     }
 
     /// The same, announcing `O` as the shape of the result's structured data.
@@ -45,43 +43,63 @@ impl ToolSchema {
         Ok(self)
     }
 
-    /// A schema that came as JSON (an external MCP server's `inputSchema`). It compiles
-    /// without fetching anything: a `$ref` to another document fails, as it should.
+    /// A schema that came as JSON (an external MCP server's `inputSchema`). It is compiled
+    /// now, so a schema that does not compile is refused here; it compiles without fetching
+    /// anything: a `$ref` to another document fails, as it should.
     pub fn from_json(name: &str, description: String, parameters: Value) -> Result<Self> {
-        Self::build(name, description, parameters)
+        let schema = Self::build(name, description, parameters)?;
+        schema.validator()?;
+        Ok(schema)
     }
 
     fn build(name: &str, description: String, parameters: Value) -> Result<Self> {
-        let validator = jsonschema::validator_for(&parameters)
-            .map_err(|e| Error::Config(format!("schema of {name}: {e}")))?;
         Ok(Self {
             spec: ToolSpec {
                 name: name.to_owned(),
                 description,
                 parameters,
             },
-            validator,
+            validator: OnceLock::new(),
             output: None,
         })
     }
 
-    /// The same schema with no required fields, for a tool that gathers its arguments over
-    /// several turns: what is missing is asked for instead of refused.
-    pub fn gathering(self, name: ToolName) -> Result<Self> {
-        let mut parameters = self.spec.parameters;
+    /// The compiled validator (compiling it the first time).
+    pub fn validator(&self) -> Result<&jsonschema::Validator> {
+        self.validator
+            .get_or_init(|| {
+                jsonschema::validator_for(&self.spec.parameters).map_err(|e| e.to_string())
+            })
+            .as_ref()
+            .map_err(|e| Error::Config(format!("schema of {}: {e}", self.spec.name)))
+    }
+
+    /// As [`ToolSchema::of`] with no required fields, for a tool that gathers its arguments
+    /// over several turns: what is missing is asked for instead of refused. (Compiled once:
+    /// a validator costs cold-start time, the flight schema's patterns most.)
+    pub fn gathering<T: JsonSchema>(name: ToolName) -> Result<Self> {
+        let mut parameters = bare_schema::<T>()?;
         if let Some(object) = parameters.as_object_mut() {
             object.remove("required");
         }
-        let mut schema = Self::build(name.as_str(), self.spec.description, parameters)?;
-        schema.output = self.output;
-        Ok(schema)
+        Self::described(name.as_str(), parameters)
+    }
+
+    /// A derived schema whose top-level description becomes the tool's.
+    fn described(name: &str, mut parameters: Value) -> Result<Self> {
+        let description = parameters
+            .as_object_mut()
+            .and_then(|object| object.remove("description"))
+            .and_then(|d| d.as_str().map(str::to_owned))
+            .unwrap_or_default();
+        Self::build(name, description, parameters)
     }
 
     /// Validates `args` against the schema, then deserialises them. Errors name the
     /// offending fields so the LLM can fix its call.
     pub fn parse<T: DeserializeOwned>(&self, args: &Value) -> Result<T> {
         let problems: Vec<String> = self
-            .validator
+            .validator()?
             .iter_errors(args)
             .take(MAX_REPORTED_ERRORS)
             .map(|e| {
@@ -153,7 +171,9 @@ mod tests {
         assert!(params.get("$schema").is_none());
 
         // The tool gathers a request over turns: nothing is required, the rest still holds.
-        let gathering = schema.gathering(ToolName::SearchFlights).unwrap();
+        let gathering =
+            ToolSchema::gathering::<FlightSearchInput>(ToolName::SearchFlights).unwrap();
+        assert_eq!(gathering.spec.description, schema.spec.description);
         assert!(gathering.spec.parameters.get("required").is_none());
         gathering
             .parse::<Value>(&json!({"destination": "JFK"}))
