@@ -26,8 +26,6 @@ pub enum TurnErrorCode {
     /// A guard stopped the turn: an attack in the message (profile in `block` mode), or the
     /// answer leaked the system prompt, its canary or a secret.
     Guardrail,
-    /// A cancel stopped the turn (`POST …/turns/{turn_id}/cancel`).
-    Canceled,
     /// The turn's host ended it before it finished; a resume reports it.
     Interrupted,
     NotFound,
@@ -88,6 +86,8 @@ pub enum TurnEvent {
         tool_result: Value,
         /// `STACK_NOTICE`, e.g. that the local stack answers with fakes.
         notice: Option<String>,
+        /// The user stopped the turn; `content` is what it had said until then.
+        stopped: bool,
     },
     Error {
         code: TurnErrorCode,

@@ -72,13 +72,12 @@ impl UserText {
     }
 
     /// The `error` event's message for `code`: for the codes whose turn streamed and stored
-    /// an answer (an apology, a refusal, "stopped"), that answer.
+    /// an answer (an apology, a refusal), that answer.
     pub fn for_error(code: TurnErrorCode) -> Self {
         match code {
             TurnErrorCode::LlmError => Self::LlmUnavailable,
             TurnErrorCode::InvalidToolCall => Self::CouldNotComplete,
             TurnErrorCode::Guardrail => Self::Refusal,
-            TurnErrorCode::Canceled => Self::Stopped,
             TurnErrorCode::Interrupted => Self::Interrupted,
             TurnErrorCode::NotFound => Self::ChatNotFound,
             TurnErrorCode::Conflict => Self::ChatChanged,
@@ -429,11 +428,7 @@ mod tests {
                 );
             }
         }
-        for code in [
-            TurnErrorCode::Canceled,
-            TurnErrorCode::Guardrail,
-            TurnErrorCode::InvalidToolCall,
-        ] {
+        for code in [TurnErrorCode::Guardrail, TurnErrorCode::InvalidToolCall] {
             assert_ne!(UserText::for_error(code), UserText::Failed);
         }
     }

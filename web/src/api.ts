@@ -98,6 +98,8 @@ export interface StoredMessage {
   tool_call_id?: string | null;
   ledger_call_id?: string | null;
   ui?: UiElement[];
+  /** An answer the user stopped: what the assistant had said until then. */
+  stopped?: boolean;
 }
 
 export interface ToolCallRecord {

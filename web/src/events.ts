@@ -43,7 +43,7 @@ export type RouterEvent =
   | {
       type: "final";
       id?: number;
-      message: { role: "assistant"; content: string };
+      message: { role: "assistant"; content: string; stopped?: boolean };
       session_state: Record<string, unknown>;
       tool_result: unknown;
       metadata?: { notice?: string };
@@ -135,7 +135,7 @@ export function decodeEvent(message: SseMessage): RouterEvent | null {
       return {
         type: "final",
         id,
-        message: { role: "assistant", content: m.content },
+        message: { role: "assistant", content: m.content, ...(m.stopped === true ? { stopped: true } : {}) },
         session_state: isObject(d.session_state) ? d.session_state : {},
         tool_result: d.tool_result ?? null,
         metadata: isObject(d.metadata) && str(d.metadata.notice) ? { notice: d.metadata.notice } : undefined,

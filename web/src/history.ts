@@ -41,7 +41,7 @@ export function historyBlocks(messages: StoredMessage[], records: Map<string, To
         blocks.push({ kind: "user", key, text: m.content });
         break;
       case "assistant":
-        if (m.content.trim()) blocks.push({ kind: "text", key, text: m.content });
+        if (m.content.trim()) blocks.push({ kind: "text", key, text: m.content, ...(m.stopped ? { stopped: true } : {}) });
         (m.ui ?? []).forEach((element, i) => blocks.push(...uiBlocks(element.kind, element.payload, `${key}:ui${i}`)));
         break;
       case "tool": {

@@ -32,7 +32,7 @@ export interface QuickRepliesPayload {
 
 export type Block =
   | { kind: "user"; key: string; text: string }
-  | { kind: "text"; key: string; text: string }
+  | { kind: "text"; key: string; text: string; stopped?: boolean }
   | { kind: "tool"; key: string; card: ToolCard }
   | { kind: "handoff"; key: string; from: string; to: string; reason: string }
   | { kind: "quick_replies"; key: string; replies: string[] }
@@ -70,7 +70,7 @@ export function newTurn(key: string, userText?: string): TurnView {
 }
 
 /** Error codes whose message was streamed and stored as the turn's answer (docs/api.md). */
-export const ANSWERED_ERRORS: ReadonlySet<string> = new Set(["canceled", "guardrail", "invalid_tool_call"]);
+export const ANSWERED_ERRORS: ReadonlySet<string> = new Set(["guardrail", "invalid_tool_call"]);
 
 const FAILED: ReadonlySet<string> = new Set([
   "failed",
@@ -208,15 +208,18 @@ export function reduce(turn: TurnView, event: RouterEvent, now: number): TurnVie
     }
     case "final": {
       // The stored answer is what counts: it replaces the streamed text of the last text
-      // block (they are the same unless a guard cut the stream), or stands alone.
+      // block (they are the same unless a guard cut the stream), or stands alone. A stopped
+      // turn's answer is what it had said, marked as stopped.
       const content = event.message.content;
+      const stopped = event.message.stopped === true ? { stopped: true } : {};
       let next = blocks;
       const lastText = findLastIndex(blocks, (b) => b.kind === "text");
       if (lastText >= 0) {
         const old = blocks[lastText] as Extract<Block, { kind: "text" }>;
-        if (content && old.text !== content) next = replaceAt(blocks, lastText, { ...old, text: content });
+        if ((content && old.text !== content) || event.message.stopped)
+          next = replaceAt(blocks, lastText, { ...old, text: content || old.text, ...stopped });
       } else if (content) {
-        next = [...blocks, { kind: "text", key: key("text"), text: content }];
+        next = [...blocks, { kind: "text", key: key("text"), text: content, ...stopped }];
       }
       return {
         ...turn,
@@ -227,8 +230,7 @@ export function reduce(turn: TurnView, event: RouterEvent, now: number): TurnVie
       };
     }
     case "error": {
-      // For these codes the message is the answer the turn streamed and stored; the text a
-      // stopped model step streamed before it is not kept, so it goes here too.
+      // For these codes the message is the answer the turn streamed and stored.
       let next = blocks;
       const lastText = findLastIndex(blocks, (b) => b.kind === "text");
       if (ANSWERED_ERRORS.has(event.code) && lastText >= 0 && event.message) {

@@ -95,17 +95,18 @@ describe("reduce", () => {
     expect(failed.blocks.at(-1)).toMatchObject({ kind: "error", code: "llm_error", message: "The assistant is unavailable." });
   });
 
-  it("shows a canceled turn's stored apology (not the abandoned text) and its error", () => {
-    const canceled = play([
+  it("keeps what a stopped turn had said, marked as stopped, with no error", () => {
+    const stopped = play([
       EVENTS[0],
-      { type: "assistant_token", id: 1, content: "Without a" },
-      { type: "assistant_token", id: 2, content: "Stopped at your request." },
-      { type: "error", id: 3, code: "canceled", message: "Stopped at your request." },
+      { type: "assistant_token", id: 1, content: "Once upon" },
+      { type: "assistant_token", id: 2, content: " a time" },
+      { type: "final", id: 3, message: { role: "assistant", content: "Once upon a time", stopped: true }, session_state: {}, tool_result: null },
       { type: "done", id: 4 },
     ]);
-    expect(canceled.blocks.map((b) => b.kind)).toEqual(["user", "text", "error"]);
-    expect(canceled.blocks[1]).toMatchObject({ text: "Stopped at your request." });
-    expect(canceled.phase).toBe("failed");
+    expect(stopped.blocks.map((b) => b.kind)).toEqual(["user", "text"]);
+    expect(stopped.blocks[1]).toMatchObject({ text: "Once upon a time", stopped: true });
+    expect(stopped.phase).toBe("done");
+    expect(stopped.errorCode).toBeUndefined();
   });
 
   it("adds final's answer when no token came", () => {

@@ -145,6 +145,15 @@ describe("a reloaded chat", () => {
     expect(cards[1].querySelector(".sources")?.textContent).toContain("status-und-upgrades");
     expect(el.querySelector(".quick-replies button")?.textContent).toBe("More");
     expect(el.querySelector(".md strong")?.textContent).toBe("they");
+    expect(el.querySelector(".stopped-note")).toBeNull();
+  });
+
+  it("marks an answer the user stopped, without an error", () => {
+    const stopped: StoredMessage = { id: "m7", chat_id: "c", seq: 7, role: "assistant", content: "Once upon", created_at: at(7), stopped: true };
+    const el = mount(<Blocks blocks={historyBlocks([stopped], records)} chatId="c" latest />);
+    expect(el.querySelector(".msg.assistant .md")?.textContent).toBe("Once upon");
+    expect(el.querySelector(".msg.assistant .stopped-note")?.textContent).toBe("Stopped");
+    expect(el.querySelector('[role="alert"]')).toBeNull();
   });
 });
 

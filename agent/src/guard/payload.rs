@@ -224,6 +224,7 @@ impl PayloadGuard {
                 session_state,
                 mut tool_result,
                 notice,
+                stopped,
             } => {
                 self.value(&mut tool_result);
                 TurnEvent::Final {
@@ -231,6 +232,7 @@ impl PayloadGuard {
                     session_state: Box::new(self.typed(*session_state)?),
                     tool_result,
                     notice,
+                    stopped,
                 }
             }
             TurnEvent::Ui(element) => TurnEvent::Ui(self.typed(element)?),

@@ -1,6 +1,7 @@
 //! Step 6: finish. The answer is written with whatever the turn has not written yet and
-//! `final` is emitted; a turn that was stopped, refused or could not be repaired streams and
-//! stores its short answer (in the user's language) and ends with an `error` event instead.
+//! `final` is emitted (for a stopped turn, what it had said, marked as stopped); a turn that
+//! was refused or could not be repaired streams and stores its short answer (in the user's
+//! language) and ends with an `error` event instead.
 
 use serde_json::{Value, json};
 use shared::Result;
@@ -20,6 +21,7 @@ impl Agent {
         ending: Ending,
         events: &dyn EventSink,
     ) -> Result<()> {
+        let mut stopped = false;
         let content = match self.guard_direct(state, ending) {
             Ending::Answer(text) if !text.trim().is_empty() => text,
             // A model that still wants tools when none are offered may answer with nothing.
@@ -40,11 +42,15 @@ impl Agent {
                     .end_with_error(state, events, TurnErrorCode::Guardrail)
                     .await;
             }
-            Ending::Stopped => {
+            Ending::Stopped(said) => {
                 tracing::info!(chat_id = %state.chat.id, "turn stopped by a cancel");
-                return self
-                    .end_with_error(state, events, TurnErrorCode::Canceled)
-                    .await;
+                stopped = true;
+                // What the user saw stays the answer; with nothing said, a short note.
+                if said.trim().is_empty() {
+                    streamed(events, UserText::Stopped.text(state.locale))
+                } else {
+                    said
+                }
             }
             Ending::Unrepairable(problems) => {
                 // What the model got wrong is for the log; the user gets the apology.
@@ -55,9 +61,11 @@ impl Agent {
             }
         };
         let ui = std::mem::take(&mut state.ui);
-        state
-            .unsaved
-            .push(NewMessage::assistant(content.clone(), Vec::new()).with_ui(ui));
+        let mut answer = NewMessage::assistant(content.clone(), Vec::new()).with_ui(ui);
+        if stopped {
+            answer = answer.stopped();
+        }
+        state.unsaved.push(answer);
         self.save_last(state, &SessionStatePatch::default()).await?;
         tracing::debug!(chat_id = %state.chat.id, agent = %state.profile.name, "turn answered");
         events.emit(TurnEvent::Final {
@@ -65,6 +73,7 @@ impl Agent {
             session_state: Box::new(state.chat.session_state.clone()),
             tool_result: tool_result(&state.last_results),
             notice: self.settings.stack_notice.clone(),
+            stopped,
         });
         Ok(())
     }
@@ -88,9 +97,8 @@ impl Agent {
         }
     }
 
-    /// Ends a turn without `final`: the code's short answer (an apology, a refusal,
-    /// "stopped") is streamed and stored as the chat's answer, then the `error` event
-    /// repeats it.
+    /// Ends a turn without `final`: the code's short answer (an apology, a refusal) is
+    /// streamed and stored as the chat's answer, then the `error` event repeats it.
     async fn end_with_error(
         &self,
         state: &mut TurnState,

@@ -226,6 +226,7 @@ mod tests {
             ledger_call_id: None,
             background: false,
             ui: Vec::new(),
+            stopped: false,
             created_at: time::OffsetDateTime::UNIX_EPOCH,
         }
     }

@@ -223,8 +223,9 @@ enum Ending {
     Answer(String),
     /// The tools' messages are the answer (seed 000 §12.1); not yet streamed.
     Direct(String),
-    /// A cancel stopped the turn at a safe point.
-    Stopped,
+    /// A cancel stopped the turn at a safe point; what the turn had streamed as its answer
+    /// until then (empty if nothing).
+    Stopped(String),
     /// The model made invalid calls twice; the problems, for the log and the error event.
     Unrepairable(String),
     /// A guard stopped the turn; why, for the log and the error event.
@@ -238,7 +239,7 @@ impl Ending {
     fn status(&self) -> &'static str {
         match self {
             Self::Answer(_) | Self::Direct(_) => "answered",
-            Self::Stopped => "canceled",
+            Self::Stopped(_) => "canceled",
             Self::Unrepairable(_) => "unrepairable",
             Self::Guarded(_) => "guarded",
             Self::AwaitingApproval => "awaiting_approval",
@@ -358,11 +359,13 @@ impl Agent {
             return Ok(Ending::Guarded(findings));
         }
         let max_steps = self.settings.max_tool_steps;
+        // The answer text the client has seen so far, kept when the user stops the turn.
+        let mut spoken = String::new();
         for step in 0..=max_steps {
             let models = state.profile.step_models(&self.settings.models);
             // Safe point: no model call for a stopped turn.
             if input.stop.is_stopped() {
-                return Ok(Ending::Stopped);
+                return Ok(Ending::Stopped(spoken));
             }
             // After the last tool round, or once the message's calls are used up, the model
             // must answer in text.
@@ -375,9 +378,9 @@ impl Agent {
                 .step(input, state, &models, step, offer_tools, events)
                 .await?;
             state.steps += 1;
-            // A stop during the step abandoned its stream: what it said so far is dropped.
+            // A stop during the step abandoned its stream: what it said so far is the answer.
             if input.stop.is_stopped() {
-                return Ok(Ending::Stopped);
+                return Ok(Ending::Stopped(with_said(spoken, &reply.content)));
             }
             if let Some(violation) = cut {
                 state.cut = Some(violation);
@@ -397,9 +400,10 @@ impl Agent {
             // Safe point: the calls of a stopped turn are not started, and running ones
             // are aborted.
             let said = reply.content.clone();
+            spoken = with_said(spoken, &said);
             let Some((outcome, handed_to)) = self.execute_step(input, state, reply, events).await?
             else {
-                return Ok(Ending::Stopped);
+                return Ok(Ending::Stopped(spoken));
             };
             state.agent_step += 1;
             if let Some(to) = handed_to {
@@ -539,5 +543,14 @@ fn error_code(e: &Error) -> TurnErrorCode {
             ErrorCode::RateLimited => TurnErrorCode::RateLimited,
             _ => TurnErrorCode::Internal,
         },
+    }
+}
+
+/// `spoken` followed by what a step streamed, a blank line apart.
+fn with_said(spoken: String, said: &str) -> String {
+    match (spoken.is_empty(), said.trim().is_empty()) {
+        (_, true) => spoken,
+        (true, false) => said.to_owned(),
+        (false, false) => format!("{spoken}\n\n{said}"),
     }
 }

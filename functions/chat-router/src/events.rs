@@ -98,6 +98,10 @@ pub struct FinalData<'a> {
 pub struct FinalMessage<'a> {
     pub role: AssistantRole,
     pub content: &'a str,
+    /// The user stopped the turn: `content` is what it had said until then (or, when it
+    /// had said nothing, a short note that it stopped).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub stopped: bool,
 }
 
 /// The role of a `final` message: always `assistant`.
@@ -235,10 +239,12 @@ pub fn data(event: &TurnEvent) -> Value {
             session_state,
             tool_result,
             notice,
+            stopped,
         } => json!(FinalData {
             message: FinalMessage {
                 role: AssistantRole::Assistant,
                 content,
+                stopped: *stopped,
             },
             session_state,
             tool_result,

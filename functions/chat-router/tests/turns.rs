@@ -252,7 +252,9 @@ async fn cancel_stops_a_turn_whose_tool_is_slow_and_its_result_never_counts() {
     let rest = rig.resume(&token, &chat_id, &turn_id, Some(0)).await;
     let took = started.elapsed();
     assert_eq!(rest.names().last(), Some(&"done"), "{:?}", rest.names());
-    assert_eq!(rest.first("error")["code"], json!("canceled"));
+    // Nothing was said before the stop: the answer is the short note, marked as stopped.
+    assert_eq!(rest.first("final")["message"]["stopped"], json!(true));
+    assert_eq!(rest.text(), "Stopped at your request.");
     assert!(
         took < Duration::from_secs(4),
         "stopped before the slow tool answered ({took:?})"
@@ -297,6 +299,7 @@ async fn cancel_stops_a_turn_whose_tool_is_slow_and_its_result_never_counts() {
         "user, then the stopped answer"
     );
     assert_eq!(history[1].content, "Stopped at your request.");
+    assert!(history[1].stopped);
     let record = rig.deps.turns.get(&user, &chat_id, &turn_id).await.unwrap();
     assert_eq!(record.status, TurnStatus::Finished);
 }
@@ -538,7 +541,8 @@ async fn a_flight_turn_completes_through_write_conflicts_and_throttling() {
 }
 
 /// A cancel while the model is still streaming abandons the stream: the turn ends within
-/// moments, not when the model would have finished, and history keeps only the stop.
+/// moments, not when the model would have finished, with `final` marked as stopped; what was
+/// streamed until then stays the answer, in the stream and in history.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn cancel_abandons_an_answer_that_is_still_streaming() {
     let rig = Rig::start().await;
@@ -567,7 +571,20 @@ async fn cancel_abandons_an_answer_that_is_still_streaming() {
 
     let rest = rig.resume(&token, &chat_id, &turn_id, Some(0)).await;
     assert_eq!(rest.names().last(), Some(&"done"), "{:?}", rest.names());
-    assert_eq!(rest.first("error")["code"], json!("canceled"));
+    assert!(
+        rest.all("error").is_empty(),
+        "a stop is no error: {:?}",
+        rest.names()
+    );
+    let last = &rest.first("final")["message"];
+    assert_eq!(last["stopped"], json!(true), "{last}");
+    // What the client saw: the tokens streamed before the stop, and nothing after them.
+    let shown = rest.text();
+    assert!(
+        shown.starts_with("word") && shown.len() < long.trim().len(),
+        "{shown:?}"
+    );
+    assert_eq!(last["content"], json!(shown));
     assert!(
         started.elapsed() < Duration::from_secs(8),
         "the stream was abandoned, not read to its end ({:?})",
@@ -588,15 +605,15 @@ async fn cancel_abandons_an_answer_that_is_still_streaming() {
         .recent_messages(&user, &chat_id, 10)
         .await
         .unwrap();
-    let stored: Vec<(Role, &str)> = history
+    let stored: Vec<(Role, &str, bool)> = history
         .iter()
-        .map(|m| (m.role, m.content.as_str()))
+        .map(|m| (m.role, m.content.as_str(), m.stopped))
         .collect();
     assert_eq!(
         stored,
         [
-            (Role::User, "Tell me a long story."),
-            (Role::Assistant, "Stopped at your request.")
+            (Role::User, "Tell me a long story.", false),
+            (Role::Assistant, shown.as_str(), true)
         ]
     );
 }

@@ -141,6 +141,7 @@ impl DynamoChatStore {
                 ledger_call_id: m.ledger_call_id,
                 background: m.background,
                 ui: m.ui,
+                stopped: m.stopped,
                 created_at: now,
                 ttl: Some(self.expiry(now)),
             })
@@ -567,6 +568,8 @@ struct MessageItem {
     background: bool,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     ui: Vec<UiElement>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    stopped: bool,
     #[serde(with = "time::serde::rfc3339")]
     created_at: OffsetDateTime,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -586,6 +589,7 @@ impl From<MessageItem> for Message {
             ledger_call_id: item.ledger_call_id,
             background: item.background,
             ui: item.ui,
+            stopped: item.stopped,
             created_at: item.created_at,
         }
     }

@@ -65,6 +65,9 @@ pub struct NewMessage {
     /// an approval box), as the turn's `ui` events sent them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ui: Vec<UiElement>,
+    /// For the turn's answer: the user stopped the turn, and this is what it had said.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub stopped: bool,
 }
 
 impl NewMessage {
@@ -77,6 +80,7 @@ impl NewMessage {
             ledger_call_id: None,
             background: false,
             ui: Vec::new(),
+            stopped: false,
         }
     }
 
@@ -89,6 +93,7 @@ impl NewMessage {
             ledger_call_id: None,
             background: false,
             ui: Vec::new(),
+            stopped: false,
         }
     }
 
@@ -105,12 +110,19 @@ impl NewMessage {
             ledger_call_id,
             background: false,
             ui: Vec::new(),
+            stopped: false,
         }
     }
 
     /// The answer with the client-rendered elements of its turn.
     pub fn with_ui(mut self, ui: Vec<UiElement>) -> Self {
         self.ui = ui;
+        self
+    }
+
+    /// Marks an answer cut short by the user's stop.
+    pub fn stopped(mut self) -> Self {
+        self.stopped = true;
         self
     }
 
@@ -159,6 +171,9 @@ pub struct Message {
     pub background: bool,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ui: Vec<UiElement>,
+    /// An answer the user stopped: what the assistant had said until then.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub stopped: bool,
     #[serde(with = "time::serde::rfc3339")]
     #[schemars(with = "DateTimeSchema")]
     pub created_at: OffsetDateTime,

@@ -371,6 +371,9 @@ impl<W: Write, E: Write> Renderer<W, E> {
             }
         }
         self.end_line()?;
+        if data["message"]["stopped"] == Value::Bool(true) {
+            self.line(&self.paint(DIM, "(stopped)"))?;
+        }
         // Offered flights are the assistant's pick of the search: they replace its table,
         // which would mostly repeat them.
         if self.offered.is_empty()
@@ -569,6 +572,24 @@ data: {}
             String::from_utf8(err).unwrap(),
             failed,
         )
+    }
+
+    #[test]
+    fn a_stopped_answer_keeps_its_text_and_says_it_stopped() {
+        let stream = concat!(
+            "event: assistant_token\ndata: {\"content\":\"Once upon\"}\n\n",
+            "event: final\ndata: {\"message\":{\"role\":\"assistant\",\"content\":\"Once upon\",",
+            "\"stopped\":true},\"session_state\":{},\"tool_result\":null}\n\n",
+            "event: done\ndata: {}\n\n",
+        );
+        let mut renderer = Renderer::new(Vec::new(), Vec::new(), Options::default());
+        renderer.begin_turn();
+        for event in &SseParser::default().push(stream.as_bytes()) {
+            renderer.event(event).unwrap();
+        }
+        assert!(!renderer.failed());
+        let (out, _) = renderer.into_parts();
+        assert_eq!(String::from_utf8(out).unwrap(), "Once upon\n(stopped)\n");
     }
 
     #[test]

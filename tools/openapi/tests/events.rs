@@ -67,12 +67,14 @@ fn samples() -> Vec<TurnEvent> {
             session_state: Box::new(state),
             tool_result: json!([{"tool": "ask_gpt", "job_id": "tc_2", "status": "failed", "raw": null}]),
             notice: Some("local stack".into()),
+            stopped: false,
         },
         TurnEvent::Final {
             content: String::new(),
             session_state: Box::default(),
             tool_result: Value::Null,
             notice: None,
+            stopped: true,
         },
         TurnEvent::Error {
             code: TurnErrorCode::Guardrail,

@@ -8,7 +8,6 @@ import { type Flight, FlightTable } from "./FlightTable";
 import { ToolCardView } from "./ToolCard";
 
 const ERROR_HINTS: Record<string, string> = {
-  canceled: "Stopped.",
   guardrail: "A safety check stopped this answer.",
   invalid_tool_call: "The assistant could not do this.",
   internal: "Something went wrong on the server.",
@@ -47,6 +46,7 @@ export function Blocks(props: {
               <div key={b.key} class="msg assistant">
                 <span class="visually-hidden">Assistant: </span>
                 <Markdown text={b.text} />
+                {b.stopped ? <p class="stopped-note muted">Stopped</p> : null}
               </div>
             );
           case "tool":
