@@ -12,6 +12,7 @@ mod lenient;
 pub mod normalise;
 pub mod offers;
 pub mod search;
+pub mod tags;
 pub mod token;
 
 pub use config::Config;

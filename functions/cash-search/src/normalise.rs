@@ -1,6 +1,7 @@
 //! Amadeus offers as the shared `FlightResult` (seed 000 §5.2), `provider: "amadeus"`.
 //!
-//! - `price`: the offer's `price.total` in the request's locale (see [`crate::format`]).
+//! - `price`: the offer's `price.total` in the request's locale (see
+//!   [`shared::domain::money`]).
 //! - `pricePerPerson`: the first traveller's fare (`travelerPricings[0].price.total`, an
 //!   adult: Amadeus lists adults first); without it, the total shared by the seated
 //!   travellers.
@@ -10,6 +11,8 @@
 //! - `cabin`: the first segment's cabin of the first traveller, else the requested one.
 //! - `outbound` is `itineraries[0]`, `inbound` `itineraries[1]`; `totalStops` counts the
 //!   outbound's connections.
+//! - `tags`: `nonstop`, and the last ticketing date in the request's locale
+//!   ([`crate::tags`]).
 
 use std::collections::BTreeMap;
 use std::str::FromStr;
@@ -17,9 +20,12 @@ use std::str::FromStr;
 use shared::domain::flight::{
     Cabin, FlightEndpoint, FlightLeg, FlightResult, FlightSearchParams, Locale, Provider, Taxes,
 };
+use shared::domain::flight_text::stops_text;
+use shared::domain::money::{Amount, price_text};
 
-use crate::format::{Amount, duration_text, local_minute, price_text, stops_text};
+use crate::format::{duration_text, local_minute};
 use crate::offers::{Endpoint, Itinerary, Offer, Offers};
+use crate::tags::ticket_by;
 
 /// Every offer that can be shown, in Amadeus' order (cheapest first), at most
 /// `maxResults`. An offer without a route or a price is dropped with a log line.
@@ -50,9 +56,9 @@ fn flight(
     locale: Locale,
 ) -> Result<FlightResult, &'static str> {
     let outbound_itinerary = offer.itineraries.first().ok_or("no itineraries")?;
-    let outbound = leg(outbound_itinerary).ok_or("outbound has no segments")?;
+    let outbound = leg(outbound_itinerary, locale).ok_or("outbound has no segments")?;
     let inbound = match offer.itineraries.get(1) {
-        Some(itinerary) => Some(leg(itinerary).ok_or("inbound has no segments")?),
+        Some(itinerary) => Some(leg(itinerary, locale).ok_or("inbound has no segments")?),
         None => None,
     };
     let total = Amount::parse(&offer.price.total)
@@ -80,7 +86,7 @@ fn flight(
         tags.push("nonstop".to_owned());
     }
     if !offer.last_ticketing_date.trim().is_empty() {
-        tags.push(format!("ticket by {}", offer.last_ticketing_date.trim()));
+        tags.push(ticket_by(offer.last_ticketing_date.trim(), locale));
     }
 
     let id = match offer.id.trim() {
@@ -128,14 +134,18 @@ fn airline(offer: &Offer, outbound: &Itinerary, carriers: &BTreeMap<String, Stri
         .unwrap_or_else(|| code.to_owned())
 }
 
-fn leg(itinerary: &Itinerary) -> Option<FlightLeg> {
+fn leg(itinerary: &Itinerary, locale: Locale) -> Option<FlightLeg> {
     let first = itinerary.segments.first()?;
     let last = itinerary.segments.last()?;
     let connections: Vec<&str> = itinerary.segments[..itinerary.segments.len() - 1]
         .iter()
         .map(|s| s.arrival.iata_code.trim())
         .collect();
-    let stops = stops_text(&connections);
+    let stops = stops_text(
+        locale,
+        u64::try_from(connections.len()).unwrap_or(u64::MAX),
+        &connections,
+    );
     let flight_numbers: Vec<String> = itinerary
         .segments
         .iter()
@@ -204,7 +214,7 @@ mod tests {
         assert_eq!(f.airline, "LH");
         assert_eq!(f.cabin, "Business");
         assert_eq!(f.total_stops, 2);
-        assert_eq!(f.outbound.stops, "2 stops (MUC, VIE)");
+        assert_eq!(f.outbound.stops, "2 Stopps (MUC, VIE)");
         assert_eq!(f.outbound.flight_numbers, "LH100, OS112, OS781");
         assert_eq!(f.outbound.departure.time, "2027-08-01T10:00");
         assert_eq!(f.taxes.amount, None);

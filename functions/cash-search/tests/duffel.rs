@@ -127,6 +127,34 @@ async fn an_offer_becomes_a_row_with_its_price_conditions_and_legs() {
 }
 
 #[tokio::test]
+async fn a_german_search_gets_german_prices_and_fare_terms() {
+    let fake = fake().await;
+    let mut offer = fixture_offers().remove(0);
+    offer["conditions"]["refund_before_departure"] = json!({"allowed": false});
+    offer_requests()
+        .respond_with(reply_with(vec![offer]))
+        .expect(1)
+        .mount(&fake.server)
+        .await;
+
+    let german = ONE_WAY.replace(r#""adults":1"#, r#""adults":1,"locale":"de""#);
+    let (status, body, _) = search(&fake, &german).await;
+    assert_eq!(status, 200, "{body}");
+    let flight = &body["results"]["flights"][0];
+    assert_eq!(flight["price"], "45,00 £");
+    assert_eq!(
+        flight["tags"],
+        json!([
+            "nonstop",
+            "Tarif: Basic",
+            "Umbuchung: Gebühr 100,00 £",
+            "Erstattung: nicht erlaubt"
+        ])
+    );
+    assert_eq!(flight["outbound"]["stops"], "Nonstop");
+}
+
+#[tokio::test]
 async fn expired_and_round_trip_offers_never_answer_a_one_way_search() {
     let fake = fake().await;
     let mut expired = fixture_offers().remove(0);

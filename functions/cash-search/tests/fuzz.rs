@@ -1,8 +1,8 @@
 //! Fuzzing of the Amadeus reply parsing, as property tests that the ordinary `cargo test`
 //! runs: flight-offers bodies (arbitrary JSON, structured offers with odd values, mutated
-//! real fixtures) go through `OffersReply` and `normalise::flights`, and price and
-//! duration texts through `format`. Every body must give flights or a clean error, never a
-//! panic. Pure: no emulators, no network.
+//! real fixtures) go through `OffersReply` and `normalise::flights`, price texts through
+//! the shared `money` formatter and duration texts through `format`. Every body must give
+//! flights or a clean error, never a panic. Pure: no emulators, no network.
 //!
 //! Fixed case counts from a fixed seed (repeatable in CI); the seeds in `tests/fuzz-seeds/`
 //! run first. Fuzz longer with `PROPTEST_CASES=20000 PROPTEST_RNG_SEED=7 cargo test -p
@@ -10,7 +10,7 @@
 
 use std::path::Path;
 
-use cash_search::format::{Amount, duration_text, price_text};
+use cash_search::format::duration_text;
 use cash_search::normalise;
 use cash_search::offers::OffersReply;
 use proptest::collection::{btree_map, vec};
@@ -19,6 +19,7 @@ use proptest::sample::{Index, select};
 use proptest::test_runner::TestCaseError;
 use serde_json::{Map, Value, json};
 use shared::domain::flight::{Cabin, FlightSearchParams, Locale, Provider};
+use shared::domain::money::{Amount, price_text};
 use test_support::fuzz::{JsonFuzz, fuzz, mutate, pointers, seeds};
 
 const SEED: u64 = 0x05ee_da3a_de05;
@@ -51,7 +52,7 @@ fn check(params: &FlightSearchParams, body: &[u8]) -> Result<(), TestCaseError> 
     Ok(())
 }
 
-/// What `format` promises for any text.
+/// What `format` and `money` promise for any text.
 fn check_texts(text: &str, people: u32) -> Result<(), TestCaseError> {
     let _ = duration_text(text);
     let Some(amount) = Amount::parse(text) else {

@@ -93,6 +93,8 @@ async fn german_locale_and_clamped_max_results() {
     let flight = &body["results"]["flights"][0];
     assert_eq!(flight["price"], json!("3.842,10 $"));
     assert_eq!(flight["pricePerPerson"], json!("2.178,55 $"));
+    assert_eq!(flight["outbound"]["stops"], json!("1 Stopp (LHR)"));
+    assert_eq!(flight["tags"], json!(["Ticketausstellung bis 2020-01-16"]));
 }
 
 #[tokio::test]

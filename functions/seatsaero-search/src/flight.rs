@@ -13,6 +13,7 @@ use std::collections::BTreeMap;
 use shared::domain::flight::{
     Cabin, FlightEndpoint, FlightLeg, FlightResult, Locale, Provider, Taxes,
 };
+use shared::domain::flight_text::stops_text;
 use shared::domain::loyalty;
 
 use crate::format;
@@ -112,7 +113,7 @@ fn outbound_leg(
             .filter(|m| *m > 0)
             .map(format::duration)
             .unwrap_or_default(),
-        stops: format::stops(shape.locale, trip.stop_count(), &via),
+        stops: stops_text(shape.locale, trip.stop_count(), &via),
         flight_numbers: flight_numbers(trip, segments),
     })
 }
@@ -397,14 +398,24 @@ mod tests {
              ]},
             {"MileageCost": 65000, "Stops": 3, "DepartsAt": "c"}
         ]);
-        let flight = build(&shape(), &candidate(), reply(trips)).unwrap_or_else(|e| panic!("{e}"));
+        let flight =
+            build(&shape(), &candidate(), reply(trips.clone())).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(flight.miles, Some(65_000));
         assert_eq!(flight.price_per_person, "65,000 miles + CAD 25.50");
-        assert_eq!(flight.price, "130,000 miles + CAD 51");
+        assert_eq!(flight.price, "130,000 miles + CAD 51.00");
         assert_eq!(flight.outbound.flight_numbers, "AC1, LH2, LH3");
         assert_eq!(flight.airline, "AC, LH");
         assert_eq!(flight.outbound.stops, "2 stops (MUC, YYZ)");
         assert_eq!(flight.outbound.departure.airport, "FRA");
+
+        let german = Shape {
+            locale: Locale::De,
+            ..shape()
+        };
+        let flight = build(&german, &candidate(), reply(trips)).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(flight.price_per_person, "65.000 Meilen + 25,50 CAD");
+        assert_eq!(flight.price, "130.000 Meilen + 51,00 CAD");
+        assert_eq!(flight.outbound.stops, "2 Stopps (MUC, YYZ)");
     }
 
     #[test]

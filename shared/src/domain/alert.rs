@@ -16,6 +16,7 @@ use super::flight::{
     Cabin, FlightEndpoint, FlightResult, IataCode, Locale, Provider, Taxes, iso_date,
 };
 use super::flight_notes::grouped;
+use super::money::Amount;
 use super::schema::IsoDateSchema;
 use crate::Error;
 
@@ -222,18 +223,17 @@ fn date_range(from: Date, to: Date, locale: Locale) -> String {
     format!("{}–{} {} {}", day(from), day(to), month(to), to.year())
 }
 
-/// `800` as "800", `799.5` as "799.50" (German "799,50"), grouped.
+/// `800` as "800", `799.5` as "799.50" (German "799,50"), grouped: the prices' digits
+/// ([`Amount::digits`]); the summary puts the currency code itself.
 fn money_text(amount: f64, locale: Locale) -> String {
     let cents = (amount * 100.0).round() as u64;
-    let (group, decimal) = match locale {
-        Locale::En => (',', '.'),
-        Locale::De => ('.', ','),
+    let (minor, scale) = match cents % 100 {
+        0 => (cents / 100, 0),
+        _ => (cents, 2),
     };
-    let whole = grouped(cents / 100, group);
-    match cents % 100 {
-        0 => whole,
-        c => format!("{whole}{decimal}{c:02}"),
-    }
+    Amount::from_minor(minor, scale)
+        .map(|amount| amount.digits(locale))
+        .unwrap_or_default()
 }
 
 /// A kept fare alert with what it found so far.
@@ -519,6 +519,20 @@ mod tests {
         assert_eq!(
             args(v).summary(Locale::En),
             "Fare alert FRA → JFK, 28 Feb – 31 Mar 2027, business, at most 80,000 miles or at most EUR 1,234.50"
+        );
+        let mut v = base();
+        v["max_price"] = json!({"amount": 1800, "currency": "usd"});
+        assert!(
+            args(v.clone())
+                .summary(Locale::En)
+                .ends_with("or at most USD 1,800"),
+            "whole amounts without cents"
+        );
+        v["max_price"] = json!({"amount": 1234.5, "currency": "eur"});
+        assert!(
+            args(v)
+                .summary(Locale::De)
+                .ends_with("oder höchstens 1.234,50 EUR")
         );
     }
 

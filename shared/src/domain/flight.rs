@@ -651,7 +651,7 @@ impl Provider {
 pub struct FlightResult {
     pub id: String,
     pub provider: Provider,
-    /// Total price as shown to the user, e.g. "85,000 miles + $450".
+    /// Total price as shown to the user, e.g. "85,000 miles + $450.00".
     pub price: String,
     pub price_per_person: String,
     pub airline: String,

@@ -8,6 +8,7 @@ use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
 use super::flight::{FlightResult, Locale};
+use super::money;
 
 /// The row's notes, in display order.
 pub fn notes(flight: &FlightResult, locale: Locale, now: OffsetDateTime) -> Vec<String> {
@@ -48,17 +49,10 @@ pub fn also_via(flight: &FlightResult, locale: Locale) -> Option<String> {
     Some(format!("{lead} {}", options.join("; ")))
 }
 
-/// `80000` as `80,000` (or `80.000` with `sep = '.'`).
+/// `80000` as `80,000` (or `80.000` with `sep = '.'`): the prices' grouping
+/// ([`money::grouped`]).
 pub fn grouped(n: u64, sep: char) -> String {
-    let raw = n.to_string();
-    let mut out = String::with_capacity(raw.len() + raw.len() / 3);
-    for (i, c) in raw.chars().enumerate() {
-        if i > 0 && (raw.len() - i).is_multiple_of(3) {
-            out.push(sep);
-        }
-        out.push(c);
-    }
-    out
+    money::grouped(u128::from(n), sep)
 }
 
 fn trip_kind(round_trip: bool, de: bool) -> &'static str {

@@ -8,7 +8,7 @@
 //! - `airline`: the offer's owner (the airline that sells it).
 //! - `cabin`: the first segment's cabin for the first traveller, else the requested one.
 //! - `tags`: non-stop, the fare brand, and the fare's conditions: changes and refunds before
-//!   departure, with their fee when there is one.
+//!   departure, with their fee when there is one, in the request's locale ([`crate::tags`]).
 //! - Sorted cheapest first (Duffel does not sort), at most `maxResults`.
 
 use std::str::FromStr;
@@ -16,11 +16,14 @@ use std::str::FromStr;
 use shared::domain::flight::{
     Cabin, FlightEndpoint, FlightLeg, FlightResult, FlightSearchParams, Locale, Provider, Taxes,
 };
+use shared::domain::flight_text::stops_text;
+use shared::domain::money::{Amount, price_text};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
 use super::reply::{Condition, Offer, Slice};
-use crate::format::{Amount, duration_text, local_minute, price_text, stops_text};
+use crate::format::{duration_text, local_minute};
+use crate::tags::{self as fare_tags, Allowance, Term};
 
 /// Every offer that can be booked and matches the request, cheapest first, at most
 /// `maxResults`. Each offer dropped is logged with the reason.
@@ -65,9 +68,9 @@ fn flight(
     if offer.slices.len() != wanted {
         return Err("its slices do not match the request");
     }
-    let outbound = leg(&offer.slices[0]).ok_or("outbound has no segments")?;
+    let outbound = leg(&offer.slices[0], locale).ok_or("outbound has no segments")?;
     let inbound = match offer.slices.get(1) {
-        Some(slice) => Some(leg(slice).ok_or("inbound has no segments")?),
+        Some(slice) => Some(leg(slice, locale).ok_or("inbound has no segments")?),
         None => None,
     };
     let total = Amount::parse(&offer.total_amount).ok_or("no price")?;
@@ -120,7 +123,7 @@ fn flight(
     Ok((total, result))
 }
 
-/// Non-stop, the fare brand, and the fare's conditions.
+/// Non-stop, the fare brand, and the fare's conditions ([`fare_tags`]).
 fn tags(offer: &Offer, total_stops: u32, locale: Locale) -> Vec<String> {
     let mut tags = Vec::new();
     if total_stops == 0 {
@@ -131,40 +134,38 @@ fn tags(offer: &Offer, total_stops: u32, locale: Locale) -> Vec<String> {
         .first()
         .map_or("", |s| s.fare_brand_name.trim());
     if !brand.is_empty() {
-        tags.push(format!("fare: {brand}"));
+        tags.push(fare_tags::fare(brand, locale));
     }
     let conditions = &offer.conditions;
-    tags.extend(condition_tag(
-        conditions.change_before_departure.as_ref(),
-        "changes",
-        locale,
-    ));
-    tags.extend(condition_tag(
-        conditions.refund_before_departure.as_ref(),
-        "refund",
-        locale,
-    ));
+    for (term, condition) in [
+        (Term::Changes, &conditions.change_before_departure),
+        (Term::Refund, &conditions.refund_before_departure),
+    ] {
+        let currency = condition
+            .as_ref()
+            .map(|c| c.penalty_currency.trim().to_ascii_uppercase())
+            .unwrap_or_default();
+        tags.extend(
+            allowance(condition.as_ref(), &currency).map(|a| fare_tags::term(term, a, locale)),
+        );
+    }
     tags
 }
 
-/// `changes: free`, `changes: fee £100.00`, `changes: not allowed` (and the same for
-/// `refund`); nothing when Duffel does not say.
-fn condition_tag(condition: Option<&Condition>, what: &str, locale: Locale) -> Option<String> {
+/// What a condition allows, with its fee in `currency`; nothing when Duffel does not say.
+fn allowance<'a>(condition: Option<&Condition>, currency: &'a str) -> Option<Allowance<'a>> {
     let condition = condition?;
     if !condition.allowed {
-        return Some(format!("{what}: not allowed"));
+        return Some(Allowance::NotAllowed);
     }
     let fee = Amount::parse(&condition.penalty_amount).filter(|fee| fee.to_f64() > 0.0);
     Some(match fee {
-        Some(fee) => {
-            let currency = condition.penalty_currency.trim().to_ascii_uppercase();
-            format!("{what}: fee {}", price_text(fee, &currency, locale))
-        }
-        None => format!("{what}: free"),
+        Some(fee) => Allowance::Fee(fee, currency),
+        None => Allowance::Free,
     })
 }
 
-fn leg(slice: &Slice) -> Option<FlightLeg> {
+fn leg(slice: &Slice, locale: Locale) -> Option<FlightLeg> {
     let first = slice.segments.first()?;
     let last = slice.segments.last()?;
     let connections: Vec<&str> = slice.segments[..slice.segments.len() - 1]
@@ -193,7 +194,11 @@ fn leg(slice: &Slice) -> Option<FlightLeg> {
             time: local_minute(&last.arriving_at),
         },
         duration: duration_text(&slice.duration).unwrap_or_else(|| "unknown".to_owned()),
-        stops: stops_text(&connections),
+        stops: stops_text(
+            locale,
+            u64::try_from(connections.len()).unwrap_or(u64::MAX),
+            &connections,
+        ),
         flight_numbers: flight_numbers.join(", "),
     })
 }
