@@ -7,6 +7,7 @@
 use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::{Map, Value};
+use shared::domain::flight::Locale;
 use shared::domain::schema::DateTimeSchema;
 use shared::domain::session::SessionState;
 use shared::domain::tool_call::{RefusalReason, ToolName};
@@ -41,6 +42,8 @@ pub enum TurnEvent {
         created: bool,
         /// This turn: it holds the chat until `done` (a second message meanwhile is 409).
         turn_id: String,
+        /// The language of the turn's texts for the user, so a client labels the turn in it.
+        language: Locale,
     },
     ToolStarted {
         tool: ToolName,

@@ -1,6 +1,6 @@
 //! Which language a turn's user texts are written in (docs/api.md, `language`): the
+//! message's own (when it says enough), else the one remembered in the chat, else the
 //! request's `language` field, else the first supported language of `Accept-Language`,
-//! else the message's own (when it says enough), else the one remembered in the chat,
 //! else English.
 //!
 //! A supported language is a [`Locale`]; a well-formed tag of another language is passed
@@ -48,20 +48,39 @@ pub fn from_accept_language(header: &str) -> Option<Locale> {
 }
 
 /// The message's language when it says enough to tell; `None` for "ok", "42", "JFK?".
+/// Umlauts or ß make it German; otherwise the language with at least two of its common
+/// words, and more of them than the other, wins. Words both languages use ("in", "was",
+/// "will", "also") count for neither.
 pub fn from_message(text: &str) -> Option<Locale> {
-    const ENGLISH: [&str; 24] = [
-        "i", "the", "and", "to", "from", "for", "flight", "flights", "please", "what", "is", "a",
-        "an", "on", "in", "my", "me", "can", "you", "find", "of", "with", "how", "are",
+    const ENGLISH: &[&str] = &[
+        "i", "i'm", "the", "and", "to", "from", "for", "flight", "flights", "please", "what", "is",
+        "are", "a", "on", "my", "me", "can", "could", "you", "find", "of", "with", "how", "do",
+        "does", "work", "which", "when", "where", "why", "who", "there", "it", "this", "that",
+        "be", "have", "has", "need", "want", "book", "about", "any", "tell", "show", "much",
+        "cost", "cheapest", "next", "or", "at", "by", "fly", "get", "should",
     ];
-    if Locale::guess(text) == Locale::De {
+    const GERMAN: &[&str] = &[
+        "ich", "und", "nach", "von", "der", "die", "das", "mit", "bitte", "suche", "flug", "wie",
+        "ist", "nicht", "ein", "eine", "mir", "gibt", "welche", "welcher", "kann", "es", "sind",
+        "wann", "wo", "warum", "habe", "haben", "fliegen", "kostet", "auch", "oder", "nur", "noch",
+        "zu", "im", "dem", "den", "des", "sie", "wir", "uns", "mein", "meine", "bei", "auf", "am",
+        "zum", "zur", "meilen", "klasse", "hallo", "danke", "gerne",
+    ];
+    let lower = text.to_lowercase();
+    if lower.contains(['ä', 'ö', 'ü', 'ß']) {
         return Some(Locale::De);
     }
-    let lower = text.to_lowercase();
-    let hits = lower
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| ENGLISH.contains(w))
-        .count();
-    (hits >= 2).then_some(Locale::En)
+    let words: Vec<&str> = lower
+        .split(|c: char| !(c.is_alphanumeric() || c == '\''))
+        .filter(|w| !w.is_empty())
+        .collect();
+    let hits = |list: &[&str]| words.iter().filter(|w| list.contains(w)).count();
+    let (en, de) = (hits(ENGLISH), hits(GERMAN));
+    match en.cmp(&de) {
+        std::cmp::Ordering::Greater if en >= 2 => Some(Locale::En),
+        std::cmp::Ordering::Less if de >= 2 => Some(Locale::De),
+        _ => None,
+    }
 }
 
 /// `None` when `tag` is no language tag; `Some(None)` for an unsupported language.
@@ -180,7 +199,16 @@ mod tests {
             from_message("Business flights FRA to JFK on 2027-03-15"),
             Some(Locale::En)
         );
-        for unclear in ["ok", "42", "JFK?", "danke", "thanks"] {
+        for (text, expected) in [
+            ("How do fuel surcharges work?", Locale::En),
+            ("Is there a lounge in Frankfurt?", Locale::En),
+            ("Gibt es Lounges in Frankfurt?", Locale::De),
+            ("Wann ist der Flug?", Locale::De),
+            ("Which day is cheapest to fly?", Locale::En),
+        ] {
+            assert_eq!(from_message(text), Some(expected), "{text}");
+        }
+        for unclear in ["ok", "42", "JFK?", "danke", "thanks", "in Frankfurt"] {
             assert_eq!(from_message(unclear), None, "{unclear}");
         }
     }

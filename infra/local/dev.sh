@@ -116,21 +116,31 @@ decide_fakes() {
   # Duffel, as deployed; real Amadeus keys without a Duffel token choose Amadeus. The Amadeus
   # fake runs either way (tests may use it).
   if [ "$FAKE_AMADEUS" = 0 ] && [ "$FAKE_DUFFEL" = 1 ]; then CASH_PROVIDER=amadeus; else CASH_PROVIDER=duffel; fi
-  local fakes=()
+  # `fakes` is for the developer's terminal; `demo`, without setting names, is what the
+  # chat shows its users (STACK_NOTICE).
+  local fakes=() demo=()
   if [ "${LLM_PROVIDER:-openai}" = bedrock ]; then
     fakes+=("offline LLM stand-in over the Bedrock ConverseStream protocol (LLM_PROVIDER=bedrock)")
+    demo+=("offline stand-in model")
   elif [ "$FAKE_LLM" = 1 ]; then
     fakes+=("offline LLM stand-in (set OPENAI_API_KEY or OPENAI_BASE_URL for a real model)")
+    demo+=("offline stand-in model")
   fi
-  [ "$FAKE_SEATS" = 1 ] && fakes+=("fake Seats.aero with recorded data (set SEATSAERO_API_KEY)")
+  if [ "$FAKE_SEATS" = 1 ]; then
+    fakes+=("fake Seats.aero with recorded data (set SEATSAERO_API_KEY)")
+    demo+=("sample award seats")
+  fi
   if [ "$CASH_PROVIDER" = duffel ] && [ "$FAKE_DUFFEL" = 1 ]; then
     fakes+=("fake Duffel with generated offers (set DUFFEL_TOKEN)")
+    demo+=("sample cash fares")
   fi
   if [ ${#fakes[@]} -eq 0 ]; then
     NOTICE=""
+    STACK_NOTICE=""
     log "upstreams: all real (LLM, Seats.aero, cash fares from $CASH_PROVIDER)"
   else
     NOTICE="local stack with fakes: $(IFS=';'; echo "${fakes[*]}" | sed 's/;/; /g')"
+    STACK_NOTICE="demo: $(IFS=';'; echo "${demo[*]}" | sed 's/;/; /g')"
     printf '\033[1;33m[local] NOTE:\033[0m %s\n' "$NOTICE" >&2
   fi
 }
@@ -176,7 +186,7 @@ write_dev_env() {
     # As the template's CashFareProvider defaults to (decide_fakes says when it is Amadeus).
     echo "CASH_PROVIDER=$CASH_PROVIDER"
     # Quoted: the file is read both by `source` and by cargo lambda's env-file parser.
-    [ -n "$NOTICE" ] && echo "STACK_NOTICE='$NOTICE'"
+    [ -n "$STACK_NOTICE" ] && echo "STACK_NOTICE='$STACK_NOTICE'"
   } >>"$DEV_ENV"
 }
 

@@ -80,8 +80,8 @@ function recordCardStatuses() {
   }).observe(document, { subtree: true, childList: true, attributes: true, attributeFilter: ["data-status"] });
 }
 
-async function newPage(viewport = { width: 1280, height: 900 }): Promise<Page> {
-  context = await browser.newContext({ viewport, locale: "en-GB", timezoneId: "Europe/Berlin" });
+async function newPage(viewport = { width: 1280, height: 900 }, locale = "en-GB"): Promise<Page> {
+  context = await browser.newContext({ viewport, locale, timezoneId: "Europe/Berlin" });
   const bearer = token(USER);
   await context.addInitScript((t: string) => sessionStorage.setItem("chat.bearer", t), bearer);
   await context.addInitScript(recordCardStatuses);
@@ -94,6 +94,32 @@ async function send(text: string, target: Page = page) {
   const box = target.getByLabel("Message", { exact: true });
   await box.fill(text);
   await box.press("Enter");
+}
+
+/** Words the page must never show a user: status words, tool ids, texts written for the
+ * model, setting names. The debug view (`?debug`) is where ids and internals go. */
+const INTERNAL_WORDS = [
+  "succeeded",
+  "deduplicated",
+  "(cached)",
+  "search_flights",
+  "search_knowledge_base",
+  "ask_gpt",
+  "[rejected]",
+  "Correct them",
+  "Invalid arguments",
+  "OPENAI_API_KEY",
+  "SEATSAERO_API_KEY",
+  "DUFFEL_TOKEN",
+  "STACK_NOTICE",
+  "agent:",
+  "llm_error",
+  " messages ·",
+];
+
+async function assertNoInternalWords(target: Page = page) {
+  const text = await target.evaluate(() => document.body.innerText);
+  for (const word of INTERNAL_WORDS) expect(text, `"${word}" on screen`).not.toContain(word);
 }
 
 /** The newest turn section of the page. */
@@ -157,11 +183,13 @@ describe("the web chat against the local stack", () => {
       .evaluateAll((rows) => rows.map((r) => `${r.querySelector("td.carrier")?.textContent} ${r.querySelector("td.route")?.textContent}`));
     expect(new Set(itineraries).size).toBe(itineraries.length);
 
-    // The table sorts; the arguments come from the audit record on demand.
+    // The table sorts; the card speaks plain words.
     await card.locator('table[data-kind="award"] button[data-sort="duration"]').click();
     expect(await card.locator('table[data-kind="award"] th[aria-sort="ascending"]').textContent()).toContain("Duration");
-    await card.locator("summary", { hasText: "Arguments" }).click();
-    await expect.poll(() => card.locator("pre.args").textContent(), PATIENT).toContain(`"origin": "${FROM_CODE}"`);
+    expect(await card.locator(".badge").textContent()).toBe("Done");
+    expect(await card.locator(".tool-name").textContent()).toBe("Flight search");
+    expect(await card.locator("summary", { hasText: "Arguments" }).count()).toBe(0);
+    await assertNoInternalWords();
     await shot("03-flight-done");
     flightChatUrl = page.url();
     expect(flightChatUrl).toMatch(/#\/chat\/[0-9A-Z]+$/);
@@ -222,13 +250,112 @@ describe("the web chat against the local stack", () => {
     await send(`Hello #fail-once ${Date.now()}`);
     const error = lastTurn().locator(".error-box");
     await error.waitFor();
-    expect(await error.locator("code").textContent()).toBe("llm_error");
+    expect(await error.getAttribute("data-code")).toBe("llm_error");
+    expect(await error.textContent()).toContain("The assistant could not be reached.");
     await shot("08-upstream-error");
     await error.getByRole("button", { name: "Retry" }).click();
     await expect.poll(() => page.locator(".live .turn").count(), PATIENT).toBe(2);
     await expect.poll(() => lastTurn().getAttribute("data-phase"), PATIENT).toBe("done");
     expect(await lastTurn().locator(".msg.assistant").textContent()).toContain("offline stand-in");
     await shot("09-retried");
+  });
+
+  it("shows ids, status words and a call's arguments in the debug view only", async () => {
+    await page.goto(`${WEB_URL}?debug${new URL(flightChatUrl).hash}`);
+    const card = page.locator('.history .tool-card[data-tool="search_flights"]').first();
+    await card.locator("table.flights").first().waitFor(PATIENT);
+    expect(await card.locator(".debug-line").textContent()).toMatch(/succeeded · .*tc_[0-9a-f]{32}/);
+    await card.locator("summary", { hasText: "Arguments" }).click();
+    await expect.poll(() => card.locator("pre.args").textContent(), PATIENT).toContain(`"origin": "${FROM_CODE}"`);
+    expect(await page.locator(".composer select").count()).toBe(1); // the agent choice
+    await shot("09b-debug-view");
+    await page.goto(`${WEB_URL}${new URL(flightChatUrl).hash}`);
+    await page.locator(".history .tool-card table.flights").first().waitFor(PATIENT);
+    expect(await page.locator(".composer select").count()).toBe(0);
+    expect(await page.locator(".debug-line").count()).toBe(0);
+    await assertNoInternalWords();
+    await context.close();
+  });
+
+  it("answers each turn in its message's language, labels and formats included, in an English and a German browser", async () => {
+    // An English browser, a German message: a German turn in an English frame.
+    page = await newPage(undefined, "en-GB");
+    await page.goto(WEB_URL);
+    const date = new Date(Date.parse(DATE) + 86_400_000).toISOString().slice(0, 10);
+    await send(`Business Class von ${FROM} nach ${TO} am ${date} bitte`);
+    await expect.poll(() => lastTurn().getAttribute("data-phase"), PATIENT).toBe("done");
+    expect(await lastTurn().getAttribute("lang")).toBe("de");
+    const card = lastTurn().locator('.tool-card[data-tool="search_flights"]');
+    expect(await card.locator(".badge").textContent()).toBe("Fertig");
+    expect(await card.locator(".tool-name").textContent()).toBe("Flugsuche");
+    expect(await card.locator("table.flights caption").first().textContent()).toContain("Prämienflüge (Meilen)");
+    expect(await card.locator('table[data-kind="award"] thead th').first().textContent()).toBe("Programm");
+    const prices = (await card.locator("td.price").allTextContents()).join(" ");
+    expect(prices).toMatch(/Meilen/);
+    expect(prices).not.toMatch(/\bUSD\b|\$\d/); // "41,74 $", never "41,74 USD" or "$41.74"
+    const stops = (await card.locator("td.stops").allTextContents()).join(" ");
+    expect(stops).not.toMatch(/\bstops?\b/);
+    expect(await lastTurn().locator(".msg.assistant").textContent()).toMatch(/Ich habe|gefunden|Flüge/);
+    expect(await page.locator(".new-chat").textContent()).toBe("+ New chat"); // the frame: English
+    await shot("11-german-turn-english-browser");
+    // Then an English question in the same chat: an English turn.
+    await send("How do miles upgrades work?");
+    await expect.poll(() => lastTurn().getAttribute("data-phase"), PATIENT).toBe("done");
+    expect(await lastTurn().getAttribute("lang")).toBe("en");
+    expect(await lastTurn().locator(".tool-card .tool-name").first().textContent()).toBe("Knowledge base");
+    expect(await lastTurn().locator(".tool-card .sources h4").first().textContent()).toBe("Sources");
+    const chatUrl = page.url();
+    await context.close();
+
+    // A German browser: the frame is German; an English message gets an English turn; the
+    // reloaded chat keeps each turn's language.
+    page = await newPage(undefined, "de-DE");
+    await page.goto(WEB_URL);
+    expect(await page.locator(".new-chat").textContent()).toBe("+ Neuer Chat");
+    expect(await page.evaluate(() => document.documentElement.lang)).toBe("de");
+    await send(`Business class from ${FROM} to ${TO} on ${date}`);
+    await expect.poll(() => lastTurn().getAttribute("data-phase"), PATIENT).toBe("done");
+    expect(await lastTurn().getAttribute("lang")).toBe("en");
+    expect(await lastTurn().locator(".tool-card .badge").first().textContent()).toBe("Done");
+    await send("danke");
+    await expect.poll(() => lastTurn().getAttribute("data-phase"), PATIENT).toBe("done");
+    expect(await lastTurn().getAttribute("lang")).toBe("en"); // "danke" alone: the chat's language
+    await shot("12-english-turn-german-browser");
+    await page.goto(chatUrl);
+    const turns = page.locator(".history .history-turn");
+    await turns.first().locator(".tool-card").first().waitFor(PATIENT);
+    expect(await turns.first().getAttribute("lang")).toBe("de");
+    expect(await turns.first().locator(".tool-card .tool-name").first().textContent()).toBe("Flugsuche");
+    expect(await turns.nth(1).getAttribute("lang")).toBe("en");
+    await shot("13-reloaded-per-turn-language");
+    await assertNoInternalWords();
+    await context.close();
+  });
+
+  it("keeps the page in place after 20 turns and wheel-scrolling past the end", async () => {
+    page = await newPage();
+    await page.goto(WEB_URL);
+    for (let i = 0; i < 20; i++) {
+      await send(`thanks ${i}`);
+      await expect.poll(() => page.locator('.live .turn[data-phase="done"]').count(), PATIENT).toBe(i + 1);
+    }
+    await page.mouse.move(640, 400);
+    for (let i = 0; i < 10; i++) await page.mouse.wheel(0, 2000);
+    await page.waitForTimeout(300);
+    const page_ = await page.evaluate(() => ({
+      scrollTop: document.scrollingElement?.scrollTop ?? -1,
+      scrollHeight: document.documentElement.scrollHeight,
+      innerHeight,
+      composerBottom: document.querySelector(".composer")?.getBoundingClientRect().bottom ?? -1,
+      headerTop: document.querySelector(".top")?.getBoundingClientRect().top ?? -1,
+    }));
+    expect(page_.scrollTop).toBe(0);
+    expect(page_.scrollHeight).toBeLessThanOrEqual(page_.innerHeight);
+    expect(page_.headerTop).toBe(0);
+    expect(page_.composerBottom).toBeLessThanOrEqual(page_.innerHeight);
+    expect(await page.locator('link[rel="icon"]').count()).toBe(1);
+    expect(await page.locator(".top h1").evaluate((h) => getComputedStyle(h).textOverflow)).toBe("ellipsis");
+    await shot("14-after-20-turns");
     await context.close();
   });
 
@@ -255,6 +382,25 @@ describe("the web chat against the local stack", () => {
     const width = await page.evaluate(() => document.documentElement.scrollWidth);
     expect(width).toBeLessThanOrEqual(390);
     await shot("10-phone-keyboard");
+    await context.close();
+  });
+
+  it("shows flights as cards on a phone, price and booking on screen", async () => {
+    page = await newPage({ width: 390, height: 844 });
+    await page.goto(WEB_URL);
+    await send(FLIGHT_QUESTION);
+    await expect.poll(() => lastTurn().getAttribute("data-phase"), PATIENT).toBe("done");
+    const row = lastTurn().locator("table.flights tbody tr").first();
+    expect(await row.evaluate((r) => getComputedStyle(r).display)).toBe("grid");
+    for (const cell of ["td.price", "td.route", "td.book"]) {
+      const box = await row.locator(cell).boundingBox();
+      expect(box, cell).not.toBeNull();
+      expect(box!.x + box!.width, cell).toBeLessThanOrEqual(390);
+      expect(box!.height, `${cell} on one or two lines`).toBeLessThan(60);
+    }
+    expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
+    await row.scrollIntoViewIfNeeded();
+    await shot("15-phone-flight-cards");
     await context.close();
   });
 });

@@ -100,6 +100,8 @@ export interface StoredMessage {
   ui?: UiElement[];
   /** An answer the user stopped: what the assistant had said until then. */
   stopped?: boolean;
+  /** An answer: the language of its turn (`en`, `de`). */
+  language?: string;
 }
 
 export interface ToolCallRecord {

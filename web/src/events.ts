@@ -24,7 +24,7 @@ export interface ApprovalRequest {
 }
 
 export type RouterEvent =
-  | { type: "init"; id?: number; chat_id: string; created: boolean; turn_id: string }
+  | { type: "init"; id?: number; chat_id: string; created: boolean; turn_id: string; language?: string }
   | { type: "tool_started"; id?: number; tool: string; job_id: string; deduped: boolean; status: "running" | "queued" }
   | { type: "tool_progress"; id?: number; tool: string; job_id: string; message: string }
   | {
@@ -80,7 +80,14 @@ export function decodeEvent(message: SseMessage): RouterEvent | null {
   switch (message.event) {
     case "init":
       return str(d.chat_id) && str(d.turn_id)
-        ? { type: "init", id, chat_id: d.chat_id, turn_id: d.turn_id, created: d.created === true }
+        ? {
+            type: "init",
+            id,
+            chat_id: d.chat_id,
+            turn_id: d.turn_id,
+            created: d.created === true,
+            ...(str(d.language) ? { language: d.language } : {}),
+          }
         : null;
     case "tool_started":
       return str(d.tool) && str(d.job_id)

@@ -1,5 +1,7 @@
 // What a flight row says besides its price and times: the same rules as the chat message
-// and the terminal client (shared/src/domain/flight_notes.rs).
+// and the terminal client (shared/src/domain/flight_notes.rs), in the turn's language.
+
+import { type Texts, textsFor } from "./i18n";
 
 export interface ProgramPrice {
   program?: string | null;
@@ -22,25 +24,25 @@ export interface NotedFlight {
 const isCash = (f: NotedFlight) => f.provider === "amadeus" || f.provider === "duffel";
 
 /** "seen 3 h ago"; nothing for a time to come or one that cannot be read. */
-export function seenAgo(at: string | null | undefined, now: number): string | null {
+export function seenAgo(at: string | null | undefined, now: number, t: Texts = textsFor("en")): string | null {
   if (!at) return null;
   const then = Date.parse(at);
   if (Number.isNaN(then)) return null;
   const minutes = Math.floor((now - then) / 60_000);
   if (minutes < 0) return null;
-  if (minutes < 60) return `seen ${Math.max(1, minutes)} min ago`;
-  if (minutes < 2880) return `seen ${Math.floor(minutes / 60)} h ago`;
-  return `seen ${Math.floor(minutes / 1440)} days ago`;
+  if (minutes < 60) return t.seenMin(Math.max(1, minutes));
+  if (minutes < 2880) return t.seenH(Math.floor(minutes / 60));
+  return t.seenDays(Math.floor(minutes / 1440));
 }
 
 /** The row's notes, in display order. */
-export function flightNotes(f: NotedFlight, now: number = Date.now()): string[] {
+export function flightNotes(f: NotedFlight, now: number = Date.now(), t: Texts = textsFor("en")): string[] {
   const notes: string[] = [];
   if (isCash(f)) {
-    notes.push(f.inbound ? "round trip" : "one-way");
+    notes.push(f.inbound ? t.roundTrip : t.oneWay);
   } else {
-    notes.push(f.seatsLeft != null ? `${f.seatsLeft} seats` : "seats unknown");
-    const seen = seenAgo(f.seenAt, now);
+    notes.push(f.seatsLeft != null ? t.seats(f.seatsLeft) : t.seatsUnknown);
+    const seen = seenAgo(f.seenAt, now, t);
     if (seen) notes.push(seen);
   }
   // The fare's terms ("fare: Light", "changes: free"); bare flags repeat the stops.

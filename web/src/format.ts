@@ -1,35 +1,18 @@
 // Small display helpers.
 
-import type { CardPhase } from "./reducer";
+import type { Texts } from "./i18n";
 
-const TOOL_LABELS: Record<string, string> = {
-  search_flights: "Flight search",
-  search_knowledge_base: "Knowledge base",
-  ask_gpt: "Ask the model",
-  award_value: "Award value",
-  remember: "Remember",
-  select_flight: "Select flight",
-  suggest_replies: "Suggested replies",
-  show_flight_options: "Flight options",
-  create_fare_alert: "Fare alert",
-};
-
-export function toolLabel(tool: string): string {
-  return TOOL_LABELS[tool] ?? tool;
+/** A tool's name for people; a tool the page does not know (an external MCP server's) is
+ * "Assistant tool", its id shown in the debug view only. */
+export function toolLabel(tool: string, t: Texts): string {
+  return t.tools[tool] ?? t.otherTool;
 }
 
-export const PHASE_LABELS: Record<CardPhase, string> = {
-  pending: "pending",
-  running: "running",
-  succeeded: "succeeded",
-  deduplicated: "deduplicated",
-  failed: "failed",
-};
-
-export function formatDuration(ms: number | undefined): string {
+export function formatDuration(ms: number | undefined, t: Texts): string {
   if (ms === undefined) return "";
-  if (ms < 1000) return `${Math.round(ms)} ms`;
-  if (ms < 60_000) return `${(ms / 1000).toFixed(1)} s`;
+  const n = (x: number, digits = 0) => x.toLocaleString(t.locale, { minimumFractionDigits: digits, maximumFractionDigits: digits });
+  if (ms < 1000) return `${n(Math.round(ms))} ms`;
+  if (ms < 60_000) return `${n(ms / 1000, 1)} s`;
   return `${Math.floor(ms / 60_000)} min ${Math.round((ms % 60_000) / 1000)} s`;
 }
 
@@ -57,12 +40,12 @@ export function parseAmount(text: string | undefined): number {
   return Number(s);
 }
 
-export function relativeTime(iso: string, now = Date.now()): string {
-  const t = Date.parse(iso);
-  if (!Number.isFinite(t)) return "";
-  const s = Math.round((now - t) / 1000);
-  if (s < 60) return "just now";
-  if (s < 3600) return `${Math.floor(s / 60)} min ago`;
-  if (s < 86400) return `${Math.floor(s / 3600)} h ago`;
-  return new Date(t).toISOString().slice(0, 10);
+export function relativeTime(iso: string, t: Texts, now = Date.now()): string {
+  const at = Date.parse(iso);
+  if (!Number.isFinite(at)) return "";
+  const s = Math.round((now - at) / 1000);
+  if (s < 60) return t.justNow;
+  if (s < 3600) return t.minAgo(Math.floor(s / 60));
+  if (s < 86400) return t.hAgo(Math.floor(s / 3600));
+  return new Date(at).toLocaleDateString(t.locale, { day: "numeric", month: "short", year: "numeric" });
 }

@@ -2,6 +2,7 @@
 // become the same blocks a live turn shows, with each call's stored result and duration.
 
 import type { StoredMessage, ToolCallRecord } from "./api";
+import { type Lang, langOf } from "./i18n";
 import { type Block, type ToolCard, phaseOf, uiBlocks } from "./reducer";
 
 export function durationOf(record: ToolCallRecord): number | undefined {
@@ -68,4 +69,27 @@ export function historyBlocks(messages: StoredMessage[], records: Map<string, To
     }
   }
   return blocks;
+}
+
+/** A reloaded chat's turns: each user message starts one; its language is its answer's. */
+export interface HistoryTurn {
+  key: string;
+  language?: Lang;
+  blocks: Block[];
+}
+
+export function historyTurns(messages: StoredMessage[], records: Map<string, ToolCallRecord>): HistoryTurn[] {
+  const groups: StoredMessage[][] = [];
+  for (const m of messages) {
+    if (m.role === "user" || !groups.length) groups.push([]);
+    groups[groups.length - 1].push(m);
+  }
+  return groups.map((group) => {
+    const answer = [...group].reverse().find((m) => m.role === "assistant" && m.language);
+    return {
+      key: `h:${group[0].id}`,
+      ...(answer?.language ? { language: langOf(answer.language) } : {}),
+      blocks: historyBlocks(group, records),
+    };
+  });
 }

@@ -4,6 +4,7 @@
 // same events give the same view, live, resumed or replayed.
 
 import type { ApprovalRequest, CallStatus, RouterEvent } from "./events";
+import { type Lang, langOf } from "./i18n";
 
 /** How a tool card shows a call. */
 export type CardPhase = "pending" | "running" | "succeeded" | "deduplicated" | "failed";
@@ -58,6 +59,8 @@ export interface TurnView {
   errorCode?: string;
   /** Its `done` came: the router ended the turn (asking again means a new turn). */
   ended?: boolean;
+  /** The turn's language, as `init` named it. */
+  language?: Lang;
 }
 
 export function newTurn(key: string, userText?: string): TurnView {
@@ -141,7 +144,13 @@ export function reduce(turn: TurnView, event: RouterEvent, now: number): TurnVie
   const blocks = turn.blocks;
   switch (event.type) {
     case "init":
-      return { ...turn, chatId: event.chat_id, turnId: event.turn_id, phase: "streaming" };
+      return {
+        ...turn,
+        chatId: event.chat_id,
+        turnId: event.turn_id,
+        phase: "streaming",
+        ...(event.language ? { language: langOf(event.language) } : {}),
+      };
     case "assistant_token": {
       const last = blocks[blocks.length - 1];
       if (turn.streaming && last?.kind === "text") {

@@ -187,7 +187,7 @@ describe("the page when the server does not answer", () => {
     });
     await p.send("Hello?");
     await vi.waitFor(() => expect(p.el.querySelector(".live .turn")?.textContent).toContain("Sending…"));
-    await vi.waitFor(() => expect(p.turns()[0].querySelector(".error-box code")?.textContent).toBe("timeout"));
+    await vi.waitFor(() => expect(p.turns()[0].querySelector(".error-box")?.getAttribute("data-code")).toBe("timeout"));
     const box = p.turns()[0].querySelector(".error-box")!;
     expect(box.textContent).toContain("The server did not answer in time.");
     expect(box.textContent).toContain("No answer from the server within 0.3 seconds. Retry asks for the same answer again");
@@ -226,7 +226,7 @@ describe("the page when the server does not answer", () => {
       return never(init);
     });
     await p.send("Hello?");
-    await vi.waitFor(() => expect(p.turns()[0]?.querySelector(".error-box code")?.textContent).toBe("timeout"), { timeout: 5_000 });
+    await vi.waitFor(() => expect(p.turns()[0]?.querySelector(".error-box")?.getAttribute("data-code")).toBe("timeout"), { timeout: 5_000 });
     expect(p.seen.filter((s) => s.path.startsWith("/chats/c1/turns/t1/events?after=1"))).toHaveLength(1);
     p.turns()[0].querySelector<HTMLButtonElement>(".error-box button.retry")!.click();
     await vi.waitFor(() => expect(p.turns()[0].getAttribute("data-phase")).toBe("done"));
@@ -249,7 +249,7 @@ describe("the page when the server does not answer", () => {
       return never(init);
     });
     await p.send("Hello?");
-    await vi.waitFor(() => expect(p.turns()[0]?.querySelector(".error-box code")?.textContent).toBe("llm_error"));
+    await vi.waitFor(() => expect(p.turns()[0]?.querySelector(".error-box")?.getAttribute("data-code")).toBe("llm_error"));
     p.turns()[0].querySelector<HTMLButtonElement>(".error-box button.retry")!.click();
     await vi.waitFor(() => expect(p.turns()[1]?.getAttribute("data-phase")).toBe("done"));
     const posts = p.seen.filter((s) => s.path === "/chat");

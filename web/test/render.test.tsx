@@ -2,6 +2,8 @@ import { render } from "preact";
 import { afterEach, describe, expect, it } from "vitest";
 import type { StoredMessage, ToolCallRecord } from "../src/api";
 import { Blocks } from "../src/components/Blocks";
+import { Debug, textsFor, Words } from "../src/i18n";
+import type { Block } from "../src/reducer";
 import { FlightResults } from "../src/components/FlightTable";
 import { durationMinutes, parseAmount } from "../src/format";
 import { historyBlocks } from "../src/history";
@@ -158,9 +160,87 @@ describe("a reloaded chat", () => {
 });
 
 describe("an error block", () => {
-  it("shows the code and a retry button", () => {
-    const el = mount(<Blocks blocks={[{ kind: "error", key: "e", code: "llm_error", message: "The assistant is unavailable." }]} turnKey="k" latest />);
-    expect(el.querySelector('[role="alert"]')?.textContent).toContain("llm_error");
+  const error: Block = { kind: "error", key: "e", code: "llm_error", message: "The assistant is unavailable." };
+
+  it("says what happened in plain words with a retry button; the code is for the debug view", () => {
+    const el = mount(<Blocks blocks={[error]} turnKey="k" latest />);
+    const alert = el.querySelector('[role="alert"]')!;
+    expect(alert.textContent).toContain("The assistant could not be reached.");
+    expect(alert.textContent).not.toContain("llm_error");
+    expect(alert.getAttribute("data-code")).toBe("llm_error");
     expect(el.querySelector("button.retry")?.textContent).toBe("Retry");
+  });
+
+  it("shows the code in the debug view", () => {
+    const el = mount(
+      <Debug.Provider value={true}>
+        <Blocks blocks={[error]} turnKey="k" latest />
+      </Debug.Provider>,
+    );
+    expect(el.querySelector(".error-box code")?.textContent).toBe("llm_error");
+  });
+});
+
+describe("a turn in German", () => {
+  const flights = {
+    seatsResult: {
+      success: true,
+      results: {
+        flights: [
+          { id: "a", provider: "seatsaero", program: "Miles & More", airline: "LH", miles: 70000, price: "70.000 Meilen + 41,74 $", seatsLeft: 2, outbound: { stops: "Nonstop" } },
+        ],
+      },
+    },
+  };
+  const card: Block = {
+    kind: "tool",
+    key: "c",
+    card: { jobId: "tc_1", tool: "search_flights", phase: "deduplicated", status: "succeeded", deduped: true, metadata: { cached: true }, result: flights, durationMs: 1500 },
+  };
+  const external: Block = {
+    kind: "tool",
+    key: "x",
+    card: { jobId: null, tool: "fare_notes__lookup_fare_note", phase: "failed", status: "rejected", deduped: false, metadata: { reason: "invalid_arguments", message: "[rejected] Invalid arguments" } },
+  };
+
+  it("labels cards, tables and notes in German, with no internal words", () => {
+    const el = mount(
+      <Words.Provider value={textsFor("de")}>
+        <Blocks blocks={[card, external, { kind: "text", key: "s", text: "Teil", stopped: true }]} latest />
+      </Words.Provider>,
+    );
+    const text = el.textContent ?? "";
+    expect(el.querySelector(".tool-card .badge")?.textContent).toBe("Fertig");
+    expect(el.querySelector(".tool-card .tool-name")?.textContent).toBe("Flugsuche");
+    expect(el.querySelector(".tool-card .duration")?.textContent).toBe("1,5 s");
+    expect(el.querySelector("table.flights caption")?.textContent).toContain("Prämienflüge (Meilen)");
+    expect([...el.querySelectorAll("table.flights thead th")].map((th) => th.textContent?.replace(/[▲▼ ]+$/, ""))).toEqual([
+      "Programm",
+      "Airline",
+      "Strecke",
+      "Dauer",
+      "Stopps",
+      "Meilen",
+      "Hinweise",
+      "Buchen",
+    ]);
+    expect(el.querySelector("td.notes")?.textContent).toContain("2 Plätze");
+    expect(el.querySelectorAll(".tool-card")[1].querySelector(".tool-error")?.textContent).toBe("Dieser Schritt wurde übersprungen.");
+    expect(el.querySelector(".stopped-note")?.textContent).toBe("Angehalten");
+    for (const internal of ["succeeded", "deduplicated", "cached", "rejected", "invalid_arguments", "fare_notes__", "tc_1", "Arguments"]) {
+      expect(text).not.toContain(internal);
+    }
+  });
+
+  it("shows the router's words, ids and arguments in the debug view", () => {
+    const el = mount(
+      <Debug.Provider value={true}>
+        <Blocks blocks={[card, external]} latest />
+      </Debug.Provider>,
+    );
+    const text = el.textContent ?? "";
+    for (const internal of ["deduplicated", "cached", "tc_1", "rejected: [rejected] Invalid arguments", "Arguments"]) {
+      expect(text).toContain(internal);
+    }
   });
 });

@@ -90,9 +90,9 @@ impl Tool for SearchKnowledgeBaseTool {
                 ..Default::default()
             };
             let message = if de {
-                "Ich habe in unserer Wissensbasis nichts Passendes gefunden. Soll ich die Frage stattdessen allgemein beantworten (ask_gpt)?"
+                "Ich habe in unserer Wissensbasis nichts Passendes gefunden. Soll ich die Frage stattdessen allgemein beantworten?"
             } else {
-                "I found nothing relevant in our knowledge base. Shall I answer from general knowledge instead (ask_gpt)?"
+                "I found nothing relevant in our knowledge base. Shall I answer from general knowledge instead?"
             };
             return Ok(ToolExecutionResult::succeeded(message)
                 .with_raw(json!(KnowledgeBaseOutput::default()))

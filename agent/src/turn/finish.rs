@@ -61,7 +61,9 @@ impl Agent {
             }
         };
         let ui = std::mem::take(&mut state.ui);
-        let mut answer = NewMessage::assistant(content.clone(), Vec::new()).with_ui(ui);
+        let mut answer = NewMessage::assistant(content.clone(), Vec::new())
+            .with_ui(ui)
+            .in_language(state.locale);
         if stopped {
             answer = answer.stopped();
         }
@@ -108,7 +110,7 @@ impl Agent {
         let answer = streamed(events, UserText::for_error(code).text(state.locale));
         state
             .unsaved
-            .push(NewMessage::assistant(answer.clone(), Vec::new()));
+            .push(NewMessage::assistant(answer.clone(), Vec::new()).in_language(state.locale));
         self.save_last(state, &SessionStatePatch::default()).await?;
         events.emit(TurnEvent::Error {
             code,

@@ -227,6 +227,7 @@ mod tests {
             background: false,
             ui: Vec::new(),
             stopped: false,
+            language: None,
             created_at: time::OffsetDateTime::UNIX_EPOCH,
         }
     }

@@ -232,12 +232,22 @@ impl Agent {
     }
 }
 
+impl OpenTurn {
+    /// The language of every text this turn writes for the user (see [`turn_language`]).
+    pub fn language(&self) -> Locale {
+        turn_language(&self.input, self.chat.session_state.language).0
+    }
+}
+
 /// The turn's language, and the language to remember in the chat when it changed: the
-/// request's, else the message's when it tells, else the remembered one, else English.
+/// message's when it tells, else the chat's remembered one, else the request's (its
+/// `language` field, else `Accept-Language`), else English. Only a message's language is
+/// remembered: it is what the user writes in, where the request's is only a default.
 fn turn_language(input: &TurnInput, remembered: Option<Locale>) -> (Locale, Option<Locale>) {
-    let chosen = input
-        .language
-        .or_else(|| language::from_message(&input.message));
-    let locale = chosen.or(remembered).unwrap_or_default();
-    (locale, chosen.filter(|l| remembered != Some(*l)))
+    let written = language::from_message(&input.message);
+    let locale = written
+        .or(remembered)
+        .or(input.language)
+        .unwrap_or_default();
+    (locale, written.filter(|l| remembered != Some(*l)))
 }

@@ -105,8 +105,8 @@ pub struct TurnInput {
     pub deadline: Instant,
     /// The user's time zone as sent with this message; remembered in the chat.
     pub timezone: Option<UserTimeZone>,
-    /// The language the request asked for (its `language` field or `Accept-Language`);
-    /// `None`: the message's, else the chat's (see [`crate::language`]).
+    /// The language the request asked for (its `language` field or `Accept-Language`):
+    /// the turn's when neither the message nor the chat tells (see [`crate::language`]).
     pub language: Option<Locale>,
     /// This turn's id (the caller's, so a resent request can name the same turn).
     pub turn_id: String,
@@ -282,6 +282,7 @@ impl Agent {
             chat_id: turn.chat.id.clone(),
             created: turn.created,
             turn_id: turn.turn_id.clone(),
+            language: turn.language(),
         });
         // External MCP servers still being listed (a cold start) get their bounded wait.
         if let Some(external) = self.pipeline.registry.external() {

@@ -12,6 +12,7 @@ use agent::{EventSink, TurnErrorCode, TurnEvent};
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::Serialize;
 use serde_json::{Map, Value, json};
+use shared::domain::flight::Locale;
 use shared::domain::session::SessionState;
 use shared::domain::tool_call::ToolName;
 use shared::domain::ui::UiElement;
@@ -29,6 +30,9 @@ pub struct InitData<'a> {
     pub created: bool,
     /// This turn: it holds the chat until `done`.
     pub turn_id: &'a str,
+    /// The language of the turn's texts for the user (`en` or `de`): the message's, else
+    /// the chat's, else the request's. A client labels the turn in it.
+    pub language: Locale,
 }
 
 /// `tool_started`: a call was admitted and claimed in the ledger (or is a duplicate).
@@ -173,10 +177,12 @@ pub fn data(event: &TurnEvent) -> Value {
             chat_id,
             created,
             turn_id,
+            language,
         } => json!(InitData {
             chat_id,
             created: *created,
-            turn_id
+            turn_id,
+            language: *language,
         }),
         TurnEvent::ToolStarted {
             tool,

@@ -7,8 +7,9 @@
 //! remaining events with `done`, before `done` is sent. A flush also reads whether a cancel
 //! was asked for; a turn that waits on its tools without events checks every few seconds.
 //!
-//! Following: a resent request or `GET …/events` reads the log after a sequence and polls it
-//! until `done`. A turn past its deadline without `done` was ended by its host: the first
+//! Following: a resent request or `GET …/events` reads the log from its start (`init`
+//! included: it names the turn's language, which the turn record cannot) or after a
+//! sequence, and polls it until `done`. A turn past its deadline without `done` was ended by its host: the first
 //! follower to see it appends `error{code:"interrupted"}` and `done`.
 
 use std::sync::Arc;
@@ -111,10 +112,8 @@ pub async fn record(
             tracing::warn!(turn_id = %turn.turn_id, "client disconnected; finishing the turn without it");
             connected = false;
         }
-        // `init` is the record's; everything after it goes to the log.
-        if event.seq > 0 {
-            pending.push(event);
-        }
+        // `init` too: it names the turn's language, which the record does not know.
+        pending.push(event);
         if !pending.is_empty() && last_flush.elapsed() >= FLUSH_EVERY {
             let _ = batches.send(Batch {
                 events: std::mem::take(&mut pending),
@@ -180,17 +179,16 @@ pub async fn follow(
     mut client: Sender,
 ) {
     let text = |code| UserText::for_error(code).text(locale);
-    let mut last = match after {
-        Some(seq) => seq,
-        None => {
-            if client.send_data(frame(&turn.init_event())).await.is_err() {
-                return;
-            }
-            0
-        }
-    };
+    // `None` until `init` went out: the logged one, as the turn sent it. A turn whose log
+    // has none (it ended before its first write, or was logged before `init` was) gets the
+    // record's.
+    let mut last = after;
     loop {
-        let events = match store.events_after(&turn, last).await {
+        let read = match last {
+            Some(seq) => store.events_after(&turn, seq).await,
+            None => store.events_from(&turn, 0).await,
+        };
+        let events = match read {
             Ok(events) => events,
             Err(e) => {
                 tracing::error!(turn_id = %turn.turn_id, error = %e, "reading the turn's events failed");
@@ -200,14 +198,22 @@ pub async fn follow(
                 return;
             }
         };
+        // No logged `init` to send first: the log starts later, or the turn ended with none.
+        let record_init = last.is_none() && events.first().map_or(turn.ended(), |e| e.seq > 0);
+        if record_init && client.send_data(frame(&turn.init_event())).await.is_err() {
+            return;
+        }
         for event in &events {
             if client.send_data(frame(event)).await.is_err() {
                 return;
             }
-            last = event.seq;
+            last = Some(event.seq);
             if event.event == "done" {
                 return;
             }
+        }
+        if record_init && events.is_empty() {
+            last = Some(0);
         }
         if !events.is_empty() {
             continue;
@@ -216,7 +222,7 @@ pub async fn follow(
         // write as its `done`: an ended turn with nothing after `last` has nothing more to
         // send (the follower resumed at or past its end). Polling would hold the invocation
         // until its deadline.
-        if matches!(turn.status, TurnStatus::Finished | TurnStatus::Interrupted) {
+        if turn.ended() {
             return;
         }
         if Instant::now() + POLL_EVERY >= until {
@@ -237,6 +243,9 @@ pub async fn follow(
         match turn.status {
             // The request that began it was refused (a limit, a busy chat): its error.
             TurnStatus::Refused => {
+                if last.is_none() && client.send_data(frame(&turn.init_event())).await.is_err() {
+                    return;
+                }
                 let error = turn.refusal.clone().unwrap_or_else(|| {
                     let code = TurnErrorCode::Conflict;
                     json!({ "code": code, "message": text(code) })
@@ -248,7 +257,7 @@ pub async fn follow(
                 interrupt(
                     store.as_ref(),
                     &turn,
-                    last,
+                    last.unwrap_or(0),
                     &text(TurnErrorCode::Interrupted),
                 )
                 .await;

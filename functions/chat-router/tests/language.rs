@@ -1,5 +1,5 @@
-//! The user's language, end to end through the router: the `language` field, then
-//! `Accept-Language`, then the message, then the chat's remembered language decide which
+//! The user's language, end to end through the router: the message, then the chat's
+//! remembered language, then the `language` field, then `Accept-Language` decide which
 //! language the texts the runtime writes for the user are in; texts written for the model
 //! never reach the user.
 
@@ -115,38 +115,54 @@ async fn a_rate_limited_flight_search_in_a_german_chat_shows_a_german_user_messa
     assert_eq!(answer, shown, "the chat keeps what the user saw");
 }
 
-/// The field beats the header, the header beats the message, the message beats the chat's
-/// remembered language, and a short message keeps the remembered one. The model answering
-/// with nothing makes the runtime write its own text, in the turn's language.
+/// The message beats the chat's remembered language, which beats the `language` field,
+/// which beats `Accept-Language`; a message too short to tell keeps the chat's. The model
+/// answering with nothing makes the runtime write its own text, in the turn's language,
+/// which `init` names and the stored answer keeps.
 #[tokio::test]
-async fn the_language_field_beats_accept_language_beats_the_message_beats_the_chat() {
+async fn the_message_beats_the_chat_beats_the_language_field_beats_accept_language() {
     let rig = Rig::start().await;
-    let token = rig.token(&test_support::unique("lang"));
-    for _ in 0..7 {
+    let user = test_support::unique("lang");
+    let token = rig.token(&user);
+    for _ in 0..8 {
         rig.llm.push(Reply::text(""));
     }
     let english = "What can you do for me?";
+    let written = chat_in(
+        &rig,
+        &token,
+        "de",
+        json!({"message": english, "language": "de-AT"}),
+    )
+    .await;
+    assert_eq!(written.text(), NO_ANSWER_EN, "the message's language wins");
+    assert_eq!(written.first("init")["language"], json!("en"));
+
     let field = chat_in(
         &rig,
         &token,
         "en",
-        json!({"message": english, "language": "de-AT"}),
+        json!({"message": "ok", "language": "de-AT"}),
     )
     .await;
-    assert_eq!(field.text(), NO_ANSWER_DE);
+    assert_eq!(
+        field.text(),
+        NO_ANSWER_DE,
+        "a short message: the field decides"
+    );
     let header = chat_in(
         &rig,
         &token,
         "fr-CH, de;q=0.9, en;q=0.8",
-        json!({"message": english}),
+        json!({"message": "ok"}),
     )
     .await;
-    assert_eq!(header.text(), NO_ANSWER_DE);
+    assert_eq!(header.text(), NO_ANSWER_DE, "no field: the browser decides");
     let unsupported = chat_in(
         &rig,
         &token,
         "de",
-        json!({"message": english, "language": "fr"}),
+        json!({"message": "ok", "language": "fr"}),
     )
     .await;
     assert_eq!(
@@ -155,28 +171,43 @@ async fn the_language_field_beats_accept_language_beats_the_message_beats_the_ch
         "an unsupported field is passed over"
     );
 
-    let german = rig
-        .chat(
-            Some(&token),
-            json!({"message": "Was kann ich mit meinen Meilen machen?"}),
-        )
-        .await;
-    assert_eq!(german.text(), NO_ANSWER_DE);
+    let german = chat_in(
+        &rig,
+        &token,
+        "en-GB",
+        json!({"message": "Was kann ich mit meinen Meilen machen?"}),
+    )
+    .await;
+    assert_eq!(
+        german.text(),
+        NO_ANSWER_DE,
+        "a German message in an English browser"
+    );
+    assert_eq!(german.first("init")["language"], json!("de"));
     assert_eq!(
         german.first("final")["session_state"]["language"],
         json!("de")
     );
     let chat_id = german.chat_id();
-    let short = rig
-        .chat(Some(&token), json!({"chat_id": chat_id, "message": "ok"}))
-        .await;
-    assert_eq!(short.text(), NO_ANSWER_DE, "the chat remembers German");
-    let switched = rig
-        .chat(
-            Some(&token),
-            json!({"chat_id": chat_id, "message": english}),
-        )
-        .await;
+    let short = chat_in(
+        &rig,
+        &token,
+        "en",
+        json!({"chat_id": chat_id, "message": "ok"}),
+    )
+    .await;
+    assert_eq!(
+        short.text(),
+        NO_ANSWER_DE,
+        "the chat's German beats the browser's English"
+    );
+    let switched = chat_in(
+        &rig,
+        &token,
+        "de",
+        json!({"chat_id": chat_id, "message": english}),
+    )
+    .await;
     assert_eq!(switched.text(), NO_ANSWER_EN);
     assert_eq!(
         switched.first("final")["session_state"]["language"],
@@ -186,11 +217,38 @@ async fn the_language_field_beats_accept_language_beats_the_message_beats_the_ch
         &rig,
         &token,
         "de-DE",
-        json!({"chat_id": chat_id, "message": "ok"}),
+        json!({"chat_id": chat_id, "message": "ok", "language": "de"}),
     )
     .await;
-    assert_eq!(asked.text(), NO_ANSWER_DE);
-    assert_eq!(final_content(&asked), NO_ANSWER_DE);
+    assert_eq!(
+        asked.text(),
+        NO_ANSWER_EN,
+        "the chat's English beats the field"
+    );
+    assert_eq!(final_content(&asked), NO_ANSWER_EN);
+
+    // Each stored answer keeps its turn's language, for a client that reloads the chat.
+    let stored = rig
+        .deps
+        .chats
+        .recent_messages(&user, &chat_id, 20)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let answers: Vec<_> = stored
+        .iter()
+        .filter(|m| m.role == Role::Assistant)
+        .map(|m| m.language)
+        .collect();
+    use shared::domain::flight::Locale;
+    assert_eq!(
+        answers,
+        [
+            Some(Locale::De),
+            Some(Locale::De),
+            Some(Locale::En),
+            Some(Locale::En)
+        ]
+    );
 }
 
 #[tokio::test]

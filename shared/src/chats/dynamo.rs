@@ -18,6 +18,7 @@ use crate::companion::{self, Companion};
 use crate::domain::chat::{
     Chat, ChatSummary, Message, MessageToolCall, NewMessage, Role, TITLE_CHARS,
 };
+use crate::domain::flight::Locale;
 use crate::domain::session::{SessionState, SessionStatePatch};
 use crate::domain::ui::UiElement;
 use crate::dynamo::{
@@ -142,6 +143,7 @@ impl DynamoChatStore {
                 background: m.background,
                 ui: m.ui,
                 stopped: m.stopped,
+                language: m.language,
                 created_at: now,
                 ttl: Some(self.expiry(now)),
             })
@@ -570,6 +572,8 @@ struct MessageItem {
     ui: Vec<UiElement>,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     stopped: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    language: Option<Locale>,
     #[serde(with = "time::serde::rfc3339")]
     created_at: OffsetDateTime,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -590,6 +594,7 @@ impl From<MessageItem> for Message {
             background: item.background,
             ui: item.ui,
             stopped: item.stopped,
+            language: item.language,
             created_at: item.created_at,
         }
     }

@@ -4,6 +4,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 
+use super::flight::Locale;
 use super::schema::DateTimeSchema;
 use super::session::SessionState;
 use super::ui::UiElement;
@@ -68,6 +69,9 @@ pub struct NewMessage {
     /// For the turn's answer: the user stopped the turn, and this is what it had said.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub stopped: bool,
+    /// For the turn's answer: the language of the turn's texts for the user.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub language: Option<Locale>,
 }
 
 impl NewMessage {
@@ -81,6 +85,7 @@ impl NewMessage {
             background: false,
             ui: Vec::new(),
             stopped: false,
+            language: None,
         }
     }
 
@@ -94,6 +99,7 @@ impl NewMessage {
             background: false,
             ui: Vec::new(),
             stopped: false,
+            language: None,
         }
     }
 
@@ -111,12 +117,19 @@ impl NewMessage {
             background: false,
             ui: Vec::new(),
             stopped: false,
+            language: None,
         }
     }
 
     /// The answer with the client-rendered elements of its turn.
     pub fn with_ui(mut self, ui: Vec<UiElement>) -> Self {
         self.ui = ui;
+        self
+    }
+
+    /// The answer written in `language`.
+    pub fn in_language(mut self, language: Locale) -> Self {
+        self.language = Some(language);
         self
     }
 
@@ -174,6 +187,9 @@ pub struct Message {
     /// An answer the user stopped: what the assistant had said until then.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub stopped: bool,
+    /// An answer: the language of its turn's texts for the user (`en`, `de`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub language: Option<Locale>,
     #[serde(with = "time::serde::rfc3339")]
     #[schemars(with = "DateTimeSchema")]
     pub created_at: OffsetDateTime,

@@ -329,9 +329,9 @@ impl TurnStore for DynamoTurnStore {
             .is_some_and(|r| r.cancel_requested))
     }
 
-    async fn events_after(&self, turn: &TurnRecord, after: u64) -> Result<Vec<StoredEvent>> {
+    async fn events_from(&self, turn: &TurnRecord, first: u64) -> Result<Vec<StoredEvent>> {
         let pk = Self::pk(&turn.turn_id);
-        let from = Self::chunk_key(turn, after.saturating_add(1));
+        let from = Self::chunk_key(turn, first);
         let to = format!("{}~", Self::chunk_prefix(turn));
         let mut events = Vec::new();
         let mut start: Option<Item> = None;
@@ -351,7 +351,7 @@ impl TurnStore for DynamoTurnStore {
                 .map_err(|e| sdk_error("Query", e))?;
             for item in page.items.unwrap_or_default() {
                 let chunk: ChunkItem = from_item(item)?;
-                events.extend(chunk.events.into_iter().filter(|e| e.seq > after));
+                events.extend(chunk.events.into_iter().filter(|e| e.seq >= first));
             }
             match page.last_evaluated_key {
                 Some(key) if !key.is_empty() => start = Some(key),

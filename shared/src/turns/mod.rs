@@ -70,7 +70,8 @@ pub struct TurnRecord {
 }
 
 impl TurnRecord {
-    /// The turn's first event, which the record itself carries.
+    /// The turn's first event as the record knows it, before the turn ran: without the
+    /// turn's language, which the logged `init` has.
     pub fn init_event(&self) -> StoredEvent {
         StoredEvent {
             seq: 0,
@@ -82,6 +83,11 @@ impl TurnRecord {
             })
             .to_string(),
         }
+    }
+
+    /// Finished or interrupted: its log is complete.
+    pub fn ended(&self) -> bool {
+        matches!(self.status, TurnStatus::Finished | TurnStatus::Interrupted)
     }
 
     /// Running past its deadline: its host ended it.
@@ -140,8 +146,14 @@ pub trait TurnStore: Send + Sync {
     /// Whether a cancel was requested (one read; for a turn waiting on tools).
     async fn cancel_requested(&self, turn: &TurnRecord) -> Result<bool>;
 
-    /// The stored events after sequence `after`, in order (`init` is the record's).
-    async fn events_after(&self, turn: &TurnRecord, after: u64) -> Result<Vec<StoredEvent>>;
+    /// The stored events from sequence `first` on, in order. `init` (0) is logged too; a
+    /// turn logged before it was has only the record's ([`TurnRecord::init_event`]).
+    async fn events_from(&self, turn: &TurnRecord, first: u64) -> Result<Vec<StoredEvent>>;
+
+    /// The stored events after sequence `after`, in order.
+    async fn events_after(&self, turn: &TurnRecord, after: u64) -> Result<Vec<StoredEvent>> {
+        self.events_from(turn, after.saturating_add(1)).await
+    }
 
     /// Asks a running turn to stop; the record as it is afterwards. A turn that already
     /// ended is left alone.

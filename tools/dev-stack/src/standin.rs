@@ -400,12 +400,13 @@ fn unfenced(content: &str) -> &str {
 
 fn relay_tool_result(content: &str, german: bool) -> String {
     let content = unfenced(content).trim();
+    // `[rejected] Invalid arguments …`: written for a model to act on, not for a traveller.
     if content.starts_with('[') {
-        let first = content.lines().next().unwrap_or(content);
         return if german {
-            format!("Das hat gerade nicht geklappt: {first}")
+            "Das hat gerade leider nicht geklappt. Versuche es bitte gleich noch einmal oder formuliere es anders.".to_owned()
         } else {
-            format!("That did not work right now: {first}")
+            "Sorry, that did not work just now. Please try again in a moment or put it differently."
+                .to_owned()
         };
     }
     // The tools phrase their results for the chat already; relay them, cut at a line end.
@@ -439,11 +440,11 @@ fn small_talk(message: &str, german: bool) -> String {
             \"Business class from Frankfurt to New York on 15 March\" or \"How do fuel \
             surcharges work?\""
             .to_owned(),
-        (true, false, _) => "Ohne echtes Sprachmodell kann ich nur Flüge suchen und die \
-            Wissensdatenbank befragen. Für freie Antworten OPENAI_API_KEY setzen."
+        (true, false, _) => "In dieser Demo kann ich Flüge suchen und Fragen aus der \
+            Wissensdatenbank beantworten; für freie Antworten braucht es ein echtes Sprachmodell."
             .to_owned(),
-        (false, false, _) => "Without a real language model I can only search flights and \
-            the knowledge base. Set OPENAI_API_KEY for free-form answers."
+        (false, false, _) => "In this demo I can search flights and answer questions from \
+            the knowledge base; free-form answers need a real language model."
             .to_owned(),
     }
 }

@@ -26,6 +26,7 @@ fn samples() -> Vec<TurnEvent> {
             chat_id: "c1".into(),
             created: true,
             turn_id: "t1".into(),
+            language: shared::domain::flight::Locale::De,
         },
         TurnEvent::ToolStarted {
             tool: ToolName::SearchFlights,

@@ -5,7 +5,8 @@ import { useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState } fr
 import { type Api, ApiError, type ChatBody, type ChatSummary, type StoredMessage, TimedOut, type ToolCallRecord } from "../api";
 import type { Tokens } from "../config";
 import { relativeTime } from "../format";
-import { historyBlocks } from "../history";
+import { type HistoryTurn, historyTurns } from "../history";
+import { browserLang, Debug, debugRequested, type Lang, type Texts, textsFor, Words } from "../i18n";
 import { type Block, newTurn, reduce, refused, type TurnView } from "../reducer";
 import { StreamBroken, streamTurn } from "../stream";
 import { Blocks } from "./Blocks";
@@ -13,6 +14,8 @@ import { Actions, type PageActions } from "./context";
 
 const AGENTS = ["travel", "support", "flights", "chat"];
 const PENDING = "chat.pending";
+/** Set once an answer said the stack runs on sample data: the page says so once, on top. */
+const DEMO = "chat.demo";
 
 /** The chat list: loading, loaded, or failed (then with Retry, never an empty list). */
 type ChatList = { state: "loading" } | { state: "loaded"; items: ChatSummary[] } | { state: "failed"; error: string; items?: ChatSummary[] };
@@ -86,14 +89,18 @@ function stillRunning(messages: StoredMessage[], pending: Pending): { running: b
   return { running: !answered, cut: lastUser };
 }
 
-export function App(props: { api: Api; tokens: Tokens; title?: string }) {
+export function App(props: { api: Api; tokens: Tokens; title?: string; lang?: Lang; debug?: boolean }) {
   const { api, tokens } = props;
+  const lang = props.lang ?? browserLang();
+  const t = textsFor(lang);
+  const debug = props.debug ?? debugRequested();
+  const [demo, setDemo] = useState(() => sessionStorage.getItem(DEMO) === "1");
   const [signedIn, setSignedIn] = useState(tokens.token() !== null);
   const [chatList, setChatList] = useState<ChatList>({ state: "loading" });
   const chats = chatList.state === "loading" ? [] : (chatList.items ?? []);
   const [chatId, setChatId] = useState<string | null>(chatFromHash());
-  const [history, setHistory] = useState<{ blocks: Block[]; loading: boolean; error?: string }>({
-    blocks: [],
+  const [history, setHistory] = useState<{ turns: HistoryTurn[]; loading: boolean; error?: string }>({
+    turns: [],
     loading: false,
   });
   const [turns, setTurns] = useState<TurnView[]>([]);
@@ -120,11 +127,11 @@ export function App(props: { api: Api; tokens: Tokens; title?: string }) {
       const { items } = await api.listChats();
       setChatList({ state: "loaded", items });
     } catch (e) {
-      const error = e instanceof Error ? e.message : String(e);
+      const error = e instanceof TimedOut ? t.noAnswerWithin(+(e.ms / 1000).toFixed(2)) : e instanceof Error ? e.message : String(e);
       // Chats shown before stay; a list never loaded shows the failure, not "no chats".
       setChatList((old) => ({ state: "failed", error, items: old.state === "loading" ? undefined : old.items }));
     }
-  }, [api]);
+  }, [api, t]);
 
   const retryChats = useCallback(() => {
     setChatList((old) => (old.state === "failed" && !old.items ? { state: "loading" } : old));
@@ -146,7 +153,7 @@ export function App(props: { api: Api; tokens: Tokens; title?: string }) {
           resume: (c, t, after, signal) => api.resume(c, t, after, signal),
           signal: controller.signal,
           firstByteMs: api.timeouts.firstByteMs,
-          onRetry: (n, what) => setReconnecting(`Connection lost; ${what === "resume" ? "resuming" : "sending again"} (${n})…`),
+          onRetry: (n, what) => setReconnecting(t.connectionLost(n, what === "resume")),
           onEvent: (event) => {
             setReconnecting(null);
             const now = performance.now();
@@ -160,14 +167,21 @@ export function App(props: { api: Api; tokens: Tokens; title?: string }) {
               sessionStorage.setItem(PENDING, JSON.stringify(pending));
             }
             if (event.type === "done") sessionStorage.removeItem(PENDING);
+            if (event.type === "final" && event.metadata?.notice) {
+              sessionStorage.setItem(DEMO, "1");
+              setDemo(true);
+            }
             updateTurn(turnKey, (t) => reduce(t, event, now));
           },
         });
       } catch (e) {
         const code =
           e instanceof ApiError ? e.code : e instanceof TimedOut ? "timeout" : e instanceof StreamBroken ? "connection_lost" : "internal";
+        // The router's refusals are its words for the user; the page's own failures (no
+        // answer in time, a lost connection) get the page's words, their detail in debug.
         let message = e instanceof Error ? e.message : String(e);
-        if (e instanceof TimedOut && resendable) message += " Retry asks for the same answer again; the message is not run twice.";
+        if (e instanceof TimedOut) message = t.noAnswerWithin(+(e.ms / 1000).toFixed(2)) + (resendable ? t.timedOutRetry : "");
+        else if (!(e instanceof ApiError) && !debug) message = "";
         updateTurn(turnKey, (t) => refused(t, code, message));
         if (e instanceof ApiError && e.code === "unauthorized" && tokens.mode === "bearer") setSignedIn(false);
         if (e instanceof ApiError && e.code === "turn_in_progress" && typeof e.details?.turn_id === "string") {
@@ -189,7 +203,7 @@ export function App(props: { api: Api; tokens: Tokens; title?: string }) {
         await run(key, (signal) => api.resume(chat, followed!, undefined, signal), true);
       }
     },
-    [api, refreshChats, tokens, updateTurn],
+    [api, debug, refreshChats, t, tokens, updateTurn],
   );
 
   const send = useCallback(
@@ -223,9 +237,9 @@ export function App(props: { api: Api; tokens: Tokens; title?: string }) {
       await api.cancelTurn(turn.chatId, turn.turnId);
     } catch (e) {
       updateTurn(turn.key, (t) => ({ ...t, cancelRequested: false }));
-      setReconnecting(`Stop failed: ${e instanceof Error ? e.message : String(e)}`);
+      setReconnecting(t.stopFailed(e instanceof Error ? e.message : String(e)));
     }
-  }, [api, turns, updateTurn]);
+  }, [api, t, turns, updateTurn]);
 
   const decide = useCallback(
     (jobId: string, decision: "approve" | "deny") => {
@@ -233,11 +247,11 @@ export function App(props: { api: Api; tokens: Tokens; title?: string }) {
       if (!chat || running.current) return;
       const mark = (b: Block): Block =>
         b.kind === "approval" && b.request.job_id === jobId
-          ? { ...b, decided: decision === "approve" ? "You approved this." : "You declined this." }
+          ? { ...b, decided: decision === "approve" ? "approved" : "declined" }
           : b;
-      setHistory((h) => ({ ...h, blocks: h.blocks.map(mark) }));
+      setHistory((h) => ({ ...h, turns: h.turns.map((ht) => ({ ...ht, blocks: ht.blocks.map(mark) })) }));
       const key = newKey();
-      setTurns((ts) => [...ts.map((t) => ({ ...t, blocks: t.blocks.map(mark) })), newTurn(key)]);
+      setTurns((ts) => [...ts.map((tv) => ({ ...tv, blocks: tv.blocks.map(mark) })), newTurn(key)]);
       void run(key, (signal) => api.decide(chat, jobId, decision, undefined, signal), false);
     },
     [api, run],
@@ -254,10 +268,10 @@ export function App(props: { api: Api; tokens: Tokens; title?: string }) {
       setSidebarOpen(false);
       stick.current = true;
       if (!id) {
-        setHistory({ blocks: [], loading: false });
+        setHistory({ turns: [], loading: false });
         return;
       }
-      setHistory({ blocks: [], loading: true });
+      setHistory({ turns: [], loading: true });
       try {
         const [messages, records] = await Promise.all([
           allPages((c) => api.messages(id, c)),
@@ -278,12 +292,13 @@ export function App(props: { api: Api; tokens: Tokens; title?: string }) {
             sessionStorage.removeItem(PENDING);
           }
         }
-        const blocks = historyBlocks(shown, byId).map((b) => {
+        const decided = (b: Block): Block => {
           if (b.kind !== "approval") return b;
           const status = byId.get(b.request.job_id)?.status;
-          return status && status !== "awaiting_approval" ? { ...b, decided: `This call is ${status.replace(/_/g, " ")}.` } : b;
-        });
-        setHistory({ blocks, loading: false });
+          return status && status !== "awaiting_approval" ? { ...b, decided: `status:${status}` } : b;
+        };
+        const turnsShown = historyTurns(shown, byId).map((ht) => ({ ...ht, blocks: ht.blocks.map(decided) }));
+        setHistory({ turns: turnsShown, loading: false });
         if (resume) {
           const key = newKey();
           if (resume.message) requests.current.set(key, resume.message);
@@ -293,7 +308,7 @@ export function App(props: { api: Api; tokens: Tokens; title?: string }) {
         }
       } catch (e) {
         if (chatRef.current !== id) return;
-        setHistory({ blocks: [], loading: false, error: e instanceof Error ? e.message : String(e) });
+        setHistory({ turns: [], loading: false, error: e instanceof Error ? e.message : String(e) });
       }
     },
     [api, run],
@@ -351,16 +366,20 @@ export function App(props: { api: Api; tokens: Tokens; title?: string }) {
   );
 
   if (!signedIn) {
-    return <SignIn onToken={(t) => { tokens.paste(t); setSignedIn(true); }} />;
+    return <SignIn t={t} onToken={(token) => { tokens.paste(token); setSignedIn(true); }} />;
   }
 
-  const current = turns.find((t) => t.key === running.current?.turnKey);
+  const current = turns.find((tv) => tv.key === running.current?.turnKey);
   const canStop = busy && !!current?.turnId && !current.cancelRequested;
-  const title = chats.find((c) => c.chat_id === chatId)?.title ?? (chatId ? "Chat" : "New chat");
+  const title = chats.find((c) => c.chat_id === chatId)?.title ?? (chatId ? t.chat : t.newChatTitle);
   const lastTurn = turns[turns.length - 1];
+  /** A turn's words: its own language's, else the page's. */
+  const wordsOf = (language: Lang | undefined) => (language ? textsFor(language) : t);
 
   return (
     <Actions.Provider value={actions}>
+      <Debug.Provider value={debug}>
+      <Words.Provider value={t}>
       <div class={`app ${sidebarOpen ? "sidebar-open" : ""}`}>
         <a
           class="skip"
@@ -370,7 +389,7 @@ export function App(props: { api: Api; tokens: Tokens; title?: string }) {
             input.current?.focus();
           }}
         >
-          Skip to the message box
+          {t.skip}
         </a>
         <header class="top">
           <button
@@ -380,34 +399,34 @@ export function App(props: { api: Api; tokens: Tokens; title?: string }) {
             aria-controls="sidebar"
             onClick={() => setSidebarOpen(!sidebarOpen)}
           >
-            Chats
+            {t.chats}
           </button>
-          <h1>{props.title ?? "Travel chat"}</h1>
+          <h1 title={props.title ?? "Travel chat"}>{props.title ?? "Travel chat"}</h1>
           <span class="who">
-            {tokens.pasted ? "signed in with a pasted token" : tokens.user ? `local dev user ${tokens.user}` : ""}
+            {tokens.pasted ? t.pastedToken : tokens.user ? t.devUser(tokens.user) : ""}
             {tokens.pasted || tokens.mode === "bearer" ? (
               <button type="button" class="link" onClick={() => { tokens.forget(); setSignedIn(tokens.token() !== null); location.reload(); }}>
-                Sign out
+                {t.signOut}
               </button>
             ) : null}
           </span>
         </header>
-        <nav id="sidebar" class="sidebar" aria-label="Your chats">
+        <nav id="sidebar" class="sidebar" aria-label={t.yourChats}>
           <button type="button" class="new-chat" onClick={() => { window.history.replaceState(null, "", "#/"); void openChat(null); input.current?.focus(); }}>
-            + New chat
+            {t.newChat}
           </button>
-          {chatList.state === "loading" ? <p class="muted" role="status">Loading chats…</p> : null}
+          {chatList.state === "loading" ? <p class="muted" role="status">{t.loadingChats}</p> : null}
           {chatList.state === "failed" ? (
             <div class="tool-error chats-error" role="alert">
               <p>
-                <strong>Chats could not be loaded.</strong> <span class="muted">{chatList.error}</span>
+                <strong>{t.chatsFailed}</strong> <span class="muted">{chatList.error}</span>
               </p>
               <button type="button" class="retry" onClick={retryChats}>
-                Retry
+                {t.retry}
               </button>
             </div>
           ) : null}
-          {chatList.state === "loaded" && !chats.length ? <p class="muted">No chats yet.</p> : null}
+          {chatList.state === "loaded" && !chats.length ? <p class="muted">{t.noChats}</p> : null}
           <ul class="chat-list">
             {chats.map((c) => (
               <li key={c.chat_id}>
@@ -415,10 +434,8 @@ export function App(props: { api: Api; tokens: Tokens; title?: string }) {
                   href={`#/chat/${encodeURIComponent(c.chat_id)}`}
                   aria-current={c.chat_id === chatId ? "page" : undefined}
                 >
-                  <span class="title">{c.title || "(no message yet)"}</span>
-                  <span class="meta">
-                    {c.message_count} messages · {relativeTime(c.active_at)}
-                  </span>
+                  <span class="title">{c.title || t.untitled}</span>
+                  <span class="meta">{relativeTime(c.active_at, t)}</span>
                 </a>
               </li>
             ))}
@@ -427,31 +444,38 @@ export function App(props: { api: Api; tokens: Tokens; title?: string }) {
         <main class="main" aria-labelledby="chat-title">
           <h2 id="chat-title" class="chat-title">{title}</h2>
           <div class="conversation" ref={scroller} onScroll={onScroll}>
-            {history.loading ? <p class="muted">Loading the chat…</p> : null}
+            {demo ? <p class="notice demo-notice">{t.demo}</p> : null}
+            {history.loading ? <p class="muted">{t.loadingChat}</p> : null}
             {history.error ? (
               <div class="error-box" role="alert">
-                <p>The chat could not be loaded: {history.error}</p>
-                <button type="button" onClick={() => void openChat(chatId)}>Retry</button>
+                <p>{t.chatFailed} {history.error}</p>
+                <button type="button" onClick={() => void openChat(chatId)}>{t.retry}</button>
               </div>
             ) : null}
-            {history.blocks.length ? (
-              <section class="history" aria-label="Earlier messages">
-                <Blocks blocks={history.blocks} chatId={chatId ?? undefined} latest={!turns.length} />
+            {history.turns.length ? (
+              <section class="history" aria-label={t.earlier}>
+                {history.turns.map((ht, i) => (
+                  <div key={ht.key} class="history-turn" lang={ht.language}>
+                    <Words.Provider value={wordsOf(ht.language)}>
+                      <Blocks blocks={ht.blocks} chatId={chatId ?? undefined} latest={!turns.length && i === history.turns.length - 1} />
+                    </Words.Provider>
+                  </div>
+                ))}
               </section>
             ) : null}
-            {!history.loading && !history.blocks.length && !turns.length ? (
-              <p class="empty">Ask for flights (“Business class from Frankfurt to New York on 15 March”) or a question about miles and status.</p>
-            ) : null}
-            <div class="live" role="log" aria-live="polite" aria-busy={busy} aria-label="Answer">
-              {turns.map((t) => (
-                <section key={t.key} class="turn" data-phase={t.phase} data-turn-id={t.turnId}>
-                  <Blocks blocks={t.blocks} chatId={t.chatId ?? chatId ?? undefined} turnKey={requests.current.has(t.key) ? t.key : undefined} latest={t === lastTurn} />
-                  {t.phase === "sending" ? <p class="muted">Sending…</p> : null}
-                  {t.streaming || (t.phase === "streaming" && !t.blocks.some((b) => b.kind !== "user")) ? (
-                    <p class="typing muted" aria-hidden="true">…</p>
-                  ) : null}
-                  {t.cancelRequested && t.phase === "streaming" ? <p class="muted">Stopping…</p> : null}
-                  {t.notice ? <p class="notice">{t.notice}</p> : null}
+            {!history.loading && !history.turns.length && !turns.length ? <p class="empty">{t.empty}</p> : null}
+            <div class="live" role="log" aria-live="polite" aria-busy={busy} aria-label={t.answer}>
+              {turns.map((tv) => (
+                <section key={tv.key} class="turn" data-phase={tv.phase} data-turn-id={tv.turnId} lang={tv.language}>
+                  <Words.Provider value={wordsOf(tv.language)}>
+                    <Blocks blocks={tv.blocks} chatId={tv.chatId ?? chatId ?? undefined} turnKey={requests.current.has(tv.key) ? tv.key : undefined} latest={tv === lastTurn} />
+                    {tv.phase === "sending" ? <p class="muted">{t.sending}</p> : null}
+                    {tv.streaming || (tv.phase === "streaming" && !tv.blocks.some((b) => b.kind !== "user")) ? (
+                      <p class="typing muted" aria-hidden="true">…</p>
+                    ) : null}
+                    {tv.cancelRequested && tv.phase === "streaming" ? <p class="muted">{wordsOf(tv.language).stopping}</p> : null}
+                    {debug && tv.notice ? <p class="notice debug-line">{tv.notice}</p> : null}
+                  </Words.Provider>
                 </section>
               ))}
             </div>
@@ -466,14 +490,14 @@ export function App(props: { api: Api; tokens: Tokens; title?: string }) {
             }}
           >
             <label class="visually-hidden" for="composer-input">
-              Message
+              {t.message}
             </label>
             <textarea
               id="composer-input"
               ref={input}
               rows={2}
               value={draft}
-              placeholder="Message (Enter sends, Shift+Enter for a new line)"
+              placeholder={t.placeholder}
               onInput={(e) => setDraft((e.currentTarget as HTMLTextAreaElement).value)}
               onKeyDown={(e) => {
                 if (e.key === "Enter" && !e.shiftKey && !e.isComposing) {
@@ -487,49 +511,54 @@ export function App(props: { api: Api; tokens: Tokens; title?: string }) {
               }}
             />
             <div class="composer-row">
-              <label>
-                <span class="visually-hidden">Agent</span>
-                <select value={agent} onChange={(e) => setAgent((e.currentTarget as HTMLSelectElement).value)} title="Agent profile">
-                  <option value="">agent: chat's own</option>
-                  {AGENTS.map((a) => (
-                    <option key={a} value={a}>
-                      agent: {a}
-                    </option>
-                  ))}
-                </select>
-              </label>
+              {debug ? (
+                <label>
+                  <span class="visually-hidden">{t.agent}</span>
+                  <select value={agent} onChange={(e) => setAgent((e.currentTarget as HTMLSelectElement).value)} title="Agent profile">
+                    <option value="">{t.agentOwn}</option>
+                    {AGENTS.map((a) => (
+                      <option key={a} value={a}>
+                        agent: {a}
+                      </option>
+                    ))}
+                  </select>
+                </label>
+              ) : null}
               {busy ? (
                 <button type="button" class="stop" disabled={!canStop} onClick={() => void stop()}>
-                  Stop
+                  {t.stop}
                 </button>
               ) : null}
               <button type="submit" class="primary send" disabled={busy || !draft.trim()}>
-                Send
+                {t.send}
               </button>
             </div>
           </form>
         </main>
       </div>
+      </Words.Provider>
+      </Debug.Provider>
     </Actions.Provider>
   );
 }
 
-function SignIn(props: { onToken: (token: string) => void }) {
+function SignIn(props: { t: Texts; onToken: (token: string) => void }) {
+  const { t } = props;
   const [value, setValue] = useState("");
   return (
     <main class="sign-in">
-      <h1>Sign in</h1>
+      <h1>{t.signIn}</h1>
       <form
         onSubmit={(e) => {
           e.preventDefault();
           if (value.trim()) props.onToken(value);
         }}
       >
-        <label for="token">Bearer token (your identity provider's ID token)</label>
+        <label for="token">{t.tokenLabel}</label>
         <textarea id="token" rows={4} value={value} onInput={(e) => setValue((e.currentTarget as HTMLTextAreaElement).value)} />
-        <p class="muted">Kept in this browser tab only (sessionStorage), sent only to the chat-router.</p>
+        <p class="muted">{t.tokenKept}</p>
         <button type="submit" class="primary">
-          Use this token
+          {t.useToken}
         </button>
       </form>
     </main>

@@ -1,26 +1,20 @@
 // A turn's (or a reloaded chat's) blocks, in order.
 
 import { useContext } from "preact/hooks";
+import { Debug, type Texts, Words } from "../i18n";
 import { Markdown } from "../markdown";
 import type { Block } from "../reducer";
 import { Actions } from "./context";
 import { type Flight, FlightTable } from "./FlightTable";
 import { ToolCardView } from "./ToolCard";
 
-const ERROR_HINTS: Record<string, string> = {
-  guardrail: "A safety check stopped this answer.",
-  invalid_tool_call: "The assistant could not do this.",
-  internal: "Something went wrong on the server.",
-  not_found: "This chat does not exist (any more).",
-  conflict: "The chat changed at the same time.",
-  llm_error: "The language model could not be reached.",
-  rate_limited: "Too many messages for now.",
-  turn_in_progress: "Another message of this chat is still being answered.",
-  interrupted: "The turn was cut off before it finished.",
-  connection_lost: "The connection to the server was lost.",
-  timeout: "The server did not answer in time.",
-  unauthorized: "Your sign-in is not valid (any more).",
-};
+/** An approval's outcome: `approved`, `declined` (this page's decision) or `status:<call
+ * status>` (the stored call's). */
+function decidedText(decided: string, t: Texts): string {
+  if (decided === "approved") return t.approved;
+  if (decided === "declined") return t.declined;
+  return t.callEnded(decided.replace(/^status:/, ""));
+}
 
 export function Blocks(props: {
   blocks: Block[];
@@ -30,6 +24,8 @@ export function Blocks(props: {
   latest?: boolean;
 }) {
   const actions = useContext(Actions);
+  const t = useContext(Words);
+  const debug = useContext(Debug);
   return (
     <>
       {props.blocks.map((b) => {
@@ -37,16 +33,16 @@ export function Blocks(props: {
           case "user":
             return (
               <div key={b.key} class="msg user">
-                <span class="visually-hidden">You: </span>
+                <span class="visually-hidden">{t.you}</span>
                 <p>{b.text}</p>
               </div>
             );
           case "text":
             return (
               <div key={b.key} class="msg assistant">
-                <span class="visually-hidden">Assistant: </span>
+                <span class="visually-hidden">{t.assistant}</span>
                 <Markdown text={b.text} />
-                {b.stopped ? <p class="stopped-note muted">Stopped</p> : null}
+                {b.stopped ? <p class="stopped-note muted">{t.stopped}</p> : null}
               </div>
             );
           case "tool":
@@ -54,14 +50,13 @@ export function Blocks(props: {
           case "handoff":
             return (
               <p key={b.key} class="handoff">
-                → handed to <strong>{b.to}</strong>
-                {b.from ? <> by {b.from}</> : null}
-                {b.reason ? <span class="reason"> (the model's reason: “{b.reason}”)</span> : null}
+                → {t.handedTo(t.agents[b.to] ?? b.to)}
+                {debug ? <span class="debug-line muted"> {b.from} → {b.to}{b.reason ? `: “${b.reason}”` : ""}</span> : null}
               </p>
             );
           case "quick_replies":
             return (
-              <div key={b.key} class="quick-replies" role="group" aria-label="Suggested replies">
+              <div key={b.key} class="quick-replies" role="group" aria-label={t.suggested}>
                 {b.replies.map((r) => (
                   <button type="button" key={r} disabled={actions.busy || !props.latest} onClick={() => actions.send(r)}>
                     {r}
@@ -82,21 +77,21 @@ export function Blocks(props: {
           case "approval": {
             const waiting = !b.decided;
             return (
-              <div key={b.key} class="approval" role="group" aria-label="Approval needed">
+              <div key={b.key} class="approval" role="group" aria-label={t.approvalNeeded}>
                 <p>
-                  <strong>Approve?</strong> {b.request.summary}
+                  <strong>{t.approveQ}</strong> {b.request.summary}
                 </p>
                 {waiting ? (
                   <div class="buttons">
                     <button type="button" class="primary" disabled={actions.busy} onClick={() => actions.decide(b.request.job_id, "approve")}>
-                      Approve
+                      {t.approve}
                     </button>
                     <button type="button" disabled={actions.busy} onClick={() => actions.decide(b.request.job_id, "deny")}>
-                      Deny
+                      {t.deny}
                     </button>
                   </div>
                 ) : (
-                  <p class="muted">{b.decided}</p>
+                  <p class="muted">{decidedText(b.decided ?? "", t)}</p>
                 )}
               </div>
             );
@@ -106,16 +101,18 @@ export function Blocks(props: {
             const previous = props.blocks[props.blocks.indexOf(b) - 1];
             const repeated = previous?.kind === "text" && previous.text === b.message;
             return (
-              <div key={b.key} class="error-box" role="alert">
+              <div key={b.key} class="error-box" role="alert" data-code={b.code}>
                 <p>
-                  <strong>{ERROR_HINTS[b.code] ?? "Something went wrong."}</strong> {repeated ? null : b.message}
+                  <strong>{t.errors[b.code] ?? t.somethingWrong}</strong> {repeated ? null : b.message}
                 </p>
-                <p class="muted">
-                  code: <code class="code">{b.code}</code>
-                </p>
+                {debug ? (
+                  <p class="muted">
+                    code: <code class="code">{b.code}</code>
+                  </p>
+                ) : null}
                 {props.turnKey && props.latest ? (
                   <button type="button" class="retry" disabled={actions.busy} onClick={() => actions.retry(props.turnKey!)}>
-                    Retry
+                    {t.retry}
                   </button>
                 ) : null}
               </div>

@@ -3,6 +3,7 @@
 import { useContext, useState } from "preact/hooks";
 import { durationMinutes, parseAmount } from "../format";
 import { alsoVia, flightNotes, type ProgramPrice } from "../flightNotes";
+import { Words } from "../i18n";
 import { ExternalLink, Links } from "../markdown";
 
 export interface Flight {
@@ -68,6 +69,7 @@ const time = (t: string | undefined) => (t ? t.replace("T", " ") : "");
 export function FlightTable(props: { flights: Flight[]; kind: Kind }) {
   const [sort, setSort] = useState<{ key: SortKey; asc: boolean }>({ key: "price", asc: true });
   const policy = useContext(Links);
+  const t = useContext(Words);
   const { kind } = props;
   const rows = props.flights
     .map((f, i) => ({ f, i }))
@@ -93,7 +95,7 @@ export function FlightTable(props: { flights: Flight[]; kind: Kind }) {
       </th>
     );
   };
-  const caption = kind === "award" ? "Award flights (miles)" : "Cash fares";
+  const caption = kind === "award" ? t.award : t.cash;
   return (
     <div class="table-wrap">
       <table class={`flights ${kind}`} data-kind={kind}>
@@ -102,14 +104,14 @@ export function FlightTable(props: { flights: Flight[]; kind: Kind }) {
         </caption>
         <thead>
           <tr>
-            {kind === "award" ? <th scope="col">Programme</th> : null}
-            {header("carrier", "Carrier")}
-            <th scope="col">Route</th>
-            {header("duration", "Duration")}
-            {header("stops", "Stops")}
-            {header("price", kind === "award" ? "Miles" : "Price")}
-            <th scope="col">Notes</th>
-            <th scope="col">Book</th>
+            {kind === "award" ? <th scope="col">{t.programme}</th> : null}
+            {header("carrier", t.carrier)}
+            <th scope="col">{t.route}</th>
+            {header("duration", t.duration)}
+            {header("stops", t.stops)}
+            {header("price", kind === "award" ? t.miles : t.price)}
+            <th scope="col">{t.notes}</th>
+            <th scope="col">{t.book}</th>
           </tr>
         </thead>
         <tbody>
@@ -128,19 +130,19 @@ export function FlightTable(props: { flights: Flight[]; kind: Kind }) {
                 <td class="route">
                   {o.departure?.airport} {time(o.departure?.time)} → {o.arrival?.airport} {time(o.arrival?.time)}
                 </td>
-                <td>{o.duration}</td>
-                <td>{o.stops ?? f.totalStops}</td>
+                <td class="duration" data-label={t.duration}>{o.duration}</td>
+                <td class="stops" data-label={t.stops}>{o.stops ?? f.totalStops}</td>
                 <td class="price">
                   {f.price}
                   {f.pricePerPerson && f.pricePerPerson !== f.price ? (
-                    <div class="muted">{f.pricePerPerson} per person</div>
+                    <div class="muted">{t.perPerson(f.pricePerPerson)}</div>
                   ) : null}
                 </td>
                 <td class="notes">
-                  {flightNotes(f).join(" · ")}
-                  {alsoVia(f).length ? <div class="muted">Also via: {alsoVia(f).join("; ")}</div> : null}
+                  {flightNotes(f, Date.now(), t).join(" · ")}
+                  {alsoVia(f).length ? <div class="muted">{t.alsoVia} {alsoVia(f).join("; ")}</div> : null}
                 </td>
-                <td>
+                <td class="book">
                   {links.length
                     ? links.map(([label, href]) => (
                         <ExternalLink key={label} href={href}>
@@ -159,9 +161,10 @@ export function FlightTable(props: { flights: Flight[]; kind: Kind }) {
 }
 
 export function FlightResults(props: { result: unknown }) {
+  const t = useContext(Words);
   const lists = flightLists(props.result);
   if (!lists) return null;
-  if (!lists.award.length && !lists.cash.length) return <p class="muted">No flights found.</p>;
+  if (!lists.award.length && !lists.cash.length) return <p class="muted">{t.noFlights}</p>;
   return (
     <div class="flight-results">
       {lists.award.length ? <FlightTable flights={lists.award} kind="award" /> : null}

@@ -1,9 +1,11 @@
-// One tool call: its state (pending → running → succeeded / deduplicated / failed), its
-// duration, progress, error, result (flight tables, knowledge-base sources) and, on
-// demand, the arguments it ran with (from the audit record).
+// One tool call: its state in plain words (waiting, working, done, didn't work), its
+// duration, progress, result (flight tables, knowledge-base sources). The debug view adds
+// the router's status words, the call id, the error text and, on demand, the arguments it
+// ran with (from the audit record).
 
 import { useContext, useState } from "preact/hooks";
-import { formatDuration, PHASE_LABELS, toolLabel } from "../format";
+import { formatDuration, toolLabel } from "../format";
+import { Debug, type Texts, Words } from "../i18n";
 import type { ToolCard as Card } from "../reducer";
 import { Actions } from "./context";
 import { FlightResults } from "./FlightTable";
@@ -20,27 +22,44 @@ function sourcesOf(metadata: Record<string, unknown>): Source[] {
   return Array.isArray(s) ? s.filter((x): x is Source => typeof x === "object" && x !== null) : [];
 }
 
-function failureText(card: Card): string | null {
+/** What a failed call's card says: plain words by default; the router's status, reason and
+ * error text in the debug view. */
+function failureText(card: Card, t: Texts, debug: boolean): string | null {
   if (card.phase !== "failed") return null;
   const m = card.metadata;
-  const error = typeof m.error === "string" ? m.error : null;
-  if (error) return error;
-  if (card.status === "rate_limited" && typeof m.reset_at === "string") return `Rate limit reached until ${m.reset_at}.`;
-  if (card.jobId === null && typeof m.reason === "string") return `Not run: ${m.reason.replace(/_/g, " ")}.`;
-  return card.status.replace(/_/g, " ");
+  if (debug) {
+    const raw = [m.error, m.message, m.reason].find((x): x is string => typeof x === "string");
+    return `${card.status}${raw ? `: ${raw}` : ""}`;
+  }
+  if (card.status === "rate_limited" && typeof m.reset_at === "string") return t.limited(clockTime(m.reset_at, t));
+  if (card.status === "timeout") return t.tookTooLong;
+  if (card.jobId === null || card.status === "skipped") return t.notRun;
+  return t.failed;
+}
+
+/** "14:05" in the turn's language; the text itself when it is no time. */
+function clockTime(iso: string, t: Texts): string {
+  const at = new Date(iso);
+  return Number.isNaN(at.getTime()) ? iso : at.toLocaleTimeString(t.locale, { hour: "2-digit", minute: "2-digit" });
 }
 
 export function ToolCardView(props: { card: Card; chatId?: string }) {
   const { card } = props;
   const actions = useContext(Actions);
+  const t = useContext(Words);
+  const debug = useContext(Debug);
   const [args, setArgs] = useState<{ state: "idle" | "loading" | "done" | "error"; value?: unknown; error?: string }>(
     card.args !== undefined ? { state: "done", value: card.args } : { state: "idle" },
   );
   const sources = sourcesOf(card.metadata);
-  const failure = failureText(card);
-  const retrying =
-    typeof card.metadata.retry_attempt === "number" ? ` A retry (attempt ${card.metadata.retry_attempt}) is queued.` : "";
-  const label = card.phase === "succeeded" && card.metadata.cached === true ? "succeeded (cached)" : PHASE_LABELS[card.phase];
+  const failure = failureText(card, t, debug);
+  const retrying = typeof card.metadata.retry_attempt === "number" ? t.retryQueued(card.metadata.retry_attempt) : "";
+  const label = t.phases[card.phase];
+  // For developers: the router's own words for the call (deduplicated, a cached result).
+  const internals = debug
+    ? [card.status, card.deduped ? "deduplicated" : "", card.metadata.cached === true ? "cached" : "", card.jobId ?? ""].filter(Boolean).join(" · ")
+    : "";
+  const name = toolLabel(card.tool, t);
 
   const loadArgs = async (open: boolean) => {
     if (!open || args.state !== "idle" || !card.jobId || !props.chatId) return;
@@ -58,16 +77,17 @@ export function ToolCardView(props: { card: Card; chatId?: string }) {
       class={`tool-card ${card.phase}`}
       data-status={card.phase}
       data-tool={card.tool}
-      aria-label={`${toolLabel(card.tool)}: ${label}`}
+      aria-label={`${name}: ${label}`}
     >
       <header>
         <span class={`badge ${card.phase}`}>
           {card.phase === "running" ? <span class="spinner" aria-hidden="true" /> : null}
           {label}
         </span>
-        <strong class="tool-name">{toolLabel(card.tool)}</strong>
-        {card.durationMs !== undefined ? <span class="duration">{formatDuration(card.durationMs)}</span> : null}
+        <strong class="tool-name">{name}</strong>
+        {card.durationMs !== undefined ? <span class="duration">{formatDuration(card.durationMs, t)}</span> : null}
       </header>
+      {internals ? <p class="debug-line muted">{internals}</p> : null}
       {card.phase === "running" && card.progress ? <p class="progress">{card.progress}</p> : null}
       {failure ? (
         <p class="tool-error">
@@ -77,8 +97,8 @@ export function ToolCardView(props: { card: Card; chatId?: string }) {
       ) : null}
       {card.phase === "succeeded" || card.phase === "deduplicated" ? <FlightResults result={card.result} /> : null}
       {sources.length ? (
-        <section class="sources" aria-label="Sources">
-          <h4>Sources</h4>
+        <section class="sources" aria-label={t.sources}>
+          <h4>{t.sources}</h4>
           <ol>
             {sources.map((s, i) => (
               <li key={s.id ?? i}>
@@ -89,10 +109,10 @@ export function ToolCardView(props: { card: Card; chatId?: string }) {
           </ol>
         </section>
       ) : null}
-      {card.jobId ? (
+      {debug && card.jobId ? (
         <details onToggle={(e) => void loadArgs((e.currentTarget as HTMLDetailsElement).open)}>
           <summary>Arguments</summary>
-          {args.state === "loading" ? <p class="muted">Loading…</p> : null}
+          {args.state === "loading" ? <p class="muted">{t.loading}</p> : null}
           {args.state === "error" ? <p class="tool-error">{args.error}</p> : null}
           {args.state === "done" ? <pre class="args">{JSON.stringify(args.value, null, 2)}</pre> : null}
         </details>
