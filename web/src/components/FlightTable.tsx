@@ -130,8 +130,8 @@ export function FlightTable(props: { flights: Flight[]; kind: Kind }) {
                 <td class="route">
                   {o.departure?.airport} {time(o.departure?.time)} → {o.arrival?.airport} {time(o.arrival?.time)}
                 </td>
-                <td class="duration" data-label={t.duration}>{o.duration}</td>
-                <td class="stops" data-label={t.stops}>{o.stops ?? f.totalStops}</td>
+                <td class="leg-duration" data-label={t.duration}>{o.duration}</td>
+                <td class="leg-stops" data-label={t.stops}>{o.stops ?? f.totalStops}</td>
                 <td class="price">
                   {f.price}
                   {f.pricePerPerson && f.pricePerPerson !== f.price ? (
