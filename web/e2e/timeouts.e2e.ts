@@ -166,4 +166,17 @@ describe("the web chat when the router hangs", () => {
     expect(await page.locator(".sidebar [role=alert]").count()).toBe(0);
     await page.screenshot({ path: path.join(SHOTS, "t3-retried.png") });
   });
+
+  it("with the router down, the chat list says it could not be loaded, with Retry", async () => {
+    for (const res of router.hung) res.destroy();
+    routerServer.closeAllConnections();
+    await new Promise((r) => routerServer.close(r));
+    await page.reload();
+    const failed = page.locator(".sidebar [role=alert]");
+    await failed.waitFor({ timeout: REQUEST_SECONDS * 1000 + 5_000 });
+    expect(await failed.textContent()).toContain("Chats could not be loaded.");
+    expect(await failed.getByRole("button", { name: "Retry" }).count()).toBe(1);
+    expect(await page.locator(".chat-list li").count()).toBe(0);
+    await page.screenshot({ path: path.join(SHOTS, "t4-router-down.png") });
+  });
 });

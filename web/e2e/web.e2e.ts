@@ -386,6 +386,51 @@ describe("the web chat against the local stack", () => {
     await context.close();
   });
 
+  it("copies an answer, regenerates it, renames and deletes the chat", async () => {
+    page = await newPage(undefined, "en-GB", `${USER}-manage`);
+    await context.grantPermissions(["clipboard-read", "clipboard-write"]);
+    await page.goto(WEB_URL);
+    await send("How do fuel surcharges work?");
+    await expect.poll(() => lastTurn().getAttribute("data-phase"), PATIENT).toBe("done");
+    const answer = lastTurn().locator(".msg.assistant").last();
+    const text = (await answer.locator(".md").textContent()) ?? "";
+    await answer.getByRole("button", { name: "Copy" }).click();
+    await answer.getByRole("button", { name: "Copied" }).waitFor();
+    const copied = await page.evaluate(() => navigator.clipboard.readText());
+    // The answer as written (Markdown), of which the page shows the rendered text.
+    expect(copied.length).toBeGreaterThanOrEqual(text.trim().length * 0.8);
+    expect(copied).toContain(text.trim().slice(0, 30));
+
+    await answer.getByRole("button", { name: "Regenerate" }).click();
+    await expect.poll(() => page.locator(".live .turn").count(), PATIENT).toBe(2);
+    await expect.poll(() => lastTurn().getAttribute("data-phase"), PATIENT).toBe("done");
+    expect(await lastTurn().locator(".msg.user").textContent()).toContain("How do fuel surcharges work?");
+    expect(await page.locator(".live .turn").first().getByRole("button", { name: "Regenerate" }).count()).toBe(0); // the latest only
+    await shot("16-copied-and-regenerated");
+
+    const row = page.locator('.chat-list li:has(a[aria-current="page"])');
+    await row.getByRole("button", { name: "Rename" }).click();
+    const input = page.getByLabel("New title of the chat");
+    await input.fill("Fuel surcharges, explained");
+    await input.press("Enter");
+    await page.locator(".chat-list a", { hasText: "Fuel surcharges, explained" }).waitFor(PATIENT);
+    expect(await page.locator(".chat-title").textContent()).toBe("Fuel surcharges, explained");
+    const chatUrl = page.url();
+    await page.reload();
+    await page.locator('.chat-list a[aria-current="page"]', { hasText: "Fuel surcharges, explained" }).waitFor(PATIENT);
+    await shot("17-renamed");
+
+    await row.getByRole("button", { name: "Delete" }).click();
+    await row.getByRole("group").getByRole("button", { name: "Delete" }).click();
+    await expect.poll(() => page.locator(".chat-list a", { hasText: "Fuel surcharges" }).count(), PATIENT).toBe(0);
+    expect(new URL(page.url()).hash).toBe("#/");
+    await page.goto(chatUrl);
+    await page.locator(".conversation .error-box").waitFor(PATIENT);
+    expect(await page.locator(".conversation .error-box").textContent()).toContain("The chat could not be loaded");
+    await shot("18-deleted");
+    await context.close();
+  });
+
   it("shows flights as cards on a phone, price and booking on screen", async () => {
     page = await newPage({ width: 390, height: 844 });
     await page.goto(WEB_URL);

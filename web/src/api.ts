@@ -213,6 +213,10 @@ export class Api {
     return this.json("POST", ["chats", chatId, "turns", turnId, "cancel"]);
   }
 
+  renameChat(chatId: string, title: string): Promise<void> {
+    return this.json("PATCH", ["chats", chatId], {}, { title });
+  }
+
   deleteChat(chatId: string): Promise<void> {
     return this.json("DELETE", ["chats", chatId]);
   }

@@ -2,6 +2,8 @@ import { render } from "preact";
 import { afterEach, describe, expect, it } from "vitest";
 import type { StoredMessage, ToolCallRecord } from "../src/api";
 import { Blocks } from "../src/components/Blocks";
+import { ChatRow } from "../src/components/ChatRow";
+import { Actions } from "../src/components/context";
 import { Debug, textsFor, Words } from "../src/i18n";
 import type { Block } from "../src/reducer";
 import { FlightResults } from "../src/components/FlightTable";
@@ -242,5 +244,81 @@ describe("a turn in German", () => {
     for (const internal of ["deduplicated", "cached", "tc_1", "rejected: [rejected] Invalid arguments", "Arguments"]) {
       expect(text).toContain(internal);
     }
+  });
+});
+
+describe("chat management", () => {
+  const chat = { chat_id: "c1", title: "Lounges in Tokyo", message_count: 4, created_at: "2026-01-01T00:00:00Z", active_at: new Date().toISOString() };
+  const flush = () => new Promise((r) => setTimeout(r, 0));
+
+  it("renames the open chat inline: Enter saves the trimmed title, Escape cancels", async () => {
+    const renamed: string[] = [];
+    const el = mount(<ChatRow chat={chat} current onRename={async (t) => void renamed.push(t)} onDelete={async () => undefined} />);
+    const click = (name: string) => [...el.querySelectorAll("button")].find((b) => b.textContent === name)!.click();
+    click("Rename");
+    await flush();
+    const input = el.querySelector<HTMLInputElement>("input.rename-input")!;
+    expect(input.value).toBe("Lounges in Tokyo");
+    input.value = "  Tokyo in May ";
+    input.dispatchEvent(new Event("input", { bubbles: true }));
+    await flush();
+    el.querySelector("form")!.dispatchEvent(new Event("submit", { bubbles: true, cancelable: true }));
+    await flush();
+    expect(renamed).toEqual(["Tokyo in May"]);
+    click("Rename");
+    await flush();
+    el.querySelector("input.rename-input")!.dispatchEvent(new KeyboardEvent("keydown", { key: "Escape", bubbles: true }));
+    await flush();
+    expect(el.querySelector("input.rename-input")).toBeNull();
+    expect(renamed).toHaveLength(1);
+  });
+
+  it("deletes only after a second, explicit Delete, and says so when it fails", async () => {
+    let deletes = 0;
+    const el = mount(
+      <ChatRow
+        chat={chat}
+        current
+        onRename={async () => undefined}
+        onDelete={async () => {
+          deletes++;
+          throw new Error("network down");
+        }}
+      />,
+    );
+    [...el.querySelectorAll("button")].find((b) => b.textContent === "Delete")!.click();
+    await flush();
+    expect(deletes).toBe(0);
+    expect(el.querySelector('[role="group"]')?.textContent).toContain("Delete this chat for good?");
+    el.querySelector<HTMLButtonElement>('[role="group"] button.danger')!.click();
+    await flush();
+    await flush();
+    expect(deletes).toBe(1);
+    expect(el.querySelector('[role="alert"]')?.textContent).toBe("That did not work: network down");
+  });
+
+  it("offers no actions on a chat that is not open; an untitled chat is a New chat", () => {
+    const el = mount(<ChatRow chat={{ ...chat, title: undefined }} current={false} onRename={async () => undefined} onDelete={async () => undefined} />);
+    expect(el.querySelectorAll("button")).toHaveLength(0);
+    expect(el.querySelector(".title")?.textContent).toBe("New chat");
+  });
+
+  it("regenerates the latest answer by asking its question again", () => {
+    const sent: string[] = [];
+    const actions = { toolCall: () => Promise.reject(new Error("none")), send: (m: string) => void sent.push(m), retry: () => undefined, decide: () => undefined, busy: false };
+    const blocks: Block[] = [
+      { kind: "user", key: "u", text: "How do upgrades work?" },
+      { kind: "text", key: "a", text: "Like this." },
+    ];
+    const el = mount(
+      <Actions.Provider value={actions}>
+        <Blocks blocks={blocks} latest />
+        <Blocks blocks={blocks} />
+      </Actions.Provider>,
+    );
+    const buttons = el.querySelectorAll<HTMLButtonElement>("button.regenerate");
+    expect(buttons).toHaveLength(1); // the latest turn only
+    buttons[0].click();
+    expect(sent).toEqual(["How do upgrades work?"]);
   });
 });

@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use sha2::{Digest, Sha256};
 use shared::domain::alert::FareAlert;
+use shared::domain::chat::TITLE_CHARS;
 use shared::domain::flight::Locale;
 use shared::domain::memory::MemoryChange;
 use shared::http::auth::AuthenticatedUser;
@@ -71,7 +72,8 @@ enum Route<'a> {
     Messages {
         chat_id: &'a str,
     },
-    DeleteChat {
+    /// `PATCH` renames the chat, `DELETE` deletes it.
+    OneChat {
         chat_id: &'a str,
     },
     ToolCalls {
@@ -146,7 +148,7 @@ fn route(path: &str) -> Option<Route<'_>> {
             Some(Route::TurnCancel { chat_id, turn_id })
         }
         [.., "chats", chat_id, "messages"] => Some(Route::Messages { chat_id }),
-        [.., "chats", chat_id] => Some(Route::DeleteChat { chat_id }),
+        [.., "chats", chat_id] => Some(Route::OneChat { chat_id }),
         [.., "chats"] => Some(Route::Chats),
         [.., "chat"] => Some(Route::Chat),
         [.., "memory"] => Some(Route::Memory),
@@ -173,7 +175,7 @@ impl Route<'_> {
             Route::Chat => "chat",
             Route::Chats => "chats",
             Route::Messages { .. } => "messages",
-            Route::DeleteChat { .. } => "delete_chat",
+            Route::OneChat { .. } => "one_chat",
             Route::ToolCalls { .. } => "tool_calls",
             Route::RefusedCalls { .. } => "refused_calls",
             Route::ToolCall { .. } => "tool_call",
@@ -195,9 +197,8 @@ impl Route<'_> {
             | Route::Cancel { .. }
             | Route::TurnCancel { .. }
             | Route::Decide { .. } => &[Method::POST],
-            Route::DeleteChat { .. } | Route::Forget { .. } | Route::Alert { .. } => {
-                &[Method::DELETE]
-            }
+            Route::OneChat { .. } => &[Method::PATCH, Method::DELETE],
+            Route::Forget { .. } | Route::Alert { .. } => &[Method::DELETE],
             Route::Memory => &[Method::GET, Method::DELETE],
             _ => &[Method::GET],
         }
@@ -212,7 +213,7 @@ impl Route<'_> {
             Route::ToolCalls { chat_id }
             | Route::Messages { chat_id }
             | Route::RefusedCalls { chat_id }
-            | Route::DeleteChat { chat_id } => vec![("chat_id", chat_id)],
+            | Route::OneChat { chat_id } => vec![("chat_id", chat_id)],
             Route::ToolCall { chat_id, call_id }
             | Route::Cancel { chat_id, call_id }
             | Route::Decide {
@@ -289,7 +290,13 @@ async fn dispatch(
     let user_id = user.user_id.as_str();
     match route {
         Route::Chat => chat(deps, req, user).await,
-        Route::DeleteChat { chat_id } => deleted(delete_chat(deps, &user, chat_id).await),
+        Route::OneChat { chat_id } if req.method() == Method::PATCH => {
+            match rename_chat(deps, req, user_id, chat_id).await {
+                Ok(()) => no_content(),
+                Err(e) => error(&e),
+            }
+        }
+        Route::OneChat { chat_id } => deleted(delete_chat(deps, &user, chat_id).await),
         Route::TurnEvents { chat_id, turn_id } => {
             turn_events(deps, req, user_id, chat_id, turn_id).await
         }
@@ -465,6 +472,40 @@ fn ok_json<T: serde::Serialize>(result: shared::Result<T>) -> Response<Body> {
 /// and state (last, so a delete that stops half-way can be repeated). A chat a turn holds
 /// is 409. Its turn records expire with their 24-hour TTL, unreadable from the moment the
 /// chat is gone ([`chat_still_there`]).
+/// `PATCH /chats/{chat_id}`: the title its owner chose.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RenameRequest {
+    /// 1 to 80 characters once trimmed; control and invisible characters are removed.
+    pub title: String,
+}
+
+async fn rename_chat(
+    deps: &Deps,
+    req: &Request,
+    user_id: &str,
+    chat_id: &str,
+) -> Result<(), ApiError> {
+    let body: RenameRequest = json_body(req)?;
+    let title = agent::guard::input::normalise(&body.title)
+        .text
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    let length = title.chars().count();
+    if !(1..=TITLE_CHARS).contains(&length) {
+        return Err(ApiError::new(
+            ErrorCode::ValidationFailed,
+            format!("title: 1 to {TITLE_CHARS} characters are allowed, got {length}"),
+        )
+        .with_details(json!({"field": "title"})));
+    }
+    deps.chats
+        .rename(user_id, chat_id, &title)
+        .await
+        .map_err(|e| ApiError::from(&e))
+}
+
 async fn delete_chat(deps: &Deps, user: &AuthenticatedUser, chat_id: &str) -> shared::Result<()> {
     let chat = deps.chats.get(&user.user_id, chat_id).await?;
     let calls = deps.ledger.delete_chat(&chat.id).await?;

@@ -1588,3 +1588,82 @@ async fn chat_history_lists_chats_and_pages_messages_for_their_owner_only() {
     assert_eq!((status, ids(&theirs).len()), (200, 0), "{theirs}");
     assert_eq!(rig.get(&stranger, &path).await.0, 404);
 }
+
+/// A chat that began with a greeting takes its title from the next message; its owner can
+/// rename it (the list keeps its order), nobody else can, and a blank or overlong title is
+/// refused naming the field.
+#[tokio::test]
+async fn titles_skip_greetings_and_owners_rename_their_chats() {
+    let rig = Rig::start().await;
+    let token = rig.token(&test_support::unique("titles"));
+    for _ in 0..3 {
+        rig.llm.push(Reply::text("Hello!"));
+    }
+    let greeted = rig.chat(Some(&token), json!({"message": "Hallo!"})).await;
+    let chat_id = greeted.chat_id();
+    let title_of = |list: &Value, id: &str| -> Option<String> {
+        list["items"]
+            .as_array()
+            .and_then(|items| items.iter().find(|c| c["chat_id"] == json!(id)))
+            .and_then(|c| c["title"].as_str().map(str::to_owned))
+    };
+    let (_, list) = rig.get(&token, "/chats").await;
+    assert_eq!(title_of(&list, &chat_id), None, "{list}");
+    rig.chat(
+        Some(&token),
+        json!({"chat_id": chat_id, "message": "Lounges in   Tokyo?"}),
+    )
+    .await;
+    let other = rig
+        .chat(Some(&token), json!({"message": "Miles for Lisbon"}))
+        .await
+        .chat_id();
+    let (_, list) = rig.get(&token, "/chats").await;
+    assert_eq!(
+        title_of(&list, &chat_id).as_deref(),
+        Some("Lounges in Tokyo?")
+    );
+
+    let path = format!("/chats/{chat_id}");
+    let (status, body) = rig
+        .patch(
+            &token,
+            &path,
+            &json!({"title": "  Tokyo\u{200b} in   May "}),
+        )
+        .await;
+    assert_eq!(status, 204, "{body}");
+    let (_, renamed) = rig.get(&token, "/chats").await;
+    assert_eq!(
+        title_of(&renamed, &chat_id).as_deref(),
+        Some("Tokyo in May")
+    );
+    let order = |list: &Value| -> Vec<String> {
+        list["items"]
+            .as_array()
+            .map(|items| {
+                items
+                    .iter()
+                    .filter_map(|c| c["chat_id"].as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    assert_eq!(order(&renamed), order(&list), "renaming does not reorder");
+    assert_eq!(order(&renamed).first(), Some(&other));
+
+    for bad in [json!({"title": "   "}), json!({"title": "x".repeat(81)})] {
+        let (status, body) = rig.patch(&token, &path, &bad).await;
+        assert_eq!(status, 400, "{body}");
+        assert_eq!(body["error"]["details"]["field"], json!("title"), "{body}");
+    }
+    let (status, _) = rig.patch(&token, &path, &json!({"name": "x"})).await;
+    assert_eq!(status, 400);
+    let stranger = rig.token(&test_support::unique("mallory"));
+    let (status, _) = rig
+        .patch(&stranger, &path, &json!({"title": "Mine now"}))
+        .await;
+    assert_eq!(status, 404);
+    let (_, after) = rig.get(&token, "/chats").await;
+    assert_eq!(title_of(&after, &chat_id).as_deref(), Some("Tokyo in May"));
+}

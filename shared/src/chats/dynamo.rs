@@ -507,7 +507,9 @@ struct ChatItem {
     title: Option<String>,
 }
 
-/// A chat's title: the start of the first user message of `messages`, if there is one.
+/// A chat's title: the start of the first user message of `messages` that says more than a
+/// greeting, so chats that all began with "Hello" still tell apart (a greeting's chat gets
+/// its title from the next message).
 fn title_of(messages: &[NewMessage]) -> Option<String> {
     let first = messages.iter().find(|m| m.role == Role::User)?;
     let text: String = first
@@ -515,8 +517,26 @@ fn title_of(messages: &[NewMessage]) -> Option<String> {
         .split_whitespace()
         .collect::<Vec<_>>()
         .join(" ");
+    if is_small_talk(&text) {
+        return None;
+    }
     let title: String = text.chars().take(TITLE_CHARS).collect();
     (!title.is_empty()).then_some(title)
+}
+
+/// "Hi", "Hallo!", "thanks", "ok": a message of greetings and fillers alone.
+fn is_small_talk(text: &str) -> bool {
+    const WORDS: &[&str] = &[
+        "hi", "hello", "hey", "hallo", "moin", "servus", "good", "morning", "evening", "guten",
+        "tag", "morgen", "abend", "thanks", "thank", "you", "danke", "ok", "okay", "yes", "no",
+        "ja", "nein", "there", "bye", "tschüss",
+    ];
+    let lower = text.to_lowercase();
+    let words: Vec<&str> = lower
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect();
+    words.len() <= 4 && words.iter().all(|w| WORDS.contains(w))
 }
 
 impl ChatItem {
@@ -713,6 +733,28 @@ impl ChatStore for DynamoChatStore {
 
     async fn get(&self, owner_id: &str, chat_id: &str) -> Result<Chat> {
         self.owned(owner_id, chat_id).await.map(Chat::from)
+    }
+
+    async fn rename(&self, owner_id: &str, chat_id: &str, title: &str) -> Result<()> {
+        // The automatic title is written `if_not_exists`: a chosen one stays. The chat's
+        // place in the list (`active_at`) is left alone.
+        let result = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .set_key(Some(Self::meta_key(chat_id)))
+            .update_expression("SET title = :title, updated_at = :now")
+            .condition_expression("owner_id = :owner")
+            .expression_attribute_values(":title", s(title))
+            .expression_attribute_values(":now", rfc3339(self.clock.now()))
+            .expression_attribute_values(":owner", s(owner_id))
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(()),
+            Err(err) if err.condition_failed_item().is_some() => Err(Error::NotFound),
+            Err(err) => Err(sdk_error("UpdateItem", err)),
+        }
     }
 
     async fn delete(&self, owner_id: &str, chat_id: &str) -> Result<()> {

@@ -124,6 +124,10 @@ pub trait ChatStore: Send + Sync {
     /// Lets go of the chat if `turn_id` still holds it (a lease taken over is left alone).
     async fn release(&self, chat_id: &str, turn_id: &str) -> Result<()>;
 
+    /// Gives the chat the title its owner chose; it is never replaced by the automatic
+    /// one. `Error::NotFound` for a missing or foreign chat.
+    async fn rename(&self, owner_id: &str, chat_id: &str, title: &str) -> Result<()>;
+
     /// Deletes the chat with its messages and session state. `Error::NotFound` for a missing
     /// or foreign chat, `Error::TurnInProgress` while a turn holds it.
     async fn delete(&self, owner_id: &str, chat_id: &str) -> Result<()>;

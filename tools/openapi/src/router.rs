@@ -2,7 +2,7 @@
 //! cancel, history, the tool-call audit, memory and fare alerts.
 
 use chat_router::decide::DecisionBody;
-use chat_router::handler::{AlertList, ChatRequest, MAX_KEY_CHARS};
+use chat_router::handler::{AlertList, ChatRequest, MAX_KEY_CHARS, RenameRequest};
 use chat_router::turn_log::CancelResponse;
 use chat_router::validate::{CURSOR_PATTERN, DEFAULT_PAGE, ID_PATTERN, MAX_PAGE};
 use serde_json::{Map, Value, json};
@@ -116,6 +116,19 @@ pub fn paths(c: &mut Components) -> Vec<(String, Value)> {
     .no_content("Deleted.")
     .error(404, chat_missing)
     .error(409, "`turn_in_progress`: a turn holds the chat")
+    .build();
+    let rename_chat = with_ids(
+        op(
+            "renameChat",
+            "history",
+            "Give a chat a title of the owner's choice",
+        ),
+        &["chat_id"],
+    )
+    .json_body(c.request::<RenameRequest>(), true, "The new title.")
+    .no_content("Renamed; the chat keeps its place in the list.")
+    .error(400, "`validation_failed`: the title is empty or longer than 80 characters (`details.field: \"title\"`)")
+    .error(404, chat_missing)
     .build();
     let messages = paged(with_ids(
         op(
@@ -288,7 +301,7 @@ pub fn paths(c: &mut Components) -> Vec<(String, Value)> {
         ("/chats".into(), item(vec![("get", chats)])),
         (
             "/chats/{chat_id}".into(),
-            item(vec![("delete", delete_chat)]),
+            item(vec![("patch", rename_chat), ("delete", delete_chat)]),
         ),
         (
             "/chats/{chat_id}/messages".into(),

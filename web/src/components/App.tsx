@@ -4,12 +4,12 @@
 import { useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState } from "preact/hooks";
 import { type Api, ApiError, type ChatBody, type ChatSummary, type StoredMessage, TimedOut, type ToolCallRecord } from "../api";
 import type { Tokens } from "../config";
-import { relativeTime } from "../format";
 import { type HistoryTurn, historyTurns } from "../history";
 import { browserLang, Debug, debugRequested, type Lang, type Texts, textsFor, Words } from "../i18n";
 import { type Block, newTurn, reduce, refused, type TurnView } from "../reducer";
 import { StreamBroken, streamTurn } from "../stream";
 import { Blocks } from "./Blocks";
+import { ChatRow } from "./ChatRow";
 import { Actions, type PageActions } from "./context";
 
 const AGENTS = ["travel", "support", "flights", "chat"];
@@ -360,6 +360,26 @@ export function App(props: { api: Api; tokens: Tokens; title?: string; lang?: La
     [api, run, send, turns, updateTurn],
   );
 
+  const renameChat = useCallback(
+    async (id: string, title: string) => {
+      await api.renameChat(id, title);
+      await refreshChats();
+    },
+    [api, refreshChats],
+  );
+
+  const deleteChat = useCallback(
+    async (id: string) => {
+      await api.deleteChat(id);
+      if (chatRef.current === id) {
+        window.history.replaceState(null, "", "#/");
+        await openChat(null);
+      }
+      await refreshChats();
+    },
+    [api, openChat, refreshChats],
+  );
+
   const actions = useMemo<PageActions>(
     () => ({ toolCall: (c, id) => api.toolCall(c, id), send, retry, decide, busy }),
     [api, send, retry, decide, busy],
@@ -429,15 +449,13 @@ export function App(props: { api: Api; tokens: Tokens; title?: string; lang?: La
           {chatList.state === "loaded" && !chats.length ? <p class="muted">{t.noChats}</p> : null}
           <ul class="chat-list">
             {chats.map((c) => (
-              <li key={c.chat_id}>
-                <a
-                  href={`#/chat/${encodeURIComponent(c.chat_id)}`}
-                  aria-current={c.chat_id === chatId ? "page" : undefined}
-                >
-                  <span class="title">{c.title || t.untitled}</span>
-                  <span class="meta">{relativeTime(c.active_at, t)}</span>
-                </a>
-              </li>
+              <ChatRow
+                key={c.chat_id}
+                chat={c}
+                current={c.chat_id === chatId}
+                onRename={(title) => renameChat(c.chat_id, title)}
+                onDelete={() => deleteChat(c.chat_id)}
+              />
             ))}
           </ul>
         </nav>

@@ -1,6 +1,6 @@
 // A turn's (or a reloaded chat's) blocks, in order.
 
-import { useContext } from "preact/hooks";
+import { useContext, useState } from "preact/hooks";
 import { Debug, type Texts, Words } from "../i18n";
 import { Markdown } from "../markdown";
 import type { Block } from "../reducer";
@@ -16,6 +16,27 @@ function decidedText(decided: string, t: Texts): string {
   return t.callEnded(decided.replace(/^status:/, ""));
 }
 
+/** Copies an answer's text; says so for two seconds. */
+function CopyButton(props: { text: string }) {
+  const t = useContext(Words);
+  const [copied, setCopied] = useState(false);
+  if (typeof navigator === "undefined" || !navigator.clipboard) return null;
+  return (
+    <button
+      type="button"
+      class="small copy"
+      onClick={() =>
+        void navigator.clipboard.writeText(props.text).then(() => {
+          setCopied(true);
+          setTimeout(() => setCopied(false), 2000);
+        })
+      }
+    >
+      {copied ? t.copied : t.copy}
+    </button>
+  );
+}
+
 export function Blocks(props: {
   blocks: Block[];
   chatId?: string;
@@ -26,6 +47,9 @@ export function Blocks(props: {
   const actions = useContext(Actions);
   const t = useContext(Words);
   const debug = useContext(Debug);
+  // Regenerate asks the turn's question again, as a new turn of the chat.
+  const question = props.blocks.find((b) => b.kind === "user")?.text;
+  const lastText = [...props.blocks].reverse().find((b) => b.kind === "text");
   return (
     <>
       {props.blocks.map((b) => {
@@ -43,6 +67,14 @@ export function Blocks(props: {
                 <span class="visually-hidden">{t.assistant}</span>
                 <Markdown text={b.text} />
                 {b.stopped ? <p class="stopped-note muted">{t.stopped}</p> : null}
+                <div class="msg-actions">
+                  <CopyButton text={b.text} />
+                  {props.latest && b === lastText && question ? (
+                    <button type="button" class="small regenerate" disabled={actions.busy} onClick={() => actions.send(question)}>
+                      {t.regenerate}
+                    </button>
+                  ) : null}
+                </div>
               </div>
             );
           case "tool":

@@ -477,6 +477,18 @@ impl Rig {
         self.call(Method::DELETE, token, path).await
     }
 
+    /// `PATCH` with a JSON body through the handler.
+    pub async fn patch(&self, token: &str, path: &str, body: &Value) -> (u16, Value) {
+        let req = lambda_http::http::Request::builder()
+            .method(Method::PATCH)
+            .uri(path)
+            .header("authorization", format!("Bearer {token}"))
+            .header("content-type", "application/json")
+            .body(lambda_http::Body::Text(body.to_string()))
+            .unwrap_or_else(|e| panic!("request: {e}"));
+        test_support::json_response(chat_router::handler::handle(&self.deps, req).await).await
+    }
+
     /// A bodiless `POST` (e.g. cancel) through the handler.
     pub async fn post(&self, token: &str, path: &str) -> (u16, Value) {
         self.call(Method::POST, token, path).await
