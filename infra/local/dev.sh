@@ -6,8 +6,8 @@
 #                              start fakes for every upstream without a key and the example
 #                              external MCP server (fare_notes_mcp.py), run every function
 #                              under `cargo lambda watch`, feed the tool queue to the worker,
-#                              serve the web chat (WEB=0 skips it), then hold a demo chat turn
-#                              (DEMO=0 skips it)
+#                              serve the web chat (WEB=0 skips it), then hold the demo chat
+#                              turns (DEMO=0 skips them)
 #   infra/local/dev.sh down    stop exactly what `up` started (by PID), emulators included
 #   infra/local/dev.sh status  say what runs
 #
@@ -303,15 +303,22 @@ web_up() {
   wait_for "the web chat's server" "$WEB_URL" 30 web
 }
 
-# The README's chat commands, run as written (CI checks their output).
+# A flight search, then the README's chat commands, run as written (CI checks their output).
 demo() {
   local date
   date="$(days_from_today 60)"
   export CHAT_URL="$ROUTER_URL"
-  log "demo: a flight search in a new chat (events render as they stream in)"
+  log "demo: a flight search in a new chat (events render as they stream in), with quick replies"
   cargo run -q -p chat -- --new "Business class for 2 adults from Frankfurt to New York on $date"
   log "demo: a follow-up in the same chat"
   cargo run -q -p chat -- "Und in der First Class?"
+  log "demo: a fare alert, which waits for your approval"
+  cargo run -q -p chat -- --new "Alert me when business FRA to JFK in March drops below 60,000 miles"
+  log "demo: its approval (--approve last: the call that waits)"
+  # A real model may ask about the alert first instead of setting it: nothing waits then.
+  cargo run -q -p chat -- --approve last || log "demo: no call waited for approval"
+  log "demo: a handoff to the support agent"
+  cargo run -q -p chat -- "I need help with a refund"
   log "demo: a knowledge-base question to the support agent"
   cargo run -q -p chat -- --new --agent support "Wie funktionieren Meilen-Upgrades?"
 }

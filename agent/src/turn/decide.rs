@@ -30,11 +30,14 @@ pub(super) struct Audience {
     pub now: OffsetDateTime,
 }
 
-/// `answers_directly` tells whether a tool's message is the answer itself.
+/// `answers_directly` tells whether a tool's message is the answer itself; `shows_ui`
+/// whether a tool is a UI skill (the client renders its result, e.g. quick replies), which
+/// may stand beside such a call without costing the answer its direct path.
 pub(super) fn after_tools(
     outcome: &StepOutcome,
     repaired: bool,
     answers_directly: impl Fn(ToolName) -> bool,
+    shows_ui: impl Fn(ToolName) -> bool,
     audience: Audience,
 ) -> Decision {
     if outcome.needs_repair() {
@@ -49,14 +52,15 @@ pub(super) fn after_tools(
             .collect();
         return Decision::GiveUp(problems.join(" "));
     }
-    let direct = outcome
-        .calls
-        .iter()
-        .all(|c| c.tool.is_some_and(&answers_directly));
-    if direct {
+    let answers = |c: &&CallOutcome| c.tool.is_some_and(&answers_directly);
+    // Quick replies beside a flight search: the client shows them with its answer, so
+    // they need no model call of their own (and have no text to add to the answer).
+    let beside = |c: &CallOutcome| answers(&c) || c.tool.is_some_and(&shows_ui);
+    if outcome.calls.iter().any(|c| answers(&c)) && outcome.calls.iter().all(beside) {
         let text = outcome
             .calls
             .iter()
+            .filter(answers)
             .map(|c| shown(c, audience))
             .collect::<Vec<_>>()
             .join("\n\n");
@@ -112,6 +116,10 @@ mod tests {
         tool == ToolName::SearchFlights
     }
 
+    fn replies(tool: ToolName) -> bool {
+        tool == ToolName::SuggestReplies
+    }
+
     #[test]
     fn a_rejected_call_gets_one_repair_round_then_the_turn_gives_up() {
         let bad = step(vec![
@@ -123,11 +131,11 @@ mod tests {
             call(ToolName::AskGpt, CallStatus::Succeeded, "fine"),
         ]);
         assert_eq!(
-            after_tools(&bad, false, flights_answer, GERMAN),
+            after_tools(&bad, false, flights_answer, replies, GERMAN),
             Decision::Repair
         );
         assert_eq!(
-            after_tools(&bad, true, flights_answer, GERMAN),
+            after_tools(&bad, true, flights_answer, replies, GERMAN),
             Decision::GiveUp("origin: required.".into())
         );
     }
@@ -139,7 +147,7 @@ mod tests {
             call(ToolName::SearchFlights, CallStatus::Failed, "return failed"),
         ]);
         assert_eq!(
-            after_tools(&two, false, flights_answer, GERMAN),
+            after_tools(&two, false, flights_answer, replies, GERMAN),
             Decision::AnswerDirectly(
                 "outbound\n\nDie Flugsuche ist gerade nicht verfügbar. Bitte versuche es später noch einmal."
                     .into()
@@ -155,7 +163,42 @@ mod tests {
             ),
         ]);
         assert_eq!(
-            after_tools(&mixed, true, flights_answer, GERMAN),
+            after_tools(&mixed, true, flights_answer, replies, GERMAN),
+            Decision::NextStep
+        );
+    }
+
+    #[test]
+    fn quick_replies_beside_a_direct_answer_keep_it_direct_but_alone_do_not_answer() {
+        let beside = step(vec![
+            call(ToolName::SearchFlights, CallStatus::Succeeded, "flights"),
+            call(
+                ToolName::SuggestReplies,
+                CallStatus::Succeeded,
+                "The replies are shown to the user under your answer.",
+            ),
+        ]);
+        assert_eq!(
+            after_tools(&beside, false, flights_answer, replies, GERMAN),
+            Decision::AnswerDirectly("flights".into()),
+            "the replies' message is for the model, not the answer"
+        );
+        // Replies that did not make it (e.g. a timeout) do not cost the answer its path.
+        let failed = step(vec![
+            call(ToolName::SuggestReplies, CallStatus::Timeout, "timeout"),
+            call(ToolName::SearchFlights, CallStatus::Succeeded, "flights"),
+        ]);
+        assert_eq!(
+            after_tools(&failed, false, flights_answer, replies, GERMAN),
+            Decision::AnswerDirectly("flights".into())
+        );
+        let alone = step(vec![call(
+            ToolName::SuggestReplies,
+            CallStatus::Succeeded,
+            "shown",
+        )]);
+        assert_eq!(
+            after_tools(&alone, false, flights_answer, replies, GERMAN),
             Decision::NextStep
         );
     }

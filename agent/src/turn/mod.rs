@@ -445,7 +445,18 @@ impl Agent {
             locale: state.locale,
             now: self.clock.now(),
         };
-        let decision = decide::after_tools(&outcome, state.repaired, answers_directly, audience);
+        let shows_ui = |tool| {
+            registry
+                .get(tool)
+                .is_some_and(|t| t.tool.ui_kind().is_some())
+        };
+        let decision = decide::after_tools(
+            &outcome,
+            state.repaired,
+            answers_directly,
+            shows_ui,
+            audience,
+        );
         // A step's messages are written before the model is asked again, so a turn whose
         // host ends later keeps them. A direct answer writes them with itself.
         if matches!(decision, Decision::NextStep | Decision::Repair) {

@@ -393,6 +393,16 @@ impl Reply {
         self.write_size = Some(bytes.max(1));
         self
     }
+
+    /// The text the reply streams (empty for an error status).
+    pub fn content(&self) -> &str {
+        &self.text
+    }
+
+    /// The tool calls the reply makes, in order: each name with its `arguments` text.
+    pub fn calls(&self) -> &[(String, String)] {
+        &self.calls
+    }
 }
 
 /// Ready-made predicates for [`FakeLlm::when`].

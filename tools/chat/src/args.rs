@@ -80,12 +80,13 @@ pub struct Args {
     pub audience: String,
 
     /// Approve the tool call JOB_ID that waits for approval in the chat (`--chat-id`, else
-    /// the remembered one), and show how the turn goes on.
+    /// the remembered one), and show how the turn goes on. `last` approves the newest call
+    /// that waits.
     #[arg(long, value_name = "JOB_ID", conflicts_with_all = ["message", "new", "deny", "alerts"])]
     pub approve: Option<String>,
 
     /// Deny the tool call JOB_ID that waits for approval in the chat, and show how the turn
-    /// goes on.
+    /// goes on. `last` denies the newest call that waits.
     #[arg(long, value_name = "JOB_ID", conflicts_with_all = ["message", "new", "alerts"])]
     pub deny: Option<String>,
 

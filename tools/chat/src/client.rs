@@ -218,11 +218,31 @@ impl Client {
         self.stream(&start, session, renderer).await
     }
 
+    /// The id of the newest call waiting for the user's approval in `chat_id`, if one
+    /// waits: the first such call of `GET /chats/{chat_id}/tool-calls` (most recent first).
+    pub async fn waiting_call(&self, chat_id: &str) -> Result<Option<String>> {
+        let mut url = route(&self.base, &["chats", chat_id, "tool-calls"])?;
+        url.query_pairs_mut().append_pair("limit", "100");
+        let listed = self.get_json(url).await?;
+        Ok(listed["items"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|call| call["status"] == "awaiting_approval")
+            .and_then(|call| call["id"].as_str())
+            .map(str::to_owned))
+    }
+
     /// `GET /alerts`: the user's fare alerts as the router lists them.
     pub async fn alerts(&self) -> Result<Value> {
+        self.get_json(route(&self.base, &["alerts"])?).await
+    }
+
+    /// `GET url` as JSON; an answer other than 2xx is [`Error::Refused`].
+    async fn get_json(&self, url: reqwest::Url) -> Result<Value> {
         let response = self
             .http
-            .get(route(&self.base, &["alerts"])?)
+            .get(url)
             .bearer_auth(self.credentials.bearer()?)
             .header(ACCEPT, "application/json")
             .send()

@@ -98,8 +98,9 @@ pub async fn run(args: Args) -> Result<()> {
         (None, None) => None,
     };
     if let Some((job, decision)) = decision {
+        let job = waiting_job(&client, &session, job).await?;
         let result = client
-            .decide(&mut session, job, &decision, &mut renderer)
+            .decide(&mut session, &job, &decision, &mut renderer)
             .await;
         how_to_decide(&mut renderer, &session)?;
         return result;
@@ -127,6 +128,27 @@ pub async fn run(args: Args) -> Result<()> {
         asks,
     )
     .await
+}
+
+/// What `--approve` and `--deny` take instead of a job id: the newest call waiting for
+/// approval in the chat, so a script need not read the id from the output.
+pub const LAST_WAITING: &str = "last";
+
+/// The job `--approve` / `--deny` name: `job`, or for [`LAST_WAITING`] the newest call
+/// waiting for approval in `session`'s chat (a usage error when none waits).
+pub async fn waiting_job(client: &Client, session: &Session, job: &str) -> Result<String> {
+    if job != LAST_WAITING {
+        return Ok(job.to_owned());
+    }
+    let chat_id = session
+        .chat_id()
+        .ok_or_else(|| Error::Setup("no chat to decide in: pass --chat-id".into()))?;
+    client.waiting_call(chat_id).await?.ok_or_else(|| {
+        Error::Setup(format!(
+            "no tool call waits for approval in chat {}",
+            printable(chat_id)
+        ))
+    })
 }
 
 /// The interactive loop: one turn per line of `input` (until EOF or `/quit`), the chat id

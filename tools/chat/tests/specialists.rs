@@ -328,3 +328,80 @@ async fn the_approve_and_deny_flags_and_the_alert_list() {
     assert_eq!(seen[0].authorization, format!("Bearer {TOKEN}"));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[tokio::test]
+async fn approve_last_decides_the_newest_waiting_call_without_its_id() {
+    let list = json!({"items": [
+        {"id": "job-9", "tool": "search_flights", "status": "succeeded"},
+        {"id": "job-7", "tool": "create_fare_alert", "status": "awaiting_approval"},
+        {"id": "job-3", "tool": "create_fare_alert", "status": "awaiting_approval"}
+    ]});
+    let tool_calls = format!("{PREFIX}/chats/chat-5/tool-calls");
+    let listed = tool_calls.clone();
+    let (server, seen) = router(move |request, _| {
+        if request.path == listed {
+            Reply::Stream(list.to_string())
+        } else {
+            Reply::Stream(continuation("succeeded", "Alert created."))
+        }
+    })
+    .await;
+    let dir = temp_dir("chat-cli-approve-last");
+    let state = dir.join("chat-id");
+    let url = server.url(&format!("{PREFIX}/"));
+    let run = |verb: &'static str| {
+        let args = Args::try_parse_from([
+            "chat",
+            "--url",
+            url.as_str(),
+            "--token",
+            TOKEN,
+            "--chat-id",
+            "chat-5",
+            "--state-file",
+            state.to_str().unwrap(),
+            verb,
+            "last",
+        ])
+        .unwrap();
+        chat::run(args)
+    };
+    run("--approve").await.unwrap();
+    let requests: Vec<(String, String)> = seen
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|s| (s.method.clone(), s.path.clone()))
+        .collect();
+    assert_eq!(
+        requests,
+        [
+            ("GET".to_owned(), tool_calls.clone()),
+            ("POST".to_owned(), decision_path("approve")),
+        ]
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+
+    // Nothing waiting: a usage error, and nothing is decided.
+    let (server, seen) = router(|_, _| {
+        Reply::Stream(json!({"items": [{"id": "job-9", "status": "succeeded"}]}).to_string())
+    })
+    .await;
+    let client = Client::new(
+        &server.url(&format!("{PREFIX}/")),
+        Credentials::Given(TOKEN.into()),
+    )
+    .unwrap();
+    let session = Session::open(dir.join("chat-id"), Some("chat-5".into()), false).unwrap();
+    let result = chat::waiting_job(&client, &session, chat::LAST_WAITING).await;
+    assert!(
+        matches!(result, Err(chat::Error::Setup(ref m)) if m.contains("no tool call waits")),
+        "{result:?}"
+    );
+    // An id is taken as it is, without a request.
+    assert_eq!(
+        chat::waiting_job(&client, &session, "job-7").await.unwrap(),
+        "job-7"
+    );
+    assert_eq!(seen.lock().unwrap().len(), 1);
+}

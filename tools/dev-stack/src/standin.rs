@@ -1,18 +1,37 @@
 //! The offline LLM stand-in: answers OpenAI chat-completions requests without a model, so
 //! the local stack works without any key. It reads the user's last message (English or
-//! German) and calls `search_flights` when it finds two airports (IATA codes or known city
-//! names), with the dates, cabin, travellers (adults, children, lap infants) and mileage
-//! programmes ("I have Miles & More", "mit Aeroplan") it finds; `search_knowledge_base` for
-//! questions, and otherwise makes small talk; after a tool round it relays the tool's
-//! result. It is a demo aid, not a language model, and says so in its answers.
+//! German, and answers in that language) and scripts what a model would do with the tools
+//! the request offers:
+//!
+//! - two airports (IATA codes or known city names) call `search_flights` with the dates,
+//!   cabin, travellers (adults, children, lap infants) and mileage programmes ("I have
+//!   Miles & More", "mit Aeroplan") it finds, with `suggest_replies` beside it (follow-ups
+//!   that work: another cabin, a day later, a fare alert); without a date it asks which
+//!   day, and a message with only a date then searches that route. "And in first class?"
+//!   or "a day later" after a search changes the last search;
+//! - "Alert me when FRA to JFK in March drops below 60,000 miles" calls `create_fare_alert`
+//!   (the runtime then asks the user to approve it); once approved or denied, it says how
+//!   that ended;
+//! - a refund, baggage, a booking problem or a wish for a human hands the turn to the
+//!   `support` agent, which answers it (and hands flight requests back to `travel`);
+//! - a question calls `search_knowledge_base`, whose passages it sums up in two or three
+//!   sentences with their sources; greetings, thanks and "how are you" get one sentence.
+//!
+//! After any other tool round it relays the tool's result. It is a demo aid, not a language
+//! model, and says so in its answers.
 //!
 //! Two markers in a message let a client try what a real model does on a bad day (the web
 //! chat's end-to-end test uses them): [`FAIL_ONCE`] and [`SLOW`].
+
+mod alert;
+mod knowledge;
+mod support;
 
 use std::time::Duration;
 
 use serde_json::{Value, json};
 use shared::domain::loyalty::PROGRAMMES;
+use shared::domain::session::{FlightRequestSnapshot, PendingFlightRequest};
 use test_support::fake_llm::Reply;
 use time::{Date, Month, OffsetDateTime};
 
@@ -29,6 +48,19 @@ pub const FAIL_ONCE: &str = "#fail-once";
 pub const SLOW: &str = "#slow";
 
 const SLOW_WORD_DELAY: Duration = Duration::from_millis(400);
+
+/// How the stand-in's question for a missing day begins (English, German, and German as it
+/// was worded before the texts said "du"): a message with only a date answers it.
+const WHICH_DAY: [&str; 3] = [
+    "Which day would you like to fly",
+    "An welchem Tag möchtest du",
+    "An welchem Tag möchten Sie",
+];
+
+/// The tool that hands the turn to the support agent, and the one that hands it back.
+const TO_SUPPORT: &str = "transfer_to_support";
+const TO_TRAVEL: &str = "transfer_to_travel";
+const HANDOFF_PREFIX: &str = "transfer_to_";
 
 const CITIES: &[(&str, &str)] = &[
     ("frankfurt", "FRA"),
@@ -210,6 +242,87 @@ const GREETINGS: &[&str] = &[
     "hi", "hello", "hey", "hallo", "moin", "servus", "guten", "good",
 ];
 
+/// Words a greeting, thanks or "how are you" are made of: a message of only these is small
+/// talk, never a knowledge-base question ("How are you?").
+const SMALL_TALK: &[&str] = &[
+    "hi",
+    "hello",
+    "hey",
+    "hallo",
+    "moin",
+    "servus",
+    "guten",
+    "good",
+    "morning",
+    "morgen",
+    "tag",
+    "abend",
+    "evening",
+    "afternoon",
+    "day",
+    "there",
+    "all",
+    "everyone",
+    "thanks",
+    "thank",
+    "you",
+    "danke",
+    "dankeschön",
+    "vielen",
+    "dank",
+    "schön",
+    "sehr",
+    "merci",
+    "cheers",
+    "how",
+    "are",
+    "doing",
+    "is",
+    "it",
+    "going",
+    "what",
+    "whats",
+    "up",
+    "s",
+    "wie",
+    "geht",
+    "gehts",
+    "es",
+    "dir",
+    "euch",
+    "ihnen",
+    "bye",
+    "goodbye",
+    "tschüss",
+    "tschüs",
+    "ciao",
+    "bis",
+    "bald",
+    "ok",
+    "okay",
+    "cool",
+    "great",
+    "super",
+    "prima",
+    "perfect",
+    "perfekt",
+    "nice",
+    "fine",
+    "gut",
+    "alles",
+    "klar",
+    "so",
+    "much",
+    "very",
+    "a",
+    "lot",
+    "and",
+    "und",
+    "too",
+    "auch",
+    "mir",
+];
+
 /// What the stand-in understood of a flight request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FlightIntent {
@@ -225,9 +338,47 @@ pub struct FlightIntent {
     pub loyalty_programs: Vec<&'static str>,
 }
 
-/// Computes the reply to one chat-completions request body.
+/// What the session context (a data block in a system message) says about flights.
+#[derive(Debug, Clone, Default)]
+struct SessionContext {
+    /// It names a last search: follow-ups ("and in first class?") change that search.
+    has_last_search: bool,
+    last: Option<FlightRequestSnapshot>,
+    /// A search being gathered over the turns (a route still without a date, say).
+    pending: Option<PendingFlightRequest>,
+}
+
+/// One request as the stand-in sees it.
+struct Ask<'a> {
+    messages: &'a [Value],
+    /// The tools offered, by name.
+    offered: Vec<&'a str>,
+    context: SessionContext,
+    /// The agent a handoff of this turn handed it to, if one did.
+    agent: Option<String>,
+    today: Date,
+    german: bool,
+}
+
+impl Ask<'_> {
+    fn offers(&self, tool: &str) -> bool {
+        self.offered.contains(&tool)
+    }
+
+    /// The support agent answers: a handoff reached it, or it offers the way back.
+    fn is_support(&self) -> bool {
+        match &self.agent {
+            Some(agent) => agent == "support",
+            None => self.offers(TO_TRAVEL),
+        }
+    }
+}
+
+/// Computes the reply to one chat-completions request body. `today` is the date when the
+/// request does not say the user's ("Today is 2027-03-01." in the runtime's system prompt).
 pub fn reply(request: &Value, today: Date) -> Reply {
     let messages = request["messages"].as_array().cloned().unwrap_or_default();
+    let today = users_today(&messages).unwrap_or(today);
     let offered: Vec<&str> = request["tools"]
         .as_array()
         .map(|tools| {
@@ -237,13 +388,10 @@ pub fn reply(request: &Value, today: Date) -> Reply {
                 .collect()
         })
         .unwrap_or_default();
-    let last_user = messages
-        .iter()
-        .rev()
-        .find(|m| m["role"] == "user")
-        .and_then(|m| m["content"].as_str())
-        .unwrap_or_default()
-        .to_owned();
+    let last_user = user_messages(&messages)
+        .last()
+        .map(|(_, content)| (*content).to_owned())
+        .unwrap_or_default();
     let german = is_german(&last_user);
     if last_user.contains(FAIL_ONCE) && times_sent(&messages, &last_user) == 1 {
         return Reply::error(
@@ -251,18 +399,117 @@ pub fn reply(request: &Value, today: Date) -> Reply {
             format!("stand-in: failing once as asked ({FAIL_ONCE})"),
         );
     }
-    let reply = match messages.last() {
-        Some(last) if last["role"] == "tool" => text(relay_tool_result(
-            last["content"].as_str().unwrap_or(""),
-            german,
-        )),
-        _ => answer_user(&last_user, &offered, &messages, today, german),
+    let ask = Ask {
+        messages: &messages,
+        offered,
+        context: session_context(&messages),
+        agent: None,
+        today,
+        german,
+    };
+    let last = messages.last();
+    // After the user approved or denied a call, the runtime says how it went (on Bedrock,
+    // as text of the user's side).
+    let verdict = last.and_then(|m| alert::Verdict::of(content_of(m)));
+    let reply = match (verdict, last) {
+        (Some(verdict), _) => text(verdict.relayed(german)),
+        (None, Some(last)) if last["role"] == "tool" => after_tools(&last_user, &ask),
+        _ => answer_user(&last_user, &ask),
     };
     if last_user.contains(SLOW) {
         reply.with_chunk_delay(SLOW_WORD_DELAY)
     } else {
         reply
     }
+}
+
+/// The user's date as the runtime's system prompt states it: dates before it are refused.
+fn users_today(messages: &[Value]) -> Option<Date> {
+    messages
+        .iter()
+        .filter(|m| m["role"] == "system")
+        .find_map(|m| {
+            let (_, rest) = content_of(m).split_once("Today is ")?;
+            iso_date(rest.get(..10)?)
+        })
+}
+
+fn content_of(message: &Value) -> &str {
+    message["content"].as_str().unwrap_or_default()
+}
+
+/// The user's messages with their places: what they wrote, not what the runtime adds on
+/// their side (a decision's outcome reaches Bedrock as user text).
+fn user_messages(messages: &[Value]) -> Vec<(usize, &str)> {
+    messages
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| m["role"] == "user")
+        .map(|(i, m)| (i, content_of(m)))
+        .filter(|(_, content)| alert::Verdict::of(content).is_none())
+        .collect()
+}
+
+/// The user message before the last one, when an assistant message between them begins
+/// with one of `openings`: the message the stand-in's question followed up.
+fn asked_after<'a>(messages: &'a [Value], openings: &[&str]) -> Option<&'a str> {
+    let users = user_messages(messages);
+    let [.., (before, earlier), (current, _)] = users.as_slice() else {
+        return None;
+    };
+    messages[before + 1..*current]
+        .iter()
+        .filter(|m| m["role"] == "assistant")
+        .any(|m| {
+            let said = content_of(m).trim_start();
+            openings.iter().any(|opening| said.starts_with(opening))
+        })
+        .then_some(*earlier)
+}
+
+/// The data blocks in `text` (`<<<DATA … source="…">>>` … `<<<END …>>>`): each source and
+/// body.
+fn data_blocks(text: &str) -> Vec<(&str, &str)> {
+    let mut blocks = Vec::new();
+    let mut rest = text;
+    while let Some(start) = rest.find("<<<DATA ") {
+        let block = &rest[start..];
+        let Some(header_end) = block.find(">>>\n") else {
+            break;
+        };
+        let header = &block[..header_end];
+        let source = header
+            .split_once("source=\"")
+            .and_then(|(_, s)| s.split_once('"'))
+            .map_or("", |(s, _)| s);
+        let body = &block[header_end + 4..];
+        let Some(end) = body.find("\n<<<END ") else {
+            break;
+        };
+        blocks.push((source, &body[..end]));
+        rest = &body[end + 8..];
+    }
+    blocks
+}
+
+/// The session context's flight state, from the system messages.
+fn session_context(messages: &[Value]) -> SessionContext {
+    let mut context = SessionContext::default();
+    for system in messages.iter().filter(|m| m["role"] == "system") {
+        let text = content_of(system);
+        context.has_last_search |= text.contains("last_flight_request");
+        for (source, body) in data_blocks(text) {
+            if !source.starts_with("session context") {
+                continue;
+            }
+            let Ok(state) = serde_json::from_str::<Value>(body) else {
+                continue;
+            };
+            context.last = serde_json::from_value(state["last_flight_request"].clone()).ok();
+            context.pending = serde_json::from_value(state["pending_flight_request"].clone()).ok();
+        }
+    }
+    context
 }
 
 /// A message naming an offered external MCP tool (`<server>__<tool>`) calls it, with the
@@ -293,71 +540,327 @@ fn text(content: String) -> Reply {
     Reply::text(content).with_chunk_delay(WORD_DELAY)
 }
 
-fn answer_user(
-    message: &str,
-    offered: &[&str],
-    messages: &[Value],
-    today: Date,
-    german: bool,
-) -> Reply {
-    if let Some(call) = external_tool_call(message, offered) {
+/// The answer after a tool round: the results of the calls the last assistant message made,
+/// in plain words. A handoff instead lets the agent it reached answer the user's message.
+fn after_tools(message: &str, ask: &Ask<'_>) -> Reply {
+    let start = ask
+        .messages
+        .iter()
+        .rposition(|m| m["role"] != "tool")
+        .map_or(0, |i| i + 1);
+    let results = &ask.messages[start..];
+    let handed_to = results
+        .iter()
+        .find_map(|r| handed_over_to(unfenced(content_of(r))));
+    if let Some(agent) = handed_to {
+        // It answers as the agent it is now, and does not hand the turn back.
+        let now = Ask {
+            messages: ask.messages,
+            offered: ask
+                .offered
+                .iter()
+                .copied()
+                .filter(|t| !t.starts_with(HANDOFF_PREFIX))
+                .collect(),
+            context: ask.context.clone(),
+            agent: Some(agent.to_owned()),
+            today: ask.today,
+            german: ask.german,
+        };
+        return answer_user(message, &now);
+    }
+    let names = call_names(ask.messages);
+    let parts: Vec<String> = results
+        .iter()
+        .filter_map(|result| {
+            let content = unfenced(content_of(result)).trim();
+            let tool = result["tool_call_id"]
+                .as_str()
+                .and_then(|id| names.iter().find(|(i, _)| *i == id))
+                .map(|(_, name)| *name);
+            match tool {
+                // UI skills: the client shows them; their message is for a model.
+                Some("suggest_replies" | "show_flight_options") => None,
+                Some("search_knowledge_base") if !content.starts_with('[') => Some(
+                    knowledge::answer(content, ask.german)
+                        .unwrap_or_else(|| relay_tool_result(content, ask.german)),
+                ),
+                _ => Some(relay_tool_result(content, ask.german)),
+            }
+        })
+        .collect();
+    if parts.is_empty() {
+        let last = results.last().map(content_of).unwrap_or_default();
+        return text(relay_tool_result(last, ask.german));
+    }
+    text(parts.join("\n\n"))
+}
+
+/// The tool calls the assistant made in the chat: each call's id and tool name.
+fn call_names(messages: &[Value]) -> Vec<(&str, &str)> {
+    messages
+        .iter()
+        .filter_map(|m| m["tool_calls"].as_array())
+        .flatten()
+        .filter_map(|c| Some((c["id"].as_str()?, c["function"]["name"].as_str()?)))
+        .collect()
+}
+
+/// The agent a handoff's result names: "Handed over from travel to support. …".
+fn handed_over_to(result: &str) -> Option<&str> {
+    let rest = result.trim().strip_prefix("Handed over from ")?;
+    let (_, to) = rest.split_once(" to ")?;
+    to.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '-'))
+        .next()
+        .filter(|agent| !agent.is_empty())
+}
+
+fn answer_user(message: &str, ask: &Ask<'_>) -> Reply {
+    if let Some(call) = external_tool_call(message, &ask.offered) {
         return call;
     }
-    let intent = flight_intent(message, today);
-    // The session context arrives as a data block in a system message of its own.
-    let has_last_search = messages
-        .iter()
-        .filter(|m| m["role"] == "system")
-        .filter_map(|m| m["content"].as_str())
-        .any(|system| system.contains("last_flight_request"));
-    if offered.contains(&"search_flights") {
-        match (&intent.origin, &intent.destination) {
-            (Some(origin), Some(destination)) => {
-                let Some(date) = intent.depart_date else {
-                    return text(if german {
-                        format!(
-                            "An welchem Tag möchten Sie von {origin} nach {destination} fliegen?"
-                        )
-                    } else {
-                        format!("Which day would you like to fly from {origin} to {destination}?")
-                    });
-                };
-                let mut args = json!({
-                    "origin": origin,
-                    "destination": destination,
-                    "depart_date": date.to_string(),
-                    "cabin": intent.cabin.unwrap_or("ECONOMY"),
-                    "pax": intent.pax.unwrap_or(1),
-                });
-                if let Some(back) = intent.return_date {
-                    args["return_date"] = json!(back.to_string());
-                }
-                add_travellers_and_programmes(&mut args, &intent);
-                return Reply::tool_calls(vec![("search_flights", args)]);
-            }
-            // "And in first class?" or "with Aeroplan?" after a search: the same search with
-            // what changed.
-            _ if has_last_search && intent.changes_a_search(message) => {
-                let mut args = json!({"reuse_last_request": true});
-                if let Some(cabin) = intent.cabin {
-                    args["cabin"] = json!(cabin);
-                }
-                if let Some(date) = intent.depart_date {
-                    args["depart_date"] = json!(date.to_string());
-                }
-                if let Some(pax) = intent.pax {
-                    args["pax"] = json!(pax);
-                }
-                add_travellers_and_programmes(&mut args, &intent);
-                return Reply::tool_calls(vec![("search_flights", args)]);
-            }
-            _ => {}
+    if let Some(topic) = support::Topic::of(message) {
+        if ask.offers(TO_SUPPORT) {
+            return Reply::tool_call(TO_SUPPORT, json!({ "reason": topic.reason(ask.german) }));
+        }
+        // Support answers what it cannot look up; a question goes to the knowledge base.
+        if ask.is_support() && !is_question(message) {
+            return text(topic.answer(ask.german));
         }
     }
-    if offered.contains(&"search_knowledge_base") && is_question(message) {
+    let intent = flight_intent(message, ask.today);
+    if ask.offers("create_fare_alert")
+        && let Some(reply) = alert::request(message, &intent, ask)
+    {
+        return reply;
+    }
+    if ask.offers("search_flights")
+        && let Some(reply) = flight_search(message, &intent, ask)
+    {
+        return reply;
+    }
+    // The support agent hands a flight request to the travel agent.
+    if ask.offers(TO_TRAVEL) && intent.origin.is_some() && intent.destination.is_some() {
+        let reason = if ask.german {
+            "Flugsuche"
+        } else {
+            "Flight search"
+        };
+        return Reply::tool_call(TO_TRAVEL, json!({ "reason": reason }));
+    }
+    if is_small_talk(message) {
+        return text(small_talk(message, ask.german));
+    }
+    if ask.offers("search_knowledge_base") && is_question(message) {
         return Reply::tool_calls(vec![("search_knowledge_base", json!({"query": message}))]);
     }
-    text(small_talk(message, german))
+    text(small_talk(message, ask.german))
+}
+
+/// A flight request the message makes, if it makes one: a search (with quick replies) or
+/// the question for the day.
+fn flight_search(message: &str, intent: &FlightIntent, ask: &Ask<'_>) -> Option<Reply> {
+    if let (Some(origin), Some(destination)) = (&intent.origin, &intent.destination) {
+        return Some(match intent.depart_date {
+            Some(date) => new_search(intent, date, ask),
+            None => which_day(origin, destination, ask),
+        });
+    }
+    if intent.depart_date.is_some() {
+        // Only a date, after the stand-in asked for the day: that route on that day, as
+        // the message that named the route asked for it.
+        if let Some(earlier) = asked_after(ask.messages, &WHICH_DAY) {
+            let both = flight_intent(&format!("{earlier}\n{message}"), ask.today);
+            if let (Some(_), Some(_), Some(date)) =
+                (&both.origin, &both.destination, both.depart_date)
+            {
+                return Some(new_search(&both, date, ask));
+            }
+        }
+        // Or the route of a search being gathered.
+        if let Some(pending) = &ask.context.pending
+            && let (Some(origin), Some(destination), Some(date)) =
+                (&pending.origin, &pending.destination, intent.depart_date)
+        {
+            let route = FlightIntent {
+                origin: Some(origin.to_string()),
+                destination: Some(destination.to_string()),
+                cabin: intent.cabin.or_else(|| pending.cabin.map(|c| c.as_str())),
+                pax: intent.pax.or(pending.pax),
+                ..intent.clone()
+            };
+            return Some(new_search(&route, date, ask));
+        }
+    }
+    // "A day later" after a search: the same search on the day after.
+    if let (Some(last), Some(days)) = (&ask.context.last, day_shift(message)) {
+        let shift = time::Duration::days(days);
+        let mut args = json!({
+            "reuse_last_request": true,
+            "depart_date": (last.depart_date + shift).to_string(),
+        });
+        if let Some(back) = last.return_date {
+            args["return_date"] = json!((back + shift).to_string());
+        }
+        let cabin = intent.cabin.unwrap_or(last.cabin.as_str());
+        if intent.cabin.is_some() {
+            args["cabin"] = json!(cabin);
+        }
+        return Some(search_call(args, cabin, ask));
+    }
+    // "And in first class?" or "with Aeroplan?" after a search: the same search with what
+    // changed.
+    if ask.context.has_last_search && intent.changes_a_search(message) {
+        let mut args = json!({"reuse_last_request": true});
+        if let Some(cabin) = intent.cabin {
+            args["cabin"] = json!(cabin);
+        }
+        if let Some(date) = intent.depart_date {
+            args["depart_date"] = json!(date.to_string());
+        }
+        if let Some(pax) = intent.pax {
+            args["pax"] = json!(pax);
+        }
+        add_travellers_and_programmes(&mut args, intent);
+        let cabin = intent
+            .cabin
+            .or_else(|| ask.context.last.as_ref().map(|l| l.cabin.as_str()))
+            .unwrap_or("ECONOMY");
+        return Some(search_call(args, cabin, ask));
+    }
+    None
+}
+
+/// A search of the intent's route on `date`.
+fn new_search(intent: &FlightIntent, date: Date, ask: &Ask<'_>) -> Reply {
+    let cabin = intent.cabin.unwrap_or("ECONOMY");
+    let mut args = json!({
+        "origin": intent.origin,
+        "destination": intent.destination,
+        "depart_date": date.to_string(),
+        "cabin": cabin,
+        "pax": intent.pax.unwrap_or(1),
+    });
+    if let Some(back) = intent.return_date {
+        args["return_date"] = json!(back.to_string());
+    }
+    add_travellers_and_programmes(&mut args, intent);
+    search_call(args, cabin, ask)
+}
+
+/// `search_flights` with `args`, and beside it (when offered) quick replies that the
+/// stand-in understands as the next message: another cabin, a day later, a fare alert. The
+/// search's message stays the answer: the runtime shows the replies with it.
+fn search_call(args: Value, cabin: &str, ask: &Ask<'_>) -> Reply {
+    let reply = Reply::tool_call("search_flights", args);
+    if !ask.offers("suggest_replies") {
+        return reply;
+    }
+    let de = ask.german;
+    let mut replies = vec![
+        match (cabin == "FIRST", de) {
+            (false, false) => "In first class?",
+            (false, true) => "Und in der First Class?",
+            (true, false) => "In business class?",
+            (true, true) => "Und in der Business Class?",
+        }
+        .to_owned(),
+        if de {
+            "Einen Tag später"
+        } else {
+            "A day later"
+        }
+        .to_owned(),
+    ];
+    if ask.offers("create_fare_alert") {
+        replies.push(alert::quick_reply(cabin, de));
+    }
+    reply.with_tool_call("suggest_replies", json!({ "replies": replies }))
+}
+
+/// The question for the day, with a few days to pick as quick replies (when offered).
+fn which_day(origin: &str, destination: &str, ask: &Ask<'_>) -> Reply {
+    let question = if ask.german {
+        format!("{} von {origin} nach {destination} fliegen?", WHICH_DAY[1])
+    } else {
+        format!("{} from {origin} to {destination}?", WHICH_DAY[0])
+    };
+    let reply = text(question);
+    if !ask.offers("suggest_replies") {
+        return reply;
+    }
+    let day = |days: i64| ask.today + time::Duration::days(days);
+    let replies = if ask.german {
+        vec![
+            "Morgen".to_owned(),
+            format!("Am {}", spoken_date(day(7), true)),
+            format!("Am {}", spoken_date(day(14), true)),
+        ]
+    } else {
+        vec![
+            "Tomorrow".to_owned(),
+            format!("On {}", spoken_date(day(7), false)),
+            format!("On {}", spoken_date(day(14), false)),
+        ]
+    };
+    reply.with_tool_call("suggest_replies", json!({ "replies": replies }))
+}
+
+/// "29 November" / "29. November": a date as the stand-in reads it back.
+fn spoken_date(date: Date, german: bool) -> String {
+    const EN: [&str; 12] = [
+        "January",
+        "February",
+        "March",
+        "April",
+        "May",
+        "June",
+        "July",
+        "August",
+        "September",
+        "October",
+        "November",
+        "December",
+    ];
+    const DE: [&str; 12] = [
+        "Januar",
+        "Februar",
+        "März",
+        "April",
+        "Mai",
+        "Juni",
+        "Juli",
+        "August",
+        "September",
+        "Oktober",
+        "November",
+        "Dezember",
+    ];
+    let index = usize::from(u8::from(date.month())) - 1;
+    if german {
+        format!("{}. {}", date.day(), DE[index])
+    } else {
+        format!("{} {}", date.day(), EN[index])
+    }
+}
+
+/// Days a follow-up moves the last search: "a day later" +1, "einen Tag früher" -1.
+fn day_shift(message: &str) -> Option<i64> {
+    let lower = message.to_lowercase();
+    let has = |phrases: &[&str]| phrases.iter().any(|p| find_word(&lower, p).is_some());
+    if has(&["day later", "day after", "tag später", "tag danach"]) {
+        Some(1)
+    } else if has(&[
+        "day earlier",
+        "day before",
+        "tag früher",
+        "tag davor",
+        "tag vorher",
+    ]) {
+        Some(-1)
+    } else {
+        None
+    }
 }
 
 impl FlightIntent {
@@ -398,16 +901,21 @@ fn unfenced(content: &str) -> &str {
     }
 }
 
+/// What the user reads when a call did not work (its message was written for a model).
+fn did_not_work(german: bool) -> String {
+    if german {
+        "Das hat gerade leider nicht geklappt. Versuche es bitte gleich noch einmal oder formuliere es anders.".to_owned()
+    } else {
+        "Sorry, that did not work just now. Please try again in a moment or put it differently."
+            .to_owned()
+    }
+}
+
 fn relay_tool_result(content: &str, german: bool) -> String {
     let content = unfenced(content).trim();
     // `[rejected] Invalid arguments …`: written for a model to act on, not for a traveller.
     if content.starts_with('[') {
-        return if german {
-            "Das hat gerade leider nicht geklappt. Versuche es bitte gleich noch einmal oder formuliere es anders.".to_owned()
-        } else {
-            "Sorry, that did not work just now. Please try again in a moment or put it differently."
-                .to_owned()
-        };
+        return did_not_work(german);
     }
     // The tools phrase their results for the chat already; relay them, cut at a line end.
     let cut: String = content.chars().take(1200).collect();
@@ -419,34 +927,67 @@ fn relay_tool_result(content: &str, german: bool) -> String {
     cut
 }
 
-fn small_talk(message: &str, german: bool) -> String {
-    let lower = message.to_lowercase();
-    let words: Vec<&str> = lower
+/// The words of a message, lower case, without the test markers and numbers.
+fn plain_words(message: &str) -> Vec<String> {
+    message
+        .replace(FAIL_ONCE, " ")
+        .replace(SLOW, " ")
+        .to_lowercase()
         .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .collect();
-    let greeting = words.first().is_some_and(|w| GREETINGS.contains(w));
-    let thanks = words
-        .iter()
-        .any(|w| matches!(*w, "thanks" | "thank" | "danke" | "merci"));
-    match (german, greeting, thanks) {
-        (true, _, true) => "Gern geschehen!".to_owned(),
-        (false, _, true) => "You're welcome!".to_owned(),
-        (true, true, _) => "Hallo! Ich bin der Offline-Platzhalter für das Sprachmodell. \
-            Fragen Sie zum Beispiel: „Business Class von Frankfurt nach New York am 15.03.“ \
-            oder „Wie funktionieren Treibstoffzuschläge?“"
-            .to_owned(),
-        (false, true, _) => "Hello! I am the offline stand-in for the language model. Try \
-            \"Business class from Frankfurt to New York on 15 March\" or \"How do fuel \
-            surcharges work?\""
-            .to_owned(),
-        (true, false, _) => "In dieser Demo kann ich Flüge suchen und Fragen aus der \
-            Wissensdatenbank beantworten; für freie Antworten braucht es ein echtes Sprachmodell."
-            .to_owned(),
-        (false, false, _) => "In this demo I can search flights and answer questions from \
-            the knowledge base; free-form answers need a real language model."
-            .to_owned(),
-    }
+        .filter(|w| !w.is_empty() && !w.chars().all(|c| c.is_ascii_digit()))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// A greeting, thanks, "how are you" and the like, and nothing else.
+fn is_small_talk(message: &str) -> bool {
+    let words = plain_words(message);
+    !words.is_empty() && words.len() <= 8 && words.iter().all(|w| SMALL_TALK.contains(&w.as_str()))
+}
+
+/// One short sentence for small talk; for anything else, what the demo can do.
+fn small_talk(message: &str, german: bool) -> String {
+    let words = plain_words(message);
+    let has = |list: &[&str]| words.iter().any(|w| list.contains(&w.as_str()));
+    let greeting = words
+        .first()
+        .is_some_and(|w| GREETINGS.contains(&w.as_str()));
+    let thanks = has(&["thanks", "thank", "danke", "dankeschön", "merci", "cheers"]);
+    let how_are_you =
+        (has(&["how"]) && has(&["you", "going"])) || (has(&["wie"]) && has(&["geht", "gehts"]));
+    let bye = has(&["bye", "goodbye", "tschüss", "tschüs", "ciao"]);
+    let fine = is_small_talk(message)
+        && has(&[
+            "ok", "okay", "cool", "great", "super", "prima", "perfect", "perfekt", "nice", "gut",
+            "klar",
+        ]);
+    let texts = if thanks {
+        ["You're welcome!", "Gern geschehen!"]
+    } else if how_are_you {
+        [
+            "Very well, thanks, and ready to search flights for you!",
+            "Gut, danke, und bereit, Flüge für dich zu suchen!",
+        ]
+    } else if greeting {
+        [
+            "Hello! I'm the offline stand-in for the language model; try \"Business class from \
+             Frankfurt to New York on 15 March\".",
+            "Hallo! Ich bin der Offline-Platzhalter für das Sprachmodell; probier „Business \
+             Class von Frankfurt nach New York am 15.03.“",
+        ]
+    } else if bye {
+        ["Goodbye, and safe travels!", "Tschüss und gute Reise!"]
+    } else if fine {
+        ["Glad to help!", "Freut mich!"]
+    } else {
+        [
+            "In this demo I can search flights, set fare alerts and answer questions from the \
+             knowledge base; free-form answers need a real language model.",
+            "In dieser Demo kann ich Flüge suchen, Preisalarme anlegen und Fragen aus der \
+             Wissensdatenbank beantworten; für freie Antworten braucht es ein echtes Sprachmodell.",
+        ]
+    };
+    texts[usize::from(german)].to_owned()
 }
 
 fn is_german(text: &str) -> bool {
@@ -472,6 +1013,15 @@ fn is_german(text: &str) -> bool {
                     | "bitte"
                     | "meilen"
                     | "klasse"
+                    | "morgen"
+                    | "mich"
+                    | "wenn"
+                    | "unter"
+                    | "einen"
+                    | "tag"
+                    | "hilfe"
+                    | "bei"
+                    | "einer"
             )
         })
 }
@@ -969,5 +1519,571 @@ mod tests {
         ]});
         let answer = format!("{:?}", reply(&request, TODAY));
         assert!(answer.contains("36 Monaten"), "{answer}");
+    }
+
+    // The scripted flows, checked against the tools' own schemas: every call is to a tool
+    // the request offers, with arguments the tool's schema and argument type accept.
+
+    use agent::tools::ToolSchema;
+    use shared::domain::alert::CreateFareAlertArgs;
+    use shared::domain::flight::FlightSearchInput;
+    use shared::domain::tool_args::{HandoffArgs, KnowledgeBaseArgs, SuggestRepliesArgs};
+    use shared::domain::tool_call::ToolName;
+
+    /// The travel profile's tools and its handoff (config/agents.toml), and the support
+    /// profile's.
+    const TRAVEL: &[&str] = &[
+        "search_flights",
+        "search_knowledge_base",
+        "ask_gpt",
+        "award_value",
+        "remember",
+        "select_flight",
+        "suggest_replies",
+        "show_flight_options",
+        "create_fare_alert",
+        "transfer_to_support",
+    ];
+    const SUPPORT: &[&str] = &[
+        "search_knowledge_base",
+        "suggest_replies",
+        "transfer_to_travel",
+    ];
+
+    /// The schema the model is offered for `tool`, as the runtime builds it.
+    fn schema(tool: &str) -> ToolSchema {
+        let built = match tool {
+            "search_flights" => ToolSchema::gathering::<FlightSearchInput>(ToolName::SearchFlights),
+            "search_knowledge_base" => {
+                ToolSchema::of::<KnowledgeBaseArgs>(ToolName::SearchKnowledgeBase)
+            }
+            "suggest_replies" => ToolSchema::of::<SuggestRepliesArgs>(ToolName::SuggestReplies),
+            "create_fare_alert" => ToolSchema::of::<CreateFareAlertArgs>(ToolName::CreateFareAlert),
+            handoff if handoff.starts_with(HANDOFF_PREFIX) => {
+                ToolSchema::named::<HandoffArgs>(handoff)
+            }
+            // Tools the stand-in never calls: any object.
+            other => ToolSchema::from_json(other, String::new(), json!({"type": "object"})),
+        };
+        built.unwrap_or_else(|e| panic!("{tool}: {e}"))
+    }
+
+    fn request(messages: &[Value], tools: &[&str]) -> Value {
+        let tools: Vec<Value> = tools
+            .iter()
+            .map(|name| {
+                let spec = schema(name).spec;
+                json!({"type": "function", "function": {"name": spec.name,
+                    "description": spec.description, "parameters": spec.parameters}})
+            })
+            .collect();
+        json!({"model": "offline-stand-in", "messages": messages, "tools": tools})
+    }
+
+    fn user(content: &str) -> Value {
+        json!({"role": "user", "content": content})
+    }
+
+    fn assistant(content: &str) -> Value {
+        json!({"role": "assistant", "content": content})
+    }
+
+    /// The system prompt, and the session context after a search of FRA → JFK, business,
+    /// on 15 March 2027 for two.
+    fn after_search() -> Vec<Value> {
+        let context = json!({"last_flight_request": {"origin": "FRA", "destination": "JFK",
+            "depart_date": "2027-03-15", "cabin": "BUSINESS", "pax": 2}});
+        vec![
+            json!({"role": "system", "content": "You are a travel assistant."}),
+            json!({"role": "system", "content": format!(
+                "<<<DATA b7 source=\"session context (JSON)\">>>\n{context}\n<<<END b7>>>")}),
+        ]
+    }
+
+    /// The stand-in's reply to `messages` offered `tools`, its calls checked: each to an
+    /// offered tool, with arguments its schema and type accept. The calls' names and
+    /// arguments.
+    fn answer(messages: &[Value], tools: &[&str]) -> (Reply, Vec<(String, Value)>) {
+        let reply = reply(&request(messages, tools), TODAY);
+        let mut calls = Vec::new();
+        for (name, arguments) in reply.calls() {
+            assert!(
+                tools.contains(&name.as_str()),
+                "{name} is not offered: {tools:?}"
+            );
+            let args: Value = serde_json::from_str(arguments).unwrap_or_else(|e| panic!("{e}"));
+            let schema = schema(name);
+            let checked = match name.as_str() {
+                "search_flights" if args.get("reuse_last_request").is_some() => {
+                    schema.parse::<Value>(&args).map(drop)
+                }
+                "search_flights" => schema
+                    .parse::<FlightSearchInput>(&args)
+                    .and_then(|input| input.validate()),
+                "search_knowledge_base" => schema
+                    .parse::<KnowledgeBaseArgs>(&args)
+                    .and_then(|kb| kb.validate()),
+                "suggest_replies" => schema
+                    .parse::<SuggestRepliesArgs>(&args)
+                    .and_then(|replies| replies.canonical().map(drop)),
+                "create_fare_alert" => schema
+                    .parse::<CreateFareAlertArgs>(&args)
+                    .and_then(|alert| alert.validate(TODAY)),
+                handoff if handoff.starts_with(HANDOFF_PREFIX) => {
+                    schema.parse::<HandoffArgs>(&args).map(drop)
+                }
+                _ => schema.parse::<Value>(&args).map(drop),
+            };
+            if let Err(e) = checked {
+                panic!("{name} {args}: {e}");
+            }
+            calls.push((name.clone(), args));
+        }
+        (reply, calls)
+    }
+
+    fn called(calls: &[(String, Value)]) -> Vec<&str> {
+        calls.iter().map(|(name, _)| name.as_str()).collect()
+    }
+
+    fn args_of<'a>(calls: &'a [(String, Value)], tool: &str) -> &'a Value {
+        calls
+            .iter()
+            .find(|(name, _)| name == tool)
+            .map(|(_, args)| args)
+            .unwrap_or_else(|| panic!("no {tool} call in {calls:?}"))
+    }
+
+    fn alert_of(calls: &[(String, Value)]) -> CreateFareAlertArgs {
+        serde_json::from_value(args_of(calls, "create_fare_alert").clone())
+            .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn a_fare_alert_is_asked_for_in_english_and_german() {
+        for message in [
+            "Alert me when business class FRA to JFK in March drops below 60,000 miles",
+            "Benachrichtige mich, wenn Business FRA nach JFK im März unter 60.000 Meilen fällt",
+        ] {
+            let (_, calls) = answer(&[user(message)], TRAVEL);
+            assert_eq!(called(&calls), ["create_fare_alert"], "{message}");
+            let alert = alert_of(&calls);
+            assert_eq!(
+                (alert.origin.as_ref(), alert.destination.as_ref()),
+                ("FRA", "JFK")
+            );
+            assert_eq!(
+                (alert.date_from, alert.date_to),
+                (date!(2027 - 03 - 01), date!(2027 - 03 - 31)),
+                "{message}"
+            );
+            assert_eq!(alert.cabin.as_str(), "BUSINESS");
+            assert_eq!((alert.max_miles, &alert.max_price), (Some(60_000), &None));
+        }
+        // A cash limit, a day of its own.
+        let (_, calls) = answer(
+            &[user("Tell me when FRA to JFK on 15 March is under €800")],
+            TRAVEL,
+        );
+        let alert = alert_of(&calls);
+        assert_eq!(
+            (alert.date_from, alert.date_to),
+            (date!(2027 - 03 - 15), date!(2027 - 03 - 15))
+        );
+        let price = alert.max_price.unwrap_or_else(|| panic!("no price"));
+        assert_eq!((price.amount, price.currency.as_str()), (800.0, "EUR"));
+        assert_eq!(alert.max_miles, None);
+        // "In March" in March: its days from the user's today, as the runtime's prompt says.
+        let history = [
+            json!({"role": "system", "content": "Today is 2027-03-20.\nThis turn's data boundary: b1."}),
+            user("Alert me when FRA to JFK in March drops below 60,000 miles"),
+        ];
+        let alert = alert_of(&answer(&history, TRAVEL).1);
+        assert_eq!(
+            (alert.date_from, alert.date_to, alert.cabin.as_str()),
+            (date!(2027 - 03 - 20), date!(2027 - 03 - 31), "ECONOMY")
+        );
+        // About alerts is a question, not an alert.
+        let (_, calls) = answer(&[user("How do fare alerts work?")], TRAVEL);
+        assert_eq!(called(&calls), ["search_knowledge_base"]);
+    }
+
+    #[test]
+    fn a_fare_alert_asks_for_what_is_missing_and_takes_the_last_search() {
+        for (message, question, answer_text) in [
+            (
+                "Alert me about FRA to JFK in March",
+                "Below how many miles",
+                "60,000 miles",
+            ),
+            (
+                "Benachrichtige mich für FRA nach JFK im März",
+                "Unter wie vielen Meilen",
+                "unter 60.000 Meilen",
+            ),
+        ] {
+            let (asked, calls) = answer(&[user(message)], TRAVEL);
+            assert!(calls.is_empty(), "{calls:?}");
+            assert!(asked.content().starts_with(question), "{}", asked.content());
+            let history = [user(message), assistant(asked.content()), user(answer_text)];
+            let (_, calls) = answer(&history, TRAVEL);
+            let alert = alert_of(&calls);
+            assert_eq!(
+                (alert.origin.as_ref(), alert.max_miles),
+                ("FRA", Some(60_000))
+            );
+        }
+        // Without a route and without a last search: which route?
+        let (asked, calls) = answer(&[user("Alert me below 50k miles")], TRAVEL);
+        assert!(calls.is_empty() && asked.content().starts_with("Which route"));
+        // After a search: its route, cabin and week.
+        let mut history = after_search();
+        history.push(user("Alert me below 60,000 miles"));
+        let alert = alert_of(&answer(&history, TRAVEL).1);
+        assert_eq!(
+            (
+                alert.origin.as_ref(),
+                alert.destination.as_ref(),
+                alert.cabin.as_str()
+            ),
+            ("FRA", "JFK", "BUSINESS")
+        );
+        assert_eq!(
+            (alert.date_from, alert.date_to),
+            (date!(2027 - 03 - 15), date!(2027 - 03 - 21))
+        );
+    }
+
+    /// What the runtime tells the model once the user decided (`turn/decision.rs`), with
+    /// the tool's message as `create_fare_alert` writes it.
+    fn decided(verb: &str, outcome: &str) -> String {
+        format!(
+            "The user {verb} the call of create_fare_alert that waited for their approval (job tc_1). \
+             Its outcome is in the data block below; tell the user briefly.\n\
+             <<<DATA b9 source=\"tool create_fare_alert, job tc_1\">>>\n{outcome}\n<<<END b9>>>"
+        )
+    }
+
+    #[test]
+    fn an_approved_or_denied_alert_is_told_in_plain_words() {
+        let args: CreateFareAlertArgs = serde_json::from_value(json!({"origin": "FRA",
+            "destination": "JFK", "date_from": "2027-03-01", "date_to": "2027-03-31",
+            "cabin": "BUSINESS", "max_miles": 60000}))
+        .unwrap_or_else(|e| panic!("{e}"));
+        use shared::domain::flight::Locale;
+        let saved_en = format!(
+            "Saved: {}. The alert is checked regularly; the user finds what it finds, and can delete it, under their fare alerts.",
+            args.summary(Locale::En)
+        );
+        let saved_de = format!(
+            "Gespeichert: {}. Der Alarm wird regelmäßig geprüft; Treffer und das Löschen findet der Nutzer unter seinen Preisalarmen.",
+            args.summary(Locale::De)
+        );
+        let asked = "Alert me when business class FRA to JFK in March drops below 60,000 miles";
+        let history = |last: Value| {
+            vec![
+                user(asked),
+                json!({"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "type": "function",
+                    "function": {"name": "create_fare_alert", "arguments": "{}"}}]}),
+                json!({"role": "tool", "tool_call_id": "c1", "content": "[awaiting_approval] Waiting."}),
+                assistant("Please confirm before I go ahead:\n- Fare alert FRA → JFK"),
+                last,
+            ]
+        };
+        let system = |text: String| json!({"role": "system", "content": text});
+        let told = |last: Value| {
+            let (reply, calls) = answer(&history(last), TRAVEL);
+            assert!(calls.is_empty(), "asks nothing again: {calls:?}");
+            reply.content().to_owned()
+        };
+        assert_eq!(
+            told(system(decided("approved", &saved_en))),
+            "Done: your fare alert FRA → JFK, 1–31 Mar 2027, business, at most 60,000 miles is saved. \
+             It is checked regularly; you find what it finds, and can delete it, under your fare alerts."
+        );
+        let german = told(system(decided("approved", &saved_de)));
+        assert!(
+            german.starts_with("Erledigt: Dein Preisalarm FRA → JFK, 1.–31. März 2027")
+                && german.contains("du"),
+            "{german}"
+        );
+        // On Bedrock the runtime's words reach the model as the user's text.
+        assert_eq!(
+            told(user(&decided("approved", &saved_en))),
+            told(system(decided("approved", &saved_en)))
+        );
+        assert_eq!(
+            told(system(decided("denied", "[canceled] The user denied it."))),
+            "All right, I did not set the fare alert."
+        );
+        assert!(told(system(decided("approved", "[failed] store down"))).starts_with("Sorry"));
+    }
+
+    fn handoff_result(from: &str, to: &str) -> Vec<Value> {
+        vec![
+            json!({"role": "assistant", "content": "", "tool_calls": [{"id": "h1", "type": "function",
+                "function": {"name": format!("transfer_to_{to}"), "arguments": "{\"reason\":\"x\"}"}}]}),
+            json!({"role": "tool", "tool_call_id": "h1", "content": format!(
+                "<<<DATA b2 source=\"tool handoff, job tc_2\">>>\nHanded over from {from} to {to}. \
+                 You are now the {to} agent: continue the conversation.\n<<<END b2>>>")}),
+        ]
+    }
+
+    #[test]
+    fn a_refund_goes_to_support_which_answers_it_in_english_and_german() {
+        for (message, reason, answer_text) in [
+            (
+                "I need help with a refund",
+                "Help with a refund",
+                "This is support.",
+            ),
+            (
+                "Ich brauche Hilfe bei einer Erstattung",
+                "Hilfe bei einer Erstattung",
+                "Hier ist der Support.",
+            ),
+        ] {
+            let (_, calls) = answer(&[user(message)], TRAVEL);
+            assert_eq!(called(&calls), ["transfer_to_support"]);
+            assert_eq!(args_of(&calls, "transfer_to_support")["reason"], reason);
+            // The turn goes on as support, which answers and does not hand it back.
+            let mut history = vec![user(message)];
+            history.extend(handoff_result("travel", "support"));
+            let (reply, calls) = answer(&history, SUPPORT);
+            assert!(calls.is_empty(), "{calls:?}");
+            assert!(
+                reply.content().starts_with(answer_text),
+                "{}",
+                reply.content()
+            );
+            assert!(!reply.content().contains("agent:"), "{}", reply.content());
+        }
+        for message in ["Can I talk to a human?", "My luggage did not arrive"] {
+            let (_, calls) = answer(&[user(message)], TRAVEL);
+            assert_eq!(called(&calls), ["transfer_to_support"], "{message}");
+        }
+        // A profile without the handoff keeps the message.
+        let (_, calls) = answer(&[user("I need help with a refund")], &["search_flights"]);
+        assert!(calls.is_empty());
+    }
+
+    #[test]
+    fn support_hands_a_flight_request_back_and_travel_searches_it() {
+        let message = "Business class from Frankfurt to New York on 15 March";
+        let (_, calls) = answer(&[user(message)], SUPPORT);
+        assert_eq!(called(&calls), ["transfer_to_travel"]);
+        let mut history = vec![user(message)];
+        history.extend(handoff_result("support", "travel"));
+        let (_, calls) = answer(&history, TRAVEL);
+        assert_eq!(called(&calls), ["search_flights", "suggest_replies"]);
+        // Support's own questions go to the knowledge base.
+        let (_, calls) = answer(&[user("How do award holds work?")], SUPPORT);
+        assert_eq!(called(&calls), ["search_knowledge_base"]);
+    }
+
+    /// The quick replies of a reply.
+    fn replies(calls: &[(String, Value)]) -> Vec<String> {
+        serde_json::from_value::<SuggestRepliesArgs>(args_of(calls, "suggest_replies").clone())
+            .map(|r| r.replies)
+            .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn a_search_comes_with_quick_replies_that_each_lead_somewhere() {
+        for message in [
+            "Business class from Frankfurt to New York on 15 March for 2 people",
+            "Business Class von Frankfurt nach New York am 15.03. für 2 Personen",
+        ] {
+            let (_, calls) = answer(&[user(message)], TRAVEL);
+            assert_eq!(
+                called(&calls),
+                ["search_flights", "suggest_replies"],
+                "{message}"
+            );
+            let offered = replies(&calls);
+            assert_eq!(offered.len(), 3, "{offered:?}");
+            // Each reply, sent after the search, is understood.
+            let expected = [
+                ("search_flights", "cabin", json!("FIRST")),
+                ("search_flights", "depart_date", json!("2027-03-16")),
+                ("create_fare_alert", "max_miles", json!(60000)),
+            ];
+            for (reply_text, (tool, key, value)) in offered.iter().zip(expected) {
+                let mut history = after_search();
+                history.push(user(reply_text));
+                let (_, calls) = answer(&history, TRAVEL);
+                assert_eq!(args_of(&calls, tool)[key], value, "{reply_text}: {calls:?}");
+            }
+        }
+        // In first class already: the other reply offers business.
+        let (_, calls) = answer(&[user("First class FRA to JFK on 2027-03-15")], TRAVEL);
+        assert_eq!(replies(&calls)[0], "In business class?");
+        // Without suggest_replies offered: the search alone.
+        let (_, calls) = answer(&[user("FRA to JFK on 2027-03-15")], &["search_flights"]);
+        assert_eq!(called(&calls), ["search_flights"]);
+    }
+
+    #[test]
+    fn a_date_alone_answers_the_question_for_the_day() {
+        for (message, follow_ups) in [
+            (
+                "Business class from Paris to Tokyo",
+                ["On 10 February please", "Tomorrow"],
+            ),
+            (
+                "Business Class von Paris nach Tokio",
+                ["Am 10. Februar bitte", "Morgen"],
+            ),
+        ] {
+            let (question, calls) = answer(&[user(message)], TRAVEL);
+            let asked = question.content();
+            assert!(
+                asked == "Which day would you like to fly from CDG to HND?"
+                    || asked == "An welchem Tag möchtest du von CDG nach HND fliegen?",
+                "{asked}"
+            );
+            // The question and its quick replies in one step: the text is the answer.
+            assert_eq!(called(&calls), ["suggest_replies"]);
+            let mut answers: Vec<String> = follow_ups.iter().map(|s| (*s).to_owned()).collect();
+            answers.extend(replies(&calls));
+            for follow_up in &answers {
+                let history = [user(message), assistant(asked), user(follow_up)];
+                let (_, calls) = answer(&history, TRAVEL);
+                let search = args_of(&calls, "search_flights");
+                assert_eq!(
+                    (&search["origin"], &search["destination"], &search["cabin"]),
+                    (&json!("CDG"), &json!("HND"), &json!("BUSINESS")),
+                    "{follow_up}"
+                );
+                assert!(
+                    search["depart_date"].as_str() > Some("2026-11-22"),
+                    "{follow_up}"
+                );
+            }
+        }
+        let history = [
+            user("Flug von Paris nach Tokio"),
+            assistant("An welchem Tag möchten Sie von CDG nach HND fliegen?"),
+            user("Am 10. Februar bitte"),
+        ];
+        let (_, calls) = answer(&history, TRAVEL);
+        assert_eq!(
+            args_of(&calls, "search_flights")["depart_date"],
+            "2027-02-10"
+        );
+        // A route being gathered (the session context's pending request) takes a date too.
+        let context = json!({"pending_flight_request": {"origin": "MUC", "destination": "SIN"}});
+        let history = [
+            json!({"role": "system", "content": format!(
+                "<<<DATA b1 source=\"session context (JSON)\">>>\n{context}\n<<<END b1>>>")}),
+            user("On 10 February please"),
+        ];
+        let (_, calls) = answer(&history, TRAVEL);
+        let search = args_of(&calls, "search_flights");
+        assert_eq!(
+            (&search["origin"], &search["depart_date"]),
+            (&json!("MUC"), &json!("2027-02-10"))
+        );
+        // A date without a question or a route is not a search.
+        let (_, calls) = answer(&[user("On 10 February please")], TRAVEL);
+        assert!(calls.is_empty(), "{calls:?}");
+    }
+
+    #[test]
+    fn small_talk_is_one_sentence_and_never_a_knowledge_base_search() {
+        for (message, expected) in [
+            (
+                "How are you?",
+                "Very well, thanks, and ready to search flights for you!",
+            ),
+            (
+                "Wie geht's?",
+                "Gut, danke, und bereit, Flüge für dich zu suchen!",
+            ),
+            ("thanks!", "You're welcome!"),
+            ("Danke schön!", "Gern geschehen!"),
+            ("Bye!", "Goodbye, and safe travels!"),
+        ] {
+            let (reply, calls) = answer(&[user(message)], TRAVEL);
+            assert!(calls.is_empty(), "{message}: {calls:?}");
+            assert_eq!(reply.content(), expected, "{message}");
+        }
+        let (hello, calls) = answer(&[user("Hello!")], TRAVEL);
+        assert!(calls.is_empty());
+        assert!(
+            hello
+                .content()
+                .starts_with("Hello! I'm the offline stand-in")
+        );
+        // A real question still goes to the knowledge base.
+        let (_, calls) = answer(&[user("How are miles valued?")], TRAVEL);
+        assert_eq!(called(&calls), ["search_knowledge_base"]);
+    }
+
+    #[test]
+    fn a_knowledge_base_answer_is_a_short_synthesis_with_its_sources() {
+        let found = "Here is what the knowledge base says:\n\n\
+            **1.** [fuel-surcharges-explained] Fuel surcharges explained > What they are\n\n\
+            Fuel surcharges are carrier-imposed fees added to award tickets. They vary by airline and route. \
+            Some programmes pass on **all** of them, others no…\n\n\
+            **2.** [steuern-und-gebuehren] Steuern und Gebühren\n\n\
+            Steuern und Gebühren fallen auch bei Prämienflügen an. Die Höhe hängt vom Abflugort ab.";
+        for (german, label) in [(false, "Sources"), (true, "Quellen")] {
+            let question = if german {
+                "Wie funktionieren Treibstoffzuschläge?"
+            } else {
+                "How do fuel surcharges work?"
+            };
+            let history = [
+                user(question),
+                json!({"role": "assistant", "content": "", "tool_calls": [{"id": "k1", "type": "function",
+                    "function": {"name": "search_knowledge_base", "arguments": "{}"}}]}),
+                json!({"role": "tool", "tool_call_id": "k1", "content": format!(
+                    "<<<DATA b3 source=\"tool search_knowledge_base, job tc_3\">>>\n{found}\n<<<END b3>>>")}),
+            ];
+            let (reply, calls) = answer(&history, TRAVEL);
+            assert!(calls.is_empty());
+            assert_eq!(
+                reply.content(),
+                format!(
+                    "Fuel surcharges are carrier-imposed fees added to award tickets. They vary by airline and route. \
+                     Steuern und Gebühren fallen auch bei Prämienflügen an.\n\n\
+                     {label}: Fuel surcharges explained, Steuern und Gebühren"
+                )
+            );
+        }
+    }
+
+    #[test]
+    fn every_flow_calls_only_offered_tools_with_valid_arguments() {
+        let messages = [
+            "Business class from Frankfurt to New York on 15 March",
+            "Flights from Paris to Tokyo",
+            "Alert me when business class FRA to JFK in March drops below 60,000 miles",
+            "Benachrichtige mich, wenn Business FRA nach JFK im März unter 60.000 Meilen fällt",
+            "I need help with a refund",
+            "Ich brauche Hilfe bei einer Erstattung",
+            "How do fuel surcharges work?",
+            "How are you?",
+            "Und in der First Class?",
+            "A day later",
+            "Alert me below 60,000 miles",
+        ];
+        let profiles: [&[&str]; 5] = [
+            TRAVEL,
+            SUPPORT,
+            &["search_flights"],
+            &[],
+            &["search_knowledge_base"],
+        ];
+        for tools in profiles {
+            for message in messages {
+                let mut history = after_search();
+                history.push(user(message));
+                // `answer` checks every call.
+                answer(&history, tools);
+                answer(&[user(message)], tools);
+            }
+        }
     }
 }
