@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::{Value, json};
+use shared::domain::flight::Locale;
 
 use crate::printable::printable;
 use crate::sse::SseEvent;
@@ -59,6 +60,8 @@ pub struct Renderer<W: Write, E: Write> {
     failed: bool,
     /// Tables of `flight_options` elements, shown after the answer.
     offered: Vec<String>,
+    /// The turn's language (`init.language`), for the tables' notes.
+    locale: Locale,
     /// The turn's quick replies (printable): shown after the answer, kept for the next
     /// prompt.
     replies: Vec<String>,
@@ -82,6 +85,7 @@ impl<W: Write, E: Write> Renderer<W, E> {
             line_open: false,
             failed: false,
             offered: Vec::new(),
+            locale: Locale::En,
             replies: Vec::new(),
             replies_pending: false,
             approvals: Vec::new(),
@@ -170,6 +174,9 @@ impl<W: Write, E: Write> Renderer<W, E> {
             let name = Value::String(event.name.clone());
             return self.write_out(&format!("{{\"event\":{name},\"data\":{data}}}\n"));
         }
+        if event.name == "init" {
+            self.locale = serde_json::from_value(data["language"].clone()).unwrap_or_default();
+        }
         match event.name.as_str() {
             "init" if data["created"] == json!(true) => {
                 let line = format!("chat {} (new)", text(&data["chat_id"]));
@@ -188,7 +195,7 @@ impl<W: Write, E: Write> Renderer<W, E> {
             }
             "handoff" => self.handoff(data)?,
             "ui" if data["kind"] == json!("flight_options") => {
-                if let Some(table) = table::options(&data["payload"]) {
+                if let Some(table) = table::options(&data["payload"], self.locale) {
                     self.offered.push(table);
                 }
             }
@@ -377,7 +384,7 @@ impl<W: Write, E: Write> Renderer<W, E> {
         // Offered flights are the assistant's pick of the search: they replace its table,
         // which would mostly repeat them.
         if self.offered.is_empty()
-            && let Some(table) = table::flights(&data["tool_result"])
+            && let Some(table) = table::flights(&data["tool_result"], self.locale)
         {
             self.write_out(&format!("\n{table}\n"))?;
         }

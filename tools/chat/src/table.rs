@@ -27,8 +27,8 @@ const HEADER: [&str; 11] = [
 
 /// The table, or `None` when the result holds no flights. `tool_result` is one flight
 /// search result (`{seatsResult, cashResult}`) or, when several tools ran, a list of
-/// `{tool, raw, ...}` entries.
-pub fn flights(tool_result: &Value) -> Option<String> {
+/// `{tool, raw, ...}` entries. The notes are in `locale`, the turn's language.
+pub fn flights(tool_result: &Value, locale: Locale) -> Option<String> {
     let mut rows: Vec<Vec<String>> = Vec::new();
     for result in flight_results(tool_result) {
         // `amadeusResult`: what chats stored before the cash search had two providers.
@@ -39,7 +39,7 @@ pub fn flights(tool_result: &Value) -> Option<String> {
             let list = keys.iter().map(|k| &result[k]).find(|v| !v.is_null());
             let flights = list.and_then(|v| v["results"]["flights"].as_array());
             for flight in flights.into_iter().flatten().take(MAX_ROWS) {
-                rows.push(row(source, flight).to_vec());
+                rows.push(row(source, flight, locale).to_vec());
             }
         }
     }
@@ -48,7 +48,7 @@ pub fn flights(tool_result: &Value) -> Option<String> {
 
 /// The flights a `ui` event of kind `flight_options` offers (`payload: {flights: [{option,
 /// flight}]}`), numbered as the assistant refers to them; `None` when it offers none.
-pub fn options(payload: &Value) -> Option<String> {
+pub fn options(payload: &Value, locale: Locale) -> Option<String> {
     let offered = payload["flights"].as_array();
     let rows: Vec<Vec<String>> = offered
         .into_iter()
@@ -62,7 +62,7 @@ pub fn options(payload: &Value) -> Option<String> {
                 _ => text(&flight["provider"]),
             };
             let mut cells = vec![text(&entry["option"])];
-            cells.extend(row(&source, flight));
+            cells.extend(row(&source, flight, locale));
             cells
         })
         .collect();
@@ -121,7 +121,7 @@ fn flight_results(tool_result: &Value) -> Vec<&Value> {
     }
 }
 
-fn row(source: &str, flight: &Value) -> [String; 11] {
+fn row(source: &str, flight: &Value, locale: Locale) -> [String; 11] {
     let leg = &flight["outbound"];
     let endpoint = |end: &Value| {
         format!("{} {}", text(&end["airport"]), short_time(&end["time"]))
@@ -143,7 +143,7 @@ fn row(source: &str, flight: &Value) -> [String; 11] {
         stops,
         text(&flight["price"]),
         per_person(flight),
-        notes(flight),
+        notes(flight, locale),
     ]
 }
 
@@ -157,12 +157,12 @@ fn per_person(flight: &Value) -> String {
 
 /// The same notes as the chat message (`shared::domain::flight_notes`); none for a row
 /// that is not a flight result.
-fn notes(flight: &Value) -> String {
+fn notes(flight: &Value, locale: Locale) -> String {
     let Ok(flight) = serde_json::from_value::<FlightResult>(flight.clone()) else {
         return String::new();
     };
-    let mut notes = flight_notes::notes(&flight, Locale::En, OffsetDateTime::now_utc());
-    notes.extend(flight_notes::also_via(&flight, Locale::En));
+    let mut notes = flight_notes::notes(&flight, locale, OffsetDateTime::now_utc());
+    notes.extend(flight_notes::also_via(&flight, locale));
     printable(&notes.join(", "))
 }
 
@@ -221,6 +221,21 @@ mod tests {
     }
 
     #[test]
+    fn the_notes_are_in_the_turns_language() {
+        let result = json!({
+            "seatsResult": search(vec![flight("s1", "seatsaero", "LH", "70.000 Meilen")]),
+            "cashResult": search(vec![flight("a1", "duffel", "United", "2.310,00 €")]),
+        });
+        let table = flights(&result, Locale::De).unwrap_or_default();
+        assert!(table.contains("4 Plätze"), "\n{table}");
+        assert!(table.contains("nur Hinflug"), "\n{table}");
+        assert!(
+            !table.contains("seats") && !table.contains("one-way"),
+            "\n{table}"
+        );
+    }
+
+    #[test]
     fn a_table_of_award_and_cash_offers() {
         let mut award = flight("s1", "seatsaero", "Lufthansa", "140,000 miles + $82");
         award["program"] = json!("Miles & More");
@@ -229,7 +244,7 @@ mod tests {
             "seatsResult": search(vec![award]),
             "cashResult": search(vec![flight("a1", "duffel", "United", "€2,310.00")]),
         });
-        let table = flights(&result).unwrap_or_default();
+        let table = flights(&result, Locale::En).unwrap_or_default();
         let expected = "\
 source  programme     airline    cabin     depart                arrive                duration  stops    price                per person          notes
 ------  ------------  ---------  --------  --------------------  --------------------  --------  -------  -------------------  ------------------  -------
@@ -254,20 +269,38 @@ cash                  United     Business  FRA 2027-03-15 10:05  JFK 2027-03-15 
             .map(|i| flight(&format!("s{i}"), "seatsaero", "LH", "1 mile"))
             .collect();
         let result = json!({"seatsResult": search(many), "cashResult": null});
-        let table = flights(&result).unwrap_or_default();
+        let table = flights(&result, Locale::En).unwrap_or_default();
         assert_eq!(table.lines().count(), 2 + MAX_ROWS, "{table}");
 
         // Several tools ran: the list form with `raw`.
         let list = json!([{"tool": "kb", "raw": {"answer": "x"}},
                           {"tool": "search_flights", "raw": {"seatsResult": null,
                            "cashResult": search(vec![flight("a", "amadeus", "UA", "$9")])}}]);
-        assert_eq!(flights(&list).unwrap_or_default().lines().count(), 3);
+        assert_eq!(
+            flights(&list, Locale::En)
+                .unwrap_or_default()
+                .lines()
+                .count(),
+            3
+        );
 
-        assert!(flights(&json!(null)).is_none());
-        assert!(flights(&json!({"seatsResult": search(vec![]), "cashResult": null})).is_none());
+        assert!(flights(&json!(null), Locale::En).is_none());
+        assert!(
+            flights(
+                &json!({"seatsResult": search(vec![]), "cashResult": null}),
+                Locale::En
+            )
+            .is_none()
+        );
         // A chat stored before the rename still shows its cash fares.
         let old = json!({"seatsResult": null,
                          "amadeusResult": search(vec![flight("a", "amadeus", "UA", "$9")])});
-        assert_eq!(flights(&old).unwrap_or_default().lines().count(), 3);
+        assert_eq!(
+            flights(&old, Locale::En)
+                .unwrap_or_default()
+                .lines()
+                .count(),
+            3
+        );
     }
 }
