@@ -322,3 +322,28 @@ describe("chat management", () => {
     expect(sent).toEqual(["How do upgrades work?"]);
   });
 });
+
+describe("UI skills", () => {
+  const card = (phase: "succeeded" | "failed"): Block => ({
+    kind: "tool",
+    key: `r-${phase}`,
+    card: { jobId: "tc_2", tool: "suggest_replies", phase, status: phase, deduped: false, metadata: {} },
+  });
+  const replies: Block = { kind: "quick_replies", key: "q", replies: ["In first class?"] };
+
+  it("show their replies, not a card for the call, unless it failed or in the debug view", () => {
+    expect(mount(<Blocks blocks={[card("succeeded"), replies]} latest />).querySelectorAll(".tool-card")).toHaveLength(0);
+    render(null, root);
+    root.remove();
+    expect(mount(<Blocks blocks={[card("failed")]} latest />).querySelectorAll(".tool-card")).toHaveLength(1);
+    render(null, root);
+    root.remove();
+    const debug = mount(
+      <Debug.Provider value={true}>
+        <Blocks blocks={[card("succeeded"), replies]} latest />
+      </Debug.Provider>,
+    );
+    expect(debug.querySelectorAll(".tool-card")).toHaveLength(1);
+    expect(debug.querySelector(".quick-replies button")?.textContent).toBe("In first class?");
+  });
+});

@@ -8,6 +8,9 @@ import { Actions } from "./context";
 import { type Flight, FlightTable } from "./FlightTable";
 import { ToolCardView } from "./ToolCard";
 
+/** Tools whose result the page shows as quick replies or flight cards. */
+const UI_SKILLS: ReadonlySet<string> = new Set(["suggest_replies", "show_flight_options"]);
+
 /** An approval's outcome: `approved`, `declined` (this page's decision) or `status:<call
  * status>` (the stored call's). */
 function decidedText(decided: string, t: Texts): string {
@@ -78,6 +81,9 @@ export function Blocks(props: {
               </div>
             );
           case "tool":
+            // A UI skill's result is its replies or cards, shown as such: its call is no news
+            // unless it failed (or in the debug view).
+            if (UI_SKILLS.has(b.card.tool) && b.card.phase !== "failed" && !debug) return null;
             return <ToolCardView key={b.key} card={b.card} chatId={props.chatId} />;
           case "handoff":
             return (

@@ -64,7 +64,30 @@ function sortValue(f: Flight, key: SortKey, kind: Kind): number | string {
   }
 }
 
-const time = (t: string | undefined) => (t ? t.replace("T", " ") : "");
+/** "2027-06-03T10:15" → ["2027-06-03", "10:15"]; other texts as they are. */
+function dateAndTime(t: string | undefined): [string, string] {
+  const m = t ? /^(\d{4}-\d{2}-\d{2})[T ](\d{2}:\d{2})/.exec(t) : null;
+  return m ? [m[1], m[2]] : ["", t ?? ""];
+}
+
+/** "MUC 10:15 → ORD 12:45 (+1)" on one line, the departure date under it. */
+function Route(props: { from?: { airport?: string; time?: string }; to?: { airport?: string; time?: string } }) {
+  const [fromDate, fromTime] = dateAndTime(props.from?.time);
+  const [toDate, toTime] = dateAndTime(props.to?.time);
+  const days = fromDate && toDate ? Math.round((Date.parse(toDate) - Date.parse(fromDate)) / 86_400_000) : 0;
+  return (
+    <>
+      <span class="leg">
+        {props.from?.airport} {fromTime} → {props.to?.airport} {toTime}
+        {days > 0 ? <sup class="plus-days">+{days}</sup> : null}
+      </span>
+      {fromDate ? <span class="date muted">{fromDate}</span> : null}
+    </>
+  );
+}
+
+/** A booking link's label without the upstream's English "Book via ", under "Book". */
+const linkLabel = (label: string) => label.replace(/^Book via /i, "");
 
 export function FlightTable(props: { flights: Flight[]; kind: Kind }) {
   const [sort, setSort] = useState<{ key: SortKey; asc: boolean }>({ key: "price", asc: true });
@@ -128,7 +151,7 @@ export function FlightTable(props: { flights: Flight[]; kind: Kind }) {
                   {f.cabin ? <div class="muted">{f.cabin}</div> : null}
                 </td>
                 <td class="route">
-                  {o.departure?.airport} {time(o.departure?.time)} → {o.arrival?.airport} {time(o.arrival?.time)}
+                  <Route from={o.departure} to={o.arrival} />
                 </td>
                 <td class="leg-duration" data-label={t.duration}>{o.duration}</td>
                 <td class="leg-stops" data-label={t.stops}>{o.stops ?? f.totalStops}</td>
@@ -146,7 +169,7 @@ export function FlightTable(props: { flights: Flight[]; kind: Kind }) {
                   {links.length
                     ? links.map(([label, href]) => (
                         <ExternalLink key={label} href={href}>
-                          {label}
+                          {linkLabel(label)}
                         </ExternalLink>
                       ))
                     : <span class="muted">—</span>}
