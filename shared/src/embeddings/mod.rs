@@ -1,6 +1,7 @@
 //! Embeddings from one of two providers (`EMBEDDINGS_PROVIDER`):
 //! - `openai`: an OpenAI-compatible client (`POST {base}/v1/embeddings`): OpenAI, vLLM,
-//!   Ollama, or the local all-MiniLM-L6-v2 server in `infra/local/embeddings_server.py`.
+//!   Ollama, or the local server in `infra/local/embeddings_server.py` (all-MiniLM-L6-v2, or
+//!   the multilingual Universal Sentence Encoder `make dev` runs).
 //!   Calls go through [`crate::upstream::send`] (retries of 429/5xx/timeouts inside the
 //!   deadline) and [`crate::upstream::read_json`] (502/504 mapping);
 //! - `bedrock`: Amazon Bedrock's Titan Text Embeddings V2 ([`bedrock`], with the `bedrock`
