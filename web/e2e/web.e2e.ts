@@ -332,6 +332,20 @@ describe("the web chat against the local stack", () => {
     await context.close();
   });
 
+  it("finds the German document that answers an English question (local hybrid search)", async () => {
+    page = await newPage(undefined, "en-GB", `${USER}-kb`);
+    await page.goto(WEB_URL);
+    await send("Can I queue for a sold-out redemption and get confirmed if someone cancels?");
+    const card = lastTurn().locator('.tool-card[data-tool="search_knowledge_base"]');
+    await card.locator(".sources li").first().waitFor(PATIENT);
+    await expect.poll(() => lastTurn().getAttribute("data-phase"), PATIENT).toBe("done");
+    const sources = await card.locator(".sources li strong").allTextContents();
+    expect(sources).toContain("warteliste-fuer-praemienfluege");
+    await card.locator(".sources").scrollIntoViewIfNeeded();
+    await shot("19-cross-lingual-kb");
+    await context.close();
+  });
+
   it("keeps the page in place after 20 turns and wheel-scrolling past the end", async () => {
     // A user of its own: 20 turns are a minute's allowance (USER_TURNS_PER_MINUTE).
     page = await newPage(undefined, "en-GB", `${USER}-long`);
