@@ -63,6 +63,7 @@ fn found(args: &CreateFareAlertArgs, miles: u64) -> AlertMatch {
         program: None,
         seen_at: None,
         other_programs: Vec::new(),
+        option: None,
     };
     AlertMatch::of(&flight, args.date_from, "2027-01-01T00:00:00Z")
 }

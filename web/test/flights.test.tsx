@@ -49,6 +49,35 @@ describe("flight rows say what they are", () => {
     expect(el.querySelector("td.notes")?.textContent).toContain("Also via: Air Canada Aeroplan 70,000 miles");
   });
 
+  it("shows the number the answer offers each row under, and no column for rows without one", () => {
+    const row = (id: string, option: number | undefined, miles: number): Flight => ({
+      id,
+      option,
+      provider: "seatsaero",
+      price: `${miles} miles`,
+      pricePerPerson: `${miles} miles`,
+      miles,
+      airline: "LH",
+      program: "Miles & More",
+      outbound: leg,
+    });
+    // Sorted by miles, the numbers stay with their rows.
+    const el = mount(<FlightTable kind="award" flights={[row("a", 1, 70000), row("b", 2, 55000)]} />);
+    expect(el.querySelector("table")?.classList.contains("numbered")).toBe(true);
+    const first = el.querySelector("th");
+    expect(first?.classList.contains("option")).toBe(true);
+    expect(first?.querySelector(".visually-hidden")?.textContent).toBe("Number");
+    const numbers = [...el.querySelectorAll("tbody td.option")].map((td) => td.textContent);
+    expect(numbers).toEqual(["2", "1"]);
+  });
+
+  it("shows no number column for rows without numbers (chats stored before them)", () => {
+    const flight: Flight = { id: "c", provider: "seatsaero", price: "1 mile", airline: "LH", outbound: leg };
+    const el = mount(<FlightTable kind="award" flights={[flight]} />);
+    expect(el.querySelector(".option")).toBeNull();
+    expect(el.querySelector("table")?.classList.contains("numbered")).toBe(false);
+  });
+
   it("says one-way or round trip and the fare's terms for cash fares", () => {
     expect(flightNotes({ provider: "duffel", tags: ["nonstop", "fare: Light", "changes: free"] }, now)).toEqual([
       "one-way",

@@ -42,7 +42,7 @@ impl Pipeline {
         match cache.get(&key).await {
             Ok(Some(mut hit)) => {
                 tracing::info!(tool = %name, cache = "hit", "tool result served from the cache");
-                hit.message.push_str(&saved_note(ctx.locale, ttl));
+                hit.append(&saved_note(ctx.locale, ttl));
                 return Ok((hit.with_metadata("cached", true), None));
             }
             Ok(None) => {}

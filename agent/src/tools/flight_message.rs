@@ -14,7 +14,7 @@ use shared::domain::session::OfferedFlight;
 use time::OffsetDateTime;
 
 /// Offers listed per provider in the chat message; the full lists stay in `raw`.
-pub(super) const LISTED_PER_PROVIDER: usize = 5;
+const LISTED_PER_PROVIDER: usize = 5;
 
 /// What every row of one message shares.
 struct Context<'a> {
@@ -26,15 +26,91 @@ struct Context<'a> {
     now: OffsetDateTime,
 }
 
-/// The chat message and the flights it lists, numbered across both lists in the order
-/// shown, so "number 7" names one flight (`select_flight`).
+/// What a search says: the whole numbered list, which the model reads (and any client that
+/// shows no tables), and the short answer the user reads beside the tables, which shows
+/// the rows themselves under the same numbers (`FlightResult::option`).
+#[derive(Debug)]
+pub(super) struct FlightMessage {
+    pub message: String,
+    pub answer: String,
+}
+
+/// The two lists of a search, in the order the message lists them.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum List {
+    Award,
+    Cash,
+}
+
+impl List {
+    fn title(self, de: bool) -> &'static str {
+        match (self, de) {
+            (Self::Award, false) => "Award flights (miles)",
+            (Self::Award, true) => "Award-Flüge (Meilen)",
+            (Self::Cash, false) => "Cash fares",
+            (Self::Cash, true) => "Cash-Tarife",
+        }
+    }
+
+    /// "3 award flights", "1 Cash-Tarif".
+    fn counted(self, n: usize, de: bool) -> String {
+        let word = match (self, de, n == 1) {
+            (Self::Award, false, true) => "award flight",
+            (Self::Award, false, false) => "award flights",
+            (Self::Award, true, true) => "Award-Flug",
+            (Self::Award, true, false) => "Award-Flüge",
+            (Self::Cash, false, true) => "cash fare",
+            (Self::Cash, false, false) => "cash fares",
+            (Self::Cash, true, true) => "Cash-Tarif",
+            (Self::Cash, true, false) => "Cash-Tarife",
+        };
+        format!("{n} {word}")
+    }
+}
+
+/// Award first unless the traveller asked for cash fares too (`award_only: false`).
+fn in_order<T>(input: &FlightSearchInput, award: T, cash: T) -> [(List, T); 2] {
+    if input.award_only.unwrap_or(true) {
+        [(List::Award, award), (List::Cash, cash)]
+    } else {
+        [(List::Cash, cash), (List::Award, award)]
+    }
+}
+
+/// Numbers the flights the message lists (at most [`LISTED_PER_PROVIDER`] of each list),
+/// across both lists in the order shown, so "number 7" names one flight (`select_flight`):
+/// sets each one's `option` and returns them as the chat offers them.
+fn number_offers(
+    input: &FlightSearchInput,
+    award: Option<&mut FlightSearchResult>,
+    cash: Option<&mut FlightSearchResult>,
+) -> Vec<OfferedFlight> {
+    let mut offered = Vec::new();
+    for (_, result) in in_order(input, award, cash) {
+        let flights = result.into_iter().flat_map(|r| &mut r.results.flights);
+        for flight in flights.take(LISTED_PER_PROVIDER) {
+            let option = u8::try_from(offered.len() + 1).unwrap_or(u8::MAX);
+            flight.option = Some(option);
+            offered.push(OfferedFlight {
+                option,
+                flight: flight.clone(),
+            });
+        }
+    }
+    offered
+}
+
+/// Numbers the flights to list (in `award` and `cash` themselves, so the tables show the
+/// numbers the text uses), then says what the search found; with the flights offered.
 pub(super) fn format_message(
     input: &FlightSearchInput,
-    award: Option<&FlightSearchResult>,
-    cash: Option<&FlightSearchResult>,
+    mut award: Option<&mut FlightSearchResult>,
+    mut cash: Option<&mut FlightSearchResult>,
     locale: Locale,
     now: OffsetDateTime,
-) -> (String, Vec<OfferedFlight>) {
+) -> (FlightMessage, Vec<OfferedFlight>) {
+    let offered = number_offers(input, award.as_deref_mut(), cash.as_deref_mut());
+    let (award, cash) = (award.as_deref(), cash.as_deref());
     let de = locale == Locale::De;
     let ctx = Context {
         input,
@@ -50,53 +126,120 @@ pub(super) fn format_message(
         input.depart_date,
         input.cabin.display_name()
     );
-    fn found(r: Option<&FlightSearchResult>) -> Option<&FlightSearchResult> {
-        r.filter(|r| r.results.count > 0)
-    }
-    let award_titled = found(award).map(|r| {
-        let title = if de {
-            "Award-Flüge (Meilen)"
-        } else {
-            "Award flights (miles)"
-        };
-        (title, r)
-    });
-    let cash_titled = found(cash).map(|r| (if de { "Cash-Tarife" } else { "Cash fares" }, r));
-    let ordered: Vec<(&str, &FlightSearchResult)> = if input.award_only.unwrap_or(true) {
-        [award_titled, cash_titled]
-    } else {
-        [cash_titled, award_titled]
-    }
-    .into_iter()
-    .flatten()
-    .collect();
+    let ordered: Vec<(List, &FlightSearchResult)> = in_order(input, award, cash)
+        .into_iter()
+        .filter_map(|(list, r)| r.filter(|r| r.results.count > 0).map(|r| (list, r)))
+        .collect();
     let empty = empty_cabin_notes(&ctx, award, cash);
     if ordered.is_empty() {
-        return (nothing_found(&route, empty, de), Vec::new());
+        let message = nothing_found(&route, empty, de);
+        let answer = message.clone();
+        return (FlightMessage { message, answer }, offered);
     }
-    let mut offered = Vec::new();
     let sections: Vec<String> = ordered
-        .into_iter()
-        .map(|(title, result)| section(&ctx, title, result, &mut offered))
+        .iter()
+        .map(|&(list, result)| section(&ctx, list.title(de), result))
         .collect();
-    let mut out = if de {
+    let mut message = if de {
         format!("Ich habe folgende Flüge für {route} gefunden:\n\n")
     } else {
         format!("Here are the flights I found for {route}:\n\n")
     };
-    out.push_str(&sections.join("\n\n"));
-    for note in empty {
-        out.push_str("\n\n");
-        out.push_str(&note.text);
-    }
+    message.push_str(&sections.join("\n\n"));
+    let mut answer = summary(&ctx, &route, &ordered);
+    let mut notes: Vec<String> = empty.into_iter().map(|note| note.text).collect();
     if award.is_none() || cash.is_none() {
-        out.push_str(if de {
-            "\n\n(Eine der beiden Suchen war gerade nicht erreichbar; die Liste ist daher unvollständig.)"
-        } else {
-            "\n\n(One of the two searches was unavailable just now, so this list may be incomplete.)"
-        });
+        notes.push(
+            if de {
+                "(Eine der beiden Suchen war gerade nicht erreichbar; die Liste ist daher unvollständig.)"
+            } else {
+                "(One of the two searches was unavailable just now, so this list may be incomplete.)"
+            }
+            .to_owned(),
+        );
     }
-    (out, offered)
+    for note in notes {
+        for text in [&mut message, &mut answer] {
+            text.push_str("\n\n");
+            text.push_str(&note);
+        }
+    }
+    (FlightMessage { message, answer }, offered)
+}
+
+/// The answer beside the tables: how many of each kind, the best of each by its number,
+/// and how to pick one. The rows themselves are the tables' to show.
+fn summary(ctx: &Context<'_>, route: &str, ordered: &[(List, &FlightSearchResult)]) -> String {
+    let de = ctx.de;
+    let counts: Vec<String> = ordered
+        .iter()
+        .map(|&(list, r)| list.counted(r.results.count, de))
+        .collect();
+    let and = if de { " und " } else { " and " };
+    let mut out = if de {
+        format!("Für {route} habe ich {} gefunden.", counts.join(and))
+    } else {
+        format!("I found {} for {route}.", counts.join(and))
+    };
+    let cabin = ctx.input.cabin.display_name();
+    for &(list, result) in ordered {
+        let numbered = || result.results.flights.iter().filter(|f| f.option.is_some());
+        // Award rows: the fewest miles; cash rows come cheapest first (cash-search sorts).
+        let best = match list {
+            List::Award => numbered()
+                .filter(|f| f.miles.is_some())
+                .min_by_key(|f| f.miles),
+            List::Cash => numbered().next(),
+        };
+        if let (Some(best), Some(option)) = (best, best.and_then(|f| f.option)) {
+            let label = match (list, de) {
+                (List::Award, false) => "Fewest miles",
+                (List::Award, true) => "Die wenigsten Meilen",
+                (List::Cash, false) => "Cheapest fare",
+                (List::Cash, true) => "Günstigster Tarif",
+            };
+            let number = if de {
+                format!("Nr. {option}")
+            } else {
+                format!("#{option}")
+            };
+            let seller = match &best.program {
+                Some(program) => format!("{program} ({})", best.airline),
+                None => best.airline.clone(),
+            };
+            let _ = write!(out, " {label}: {number}, {seller}, {}", price(ctx, best));
+            if best.cabin != cabin {
+                let _ = write!(out, ", {}", best.cabin);
+            }
+            out.push('.');
+        }
+        if !result.results.flights.iter().any(|f| f.cabin == cabin) {
+            let _ = match (list, de) {
+                (List::Award, false) => write!(
+                    out,
+                    " No {cabin} award seats; the table shows the nearest cabins."
+                ),
+                (List::Award, true) => write!(
+                    out,
+                    " Keine Award-Plätze in {cabin}; die Tabelle zeigt die nächsten Klassen."
+                ),
+                (List::Cash, false) => write!(
+                    out,
+                    " No {cabin} fares; the table shows the nearest cabins."
+                ),
+                (List::Cash, true) => write!(
+                    out,
+                    " Keine Tarife in {cabin}; die Tabelle zeigt die nächsten Klassen."
+                ),
+            };
+        }
+    }
+    out.push_str(if de {
+        " Nenne mir eine Nummer, um einen Flug auszuwählen."
+    } else {
+        " Tell me a number to pick a flight."
+    });
+    out
 }
 
 /// Neither search found a flight: say so, with what the other cabins have.
@@ -177,13 +320,8 @@ fn cabin_from(c: &CabinFrom, de: bool) -> String {
     }
 }
 
-/// One provider's list; each flight listed is numbered on from `offered` and added to it.
-fn section(
-    ctx: &Context<'_>,
-    title: &str,
-    result: &FlightSearchResult,
-    offered: &mut Vec<OfferedFlight>,
-) -> String {
+/// One provider's list: the flights numbered by [`number_offers`], under their numbers.
+fn section(ctx: &Context<'_>, title: &str, result: &FlightSearchResult) -> String {
     let mut out = format!("**{title}**");
     let flights = &result.results.flights;
     let cabin = ctx.input.cabin.display_name();
@@ -194,15 +332,14 @@ fn section(
             write!(out, "\nNo {cabin} fares; the nearest cabins:")
         };
     }
-    for f in flights.iter().take(LISTED_PER_PROVIDER) {
-        let option = u8::try_from(offered.len() + 1).unwrap_or(u8::MAX);
-        let _ = write!(out, "\n{option}. {}", row(ctx, f));
-        offered.push(OfferedFlight {
-            option,
-            flight: f.clone(),
-        });
+    let mut listed = 0;
+    for f in flights {
+        if let Some(option) = f.option {
+            listed += 1;
+            let _ = write!(out, "\n{option}. {}", row(ctx, f));
+        }
     }
-    let more = result.results.count.saturating_sub(LISTED_PER_PROVIDER);
+    let more = result.results.count.saturating_sub(listed);
     if more > 0 {
         let _ = if ctx.de {
             write!(out, "\n… und {more} weitere")
@@ -324,9 +461,15 @@ mod tests {
         f.other_programs.push(shared::domain::flight::ProgramPrice::of(&flight(
             json!({"program": "Air Canada Aeroplan", "pricePerPerson": "70,000 miles + CAD 50"}),
         )));
-        let award = result(vec![f], Vec::new());
-        let (text, offered) =
-            format_message(&input("BUSINESS", 2), Some(&award), None, Locale::En, now());
+        let mut award = result(vec![f], Vec::new());
+        let (text, offered) = format_message(
+            &input("BUSINESS", 2),
+            Some(&mut award),
+            None,
+            Locale::En,
+            now(),
+        );
+        let text = text.message;
         assert!(
             text.contains("1. Miles & More (LH): 120,000 miles + $83.48 for 2 (60,000 miles + $41.74 per person)"),
             "{text}"
@@ -337,7 +480,14 @@ mod tests {
             "{text}"
         );
         assert_eq!(offered.len(), 1);
-        let (de, _) = format_message(&input("BUSINESS", 1), Some(&award), None, Locale::De, now());
+        let (de, _) = format_message(
+            &input("BUSINESS", 1),
+            Some(&mut award),
+            None,
+            Locale::De,
+            now(),
+        );
+        let de = de.message;
         assert!(de.contains("Plätze unbekannt · vor 3 h gesehen"), "{de}");
         assert!(de.contains("Auch über: Air Canada Aeroplan"), "{de}");
     }
@@ -351,8 +501,15 @@ mod tests {
             "arrival": {"airport": "FRA", "time": "2027-03-09T08:00"},
             "duration": "8h", "stops": "Nonstop", "flightNumbers": "LH401"});
         let round = flight(json!({"provider": "duffel", "program": null, "inbound": back}));
-        let cash = result(vec![one_way, round], Vec::new());
-        let (text, _) = format_message(&input("BUSINESS", 2), None, Some(&cash), Locale::En, now());
+        let mut cash = result(vec![one_way, round], Vec::new());
+        let (text, _) = format_message(
+            &input("BUSINESS", 2),
+            None,
+            Some(&mut cash),
+            Locale::En,
+            now(),
+        );
+        let text = text.message;
         assert!(
             text.contains("LH: €1,800.00 for 2 (€900.00 per person), one-way — FRA"),
             "{text}"
@@ -381,15 +538,16 @@ mod tests {
                 miles_from: 55_000,
             },
         ];
-        let award = result(Vec::new(), others);
-        let cash = result(Vec::new(), Vec::new());
+        let mut award = result(Vec::new(), others);
+        let mut cash = result(Vec::new(), Vec::new());
         let (en, _) = format_message(
             &input("FIRST", 1),
-            Some(&award),
-            Some(&cash),
+            Some(&mut award),
+            Some(&mut cash),
             Locale::En,
             now(),
         );
+        let en = en.message;
         assert!(
             en.contains(
                 "No First award seats found; Economy from 25,000 miles, Business from 55,000 miles."
@@ -398,32 +556,118 @@ mod tests {
         );
         let (de, _) = format_message(
             &input("FIRST", 1),
-            Some(&award),
-            Some(&cash),
+            Some(&mut award),
+            Some(&mut cash),
             Locale::De,
             now(),
         );
+        let de = de.message;
         assert!(
             de.contains("Keine Award-Plätze in First gefunden; Economy ab 25.000 Meilen, Business ab 55.000 Meilen."),
             "{de}"
         );
         // Cash rows of another cabin are marked as such.
-        let cash = result(
+        let mut cash = result(
             vec![flight(json!({"provider": "duffel", "program": null}))],
             Vec::new(),
         );
         let (en, _) = format_message(
             &input("FIRST", 1),
-            Some(&award),
-            Some(&cash),
+            Some(&mut award),
+            Some(&mut cash),
             Locale::En,
             now(),
         );
+        let en = en.message;
         assert!(en.contains("No First fares; the nearest cabins:"), "{en}");
         assert!(en.contains("· Business"), "{en}");
         assert!(
             en.contains("No First award seats found; Economy from"),
             "{en}"
+        );
+    }
+
+    #[test]
+    fn flights_are_numbered_in_the_rows_themselves_and_the_answer_leaves_the_rows_to_the_tables() {
+        let mut award = result(
+            vec![
+                flight(json!({"id": "a1", "miles": 70000, "price": "70,000 miles + $83.48"})),
+                flight(
+                    json!({"id": "a2", "miles": 55000, "price": "55,000 miles + $90.00",
+                    "program": "Air Canada Aeroplan", "airline": "UA"}),
+                ),
+            ],
+            Vec::new(),
+        );
+        let mut cash = result(
+            vec![
+                flight(
+                    json!({"id": "c1", "provider": "duffel", "program": null, "miles": null,
+                    "price": "$2,345.10", "pricePerPerson": "$2,345.10"}),
+                ),
+                flight(
+                    json!({"id": "c2", "provider": "duffel", "program": null, "miles": null,
+                    "price": "$2,900.00", "pricePerPerson": "$2,900.00"}),
+                ),
+            ],
+            Vec::new(),
+        );
+        let mut asked = input("BUSINESS", 1);
+        asked.award_only = Some(false);
+        let (said, offered) =
+            format_message(&asked, Some(&mut award), Some(&mut cash), Locale::En, now());
+        // Cash first when cash fares were asked for; the numbers are on the rows.
+        let options = |r: &FlightSearchResult| -> Vec<Option<u8>> {
+            r.results.flights.iter().map(|f| f.option).collect()
+        };
+        assert_eq!(options(&cash), [Some(1), Some(2)]);
+        assert_eq!(options(&award), [Some(3), Some(4)]);
+        let ids: Vec<(u8, &str)> = offered
+            .iter()
+            .map(|o| (o.option, o.flight.id.as_str()))
+            .collect();
+        assert_eq!(ids, [(1, "c1"), (2, "c2"), (3, "a1"), (4, "a2")]);
+        assert!(
+            said.message
+                .contains("\n3. Miles & More (LH): 70,000 miles"),
+            "{}",
+            said.message
+        );
+        assert_eq!(
+            said.answer,
+            "I found 2 cash fares and 2 award flights for FRA → JFK, 2027-03-01, Business. \
+             Cheapest fare: #1, LH, $2,345.10. \
+             Fewest miles: #4, Air Canada Aeroplan (UA), 55,000 miles + $90.00. \
+             Tell me a number to pick a flight."
+        );
+        // German, award only, one search down: the answer says so too.
+        let mut award = result(vec![flight(json!({}))], Vec::new());
+        let (said, _) = format_message(
+            &input("FIRST", 1),
+            Some(&mut award),
+            None,
+            Locale::De,
+            now(),
+        );
+        assert!(
+            said.answer.starts_with(
+                "Für FRA → JFK, 2027-03-01, First habe ich 1 Award-Flug gefunden. \
+                 Die wenigsten Meilen: Nr. 1, Miles & More (LH), 120,000 miles + $83.48, Business. \
+                 Keine Award-Plätze in First; die Tabelle zeigt die nächsten Klassen. \
+                 Nenne mir eine Nummer"
+            ),
+            "{}",
+            said.answer
+        );
+        assert!(
+            said.answer.ends_with("die Liste ist daher unvollständig.)"),
+            "{}",
+            said.answer
+        );
+        assert!(
+            !said.answer.contains("1. "),
+            "no list in the answer: {}",
+            said.answer
         );
     }
 }

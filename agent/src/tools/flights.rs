@@ -207,16 +207,13 @@ impl Tool for SearchFlightsTool {
                 "flight results carried booking links that are not https, not on ANSWER_LINK_HOSTS or for another route or date; dropped"
             );
         }
-        let (mut message, offered) = format_message(
+        let (text, offered) = format_message(
             &input,
-            award.as_ref(),
-            cash.as_ref(),
+            award.as_mut(),
+            cash.as_mut(),
             ctx.locale,
             time::OffsetDateTime::now_utc(),
         );
-        if let Some(note) = unknown_names_note(&input, ctx.locale == Locale::De) {
-            message = format!("{message}\n\n{note}");
-        }
         let award_count = award.as_ref().map_or(0, |r| r.results.count);
         let cash_count = cash.as_ref().map_or(0, |r| r.results.count);
         let patch = SessionStatePatch {
@@ -230,7 +227,12 @@ impl Tool for SearchFlightsTool {
             cash_result: cash,
             missing: Vec::new(),
         };
-        let mut result = ToolExecutionResult::succeeded(message).with_raw(json!(output));
+        let mut result = ToolExecutionResult::succeeded(text.message)
+            .with_answer(text.answer)
+            .with_raw(json!(output));
+        if let Some(note) = unknown_names_note(&input, ctx.locale == Locale::De) {
+            result.append(&format!("\n\n{note}"));
+        }
         if links_dropped > 0 {
             result = result.with_metadata("links_dropped", links_dropped);
         }

@@ -69,11 +69,17 @@ pub(super) fn after_tools(
     Decision::NextStep
 }
 
-/// What the user sees of a call whose message would be the answer.
+/// What the user sees of a call whose message would be the answer: its user text when it
+/// did not succeed, else its answer for the user (e.g. beside the flight tables), else its
+/// message.
 fn shown(call: &CallOutcome, audience: Audience) -> String {
     match UserText::for_call(call, audience.now) {
         Some(text) => text.text(audience.locale),
-        None => call.result.message.clone(),
+        None => call
+            .result
+            .answer
+            .clone()
+            .unwrap_or_else(|| call.result.message.clone()),
     }
 }
 
@@ -191,6 +197,13 @@ mod tests {
         assert_eq!(
             after_tools(&failed, false, flights_answer, replies, GERMAN),
             Decision::AnswerDirectly("flights".into())
+        );
+        // A call's answer for the user, when it has one, stands in for its message.
+        let mut flights = call(ToolName::SearchFlights, CallStatus::Succeeded, "1. LH …");
+        flights.result = flights.result.with_answer("I found 1 award flight.");
+        assert_eq!(
+            after_tools(&step(vec![flights]), false, flights_answer, replies, GERMAN),
+            Decision::AnswerDirectly("I found 1 award flight.".into())
         );
         let alone = step(vec![call(
             ToolName::SuggestReplies,

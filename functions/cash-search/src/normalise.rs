@@ -116,6 +116,7 @@ fn flight(
         program: None,
         seen_at: None,
         other_programs: Vec::new(),
+        option: None,
     })
 }
 

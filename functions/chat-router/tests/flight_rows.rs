@@ -70,7 +70,8 @@ async fn one_flight_from_two_programmes_is_one_row_with_two_options() {
         trip("united", 70_000, &date, json!([])),
     )
     .await;
-    let token = rig.token(&test_support::unique("rows"));
+    let user = test_support::unique("rows");
+    let token = rig.token(&user);
     rig.llm.push(Reply::tool_call("search_flights", args));
     let turn = rig
         .chat(Some(&token), json!({"message": "FRA to JFK in business"}))
@@ -93,7 +94,8 @@ async fn one_flight_from_two_programmes_is_one_row_with_two_options() {
         .map(|m| m.keys().collect())
         .unwrap_or_default();
     assert_eq!(links, ["Book via Air Canada Aeroplan"], "{row}");
-    let text = turn.text();
+    assert_eq!(row["option"], json!(1), "the row carries its number: {row}");
+    let text = rig.tool_message(&user, &turn).await;
     assert!(
         text.contains("1. Air Canada Aeroplan (LH): 60,000 miles"),
         "{text}"

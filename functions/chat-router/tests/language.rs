@@ -72,7 +72,7 @@ async fn a_rate_limited_flight_search_in_a_german_chat_shows_a_german_user_messa
     let first = rig.chat(Some(&token), json!({"message": message})).await;
     assert_eq!(first.first("tool_result")["status"], json!("succeeded"));
     assert!(
-        final_content(&first).starts_with("Ich habe "),
+        final_content(&first).starts_with("Für FRA → JFK"),
         "{}",
         final_content(&first)
     );

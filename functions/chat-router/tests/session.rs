@@ -7,7 +7,7 @@
 mod common;
 
 use common::Rig;
-use serde_json::json;
+use serde_json::{Value, json};
 use test_support::fake_llm::Reply;
 
 /// The query parameter `name` of every Seats.aero search the fake received.
@@ -188,7 +188,18 @@ async fn a_flight_picked_by_its_number_is_recorded_in_the_chat() {
         .and_then(|o| o.iter().find(|f| f["option"] == json!(2)))
         .cloned()
         .unwrap_or_else(|| panic!("no option 2 offered: {offered}"));
-    assert!(listed.text().contains("\n2. "), "{}", listed.text());
+    // The tables show it under that number.
+    let result = &listed.first("tool_result")["result"];
+    let numbered: Vec<(&Value, &Value)> = ["seatsResult", "cashResult"]
+        .iter()
+        .filter_map(|list| result[list]["results"]["flights"].as_array())
+        .flatten()
+        .map(|row| (&row["option"], &row["id"]))
+        .collect();
+    assert!(
+        numbered.contains(&(&json!(2), &second["flight"]["id"])),
+        "{numbered:?}"
+    );
 
     // A number that was not listed goes back to the model, which corrects it.
     rig.llm

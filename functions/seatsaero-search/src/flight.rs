@@ -88,6 +88,7 @@ pub(crate) fn build(
         program: source.map(loyalty::display_name),
         seen_at,
         other_programs: Vec::new(),
+        option: None,
     })
 }
 

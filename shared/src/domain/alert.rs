@@ -568,6 +568,7 @@ mod tests {
             program: None,
             seen_at: None,
             other_programs: Vec::new(),
+            option: None,
         }
     }
 

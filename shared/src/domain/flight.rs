@@ -681,6 +681,11 @@ pub struct FlightResult {
     /// first: one itinerary is one row, with a priced option per programme.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub other_programs: Vec<ProgramPrice>,
+    /// The number the chat offers this flight under, which `select_flight` takes: set by
+    /// the agent's `search_flights` on the flights it lists, absent from the search
+    /// functions' own replies.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub option: Option<u8>,
 }
 
 /// What one more mileage programme asks for a flight already listed.
@@ -1104,6 +1109,7 @@ mod tests {
             program: None,
             seen_at: None,
             other_programs: Vec::new(),
+            option: None,
         }
     }
 

@@ -41,6 +41,12 @@ pub struct ToolExecutionResult {
     /// Text for the chat (and the LLM's tool message); also set on failure so the model
     /// can explain or correct.
     pub message: String,
+    /// What the user reads instead of `message` when it is the turn's answer (a tool that
+    /// answers directly) and the client shows `raw` itself: `search_flights` lists every
+    /// flight in `message` for the model, while the user's answer says what was found and
+    /// leaves the rows to the tables. The model always reads `message`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub raw: Option<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -62,6 +68,7 @@ impl ToolExecutionResult {
         Self {
             status,
             message: message.into(),
+            answer: None,
             raw: None,
             state_patch: None,
             metadata: Map::new(),
@@ -70,6 +77,19 @@ impl ToolExecutionResult {
 
     pub fn is_success(&self) -> bool {
         self.status == ExecutionStatus::Succeeded
+    }
+
+    pub fn with_answer(mut self, answer: impl Into<String>) -> Self {
+        self.answer = Some(answer.into());
+        self
+    }
+
+    /// Adds `text` to what both readers see: the message and, when set, the answer.
+    pub fn append(&mut self, text: &str) {
+        self.message.push_str(text);
+        if let Some(answer) = &mut self.answer {
+            answer.push_str(text);
+        }
     }
 
     pub fn with_raw(mut self, raw: Value) -> Self {

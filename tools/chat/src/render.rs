@@ -712,10 +712,10 @@ local stack: fake upstreams
 → flights (wants [2Joptions)
 Two options.
 
-option  source  airline    cabin     depart                arrive                duration  stops    price
-------  ------  ---------  --------  --------------------  --------------------  --------  -------  ------------
-1       award   Lufthansa  Business  FRA 2027-03-15 10:05  JFK 2027-03-15 12:55  8h 50m    Nonstop  70,000 miles
-2       cash    United     Business  FRA 2027-03-15 11:00  EWR 2027-03-15 16:10  11h 10m   1        €2,310.00
+#  source  airline    cabin     depart                arrive                duration  stops    price
+-  ------  ---------  --------  --------------------  --------------------  --------  -------  ------------
+1  award   Lufthansa  Business  FRA 2027-03-15 10:05  JFK 2027-03-15 12:55  8h 50m    Nonstop  70,000 miles
+2  cash    United     Business  FRA 2027-03-15 11:00  EWR 2027-03-15 16:10  11h 10m   1        €2,310.00
 [1] Book option 1  [2] ]0;xShow more
 ";
         assert_eq!(out, expected, "\n{out}");

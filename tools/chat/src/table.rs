@@ -39,11 +39,26 @@ pub fn flights(tool_result: &Value, locale: Locale) -> Option<String> {
             let list = keys.iter().map(|k| &result[k]).find(|v| !v.is_null());
             let flights = list.and_then(|v| v["results"]["flights"].as_array());
             for flight in flights.into_iter().flatten().take(MAX_ROWS) {
-                rows.push(row(source, flight, locale).to_vec());
+                rows.push(numbered(&flight["option"], source, flight, locale));
             }
         }
     }
-    layout(&HEADER, &rows)
+    layout(&header(), &rows)
+}
+
+/// The columns, after the number a row is offered under (`option`, which `select_flight`
+/// takes and the assistant's answer refers to); a table of rows without numbers leaves it
+/// out.
+fn header() -> Vec<&'static str> {
+    let mut header = vec!["#"];
+    header.extend(HEADER);
+    header
+}
+
+fn numbered(option: &Value, source: &str, flight: &Value, locale: Locale) -> Vec<String> {
+    let mut cells = vec![text(option)];
+    cells.extend(row(source, flight, locale));
+    cells
 }
 
 /// The flights a `ui` event of kind `flight_options` offers (`payload: {flights: [{option,
@@ -61,14 +76,10 @@ pub fn options(payload: &Value, locale: Locale) -> Option<String> {
                 Some("amadeus" | "duffel") => "cash".to_owned(),
                 _ => text(&flight["provider"]),
             };
-            let mut cells = vec![text(&entry["option"])];
-            cells.extend(row(&source, flight, locale));
-            cells
+            numbered(&entry["option"], &source, flight, locale)
         })
         .collect();
-    let mut header = vec!["option"];
-    header.extend(HEADER);
-    layout(&header, &rows)
+    layout(&header(), &rows)
 }
 
 /// `rows` under `header`, columns aligned, a column empty in every row left out; `None`
@@ -261,6 +272,20 @@ cash                  United     Business  FRA 2027-03-15 10:05  JFK 2027-03-15 
                 "{table}"
             );
         }
+    }
+
+    #[test]
+    fn rows_offered_under_a_number_show_it_first() {
+        let mut award = flight("s1", "seatsaero", "Lufthansa", "70,000 miles");
+        award["option"] = json!(2);
+        let mut cash = flight("a1", "duffel", "United", "€2,310.00");
+        cash["option"] = json!(1);
+        let result = json!({"seatsResult": search(vec![award]), "cashResult": search(vec![cash])});
+        let table = flights(&result, Locale::En).unwrap_or_default();
+        let lines: Vec<&str> = table.lines().collect();
+        assert!(lines[0].starts_with("#  source  airline"), "\n{table}");
+        assert!(lines[2].starts_with("2  award   Lufthansa"), "\n{table}");
+        assert!(lines[3].starts_with("1  cash    United"), "\n{table}");
     }
 
     #[test]

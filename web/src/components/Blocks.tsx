@@ -108,8 +108,9 @@ export function Blocks(props: {
                 key={b.key}
                 kind="award"
                 flights={b.flights
-                  .map((o) => (o as { flight?: Flight }).flight)
-                  .filter((f): f is Flight => typeof f === "object" && f !== null)}
+                  .map((o) => o as { option?: number; flight?: Flight })
+                  .filter((o) => typeof o.flight === "object" && o.flight !== null)
+                  .map((o) => ({ ...o.flight, option: o.option ?? o.flight?.option }))}
               />
             );
           case "approval": {

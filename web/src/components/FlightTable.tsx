@@ -8,6 +8,8 @@ import { ExternalLink, Links } from "../markdown";
 
 export interface Flight {
   id?: string;
+  /** The number the answer offers this row under (and `select_flight` takes). */
+  option?: number | null;
   provider?: string;
   price?: string;
   pricePerPerson?: string;
@@ -119,14 +121,22 @@ export function FlightTable(props: { flights: Flight[]; kind: Kind }) {
     );
   };
   const caption = kind === "award" ? t.award : t.cash;
+  // The answer names rows by number; rows of older chats carry none, and show no column.
+  const numbered = props.flights.some((f) => typeof f.option === "number");
   return (
     <div class="table-wrap">
-      <table class={`flights ${kind}`} data-kind={kind}>
+      <table class={`flights ${kind}${numbered ? " numbered" : ""}`} data-kind={kind}>
         <caption>
           {caption} <span class="count">({props.flights.length})</span>
         </caption>
         <thead>
           <tr>
+            {numbered ? (
+              <th scope="col" class="option">
+                <span aria-hidden="true">#</span>
+                <span class="visually-hidden">{t.option}</span>
+              </th>
+            ) : null}
             {kind === "award" ? <th scope="col">{t.programme}</th> : null}
             {header("carrier", t.carrier)}
             <th scope="col">{t.route}</th>
@@ -145,6 +155,11 @@ export function FlightTable(props: { flights: Flight[]; kind: Kind }) {
             const o = f.outbound ?? {};
             return (
               <tr key={f.id ?? i}>
+                {numbered ? (
+                  <td class="option" data-label={t.option}>
+                    {typeof f.option === "number" ? f.option : ""}
+                  </td>
+                ) : null}
                 {kind === "award" ? <td class="programme">{f.program ?? "—"}</td> : null}
                 <td class="carrier">
                   <strong>{f.airline}</strong> <span class="muted">{o.flightNumbers}</span>

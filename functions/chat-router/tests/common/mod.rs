@@ -226,6 +226,24 @@ pub struct Rig {
 }
 
 impl Rig {
+    /// What the model reads of `user`'s latest tool result in `turn`'s chat: the stored tool
+    /// message. For a tool that answers directly it holds what the short answer leaves to
+    /// the client's tables (the flight list).
+    pub async fn tool_message(&self, user: &str, turn: &Turn) -> String {
+        let messages = self
+            .deps
+            .chats
+            .recent_messages(user, &turn.chat_id(), 20)
+            .await
+            .unwrap_or_else(|e| panic!("reading the chat: {e}"));
+        messages
+            .iter()
+            .rev()
+            .find(|m| m.role == shared::domain::chat::Role::Tool)
+            .map(|m| m.content.clone())
+            .unwrap_or_default()
+    }
+
     /// The text of the first tool message in the LLM's `nth` request (0-based): what the
     /// model read of a tool's result.
     pub fn tool_message_seen(&self, nth: usize) -> String {
