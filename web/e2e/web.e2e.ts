@@ -172,9 +172,16 @@ describe("the web chat against the local stack", () => {
     expect(answer).toContain(FROM_CODE);
     expect(await card.locator("table.flights tbody tr").count()).toBeGreaterThan(0);
     expect(await card.locator(".duration").textContent()).toMatch(/\d/);
+    // The answer does not repeat the table: it names rows by the numbers the table shows.
+    expect(answer).not.toMatch(/^\s*\d+\. /m);
+    const named = [...(answer ?? "").matchAll(/#(\d+)/g)].map((m) => m[1]);
+    expect(named.length).toBeGreaterThan(0);
+    const shown = await card.locator("tbody td.option").allTextContents();
+    for (const n of named) expect(shown).toContain(n);
     // Every award row names its programme, and each itinerary is one row.
     const award = card.locator('table[data-kind="award"]');
-    expect(await award.locator("thead th").first().textContent()).toBe("Programme");
+    expect(await award.locator("thead th.option .visually-hidden").textContent()).toBe("Number");
+    expect(await award.locator("thead th").nth(1).textContent()).toBe("Programme");
     const programmes = await award.locator("tbody td.programme").allTextContents();
     expect(programmes.length).toBeGreaterThan(0);
     expect(programmes.every((p) => p.trim() !== "" && p.trim() !== "—")).toBe(true);

@@ -16,6 +16,16 @@ use crate::tokenize::{self, QueryTerm};
 pub const K1: f32 = 1.2;
 pub const B: f32 = 0.75;
 
+/// What [`Bm25Index::parts`] lends a snapshot.
+pub struct Bm25Parts<'a> {
+    pub vocabulary: Vec<&'a str>,
+    pub offsets: &'a [u32],
+    pub post_docs: &'a [u32],
+    pub post_tfs: &'a [u16],
+    pub idf: &'a [f32],
+    pub doc_norm: &'a [f32],
+}
+
 #[derive(Debug, Default)]
 pub struct Bm25Index {
     terms: HashMap<Box<str>, u32>,
@@ -112,6 +122,62 @@ impl Bm25Index {
             idf,
             doc_norm,
         }
+    }
+
+    /// The index as a snapshot stores it: the vocabulary in term-id order, then the
+    /// postings, idf and per-document norms as they are held.
+    pub fn parts(&self) -> Bm25Parts<'_> {
+        let mut vocabulary: Vec<&str> = vec![""; self.terms.len()];
+        for (term, &id) in &self.terms {
+            if let Some(slot) = vocabulary.get_mut(id as usize) {
+                *slot = term;
+            }
+        }
+        Bm25Parts {
+            vocabulary,
+            offsets: &self.offsets,
+            post_docs: &self.post_docs,
+            post_tfs: &self.post_tfs,
+            idf: &self.idf,
+            doc_norm: &self.doc_norm,
+        }
+    }
+
+    /// An index read back from its parts; `None` when they do not fit together (so a
+    /// query can never index out of bounds).
+    pub fn from_parts(
+        vocabulary: Vec<String>,
+        offsets: Vec<u32>,
+        post_docs: Vec<u32>,
+        post_tfs: Vec<u16>,
+        idf: Vec<f32>,
+        doc_norm: Vec<f32>,
+    ) -> Option<Self> {
+        let n_terms = vocabulary.len();
+        let sorted = offsets.windows(2).all(|w| w[0] <= w[1]);
+        let fits = offsets.len() == n_terms + 1
+            && offsets.first() == Some(&0)
+            && offsets.last().map(|&l| l as usize) == Some(post_docs.len())
+            && sorted
+            && post_tfs.len() == post_docs.len()
+            && idf.len() == n_terms
+            && post_docs.iter().all(|&d| (d as usize) < doc_norm.len());
+        if !fits {
+            return None;
+        }
+        let terms: HashMap<Box<str>, u32> = vocabulary
+            .into_iter()
+            .enumerate()
+            .map(|(id, term)| (term.into_boxed_str(), id as u32))
+            .collect();
+        (terms.len() == n_terms).then_some(Self {
+            terms,
+            offsets,
+            post_docs,
+            post_tfs,
+            idf,
+            doc_norm,
+        })
     }
 
     pub fn documents(&self) -> usize {

@@ -153,6 +153,31 @@ impl Index {
         }
     }
 
+    /// An index read from a snapshot (`snapshot.rs`), whose parts were checked there.
+    pub(crate) fn from_parts(
+        chunks: Vec<IndexedChunk>,
+        bm25: Bm25Index,
+        vectors: Option<VectorIndex>,
+        version: Option<u64>,
+        no_vectors_reason: Option<String>,
+    ) -> Self {
+        Self {
+            chunks,
+            bm25,
+            vectors,
+            version,
+            no_vectors_reason,
+        }
+    }
+
+    pub(crate) fn chunks(&self) -> &[IndexedChunk] {
+        &self.chunks
+    }
+
+    pub(crate) fn bm25(&self) -> &Bm25Index {
+        &self.bm25
+    }
+
     pub fn version(&self) -> Option<u64> {
         self.version
     }
@@ -256,16 +281,17 @@ impl Index {
     }
 }
 
-/// The vector length to index, or why there will be no vectors.
-fn usable_dimensions(
-    chunks: &[Chunk],
-    version: Option<&KbVersion>,
-    spec: Option<&EmbeddingSpec>,
-) -> Result<usize, String> {
+/// The configured embeddings, when stored embeddings of `stored_model` and `stored_dims`
+/// can be compared with the queries' (same model, same length); else why not.
+pub(crate) fn check_spec<'a>(
+    stored_model: Option<&str>,
+    stored_dims: Option<u32>,
+    spec: Option<&'a EmbeddingSpec>,
+) -> Result<&'a EmbeddingSpec, String> {
     let Some(spec) = spec else {
         return Err("no embeddings endpoint is configured".into());
     };
-    let Some(stored_model) = version.and_then(|v| v.embedding_model.as_deref()) else {
+    let Some(stored_model) = stored_model else {
         return Err("the knowledge base was ingested without embeddings".into());
     };
     if stored_model != spec.model {
@@ -274,7 +300,6 @@ fn usable_dimensions(
             spec.model
         ));
     }
-    let stored_dims = version.and_then(|v| v.dimensions);
     if let (Some(stored), Some(wanted)) = (stored_dims, spec.dimensions)
         && stored != wanted
     {
@@ -282,6 +307,21 @@ fn usable_dimensions(
             "the knowledge base has {stored}-dimensional embeddings, but {wanted} are configured"
         ));
     }
+    Ok(spec)
+}
+
+/// The vector length to index, or why there will be no vectors.
+fn usable_dimensions(
+    chunks: &[Chunk],
+    version: Option<&KbVersion>,
+    spec: Option<&EmbeddingSpec>,
+) -> Result<usize, String> {
+    let stored_dims = version.and_then(|v| v.dimensions);
+    let spec = check_spec(
+        version.and_then(|v| v.embedding_model.as_deref()),
+        stored_dims,
+        spec,
+    )?;
     let dims = stored_dims
         .or(spec.dimensions)
         .and_then(|d| usize::try_from(d).ok())

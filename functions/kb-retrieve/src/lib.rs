@@ -34,6 +34,7 @@ pub mod handler;
 pub mod index;
 pub mod live;
 pub mod rank;
+pub mod snapshot;
 pub mod tokenize;
 pub mod vectors;
 

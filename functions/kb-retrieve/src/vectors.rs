@@ -11,6 +11,13 @@
 //! exactly from the f32 rows. The quantisation error of a cosine is around 1e-4 (at most
 //! ~0.03 in theory), far below the gap between the n-th and the 4n-th candidate, so the
 //! result equals the exact scan's (tested); small matrices are scanned exactly anyway.
+//!
+//! What re-scores the candidates is [`Rescore`]: the f32 rows when the index was built from
+//! the chunks, their f16 copy when it was read from a snapshot (half the bytes, a relative
+//! error of ~5e-4 per component), or nothing when even that would not fit the function's
+//! memory: then the codes' scores stand (`snapshot.rs`).
+
+use half::f16;
 
 use crate::rank::{Scored, TopN};
 
@@ -21,10 +28,35 @@ const OVERSAMPLE: usize = 4;
 /// Below this many rows the f32 matrix is scanned directly.
 const EXACT_SCAN_ROWS: usize = 2048;
 
+/// The rows the best candidates of the code scan are scored again with.
+#[derive(Debug, Default)]
+pub enum Rescore {
+    /// The normalised f32 rows, row-major.
+    F32(Vec<f32>),
+    /// The same rows as f16.
+    F16(Vec<f16>),
+    /// None: the code scan's scores are the result.
+    #[default]
+    None,
+}
+
+impl Rescore {
+    fn bytes(&self) -> usize {
+        match self {
+            Self::F32(v) => v.capacity() * 4,
+            Self::F16(v) => v.capacity() * 2,
+            Self::None => 0,
+        }
+    }
+}
+
 #[derive(Debug, Default)]
 pub struct VectorIndex {
     dims: usize,
+    /// What [`Self::push`] added: the normalised f32 rows (else empty).
     data: Vec<f32>,
+    /// Set when the index was read from a snapshot: what re-scores instead of `data`.
+    rescore: Option<Rescore>,
     /// Row → document index (documents without a usable embedding have no row).
     rows: Vec<u32>,
     /// `data` quantised: per row `round(x / scale)` in -127..=127 ...
@@ -41,10 +73,61 @@ impl VectorIndex {
         }
     }
 
+    /// An index read from a snapshot: its row map, codes and scales as stored, `rescore`
+    /// for the candidates. `None` when the parts do not fit together.
+    pub fn from_parts(
+        dims: usize,
+        rows: Vec<u32>,
+        codes: Vec<i8>,
+        scales: Vec<f32>,
+        rescore: Rescore,
+    ) -> Option<Self> {
+        let cells = dims.checked_mul(rows.len())?;
+        let rescore_fits = match &rescore {
+            Rescore::F32(v) => v.len() == cells,
+            Rescore::F16(v) => v.len() == cells,
+            Rescore::None => true,
+        };
+        (dims > 0 && codes.len() == cells && scales.len() == rows.len() && rescore_fits).then_some(
+            Self {
+                dims,
+                data: Vec::new(),
+                rescore: Some(rescore),
+                rows,
+                codes,
+                scales,
+            },
+        )
+    }
+
+    /// The row map, codes and scales, as a snapshot stores them.
+    pub fn parts(&self) -> (&[u32], &[i8], &[f32]) {
+        (&self.rows, &self.codes, &self.scales)
+    }
+
+    /// The normalised rows as f16 (what a snapshot's rescoring object holds), when this
+    /// index has them in f32 or f16.
+    pub fn rows_f16(&self) -> Option<Vec<f16>> {
+        match &self.rescore {
+            None if self.data.len() == self.rows.len() * self.dims => {
+                Some(self.data.iter().map(|&x| f16::from_f32(x)).collect())
+            }
+            Some(Rescore::F32(v)) => Some(v.iter().map(|&x| f16::from_f32(x)).collect()),
+            Some(Rescore::F16(v)) => Some(v.clone()),
+            _ => None,
+        }
+    }
+
+    /// Whether the candidates are scored exactly (f32 or f16 rows) rather than by codes.
+    pub fn rescores(&self) -> bool {
+        !matches!(self.rescore, Some(Rescore::None))
+    }
+
     pub fn with_capacity(dims: usize, rows: usize) -> Self {
         Self {
             dims,
             data: Vec::with_capacity(dims.saturating_mul(rows)),
+            rescore: None,
             rows: Vec::with_capacity(rows),
             codes: Vec::with_capacity(dims.saturating_mul(rows)),
             scales: Vec::with_capacity(rows),
@@ -66,6 +149,7 @@ impl VectorIndex {
     /// Heap bytes of the matrices and the row map.
     pub fn bytes(&self) -> usize {
         self.data.capacity() * 4
+            + self.rescore.as_ref().map_or(0, Rescore::bytes)
             + self.codes.capacity()
             + self.scales.capacity() * 4
             + self.rows.capacity() * 4
@@ -74,7 +158,7 @@ impl VectorIndex {
     /// Adds `doc`'s embedding, normalised. Refuses (false) a vector of another length, or
     /// one that cannot be normalised (zero, NaN or infinite components).
     pub fn push(&mut self, doc: u32, embedding: &[f32]) -> bool {
-        if embedding.len() != self.dims || self.dims == 0 {
+        if embedding.len() != self.dims || self.dims == 0 || self.rescore.is_some() {
             return false;
         }
         let start = self.data.len();
@@ -98,8 +182,11 @@ impl VectorIndex {
             return Vec::new();
         }
         let candidates = n.saturating_mul(OVERSAMPLE).max(n + 32);
-        if self.rows.len() <= EXACT_SCAN_ROWS.max(candidates) {
+        if self.rescore.is_none() && self.rows.len() <= EXACT_SCAN_ROWS.max(candidates) {
             return self.scan_exact(&q, n);
+        }
+        if matches!(self.rescore, Some(Rescore::None)) {
+            return self.scan_codes(&q, n);
         }
         let mut q_codes = Vec::with_capacity(self.dims);
         let q_scale = quantize(&q, &mut q_codes);
@@ -114,12 +201,30 @@ impl VectorIndex {
         let mut top = TopN::new(n);
         for candidate in coarse.into_sorted() {
             let row = candidate.doc as usize;
-            let start = row * self.dims;
-            if let (Some(values), Some(&doc)) =
-                (self.data.get(start..start + self.dims), self.rows.get(row))
-            {
-                top.push(doc, dot(values, &q));
+            let cells = row * self.dims..(row + 1) * self.dims;
+            let Some(&doc) = self.rows.get(row) else {
+                continue;
+            };
+            let score = match &self.rescore {
+                Some(Rescore::F16(rows)) => rows.get(cells).map(|values| dot_f16(values, &q)),
+                Some(Rescore::F32(rows)) => rows.get(cells).map(|values| dot(values, &q)),
+                _ => self.data.get(cells).map(|values| dot(values, &q)),
+            };
+            if let Some(score) = score {
+                top.push(doc, score);
             }
+        }
+        top.into_sorted()
+    }
+
+    /// Without rows to re-score with: the code scan's best `n`, by the codes' scores.
+    fn scan_codes(&self, q: &[f32], n: usize) -> Vec<Scored> {
+        let mut q_codes = Vec::with_capacity(self.dims);
+        let q_scale = quantize(q, &mut q_codes);
+        let mut top = TopN::new(n);
+        let code_rows = self.codes.chunks_exact(self.dims);
+        for ((codes, &scale), &doc) in code_rows.zip(&self.scales).zip(&self.rows) {
+            top.push(doc, dot_codes(codes, &q_codes) as f32 * scale * q_scale);
         }
         top.into_sorted()
     }
@@ -174,6 +279,26 @@ fn dot_codes(a: &[i8], b: &[i8]) -> i32 {
         }
     }
     acc.iter().sum::<i32>() + tail
+}
+
+/// Dot product of f16 rows with an f32 query, in f32.
+#[inline]
+fn dot_f16(a: &[f16], b: &[f32]) -> f32 {
+    let mut acc = [0f32; LANES];
+    let chunks_a = a.chunks_exact(LANES);
+    let chunks_b = b.chunks_exact(LANES);
+    let tail: f32 = chunks_a
+        .remainder()
+        .iter()
+        .zip(chunks_b.remainder())
+        .map(|(x, y)| x.to_f32() * y)
+        .sum();
+    for (ca, cb) in chunks_a.zip(chunks_b) {
+        for ((s, x), y) in acc.iter_mut().zip(ca).zip(cb) {
+            *s += x.to_f32() * y;
+        }
+    }
+    acc.iter().sum::<f32>() + tail
 }
 
 /// Scales `v` to unit length; false if it has none (zero or not finite).
