@@ -143,6 +143,7 @@ def main():
     ddb = boto3.client("dynamodb", endpoint_url=args.dynamodb, region_name=region)
     sqs = boto3.client("sqs", endpoint_url=args.moto, region_name=region)
     sm = boto3.client("secretsmanager", endpoint_url=args.moto, region_name=region)
+    s3 = boto3.client("s3", endpoint_url=args.moto, region_name=region)
     run_dir = os.path.dirname(os.path.abspath(args.env_file))
     os.makedirs(run_dir, exist_ok=True)
     secret_values = local_secret_values(run_dir)
@@ -202,15 +203,33 @@ def main():
                 print(f"  secret {logical_id}: exists", file=sys.stderr)
         names[logical_id] = logical_id
 
+    # Buckets by their logical id in lower case (bucket names allow no capitals).
+    for logical_id, res in resources.items():
+        if res.get("Type") != "AWS::S3::Bucket":
+            continue
+        bucket = logical_id.lower()
+        try:
+            s3.create_bucket(Bucket=bucket)
+            print(f"  bucket {bucket}: created", file=sys.stderr)
+        except ClientError as e:
+            if e.response["Error"]["Code"] not in ("BucketAlreadyOwnedByYou", "BucketAlreadyExists"):
+                raise
+            print(f"  bucket {bucket}: exists", file=sys.stderr)
+        names[logical_id] = bucket
+
     env = {
         "AWS_ENDPOINT_URL_DYNAMODB": args.dynamodb,
         "AWS_ENDPOINT_URL_SQS": args.moto,
         "AWS_ENDPOINT_URL_SECRETS_MANAGER": args.moto,
+        "AWS_ENDPOINT_URL_S3": args.moto,
         "AWS_ACCESS_KEY_ID": os.environ.get("AWS_ACCESS_KEY_ID", "local"),
         "AWS_SECRET_ACCESS_KEY": os.environ.get("AWS_SECRET_ACCESS_KEY", "local"),
         "AWS_REGION": region,
         "AWS_DEFAULT_REGION": region,
         "TOOL_DLQ_URL": names.get("ToolDeadLetterQueue", ""),
+        # kb-ingest publishes the index snapshot here and kb-retrieve loads it.
+        "KB_SNAPSHOT_BUCKET": names.get("KbSnapshotBucket", ""),
+        "KB_SNAPSHOT_PREFIX": params.get("KbSnapshotPrefix", {}).get("Default", "kb-index/"),
     }
     variables = template.get("Globals", {}).get("Function", {}).get("Environment", {}).get("Variables", {})
     for var, value in variables.items():

@@ -104,6 +104,7 @@ fn measure(n: usize, dims: usize, queries: usize) {
         embedding_model: Some(MODEL.into()),
         dimensions: Some(dims as u32),
         updated_at: String::new(),
+        snapshot: None,
     };
     let spec = EmbeddingSpec {
         model: MODEL.into(),

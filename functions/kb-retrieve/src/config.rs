@@ -38,7 +38,20 @@ pub struct Config {
     /// Retries of the query embedding, inside `embedding_timeout`.
     pub embedding_retry: RetryPolicy,
     pub deadline_fallback: Duration,
+    /// `KB_SNAPSHOT_BUCKET`: where `kb-ingest` publishes index snapshots; `None`: the
+    /// chunks are scanned at every load.
+    pub snapshot_bucket: Option<String>,
+    /// `KB_SNAPSHOT_PREFIX`: the snapshots' key prefix in that bucket.
+    pub snapshot_prefix: String,
+    /// `KB_RESCORE_MAX_MB`: the largest rescoring rows read into memory.
+    pub rescore_max_bytes: u64,
 }
+
+/// The snapshots' key prefix unless `KB_SNAPSHOT_PREFIX` says otherwise.
+pub const DEFAULT_SNAPSHOT_PREFIX: &str = "kb-index/";
+/// f16 rows of up to ~54k chunks × 1536 dimensions; above, the 8-bit codes rank alone
+/// (`docs/knowledge-base.md`).
+pub const DEFAULT_RESCORE_MAX_MB: u64 = 160;
 
 impl Config {
     pub fn from_env(env: &Env) -> Result<Self> {
@@ -53,6 +66,9 @@ impl Config {
             DEFAULT_EMBEDDING_TIMEOUT.as_millis() as u64,
         );
         let query_cache_size = r.parse_or("KB_QUERY_CACHE_SIZE", DEFAULT_QUERY_CACHE_SIZE);
+        let snapshot_bucket = r.optional("KB_SNAPSHOT_BUCKET").filter(|b| !b.is_empty());
+        let snapshot_prefix = r.or("KB_SNAPSHOT_PREFIX", DEFAULT_SNAPSHOT_PREFIX);
+        let rescore_max_mb: u64 = r.parse_or("KB_RESCORE_MAX_MB", DEFAULT_RESCORE_MAX_MB);
         r.finish(())?;
         let embeddings = EmbeddingsConfig::from_env(env)?;
         if timeout_ms == 0 {
@@ -65,6 +81,9 @@ impl Config {
         config.version_check = Duration::from_secs(check_secs);
         config.set_embedding_timeout(Duration::from_millis(timeout_ms));
         config.query_cache_size = query_cache_size;
+        config.snapshot_bucket = snapshot_bucket;
+        config.snapshot_prefix = snapshot_prefix;
+        config.rescore_max_bytes = rescore_max_mb.saturating_mul(1024 * 1024);
         Ok(config)
     }
 
@@ -78,6 +97,9 @@ impl Config {
             embeddings,
             embedding_retry: RetryPolicy::default(),
             deadline_fallback: DEFAULT_DEADLINE_FALLBACK,
+            snapshot_bucket: None,
+            snapshot_prefix: DEFAULT_SNAPSHOT_PREFIX.to_owned(),
+            rescore_max_bytes: DEFAULT_RESCORE_MAX_MB * 1024 * 1024,
         };
         config.set_embedding_timeout(DEFAULT_EMBEDDING_TIMEOUT);
         config

@@ -78,6 +78,15 @@ impl Deps {
         self
     }
 
+    /// Versions with a published index snapshot are loaded from `source` (from the next
+    /// load on; clones share it).
+    pub fn with_snapshots(self, source: crate::live::SnapshotSource) -> Self {
+        if !self.kb.set_snapshots(source) {
+            tracing::warn!("index snapshots were configured already; keeping the first bucket");
+        }
+        self
+    }
+
     /// With the admission rules of the deployment (`shared::http::route_access`).
     pub fn with_access(mut self, access: RouteAccess) -> Self {
         self.access = access;

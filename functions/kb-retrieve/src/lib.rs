@@ -33,6 +33,7 @@ pub mod fusion;
 pub mod handler;
 pub mod index;
 pub mod live;
+pub mod publish;
 pub mod rank;
 pub mod snapshot;
 pub mod tokenize;

@@ -5,14 +5,28 @@
 //! and builds a new [`Index`], which then replaces the old one in one pointer swap. One
 //! check or reload runs at a time; queries that arrive meanwhile are served by the old index.
 //! If the marker or the chunks cannot be read, the old index stays in service (logged).
+//!
+//! A version whose marker names an index snapshot (published by `kb-ingest`) is loaded from
+//! it: one GET of the snapshot, one of its rescoring rows when they fit
+//! `KB_RESCORE_MAX_MB`, and a decode. A snapshot that cannot be read or is damaged is logged
+//! and the chunks are scanned instead, so a bad upload never takes search down.
 
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, OnceLock, RwLock};
 use std::time::{Duration, Instant};
 
-use shared::kb::KbStore;
+use shared::kb::snapshots::{Fetched, S3Snapshots};
+use shared::kb::{KbStore, KbVersion, SnapshotRef};
 use shared::{Error, Result};
 
 use crate::index::{EmbeddingSpec, Index};
+
+/// Where the published snapshots are read from.
+#[derive(Clone)]
+pub struct SnapshotSource {
+    pub bucket: S3Snapshots,
+    /// Rescoring rows larger than this are not read: the codes' scores stand.
+    pub rescore_max_bytes: u64,
+}
 
 struct Current {
     index: Arc<Index>,
@@ -23,6 +37,8 @@ pub struct LiveIndex {
     store: Arc<dyn KbStore>,
     spec: Option<EmbeddingSpec>,
     check_every: Duration,
+    /// Set once, before or after the first load (the next load uses it).
+    snapshots: OnceLock<SnapshotSource>,
     current: RwLock<Option<Current>>,
     /// Held by the one task checking or reloading.
     refresh: tokio::sync::Mutex<()>,
@@ -38,9 +54,16 @@ impl LiveIndex {
             store,
             spec,
             check_every,
+            snapshots: OnceLock::new(),
             current: RwLock::new(None),
             refresh: tokio::sync::Mutex::new(()),
         }
+    }
+
+    /// Loads versions that have a snapshot from `source`; `false` if a source was set
+    /// before (it stays).
+    pub fn set_snapshots(&self, source: SnapshotSource) -> bool {
+        self.snapshots.set(source).is_ok()
     }
 
     /// The index to answer a query with; loads or reloads it when due.
@@ -94,23 +117,33 @@ impl LiveIndex {
             return Ok(Arc::clone(old));
         }
         let started = Instant::now();
-        let chunks = match self.store.load_all().await {
-            Ok(chunks) => chunks,
-            Err(e) => return self.keep(old, checked_at, e, "loading the chunks"),
+        let from_snapshot = match (
+            version.as_ref().and_then(|v| v.snapshot.as_ref()),
+            self.snapshots.get(),
+        ) {
+            (Some(at), Some(source)) => match self.read_snapshot(source, at).await {
+                Ok(index) => Some(index),
+                Err(e) => {
+                    tracing::warn!(error = %e, key = %at.index_key, "index snapshot not usable; scanning the chunks instead");
+                    None
+                }
+            },
+            _ => None,
+        };
+        let source = if from_snapshot.is_some() {
+            "snapshot"
+        } else {
+            "scan"
+        };
+        let index = match from_snapshot {
+            Some(index) => index,
+            None => match self.scan(version).await {
+                Ok(index) => index,
+                Err((e, what)) => return self.keep(old, checked_at, e, what),
+            },
         };
         let loaded_ms = started.elapsed().as_millis() as u64;
-        let spec = self.spec.clone();
-        let built = tokio::task::spawn_blocking(move || {
-            Index::build(chunks, version.as_ref(), spec.as_ref())
-        })
-        .await;
-        let index = match built {
-            Ok(index) => Arc::new(index),
-            Err(e) => {
-                let e = Error::Corrupt(format!("building the knowledge-base index failed: {e}"));
-                return self.keep(old, checked_at, e, "building the index");
-            }
-        };
+        let index = Arc::new(index);
         if let Some(reason) = index.no_vectors_reason() {
             tracing::info!(reason, "knowledge base searched with BM25 only");
         }
@@ -120,12 +153,66 @@ impl LiveIndex {
             chunks = index.len(),
             dims = index.vector_dims(),
             index_bytes = index.approx_index_bytes(),
+            rescored = index.vectors().is_some_and(|v| v.rescores()),
+            source,
             load_ms = loaded_ms,
-            total_ms = started.elapsed().as_millis() as u64,
             "knowledge base loaded"
         );
         self.install(Arc::clone(&index), checked_at);
         Ok(index)
+    }
+
+    /// The index of `version` built from every chunk in the table; on failure, what failed.
+    async fn scan(
+        &self,
+        version: Option<KbVersion>,
+    ) -> std::result::Result<Index, (Error, &'static str)> {
+        let chunks = self
+            .store
+            .load_all()
+            .await
+            .map_err(|e| (e, "loading the chunks"))?;
+        let spec = self.spec.clone();
+        tokio::task::spawn_blocking(move || Index::build(chunks, version.as_ref(), spec.as_ref()))
+            .await
+            .map_err(|e| {
+                let e = Error::Corrupt(format!("building the knowledge-base index failed: {e}"));
+                (e, "building the index")
+            })
+    }
+
+    /// The index read from the snapshot `at`: its rescoring rows too when they fit.
+    async fn read_snapshot(&self, source: &SnapshotSource, at: &SnapshotRef) -> Result<Index> {
+        let index = match source.bucket.get(&at.index_key, None).await? {
+            Fetched::Bytes(bytes) => bytes,
+            Fetched::TooLarge(size) => {
+                return Err(Error::Corrupt(format!("index snapshot of {size} bytes")));
+            }
+        };
+        let rescore = match &at.rescore_key {
+            Some(key) => match source
+                .bucket
+                .get(key, Some(source.rescore_max_bytes))
+                .await?
+            {
+                Fetched::Bytes(bytes) => Some(bytes),
+                Fetched::TooLarge(size) => {
+                    tracing::info!(
+                        size,
+                        limit = source.rescore_max_bytes,
+                        "rescoring rows above KB_RESCORE_MAX_MB; vectors ranked by their 8-bit codes"
+                    );
+                    None
+                }
+            },
+            None => None,
+        };
+        let spec = self.spec.clone();
+        tokio::task::spawn_blocking(move || {
+            crate::snapshot::decode(&index, rescore.as_deref(), spec.as_ref())
+        })
+        .await
+        .map_err(|e| Error::Corrupt(format!("reading the index snapshot failed: {e}")))?
     }
 
     /// After a failed check: the old index stays (and is not checked again before the
@@ -208,6 +295,7 @@ mod tests {
                 embedding_model: None,
                 dimensions: None,
                 updated_at: String::new(),
+                snapshot: None,
             }))
         }
 
@@ -231,6 +319,10 @@ mod tests {
 
         async fn remove_document(&self, _: &str) -> Result<()> {
             Ok(())
+        }
+
+        async fn set_snapshot(&self, _: u64, _: &shared::kb::SnapshotRef) -> Result<bool> {
+            Err(Error::NotFound)
         }
 
         async fn bump_version(&self, _: Option<&str>, _: Option<u32>) -> Result<KbVersion> {

@@ -4,11 +4,13 @@
 use std::convert::Infallible;
 use std::sync::Arc;
 
+use kb_retrieve::live::SnapshotSource;
 use kb_retrieve::{Config, Deps, handle};
 use lambda_http::{Request, service_fn};
 use shared::config::Env;
 use shared::http::route_access::{AccessConfig, RouteAccess};
 use shared::kb::DynamoKbStore;
+use shared::kb::snapshots::S3Snapshots;
 use shared::metrics::Metrics;
 use shared::secrets::{AwsSecretSource, SecretsCache};
 
@@ -29,11 +31,22 @@ async fn main() -> Result<(), lambda_http::Error> {
         shared::aws::dynamodb(&sdk),
         config.kb_table.clone(),
     ));
-    let deps = Deps::new(shared::upstream::http_client()?, secrets, store, config)
+    let snapshots = config.snapshot_bucket.clone().map(|bucket| SnapshotSource {
+        bucket: S3Snapshots::new(
+            S3Snapshots::client(&sdk),
+            bucket,
+            config.snapshot_prefix.clone(),
+        ),
+        rescore_max_bytes: config.rescore_max_bytes,
+    });
+    let mut deps = Deps::new(shared::upstream::http_client()?, secrets, store, config)
         // Unused unless EMBEDDINGS_PROVIDER=bedrock; building it opens no connection.
         .with_bedrock(shared::embeddings::bedrock::client(&sdk))
         .with_access(access)
         .with_metrics(Metrics::stdout("kb-retrieve", &env));
+    if let Some(source) = snapshots {
+        deps = deps.with_snapshots(source);
+    }
     // Load the knowledge base during the init phase; if that fails, the first request retries.
     if let Err(e) = deps.kb.get().await {
         tracing::error!(error = %e, "knowledge base not loaded at cold start");

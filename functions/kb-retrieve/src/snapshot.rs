@@ -458,6 +458,7 @@ mod tests {
             embedding_model: model.map(str::to_owned),
             dimensions: dims,
             updated_at: "2026-01-01T00:00:00Z".into(),
+            snapshot: None,
         }
     }
 

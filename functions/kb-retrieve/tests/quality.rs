@@ -307,6 +307,7 @@ fn evaluate(file: &'static str) -> Evaluation {
         embedding_model: Some(cache.model.clone()),
         dimensions: Some(cache.dimensions as u32),
         updated_at: String::new(),
+        snapshot: None,
     };
     let spec = EmbeddingSpec {
         model: cache.model.clone(),

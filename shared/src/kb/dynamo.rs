@@ -20,9 +20,9 @@ use aws_sdk_dynamodb::types::{
 };
 use futures::{StreamExt, TryStreamExt};
 
-use super::{Chunk, DocumentManifest, KbStore, KbVersion, chunk_id};
+use super::{Chunk, DocumentManifest, KbStore, KbVersion, SnapshotRef, chunk_id};
 use crate::clock::{Clock, SystemClock};
-use crate::dynamo::{Item, n, rfc3339, s, sdk_error};
+use crate::dynamo::{ConditionFailure, Item, n, rfc3339, s, sdk_error};
 use crate::{Error, Result};
 
 /// Parallel Scan segments of `load_all`/`documents`: enough to overlap round trips without
@@ -333,6 +333,14 @@ fn parse_version(item: &Item) -> Result<KbVersion> {
         embedding_model: opt_string(item, "embedding_model")?,
         dimensions: opt_number(item, "dimensions")?,
         updated_at: opt_string(item, "updated_at")?.unwrap_or_default(),
+        snapshot: opt_string(item, "snapshot_key")?
+            .map(|index_key| {
+                Ok::<_, Error>(SnapshotRef {
+                    index_key,
+                    rescore_key: opt_string(item, "rescore_key")?,
+                })
+            })
+            .transpose()?,
     })
 }
 
@@ -454,13 +462,37 @@ impl KbStore for DynamoKbStore {
         Ok(())
     }
 
+    async fn set_snapshot(&self, version: u64, snapshot: &SnapshotRef) -> Result<bool> {
+        let mut update = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .set_key(Some(Self::version_key()))
+            .condition_expression("version = :version")
+            .expression_attribute_values(":version", n(version))
+            .expression_attribute_values(":key", s(&snapshot.index_key));
+        let expression = match &snapshot.rescore_key {
+            Some(key) => {
+                update = update.expression_attribute_values(":rescore", s(key));
+                "SET snapshot_key = :key, rescore_key = :rescore"
+            }
+            None => "SET snapshot_key = :key REMOVE rescore_key",
+        };
+        match update.update_expression(expression).send().await {
+            Ok(_) => Ok(true),
+            Err(e) if e.condition_failed_item().is_some() => Ok(false),
+            Err(e) => Err(sdk_error("UpdateItem", e)),
+        }
+    }
+
     async fn bump_version(
         &self,
         embedding_model: Option<&str>,
         dimensions: Option<u32>,
     ) -> Result<KbVersion> {
         let mut set = vec!["updated_at = :now"];
-        let mut remove = Vec::new();
+        // The new version's snapshot is not written yet; the old one's no longer fits.
+        let mut remove = vec!["snapshot_key", "rescore_key"];
         let mut update = self
             .client
             .update_item()
@@ -483,10 +515,11 @@ impl KbStore for DynamoKbStore {
             }
             None => remove.push("dimensions"),
         }
-        let mut expression = format!("SET {} ADD version :one", set.join(", "));
-        if !remove.is_empty() {
-            expression.push_str(&format!(" REMOVE {}", remove.join(", ")));
-        }
+        let expression = format!(
+            "SET {} ADD version :one REMOVE {}",
+            set.join(", "),
+            remove.join(", ")
+        );
         let out = update
             .update_expression(expression)
             .send()

@@ -6,6 +6,8 @@
 
 pub mod chunker;
 mod dynamo;
+#[cfg(feature = "kb-snapshots")]
+pub mod snapshots;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
@@ -54,6 +56,19 @@ pub struct KbVersion {
     pub dimensions: Option<u32>,
     /// RFC 3339.
     pub updated_at: String,
+    /// The version's index snapshot, once `kb-ingest` published it; `None` before (and for
+    /// knowledge bases ingested without a snapshot bucket): kb-retrieve then scans.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub snapshot: Option<SnapshotRef>,
+}
+
+/// Where a version's index snapshot sits in the snapshot bucket.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SnapshotRef {
+    /// Key of the index snapshot.
+    pub index_key: String,
+    /// Key of the rescoring rows; `None` without vectors.
+    pub rescore_key: Option<String>,
 }
 
 /// What the store knows about one ingested document; `kb-ingest` compares it with the file to
@@ -103,7 +118,12 @@ pub trait KbStore: Send + Sync {
     /// Deletes a document's chunks, then its manifest. Removing an unknown id is a no-op.
     async fn remove_document(&self, document_id: &str) -> Result<()>;
 
-    /// Atomically adds 1 to the version and records the embedding model and dimensions.
+    /// Points the marker of `version` at its snapshot. `false`, and nothing written, when the
+    /// marker has moved on to another version meanwhile (a newer ingest publishes its own).
+    async fn set_snapshot(&self, version: u64, snapshot: &SnapshotRef) -> Result<bool>;
+
+    /// Atomically adds 1 to the version and records the embedding model and dimensions; the
+    /// new version has no snapshot yet.
     async fn bump_version(
         &self,
         embedding_model: Option<&str>,

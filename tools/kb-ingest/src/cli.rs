@@ -8,8 +8,9 @@ use clap::Parser;
 use shared::config::Env;
 use shared::embeddings::bedrock::BedrockEmbeddings;
 use shared::embeddings::{Embedder, EmbeddingsClient, EmbeddingsConfig, EmbeddingsEndpoint};
-use shared::kb::DynamoKbStore;
 use shared::kb::chunker::{ChunkerConfig, DEFAULT_OVERLAP_CHARS, DEFAULT_TARGET_CHARS};
+use shared::kb::snapshots::S3Snapshots;
+use shared::kb::{DynamoKbStore, KbStore};
 use shared::secrets::{AwsSecretSource, SecretString, SecretsCache};
 use shared::upstream::RetryPolicy;
 use shared::{Error, Result};
@@ -103,6 +104,19 @@ pub struct Args {
         value_parser = clap::builder::BoolishValueParser::new()
     )]
     pub strict: bool,
+
+    /// S3 bucket of index snapshots: after a run that changed the knowledge base (or whose
+    /// version has none yet), its snapshot is published there for kb-retrieve.
+    #[arg(long, env = "KB_SNAPSHOT_BUCKET")]
+    pub snapshot_bucket: Option<String>,
+
+    /// Key prefix of the snapshots in that bucket.
+    #[arg(long, env = "KB_SNAPSHOT_PREFIX", default_value = kb_retrieve::config::DEFAULT_SNAPSHOT_PREFIX)]
+    pub snapshot_prefix: String,
+
+    /// Seconds an older snapshot is kept after a newer one is published.
+    #[arg(long, env = "KB_SNAPSHOT_GRACE_SECS", default_value_t = crate::publish::DEFAULT_GRACE.as_secs())]
+    pub snapshot_grace_secs: u64,
 }
 
 impl Args {
@@ -277,7 +291,21 @@ pub async fn run(args: &Args, env: &Env, progress: &Progress) -> Result<IngestRe
         if options.prune { "on" } else { "off" },
         if options.dry_run { "; dry run" } else { "" },
     ));
-    ingest(&store, embedder.as_ref(), &sources, &options, progress).await
+    let mut report = ingest(&store, embedder.as_ref(), &sources, &options, progress).await?;
+    if let Some(bucket) = args.snapshot_bucket.as_deref().filter(|b| !b.is_empty())
+        && !options.dry_run
+    {
+        let unpublished = match &report.version {
+            Some(_) => true,
+            None => store.version().await?.is_some_and(|v| v.snapshot.is_none()),
+        };
+        if unpublished {
+            let bucket = S3Snapshots::new(S3Snapshots::client(&sdk), bucket, &args.snapshot_prefix);
+            let grace = Duration::from_secs(args.snapshot_grace_secs);
+            report.snapshot = crate::publish::publish(&store, &bucket, grace, progress).await?;
+        }
+    }
+    Ok(report)
 }
 
 fn display_paths(paths: &[PathBuf]) -> String {

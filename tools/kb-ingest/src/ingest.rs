@@ -88,6 +88,8 @@ pub struct IngestReport {
     /// since the run was not strict).
     pub suspicious: Vec<Suspicion>,
     pub elapsed: Duration,
+    /// The index snapshot published after the run (`--snapshot-bucket`).
+    pub snapshot: Option<kb_retrieve::publish::Published>,
 }
 
 impl IngestReport {

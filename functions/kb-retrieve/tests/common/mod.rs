@@ -95,6 +95,16 @@ impl KbTable {
         }
     }
 
+    /// A second handle on `other`'s table (a second retriever of it); `other` deletes it.
+    pub fn existing(other: &KbTable) -> Self {
+        Self {
+            client: other.client.clone(),
+            name: other.name.clone(),
+            store: Arc::clone(&other.store),
+            deleted: AtomicBool::new(true),
+        }
+    }
+
     /// Writes one document; `parts` are its chunks' texts and embeddings.
     pub async fn put_document(&self, document_id: &str, parts: &[(&str, Option<Vec<f32>>)]) {
         let chunks: Vec<Chunk> = parts

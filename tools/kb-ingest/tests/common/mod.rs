@@ -212,6 +212,14 @@ impl KbStore for Recording {
         self.record(format!("remove {document_id}"));
         self.inner.remove_document(document_id).await
     }
+    async fn set_snapshot(
+        &self,
+        version: u64,
+        snapshot: &shared::kb::SnapshotRef,
+    ) -> shared::Result<bool> {
+        self.record(format!("snapshot {version}"));
+        self.inner.set_snapshot(version, snapshot).await
+    }
     async fn bump_version(
         &self,
         embedding_model: Option<&str>,

@@ -1,0 +1,167 @@
+//! Index snapshots in S3 (moto): a retriever loads a published snapshot instead of scanning
+//! the table and answers as a scan would; a damaged snapshot is refused and the scan
+//! answers; a new version's snapshot is picked up on reload.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{Fake, documents};
+use kb_retrieve::live::SnapshotSource;
+use kb_retrieve::publish::{DEFAULT_GRACE, publish};
+use serde_json::json;
+use shared::kb::KbStore;
+use shared::kb::snapshots::S3Snapshots;
+use time::OffsetDateTime;
+
+/// The local snapshot bucket under a prefix of the test's own.
+async fn bucket() -> S3Snapshots {
+    let sdk = shared::aws::sdk_config().await;
+    S3Snapshots::new(
+        S3Snapshots::client(&sdk),
+        test_support::require_env("KB_SNAPSHOT_BUCKET"),
+        format!("{}/", test_support::unique("kb-snapshots-test")),
+    )
+}
+
+/// A retriever of `fake`'s table that loads snapshots from `bucket`.
+fn with_snapshots(fake: Fake, bucket: &S3Snapshots) -> Fake {
+    let source = SnapshotSource {
+        bucket: bucket.clone(),
+        rescore_max_bytes: 1 << 20,
+    };
+    Fake {
+        deps: fake.deps.clone().with_snapshots(source),
+        ..fake
+    }
+}
+
+async fn published(store: &dyn KbStore, bucket: &S3Snapshots) -> shared::kb::SnapshotRef {
+    let done = publish(store, bucket, DEFAULT_GRACE, OffsetDateTime::now_utc())
+        .await
+        .unwrap_or_else(|e| panic!("publish: {e}"))
+        .unwrap_or_else(|| panic!("no version to publish"));
+    assert!(!done.superseded);
+    done.at
+}
+
+#[tokio::test]
+async fn a_published_snapshot_is_loaded_instead_of_the_table_and_answers_alike() {
+    let bucket = bucket().await;
+    // The reference: a retriever that scans.
+    let scanning = Fake::start(|c| c.version_check = Duration::ZERO).await;
+    scanning.embeddings_answer().await;
+    let version = scanning.kb.put_corpus(true, Some(common::MODEL)).await;
+    let at = published(scanning.kb.store.as_ref(), &bucket).await;
+    assert!(at.rescore_key.is_some());
+    let marker = scanning
+        .kb
+        .store
+        .version()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(marker.and_then(|m| m.snapshot), Some(at.clone()));
+    let queries = [
+        "fuel surcharges",
+        common::PARAPHRASE,
+        "Meilen verfallen",
+        "alliances",
+    ];
+    let mut expected = Vec::new();
+    for q in queries {
+        expected.push(scanning.search(q).await);
+    }
+
+    // A second retriever of the same table, cold, with the snapshot bucket.
+    let fresh = Fake::build(common::KbTable::existing(&scanning.kb), true, |c| {
+        c.version_check = Duration::ZERO
+    })
+    .await;
+    fresh.embeddings_answer().await;
+    let from_snapshot = with_snapshots(fresh, &bucket);
+    // Proof that it did not scan: a chunk deleted behind the marker's back (no new version)
+    // is still found, as the snapshot holds it.
+    from_snapshot
+        .kb
+        .store
+        .remove_document("alliances")
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    for (q, want) in queries.iter().zip(&expected) {
+        let got = from_snapshot.search(q).await;
+        assert_eq!(got["kb_version"], json!(version));
+        assert_eq!(documents(&got), documents(want), "{q}: {got}");
+        assert_eq!(got["mode"], want["mode"], "{q}");
+    }
+    scanning.finish().await;
+}
+
+#[tokio::test]
+async fn a_damaged_snapshot_is_refused_and_the_scan_answers() {
+    let bucket = bucket().await;
+    let fake = Fake::start(|c| c.version_check = Duration::ZERO).await;
+    fake.embeddings_answer().await;
+    fake.kb.put_corpus(true, Some(common::MODEL)).await;
+    let at = published(fake.kb.store.as_ref(), &bucket).await;
+    // Cut short, as an interrupted copy would leave it.
+    let whole = match bucket.get(&at.index_key, None).await {
+        Ok(shared::kb::snapshots::Fetched::Bytes(bytes)) => bytes,
+        _ => panic!("snapshot not readable"),
+    };
+    bucket
+        .put(&at.index_key, whole[..whole.len() / 2].to_vec())
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let fake = with_snapshots(fake, &bucket);
+    let body = fake.search("fuel surcharges").await;
+    assert_eq!(documents(&body)[0], "fuel-surcharges", "{body}");
+    assert_eq!(body["mode"], json!("hybrid"));
+    fake.finish().await;
+}
+
+#[tokio::test]
+async fn a_new_versions_snapshot_is_picked_up_on_reload() {
+    let bucket = bucket().await;
+    let fake = Fake::start(|c| c.version_check = Duration::ZERO).await;
+    fake.embeddings_answer().await;
+    let first = fake.kb.put_corpus(true, Some(common::MODEL)).await;
+    let first_at = published(fake.kb.store.as_ref(), &bucket).await;
+    let fake = with_snapshots(fake, &bucket);
+    assert_eq!(
+        fake.search("lounge access").await["kb_version"],
+        json!(first)
+    );
+
+    fake.kb
+        .put_document(
+            "lounges",
+            &[(
+                "Lounge access comes with business class award tickets.",
+                Some(vec![0.0, 0.5, 0.5, 0.0]),
+            )],
+        )
+        .await;
+    let second = fake.kb.bump(Some(common::MODEL)).await;
+    let second_at = published(fake.kb.store.as_ref(), &bucket).await;
+    assert_ne!(
+        first_at, second_at,
+        "a version's objects have keys of their own"
+    );
+    let body = fake.search("lounge access").await;
+    assert_eq!(body["kb_version"], json!(second), "{body}");
+    assert_eq!(documents(&body)[0], "lounges", "{body}");
+    // Within the grace period the older snapshot stays (a warm retriever may read it).
+    assert!(matches!(
+        bucket.get(&first_at.index_key, None).await,
+        Ok(shared::kb::snapshots::Fetched::Bytes(_))
+    ));
+    // After it, the next publish removes it.
+    let later = OffsetDateTime::now_utc() + time::Duration::hours(2);
+    let third = publish(fake.kb.store.as_ref(), &bucket, DEFAULT_GRACE, later)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
+        .unwrap_or_else(|| panic!("no version"));
+    assert!(third.removed >= 2, "{third:?}");
+    assert!(bucket.get(&first_at.index_key, None).await.is_err());
+    fake.finish().await;
+}

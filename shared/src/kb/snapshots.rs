@@ -1,0 +1,163 @@
+//! The bucket of knowledge-base index snapshots (kb-retrieve's `snapshot.rs` has the
+//! format). `kb-ingest` writes a version's objects under a key of their own, then points
+//! the version marker at them ([`super::KbStore::set_snapshot`]), so a reader sees either
+//! the old snapshot or the whole new one; objects of older versions go after a grace period
+//! (a warm function may still be reading them), and the bucket's lifecycle rule removes
+//! whatever an interrupted ingest left.
+
+use std::time::Duration;
+
+use aws_sdk_s3::Client;
+use aws_sdk_s3::primitives::ByteStream;
+use time::OffsetDateTime;
+
+use super::SnapshotRef;
+use crate::{Error, Result};
+
+/// The snapshot bucket and the prefix under which the objects sit.
+#[derive(Clone)]
+pub struct S3Snapshots {
+    client: Client,
+    bucket: String,
+    prefix: String,
+}
+
+/// What [`S3Snapshots::get`] read.
+pub enum Fetched {
+    Bytes(Vec<u8>),
+    /// The object is larger than the caller's limit; its body was not read.
+    TooLarge(u64),
+}
+
+fn s3_error(op: &str, e: impl std::error::Error) -> Error {
+    Error::Upstream {
+        service: "s3",
+        message: format!("{op}: {}", aws_sdk_s3::error::DisplayErrorContext(e)),
+    }
+}
+
+impl S3Snapshots {
+    pub fn new(client: Client, bucket: impl Into<String>, prefix: impl Into<String>) -> Self {
+        Self {
+            client,
+            bucket: bucket.into(),
+            prefix: prefix.into(),
+        }
+    }
+
+    /// A client for the SDK configuration; path-style addressing when an endpoint is set
+    /// (`AWS_ENDPOINT_URL_S3`: the local emulator serves buckets by path, not by host).
+    pub fn client(config: &aws_config::SdkConfig) -> Client {
+        let local = std::env::var_os("AWS_ENDPOINT_URL_S3").is_some()
+            || std::env::var_os("AWS_ENDPOINT_URL").is_some();
+        let s3 = aws_sdk_s3::config::Builder::from(config).force_path_style(local);
+        Client::from_conf(s3.build())
+    }
+
+    pub fn bucket(&self) -> &str {
+        &self.bucket
+    }
+
+    /// The keys of `version`'s objects: a folder per version and write (`written_at`), so a
+    /// second publish of one version never overwrites what a reader may be fetching.
+    pub fn keys(&self, version: u64, written_at: OffsetDateTime, rescore: bool) -> SnapshotRef {
+        let folder = format!(
+            "{}v{version:012}-{}",
+            self.prefix,
+            written_at.unix_timestamp_nanos() / 1_000_000
+        );
+        SnapshotRef {
+            index_key: format!("{folder}/index.kbs"),
+            rescore_key: rescore.then(|| format!("{folder}/rescore.kbs")),
+        }
+    }
+
+    pub async fn put(&self, key: &str, bytes: Vec<u8>) -> Result<()> {
+        self.client
+            .put_object()
+            .bucket(&self.bucket)
+            .key(key)
+            .content_type("application/octet-stream")
+            .body(ByteStream::from(bytes))
+            .send()
+            .await
+            .map_err(|e| s3_error("PutObject", e))?;
+        Ok(())
+    }
+
+    /// The object at `key` in one streamed GET, into one buffer of its announced size; not
+    /// read when it is larger than `max_bytes`.
+    pub async fn get(&self, key: &str, max_bytes: Option<u64>) -> Result<Fetched> {
+        let out = self
+            .client
+            .get_object()
+            .bucket(&self.bucket)
+            .key(key)
+            .send()
+            .await
+            .map_err(|e| s3_error("GetObject", e))?;
+        let announced = out.content_length().and_then(|n| u64::try_from(n).ok());
+        if let (Some(size), Some(max)) = (announced, max_bytes)
+            && size > max
+        {
+            return Ok(Fetched::TooLarge(size));
+        }
+        let capacity = announced
+            .and_then(|n| usize::try_from(n).ok())
+            .unwrap_or_default();
+        let mut bytes = Vec::with_capacity(capacity);
+        let mut body = out.body;
+        while let Some(part) = body
+            .try_next()
+            .await
+            .map_err(|e| s3_error("GetObject body", e))?
+        {
+            bytes.extend_from_slice(&part);
+        }
+        Ok(Fetched::Bytes(bytes))
+    }
+
+    /// Deletes the objects under the prefix that belong to no snapshot in `keep` and were
+    /// written more than `grace` before `now`; returns how many went.
+    pub async fn remove_stale(
+        &self,
+        keep: &[&SnapshotRef],
+        grace: Duration,
+        now: OffsetDateTime,
+    ) -> Result<usize> {
+        let kept = |key: &str| {
+            keep.iter()
+                .any(|k| key == k.index_key || k.rescore_key.as_deref() == Some(key))
+        };
+        let cutoff = now.unix_timestamp() - i64::try_from(grace.as_secs()).unwrap_or(i64::MAX);
+        let mut stale = Vec::new();
+        let mut pages = self
+            .client
+            .list_objects_v2()
+            .bucket(&self.bucket)
+            .prefix(&self.prefix)
+            .into_paginator()
+            .send();
+        while let Some(page) = pages.next().await {
+            let page = page.map_err(|e| s3_error("ListObjectsV2", e))?;
+            for object in page.contents() {
+                let (Some(key), Some(written)) = (object.key(), object.last_modified()) else {
+                    continue;
+                };
+                if !kept(key) && written.secs() < cutoff {
+                    stale.push(key.to_owned());
+                }
+            }
+        }
+        for key in &stale {
+            self.client
+                .delete_object()
+                .bucket(&self.bucket)
+                .key(key)
+                .send()
+                .await
+                .map_err(|e| s3_error("DeleteObject", e))?;
+        }
+        Ok(stale.len())
+    }
+}
