@@ -296,7 +296,8 @@ describe("the web chat against the local stack", () => {
     expect(await card.locator(".badge").textContent()).toBe("Fertig");
     expect(await card.locator(".tool-name").textContent()).toBe("Flugsuche");
     expect(await card.locator("table.flights caption").first().textContent()).toContain("Prämienflüge (Meilen)");
-    expect(await card.locator('table[data-kind="award"] thead th').first().textContent()).toBe("Programm");
+    expect(await card.locator('table[data-kind="award"] thead th.option .visually-hidden').textContent()).toBe("Nummer");
+    expect(await card.locator('table[data-kind="award"] thead th').nth(1).textContent()).toBe("Programm");
     const prices = (await card.locator("td.price").allTextContents()).join(" ");
     expect(prices).toMatch(/Meilen/);
     expect(prices).not.toMatch(/\bUSD\b|\$\d/); // "41,74 $", never "41,74 USD" or "$41.74"

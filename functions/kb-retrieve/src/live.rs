@@ -14,7 +14,7 @@
 use std::sync::{Arc, OnceLock, RwLock};
 use std::time::{Duration, Instant};
 
-use shared::kb::snapshots::{Fetched, S3Snapshots};
+use shared::kb::snapshots::S3Snapshots;
 use shared::kb::{KbStore, KbVersion, SnapshotRef};
 use shared::{Error, Result};
 
@@ -181,22 +181,13 @@ impl LiveIndex {
             })
     }
 
-    /// The index read from the snapshot `at`: its rescoring rows too when they fit.
+    /// The index read from the snapshot `at` as it streams in, its rescoring rows too when
+    /// they fit.
     async fn read_snapshot(&self, source: &SnapshotSource, at: &SnapshotRef) -> Result<Index> {
-        let index = match source.bucket.get(&at.index_key, None).await? {
-            Fetched::Bytes(bytes) => bytes,
-            Fetched::TooLarge(size) => {
-                return Err(Error::Corrupt(format!("index snapshot of {size} bytes")));
-            }
-        };
+        let (_, index) = source.bucket.open(&at.index_key).await?;
         let rescore = match &at.rescore_key {
-            Some(key) => match source
-                .bucket
-                .get(key, Some(source.rescore_max_bytes))
-                .await?
-            {
-                Fetched::Bytes(bytes) => Some(bytes),
-                Fetched::TooLarge(size) => {
+            Some(key) => match source.bucket.open(key).await? {
+                (Some(size), _) if size > source.rescore_max_bytes => {
                     tracing::info!(
                         size,
                         limit = source.rescore_max_bytes,
@@ -204,15 +195,14 @@ impl LiveIndex {
                     );
                     None
                 }
+                (_, rows) => Some(rows),
             },
             None => None,
         };
         let spec = self.spec.clone();
-        tokio::task::spawn_blocking(move || {
-            crate::snapshot::decode(&index, rescore.as_deref(), spec.as_ref())
-        })
-        .await
-        .map_err(|e| Error::Corrupt(format!("reading the index snapshot failed: {e}")))?
+        tokio::task::spawn_blocking(move || crate::snapshot::read(index, rescore, spec.as_ref()))
+            .await
+            .map_err(|e| Error::Corrupt(format!("reading the index snapshot failed: {e}")))?
     }
 
     /// After a failed check: the old index stays (and is not checked again before the

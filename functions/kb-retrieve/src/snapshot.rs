@@ -25,6 +25,8 @@
 //! count and its items. The rescoring payload is the dimensions (u32), the row count (u32)
 //! and the rows' f16 values.
 
+use std::io::Read;
+
 use half::f16;
 use shared::kb::KbVersion;
 use shared::{Error, Result};
@@ -106,14 +108,23 @@ pub fn encode(index: &Index, version: &KbVersion) -> Result<Snapshot> {
     })
 }
 
-/// The header of `bytes`, checked: magic, format, length and checksum.
-pub fn header(bytes: &[u8], magic: [u8; 8], what: &str) -> Result<Header> {
-    let head = bytes.get(..HEADER_BYTES).ok_or_else(|| {
-        corrupt(
-            what,
-            format!("{} bytes, shorter than its header", bytes.len()),
-        )
-    })?;
+/// Reads the header from `input`: magic and format checked, the rest for the payload.
+fn read_header(input: &mut impl Read, magic: [u8; 8], what: &'static str) -> Result<Header> {
+    let mut head = [0u8; HEADER_BYTES];
+    let mut filled = 0;
+    while filled < HEADER_BYTES {
+        match input.read(&mut head[filled..]) {
+            Ok(0) => {
+                return Err(corrupt(
+                    what,
+                    format!("{filled} bytes, shorter than its header"),
+                ));
+            }
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(corrupt(what, format!("reading: {e}"))),
+        }
+    }
     if head[..8] != magic {
         return Err(corrupt(what, "not a snapshot (wrong magic)"));
     }
@@ -123,42 +134,39 @@ pub fn header(bytes: &[u8], magic: [u8; 8], what: &str) -> Result<Header> {
         out
     };
     let format = u32::from_le_bytes([head[8], head[9], head[10], head[11]]);
-    let header = Header {
-        format,
-        kb_version: u64::from_le_bytes(field(16)),
-        payload_bytes: u64::from_le_bytes(field(24)),
-        crc32: u32::from_le_bytes([head[32], head[33], head[34], head[35]]),
-    };
     if format != FORMAT {
         return Err(corrupt(
             what,
             format!("format {format}, this build reads format {FORMAT}"),
         ));
     }
-    let payload = &bytes[HEADER_BYTES..];
-    if payload.len() as u64 != header.payload_bytes {
-        return Err(corrupt(
-            what,
-            format!(
-                "{} payload bytes, the header says {} (truncated?)",
-                payload.len(),
-                header.payload_bytes
-            ),
-        ));
-    }
-    if crc32fast::hash(payload) != header.crc32 {
-        return Err(corrupt(what, "checksum mismatch"));
-    }
-    Ok(header)
+    Ok(Header {
+        format,
+        kb_version: u64::from_le_bytes(field(16)),
+        payload_bytes: u64::from_le_bytes(field(24)),
+        crc32: u32::from_le_bytes([head[32], head[33], head[34], head[35]]),
+    })
 }
 
-/// Reads an index snapshot and, when given, its rescoring rows. The vectors are left out
-/// (BM25 only, with the reason) when the snapshot's embeddings do not fit `spec`, as
-/// [`Index::build`] does; without rescoring rows the code scan's scores stand.
+/// [`read`] over bytes at hand (tests, tools).
 pub fn decode(bytes: &[u8], rescore: Option<&[u8]>, spec: Option<&EmbeddingSpec>) -> Result<Index> {
+    read(bytes, rescore, spec)
+}
+
+/// Reads an index snapshot from `input` as it arrives, each array straight into the vector
+/// the index keeps (so a load needs the index's memory, not twice it), and, when given, its
+/// rescoring rows. The checksum is checked when the last byte is in, before the index is
+/// returned. The vectors are left out (BM25 only, with the reason) when the snapshot's
+/// embeddings do not fit `spec`, as [`Index::build`] does; without rescoring rows the code
+/// scan's scores stand.
+pub fn read(
+    mut input: impl Read,
+    rescore: Option<impl Read>,
+    spec: Option<&EmbeddingSpec>,
+) -> Result<Index> {
     const WHAT: &str = "index snapshot";
-    let header = header(bytes, INDEX_MAGIC, WHAT)?;
-    let mut r = Reader::new(&bytes[HEADER_BYTES..], WHAT);
+    let header = read_header(&mut input, INDEX_MAGIC, WHAT)?;
+    let mut r = Reader::new(input, header, WHAT);
     let model = r.string()?;
     let ids = r.strings()?;
     let document_ids = r.strings()?;
@@ -179,22 +187,23 @@ pub fn decode(bytes: &[u8], rescore: Option<&[u8]>, spec: Option<&EmbeddingSpec>
     let vocabulary = r.strings()?;
     let (offsets, post_docs, post_tfs) = (r.u32s()?, r.u32s()?, r.u16s()?);
     let (idf, doc_norm) = (r.f32s()?, r.f32s()?);
+    let dims = r.u32()? as usize;
+    let stored = if dims == 0 {
+        None
+    } else {
+        Some((r.u32s()?, r.f32s()?, r.i8s()?))
+    };
+    r.finish()?;
     if doc_norm.len() != chunks.len() {
         return Err(corrupt(WHAT, "BM25 norms do not match the chunks"));
     }
     let bm25 = Bm25Index::from_parts(vocabulary, offsets, post_docs, post_tfs, idf, doc_norm)
         .ok_or_else(|| corrupt(WHAT, "BM25 postings do not fit together"))?;
-    let dims = r.u32()? as usize;
-    let stored = if dims == 0 {
-        None
-    } else {
-        let (rows, scales, codes) = (r.u32s()?, r.f32s()?, r.i8s()?);
-        if rows.iter().any(|&doc| doc as usize >= chunks.len()) {
-            return Err(corrupt(WHAT, "a vector row names no chunk"));
-        }
-        Some((rows, scales, codes))
-    };
-    r.done()?;
+    if let Some((rows, _, _)) = &stored
+        && rows.iter().any(|&doc| doc as usize >= chunks.len())
+    {
+        return Err(corrupt(WHAT, "a vector row names no chunk"));
+    }
 
     let model = (!model.is_empty()).then_some(model);
     let fits = match &stored {
@@ -204,7 +213,7 @@ pub fn decode(bytes: &[u8], rescore: Option<&[u8]>, spec: Option<&EmbeddingSpec>
     let (vectors, reason) = match (stored, fits) {
         (Some((rows, scales, codes)), Ok(())) => {
             let rescore = match rescore {
-                Some(bytes) => rescore_rows(bytes, header.kb_version, dims, rows.len())?,
+                Some(input) => rescore_rows(input, header.kb_version, dims, rows.len())?,
                 None => Rescore::None,
             };
             let vectors = VectorIndex::from_parts(dims, rows, codes, scales, rescore)
@@ -212,7 +221,7 @@ pub fn decode(bytes: &[u8], rescore: Option<&[u8]>, spec: Option<&EmbeddingSpec>
             (Some(vectors).filter(|v| !v.is_empty()), None)
         }
         (_, Err(reason)) => (None, Some(reason)),
-        (None, Ok(())) => (None, Some("no chunk has a usable embedding".to_owned())),
+        (None, Ok(())) => (None, None),
     };
     let reason = reason.or_else(|| {
         vectors
@@ -229,9 +238,14 @@ pub fn decode(bytes: &[u8], rescore: Option<&[u8]>, spec: Option<&EmbeddingSpec>
 }
 
 /// The rescoring rows, checked against the snapshot they belong to.
-fn rescore_rows(bytes: &[u8], kb_version: u64, dims: usize, rows: usize) -> Result<Rescore> {
+fn rescore_rows(
+    mut input: impl Read,
+    kb_version: u64,
+    dims: usize,
+    rows: usize,
+) -> Result<Rescore> {
     const WHAT: &str = "rescoring rows";
-    let header = header(bytes, RESCORE_MAGIC, WHAT)?;
+    let header = read_header(&mut input, RESCORE_MAGIC, WHAT)?;
     if header.kb_version != kb_version {
         return Err(corrupt(
             WHAT,
@@ -241,11 +255,14 @@ fn rescore_rows(bytes: &[u8], kb_version: u64, dims: usize, rows: usize) -> Resu
             ),
         ));
     }
-    let mut r = Reader::new(&bytes[HEADER_BYTES..], WHAT);
+    let mut r = Reader::new(input, header, WHAT);
     let (stored_dims, stored_rows) = (r.u32()? as usize, r.u32()? as usize);
+    if (stored_dims, stored_rows) != (dims, rows) {
+        return Err(corrupt(WHAT, "their shape is not the index's"));
+    }
     let values = r.f16s()?;
-    r.done()?;
-    if (stored_dims, stored_rows) != (dims, rows) || values.len() != dims * rows {
+    r.finish()?;
+    if values.len() != dims * rows {
         return Err(corrupt(WHAT, "their shape is not the index's"));
     }
     Ok(Rescore::F16(values))
@@ -331,75 +348,107 @@ impl Writer {
     }
 }
 
-struct Reader<'a> {
-    rest: &'a [u8],
+/// Bytes read per call when filling an array: arrays are filled a block at a time.
+const BLOCK: usize = 64 * 1024;
+
+/// The payload of one object, read in order: every read is bounded by what the header
+/// says is left, and feeds the checksum.
+struct Reader<R> {
+    input: R,
+    left: u64,
+    crc: crc32fast::Hasher,
+    header: Header,
     what: &'static str,
 }
 
-impl<'a> Reader<'a> {
-    fn new(payload: &'a [u8], what: &'static str) -> Self {
+impl<R: Read> Reader<R> {
+    fn new(input: R, header: Header, what: &'static str) -> Self {
         Self {
-            rest: payload,
+            input,
+            left: header.payload_bytes,
+            crc: crc32fast::Hasher::new(),
+            header,
             what,
         }
     }
 
-    fn take(&mut self, n: usize) -> Result<&'a [u8]> {
-        if n > self.rest.len() {
-            return Err(corrupt(self.what, "a field runs past the end"));
+    /// Fills `out` from the input; a payload shorter than the header said is an error.
+    fn fill(&mut self, out: &mut [u8]) -> Result<()> {
+        if out.len() as u64 > self.left {
+            return Err(corrupt(
+                self.what,
+                "a field runs past the end of the payload",
+            ));
         }
-        let (head, rest) = self.rest.split_at(n);
-        self.rest = rest;
-        Ok(head)
+        self.input.read_exact(out).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::UnexpectedEof {
+                corrupt(
+                    self.what,
+                    format!(
+                        "the payload ends early; the header says {} bytes (truncated?)",
+                        self.header.payload_bytes
+                    ),
+                )
+            } else {
+                corrupt(self.what, format!("reading: {e}"))
+            }
+        })?;
+        self.left -= out.len() as u64;
+        self.crc.update(out);
+        Ok(())
     }
 
     fn u32(&mut self) -> Result<u32> {
-        let b = self.take(4)?;
-        Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        let mut b = [0; 4];
+        self.fill(&mut b)?;
+        Ok(u32::from_le_bytes(b))
     }
 
-    /// An array's byte span: its u64 count times `width`, checked against what is left.
-    fn array(&mut self, width: usize) -> Result<&'a [u8]> {
-        let b = self.take(8)?;
+    /// An array of `width`-byte items: its u64 count, then the items, converted block by
+    /// block into the vector that keeps them.
+    fn array<T>(&mut self, width: usize, item: impl Fn(&[u8]) -> T) -> Result<Vec<T>> {
         let mut count = [0; 8];
-        count.copy_from_slice(b);
-        let bytes = usize::try_from(u64::from_le_bytes(count))
-            .ok()
-            .and_then(|n| n.checked_mul(width))
-            .ok_or_else(|| corrupt(self.what, "an array's length overflows"))?;
-        self.take(bytes)
+        self.fill(&mut count)?;
+        let count = u64::from_le_bytes(count);
+        if count.saturating_mul(width as u64) > self.left {
+            return Err(corrupt(
+                self.what,
+                "an array runs past the end of the payload",
+            ));
+        }
+        let count = usize::try_from(count)
+            .map_err(|_| corrupt(self.what, "an array too long for this machine"))?;
+        let mut out = Vec::with_capacity(count);
+        let mut block = vec![0u8; BLOCK - BLOCK % width];
+        let mut todo = count;
+        while todo > 0 {
+            let n = todo.min(block.len() / width);
+            let bytes = &mut block[..n * width];
+            self.fill(bytes)?;
+            out.extend(bytes.chunks_exact(width).map(&item));
+            todo -= n;
+        }
+        Ok(out)
     }
 
     fn u32s(&mut self) -> Result<Vec<u32>> {
-        let b = self.array(4)?;
-        Ok(b.chunks_exact(4)
-            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-            .collect())
+        self.array(4, |c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
     }
 
     fn u16s(&mut self) -> Result<Vec<u16>> {
-        let b = self.array(2)?;
-        Ok(b.chunks_exact(2)
-            .map(|c| u16::from_le_bytes([c[0], c[1]]))
-            .collect())
+        self.array(2, |c| u16::from_le_bytes([c[0], c[1]]))
     }
 
     fn f32s(&mut self) -> Result<Vec<f32>> {
-        let b = self.array(4)?;
-        Ok(b.chunks_exact(4)
-            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-            .collect())
+        self.array(4, |c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
     }
 
     fn f16s(&mut self) -> Result<Vec<f16>> {
-        let b = self.array(2)?;
-        Ok(b.chunks_exact(2)
-            .map(|c| f16::from_le_bytes([c[0], c[1]]))
-            .collect())
+        self.array(2, |c| f16::from_le_bytes([c[0], c[1]]))
     }
 
     fn i8s(&mut self) -> Result<Vec<i8>> {
-        Ok(self.array(1)?.iter().map(|&b| b as i8).collect())
+        self.array(1, |c| c[0] as i8)
     }
 
     fn string(&mut self) -> Result<String> {
@@ -410,39 +459,46 @@ impl<'a> Reader<'a> {
         }
     }
 
+    /// A count, the strings' end offsets, then each string read into its own `String`.
     fn strings(&mut self) -> Result<Vec<String>> {
         let count = self.u32()? as usize;
-        let bounds = self.take(
-            count
-                .checked_add(1)
-                .and_then(|n| n.checked_mul(4))
-                .ok_or_else(|| corrupt(self.what, "a list's length overflows"))?,
-        )?;
-        let ends: Vec<usize> = bounds
-            .chunks_exact(4)
-            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]) as usize)
-            .collect();
-        let total = ends.last().copied().unwrap_or(0);
+        if (count as u64 + 1).saturating_mul(4) > self.left {
+            return Err(corrupt(
+                self.what,
+                "a list runs past the end of the payload",
+            ));
+        }
+        let mut ends = Vec::with_capacity(count + 1);
+        for _ in 0..=count {
+            ends.push(self.u32()? as usize);
+        }
         if ends.first() != Some(&0) || ends.windows(2).any(|w| w[0] > w[1]) {
             return Err(corrupt(self.what, "string offsets out of order"));
         }
-        let blob = std::str::from_utf8(self.take(total)?)
-            .map_err(|_| corrupt(self.what, "text is not UTF-8"))?;
-        ends.windows(2)
-            .map(|w| {
-                blob.get(w[0]..w[1])
-                    .map(str::to_owned)
-                    .ok_or_else(|| corrupt(self.what, "a string splits a character"))
-            })
-            .collect()
+        let mut out = Vec::with_capacity(count);
+        for w in ends.windows(2) {
+            let mut bytes = vec![0u8; w[1] - w[0]];
+            self.fill(&mut bytes)?;
+            out.push(
+                String::from_utf8(bytes).map_err(|_| corrupt(self.what, "text is not UTF-8"))?,
+            );
+        }
+        Ok(out)
     }
 
-    fn done(&self) -> Result<()> {
-        if self.rest.is_empty() {
-            Ok(())
-        } else {
-            Err(corrupt(self.what, "bytes after the last field"))
+    /// The payload is over: nothing follows, and the checksum holds.
+    fn finish(mut self) -> Result<()> {
+        let mut extra = [0u8; 1];
+        if self.left > 0 || matches!(self.input.read(&mut extra), Ok(n) if n > 0) {
+            return Err(corrupt(
+                self.what,
+                "bytes after the last field (not the length the header says)",
+            ));
         }
+        if self.crc.clone().finalize() != self.header.crc32 {
+            return Err(corrupt(self.what, "checksum mismatch"));
+        }
+        Ok(())
     }
 }
 

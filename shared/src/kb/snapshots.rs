@@ -117,6 +117,26 @@ impl S3Snapshots {
         Ok(Fetched::Bytes(bytes))
     }
 
+    /// Opens the object at `key` for reading as it arrives: its size and a reader, which
+    /// must be read on a blocking thread (`spawn_blocking`) of the runtime that opened it.
+    pub async fn open(&self, key: &str) -> Result<(Option<u64>, ObjectReader)> {
+        let out = self
+            .client
+            .get_object()
+            .bucket(&self.bucket)
+            .key(key)
+            .send()
+            .await
+            .map_err(|e| s3_error("GetObject", e))?;
+        let size = out.content_length().and_then(|n| u64::try_from(n).ok());
+        let reader = ObjectReader {
+            runtime: tokio::runtime::Handle::current(),
+            body: out.body,
+            part: bytes::Bytes::new(),
+        };
+        Ok((size, reader))
+    }
+
     /// Deletes the objects under the prefix that belong to no snapshot in `keep` and were
     /// written more than `grace` before `now`; returns how many went.
     pub async fn remove_stale(
@@ -159,5 +179,28 @@ impl S3Snapshots {
                 .map_err(|e| s3_error("DeleteObject", e))?;
         }
         Ok(stale.len())
+    }
+}
+
+/// An object's body as [`std::io::Read`], pulled part by part as the reader asks: a
+/// decoder reads it straight into its own structures, without the whole object in memory.
+pub struct ObjectReader {
+    runtime: tokio::runtime::Handle,
+    body: ByteStream,
+    part: bytes::Bytes,
+}
+
+impl std::io::Read for ObjectReader {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        while self.part.is_empty() {
+            match self.runtime.block_on(self.body.try_next()) {
+                Ok(Some(part)) => self.part = part,
+                Ok(None) => return Ok(0),
+                Err(e) => return Err(std::io::Error::other(e)),
+            }
+        }
+        let n = out.len().min(self.part.len());
+        out[..n].copy_from_slice(&self.part.split_to(n));
+        Ok(n)
     }
 }
