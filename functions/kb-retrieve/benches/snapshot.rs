@@ -229,7 +229,7 @@ fn load_child(prefix: &str, index_key: &str, rescore_key: &str, dims: usize, que
 
 /// "10k", "500".
 fn count(n: usize) -> String {
-    if n >= 1000 && n % 1000 == 0 {
+    if n >= 1000 && n.is_multiple_of(1000) {
         format!("{}k", n / 1000)
     } else {
         n.to_string()
