@@ -72,9 +72,11 @@ async fn a_published_snapshot_is_loaded_instead_of_the_table_and_answers_alike()
         expected.push(scanning.search(q).await);
     }
 
-    // A second retriever of the same table, cold, with the snapshot bucket.
-    let fresh = Fake::build(common::KbTable::existing(&scanning.kb), true, |c| {
-        c.version_check = Duration::ZERO
+    // A second retriever of the same table, cold, with the snapshot bucket; its DynamoDB
+    // requests are counted.
+    let (client, counter) = test_support::counted_dynamodb().await;
+    let fresh = Fake::build(common::KbTable::existing(&scanning.kb, client), true, |c| {
+        c.version_check = Duration::from_secs(60)
     })
     .await;
     fresh.embeddings_answer().await;
@@ -87,19 +89,23 @@ async fn a_published_snapshot_is_loaded_instead_of_the_table_and_answers_alike()
         .remove_document("alliances")
         .await
         .unwrap_or_else(|e| panic!("{e}"));
+    counter.take();
     for (q, want) in queries.iter().zip(&expected) {
         let got = from_snapshot.search(q).await;
         assert_eq!(got["kb_version"], json!(version));
         assert_eq!(documents(&got), documents(want), "{q}: {got}");
         assert_eq!(got["mode"], want["mode"], "{q}");
     }
+    assert_eq!(counter.take(), 1, "the marker read only: no Scan");
     scanning.finish().await;
 }
 
 #[tokio::test]
 async fn a_damaged_snapshot_is_refused_and_the_scan_answers() {
     let bucket = bucket().await;
-    let fake = Fake::start(|c| c.version_check = Duration::ZERO).await;
+    let (client, counter) = test_support::counted_dynamodb().await;
+    let kb = common::KbTable::with_client(client).await;
+    let fake = Fake::build(kb, true, |c| c.version_check = Duration::from_secs(60)).await;
     fake.embeddings_answer().await;
     fake.kb.put_corpus(true, Some(common::MODEL)).await;
     let at = published(fake.kb.store.as_ref(), &bucket).await;
@@ -113,9 +119,12 @@ async fn a_damaged_snapshot_is_refused_and_the_scan_answers() {
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     let fake = with_snapshots(fake, &bucket);
+    counter.take();
     let body = fake.search("fuel surcharges").await;
     assert_eq!(documents(&body)[0], "fuel-surcharges", "{body}");
     assert_eq!(body["mode"], json!("hybrid"));
+    // The marker, then the Scan segments of the fallback.
+    assert!(counter.take() >= 2, "the table was not scanned");
     fake.finish().await;
 }
 

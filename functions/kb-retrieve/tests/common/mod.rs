@@ -95,12 +95,13 @@ impl KbTable {
         }
     }
 
-    /// A second handle on `other`'s table (a second retriever of it); `other` deletes it.
-    pub fn existing(other: &KbTable) -> Self {
+    /// A second handle on `other`'s table through `client` (a second retriever of it, e.g.
+    /// one whose requests are counted); `other` deletes it.
+    pub fn existing(other: &KbTable, client: aws_sdk_dynamodb::Client) -> Self {
         Self {
-            client: other.client.clone(),
+            store: Arc::new(DynamoKbStore::new(client.clone(), other.name.clone())),
+            client,
             name: other.name.clone(),
-            store: Arc::clone(&other.store),
             deleted: AtomicBool::new(true),
         }
     }
