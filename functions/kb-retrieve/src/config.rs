@@ -50,7 +50,7 @@ pub struct Config {
 /// The snapshots' key prefix unless `KB_SNAPSHOT_PREFIX` says otherwise.
 pub const DEFAULT_SNAPSHOT_PREFIX: &str = "kb-index/";
 /// f16 rows of up to ~54k chunks × 1536 dimensions; above, the 8-bit codes rank alone
-/// (`docs/knowledge-base.md`).
+/// (`docs/configuration.md`, `KB_RESCORE_MAX_MB`).
 pub const DEFAULT_RESCORE_MAX_MB: u64 = 160;
 
 impl Config {
