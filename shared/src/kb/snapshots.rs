@@ -88,14 +88,7 @@ impl S3Snapshots {
     /// The object at `key` in one streamed GET, into one buffer of its announced size; not
     /// read when it is larger than `max_bytes`.
     pub async fn get(&self, key: &str, max_bytes: Option<u64>) -> Result<Fetched> {
-        let out = self
-            .client
-            .get_object()
-            .bucket(&self.bucket)
-            .key(key)
-            .send()
-            .await
-            .map_err(|e| s3_error("GetObject", e))?;
+        let out = self.get_object(key).await?;
         let announced = out.content_length().and_then(|n| u64::try_from(n).ok());
         if let (Some(size), Some(max)) = (announced, max_bytes)
             && size > max
@@ -120,14 +113,7 @@ impl S3Snapshots {
     /// Opens the object at `key` for reading as it arrives: its size and a reader, which
     /// must be read on a blocking thread (`spawn_blocking`) of the runtime that opened it.
     pub async fn open(&self, key: &str) -> Result<(Option<u64>, ObjectReader)> {
-        let out = self
-            .client
-            .get_object()
-            .bucket(&self.bucket)
-            .key(key)
-            .send()
-            .await
-            .map_err(|e| s3_error("GetObject", e))?;
+        let out = self.get_object(key).await?;
         let size = out.content_length().and_then(|n| u64::try_from(n).ok());
         let reader = ObjectReader {
             runtime: tokio::runtime::Handle::current(),
@@ -135,6 +121,19 @@ impl S3Snapshots {
             part: bytes::Bytes::new(),
         };
         Ok((size, reader))
+    }
+
+    async fn get_object(
+        &self,
+        key: &str,
+    ) -> Result<aws_sdk_s3::operation::get_object::GetObjectOutput> {
+        self.client
+            .get_object()
+            .bucket(&self.bucket)
+            .key(key)
+            .send()
+            .await
+            .map_err(|e| s3_error("GetObject", e))
     }
 
     /// Deletes the objects under the prefix that belong to no snapshot in `keep` and were
