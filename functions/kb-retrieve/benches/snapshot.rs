@@ -8,7 +8,9 @@
 //!     cargo bench -p kb-retrieve --bench snapshot
 //!
 //! Sizes: 10k and 100k chunks × 1536 dimensions, ~120 words each (the query bench's
-//! synthetic corpus: made-up words, random unit vectors). `cargo test --all-targets` runs a
+//! synthetic corpus of made-up words). The vectors are shaped like a model's: each near one
+//! of `n / 50` topic directions, each query near one topic, so a query has neighbours to
+//! find and the 1-bit pre-scan's recall means something. `cargo test --all-targets` runs a
 //! smoke pass of 500 chunks × 64 dimensions when a snapshot bucket is configured.
 
 use std::process::Command;
@@ -16,13 +18,41 @@ use std::time::{Duration, Instant};
 
 use benchmarks::{Percentiles, full_run, peak_rss_kib};
 use kb_retrieve::config::DEFAULT_RESCORE_MAX_MB;
-use kb_retrieve::index::{EmbeddingSpec, Index};
+use kb_retrieve::index::{EmbeddingSpec, Index, fusion_depth};
 use kb_retrieve::snapshot;
 use shared::kb::snapshots::S3Snapshots;
 use shared::kb::{Chunk, KbVersion};
 
 const MODEL: &str = "synthetic";
 const TOP_K: usize = 6;
+/// Chunks per topic direction.
+const TOPIC_SIZE: usize = 50;
+/// Noise added to a topic direction for a chunk, and to a chunk's topic for a query (a
+/// cosine of ~0.6 between a chunk and its topic).
+const SPREAD: f32 = 1.25;
+
+/// The topic directions, the same in the publishing and the loading process.
+fn topics(n: usize, dims: usize) -> Vec<Vec<f32>> {
+    let mut rng = fastrand::Rng::with_seed(7);
+    (0..n.div_ceil(TOPIC_SIZE))
+        .map(|_| (0..dims).map(|_| rng.f32() * 2.0 - 1.0).collect())
+        .collect()
+}
+
+/// `topic` plus `SPREAD` times noise of the same length, not normalised (the index does).
+fn near(rng: &mut fastrand::Rng, topic: &[f32]) -> Vec<f32> {
+    let noise: Vec<f32> = topic.iter().map(|_| rng.f32() * 2.0 - 1.0).collect();
+    let ratio = SPREAD * (length(topic) / length(&noise).max(f32::EPSILON));
+    topic
+        .iter()
+        .zip(&noise)
+        .map(|(t, e)| t + ratio * e)
+        .collect()
+}
+
+fn length(v: &[f32]) -> f32 {
+    v.iter().map(|x| x * x).sum::<f32>().sqrt()
+}
 
 fn runtime() -> tokio::runtime::Runtime {
     match tokio::runtime::Builder::new_multi_thread()
@@ -81,6 +111,7 @@ fn publish_then_load(n: usize, dims: usize, queries: usize) {
         let bucket = bucket(&prefix).await;
         let mut rng = fastrand::Rng::with_seed(42);
         let words: Vec<String> = (0..20_000).map(|i| format!("w{i:05}x")).collect();
+        let topics = topics(n, dims);
         let chunks: Vec<Chunk> = (0..n)
             .map(|i| {
                 let text: Vec<&str> = (0..120)
@@ -91,7 +122,8 @@ fn publish_then_load(n: usize, dims: usize, queries: usize) {
                     (i % 20) as u32,
                     text.join(" "),
                 );
-                chunk.embedding = Some((0..dims).map(|_| rng.f32() * 2.0 - 1.0).collect());
+                let topic = rng.usize(..topics.len());
+                chunk.embedding = Some(near(&mut rng, &topics[topic]));
                 chunk
             })
             .collect();
@@ -203,13 +235,29 @@ fn load_child(prefix: &str, index_key: &str, rescore_key: &str, dims: usize, que
     });
     let loaded_rss = current_rss_kib();
     let mut rng = fastrand::Rng::with_seed(9);
+    let topics = topics(index.len(), dims);
     let mut samples = Vec::with_capacity(queries);
+    let (mut vector_samples, mut exhaustive_samples) = (Vec::new(), Vec::new());
+    let mut agree = 0;
     for _ in 0..queries {
         let text = format!("w{:05}x w{:05}x", rng.usize(..100), rng.usize(100..5000));
-        let q: Vec<f32> = (0..dims).map(|_| rng.f32() * 2.0 - 1.0).collect();
+        let topic = rng.usize(..topics.len());
+        let q = near(&mut rng, &topics[topic]);
         let t = Instant::now();
         std::hint::black_box(index.search(&text, Some(&q), TOP_K));
         samples.push(t.elapsed());
+        if let Some(vectors) = index.vectors() {
+            let t = Instant::now();
+            let fast = vectors.search(&q, fusion_depth(TOP_K));
+            vector_samples.push(t.elapsed());
+            let t = Instant::now();
+            let all = vectors.search_exhaustive(&q, fusion_depth(TOP_K));
+            exhaustive_samples.push(t.elapsed());
+            agree += fast[..TOP_K.min(fast.len())]
+                .iter()
+                .filter(|hit| all[..TOP_K.min(all.len())].contains(hit))
+                .count();
+        }
     }
     let label = format!("{} × {dims}", count(index.len()));
     let mib = |kib: u64| kib as f64 / 1024.0;
@@ -223,7 +271,22 @@ fn load_child(prefix: &str, index_key: &str, rescore_key: &str, dims: usize, que
     );
     println!(
         "{}",
-        Percentiles::of(samples).row(&format!("{label}: search after a snapshot load"))
+        Percentiles::of(samples).row(&format!("{label}: hybrid search after a snapshot load"))
+    );
+    println!(
+        "{}",
+        Percentiles::of(vector_samples).row(&format!("{label}: vector ranking alone"))
+    );
+    println!(
+        "{}",
+        Percentiles::of(exhaustive_samples).row(&format!(
+            "{label}: vector ranking, every row's codes scored (no pre-scan)"
+        ))
+    );
+    println!(
+        "{label}: vector top {TOP_K} equal to scoring every row's codes: {:.1}% of {} hits",
+        100.0 * agree as f64 / (queries * TOP_K).max(1) as f64,
+        queries * TOP_K
     );
 }
 
