@@ -79,6 +79,8 @@ BEDROCK = {
     # Query embeddings (Titan) only.
     "KbRetrieveFunction": ({"bedrock:InvokeModel"}, "EmbeddingsOverBedrock", "EmbeddingsModel"),
 }
+# Who may retrieve from a Bedrock knowledge base: (condition, parameter of its id).
+KNOWLEDGE_BASE = {"KbRetrieveFunction": ("KbOverBedrock", "KbBedrockKnowledgeBaseId")}
 # The further models agent profiles name: (condition, parameter), for STREAMERS only.
 AGENT_MODELS = ("BedrockAgentModels", "BedrockAgentModelArns")
 STREAMERS = {"ChatRouterFunction", "ToolWorkerFunction"}
@@ -185,6 +187,9 @@ def bedrock_access(name, policies):
         actions = {a for a in as_list(statement.get("Action", [])) if a.startswith("bedrock:")}
         if not actions:
             continue
+        if "bedrock:Retrieve" in actions:
+            failures += knowledge_base_grant(name, statement, condition, actions)
+            continue
         granted |= actions
         if statement.get("Resource") == {"Ref": AGENT_MODELS[1]}:
             # The agent profiles' models: streaming only, by the streaming functions, and
@@ -202,6 +207,23 @@ def bedrock_access(name, policies):
                 failures.append(f"{name}: Bedrock on {text}; expected ARNs of {parameter} only")
     if granted != expected_actions:
         failures.append(f"{name}: Bedrock actions {sorted(granted)}, expected {sorted(expected_actions)}")
+    return failures
+
+
+def knowledge_base_grant(name, statement, condition, actions):
+    """bedrock:Retrieve alone, by KNOWLEDGE_BASE's functions, under their condition, on the
+    one knowledge base the parameter names."""
+    if name not in KNOWLEDGE_BASE:
+        return [f"{name}: bedrock:Retrieve is not expected here"]
+    expected_condition, parameter = KNOWLEDGE_BASE[name]
+    failures = []
+    if actions != {"bedrock:Retrieve"}:
+        failures.append(f"{name}: {sorted(actions)} granted with bedrock:Retrieve; expected it alone")
+    if condition != expected_condition:
+        failures.append(f"{name}: bedrock:Retrieve granted under {condition}, expected {expected_condition}")
+    for text in sub_texts(statement.get("Resource")):
+        if not text.endswith(":knowledge-base/${" + parameter + "}"):
+            failures.append(f"{name}: bedrock:Retrieve on {text}; expected the knowledge base {parameter} names")
     return failures
 
 
@@ -431,7 +453,8 @@ def main():
         " only the router, the worker and the MCP server may call the IAM-only tool routes"
         " and stream from Bedrock (the chosen model, with BedrockModelId set,"
         " and the agent profiles' models listed in BedrockAgentModelArns);"
-        " kb-retrieve may embed with the chosen Titan model only with EmbeddingsProvider bedrock;"
+        " kb-retrieve may embed with the chosen Titan model only with EmbeddingsProvider bedrock"
+        " and retrieve from the one Bedrock knowledge base KbBedrockKnowledgeBaseId names, only when set;"
         " the OpenAI key only where OpenAI is used;"
         " external MCP servers' tokens only by the router and the worker;"
         " user-token routes exist only with PublicToolRoutes"

@@ -11,6 +11,12 @@
 //! | `EMBEDDINGS_MODEL` | `text-embedding-3-small` | must be the model the KB was ingested with |
 //! | `EMBEDDINGS_DIMENSIONS` | the model's | requested vector length |
 //! | `EMBEDDINGS_API_KEY_SECRET` | `OPENAI_API_KEY_SECRET` | secret holding the API key (optional) |
+//! | `KB_BACKEND` | `index` | `index` (this function's index) or `bedrock` (a Bedrock knowledge base) |
+//! | `KB_BEDROCK_KNOWLEDGE_BASE_ID` | required with `bedrock` | the knowledge base's id |
+//! | `KB_BEDROCK_SEARCH_TYPE` | `auto` | `auto`, `hybrid` or `semantic` |
+//! | `KB_BEDROCK_MAX_RESULTS` | `20` | results asked of Bedrock per query: `top_k`, at most this |
+//!
+//! `docs/configuration.md` is the reference; this table is the short form.
 
 use std::time::Duration;
 
@@ -45,7 +51,41 @@ pub struct Config {
     pub snapshot_prefix: String,
     /// `KB_RESCORE_MAX_MB`: the largest rescoring rows read into memory.
     pub rescore_max_bytes: u64,
+    /// `KB_BACKEND`: who answers the queries.
+    pub backend: Backend,
 }
+
+/// Who answers a search.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Backend {
+    /// This function's own index of the knowledge-base table (and its snapshots).
+    Index,
+    /// An Amazon Bedrock knowledge base, through its Retrieve API.
+    Bedrock(BedrockKbConfig),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BedrockKbConfig {
+    /// `KB_BEDROCK_KNOWLEDGE_BASE_ID`: ten letters and digits.
+    pub knowledge_base_id: String,
+    /// `KB_BEDROCK_SEARCH_TYPE`.
+    pub search_type: BedrockSearchType,
+    /// `KB_BEDROCK_MAX_RESULTS`: a query asks for its `top_k`, at most this many.
+    pub max_results: usize,
+}
+
+/// How Bedrock searches its vector store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BedrockSearchType {
+    /// Bedrock's choice for the store (hybrid where the store has a text index).
+    Auto,
+    /// Keywords and meaning; only stores with a filterable text field support it.
+    Hybrid,
+    /// Meaning alone.
+    Semantic,
+}
+
+pub const DEFAULT_BEDROCK_MAX_RESULTS: usize = 20;
 
 /// The snapshots' key prefix unless `KB_SNAPSHOT_PREFIX` says otherwise.
 pub const DEFAULT_SNAPSHOT_PREFIX: &str = "kb-index/";
@@ -69,7 +109,14 @@ impl Config {
         let snapshot_bucket = r.optional("KB_SNAPSHOT_BUCKET").filter(|b| !b.is_empty());
         let snapshot_prefix = r.or("KB_SNAPSHOT_PREFIX", DEFAULT_SNAPSHOT_PREFIX);
         let rescore_max_mb: u64 = r.parse_or("KB_RESCORE_MAX_MB", DEFAULT_RESCORE_MAX_MB);
+        let backend = r.or("KB_BACKEND", "index");
+        let knowledge_base_id = r
+            .optional("KB_BEDROCK_KNOWLEDGE_BASE_ID")
+            .filter(|id| !id.trim().is_empty());
+        let search_type = r.or("KB_BEDROCK_SEARCH_TYPE", "auto");
+        let max_results: usize = r.parse_or("KB_BEDROCK_MAX_RESULTS", DEFAULT_BEDROCK_MAX_RESULTS);
         r.finish(())?;
+        let backend = Backend::parse(&backend, knowledge_base_id, &search_type, max_results)?;
         let embeddings = EmbeddingsConfig::from_env(env)?;
         if timeout_ms == 0 {
             return Err(Error::Config(
@@ -84,6 +131,7 @@ impl Config {
         config.snapshot_bucket = snapshot_bucket;
         config.snapshot_prefix = snapshot_prefix;
         config.rescore_max_bytes = rescore_max_mb.saturating_mul(1024 * 1024);
+        config.backend = backend;
         Ok(config)
     }
 
@@ -100,6 +148,7 @@ impl Config {
             snapshot_bucket: None,
             snapshot_prefix: DEFAULT_SNAPSHOT_PREFIX.to_owned(),
             rescore_max_bytes: DEFAULT_RESCORE_MAX_MB * 1024 * 1024,
+            backend: Backend::Index,
         };
         config.set_embedding_timeout(DEFAULT_EMBEDDING_TIMEOUT);
         config
@@ -123,6 +172,55 @@ impl Config {
             model: e.model.clone(),
             dimensions: e.dimensions,
         })
+    }
+}
+
+impl Backend {
+    fn parse(
+        backend: &str,
+        knowledge_base_id: Option<String>,
+        search_type: &str,
+        max_results: usize,
+    ) -> Result<Self> {
+        let bad = |message: String| Err(Error::Config(message));
+        match backend.trim().to_ascii_lowercase().as_str() {
+            "index" => return Ok(Self::Index),
+            "bedrock" => {}
+            other => {
+                return bad(format!(
+                    "KB_BACKEND={other} is unknown: use index or bedrock"
+                ));
+            }
+        }
+        let Some(id) = knowledge_base_id.map(|id| id.trim().to_owned()) else {
+            return bad("KB_BACKEND=bedrock needs KB_BEDROCK_KNOWLEDGE_BASE_ID: the id of the knowledge base (template parameter KbBedrockKnowledgeBaseId)".into());
+        };
+        // The API's pattern: ten letters or digits.
+        if id.len() != 10 || !id.bytes().all(|b| b.is_ascii_alphanumeric()) {
+            return bad(format!(
+                "KB_BEDROCK_KNOWLEDGE_BASE_ID={id:?} is not a knowledge-base id (ten letters and digits, e.g. ABCDEFGH12)"
+            ));
+        }
+        let search_type = match search_type.trim().to_ascii_lowercase().as_str() {
+            "auto" => BedrockSearchType::Auto,
+            "hybrid" => BedrockSearchType::Hybrid,
+            "semantic" => BedrockSearchType::Semantic,
+            other => {
+                return bad(format!(
+                    "KB_BEDROCK_SEARCH_TYPE={other} is unknown: use auto, hybrid or semantic"
+                ));
+            }
+        };
+        if !(1..=100).contains(&max_results) {
+            return bad(format!(
+                "KB_BEDROCK_MAX_RESULTS={max_results} is out of range: use 1 to 100"
+            ));
+        }
+        Ok(Self::Bedrock(BedrockKbConfig {
+            knowledge_base_id: id,
+            search_type,
+            max_results,
+        }))
     }
 }
 
@@ -172,6 +270,46 @@ mod tests {
                 model: "text-embedding-3-small".into(),
                 dimensions: Some(256)
             })
+        );
+    }
+
+    #[test]
+    fn bedrock_backend() {
+        let table = ("KB_TABLE", "kb");
+        let config = Config::from_env(&Env::from_pairs([
+            table,
+            ("KB_BACKEND", "bedrock"),
+            ("KB_BEDROCK_KNOWLEDGE_BASE_ID", "ABCDEFGH12"),
+            ("KB_BEDROCK_SEARCH_TYPE", "Hybrid"),
+            ("KB_BEDROCK_MAX_RESULTS", "8"),
+        ]))
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            config.backend,
+            Backend::Bedrock(BedrockKbConfig {
+                knowledge_base_id: "ABCDEFGH12".into(),
+                search_type: BedrockSearchType::Hybrid,
+                max_results: 8,
+            })
+        );
+        let defaults =
+            Config::from_env(&Env::from_pairs([table])).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(defaults.backend, Backend::Index);
+        let bedrock = ("KB_BACKEND", "bedrock");
+        let id = ("KB_BEDROCK_KNOWLEDGE_BASE_ID", "ABCDEFGH12");
+        assert!(err(&[table, bedrock]).contains("KB_BEDROCK_KNOWLEDGE_BASE_ID"));
+        assert!(
+            err(&[table, bedrock, ("KB_BEDROCK_KNOWLEDGE_BASE_ID", "kb/../x")])
+                .contains("not a knowledge-base id")
+        );
+        assert!(err(&[table, ("KB_BACKEND", "opensearch")]).contains("KB_BACKEND"));
+        assert!(
+            err(&[table, bedrock, id, ("KB_BEDROCK_SEARCH_TYPE", "fuzzy")])
+                .contains("KB_BEDROCK_SEARCH_TYPE")
+        );
+        assert!(
+            err(&[table, bedrock, id, ("KB_BEDROCK_MAX_RESULTS", "0")])
+                .contains("KB_BEDROCK_MAX_RESULTS")
         );
     }
 

@@ -18,7 +18,8 @@ use shared::observability::Trace;
 use shared::secrets::SecretsCache;
 use tracing::Instrument;
 
-use crate::config::Config;
+use crate::bedrock_kb::BedrockKb;
+use crate::config::{Backend, Config};
 use crate::embed::QueryEmbedder;
 use crate::index::{Hit, Mode};
 use crate::live::LiveIndex;
@@ -38,6 +39,8 @@ pub struct Deps {
     pub access: RouteAccess,
     /// Queries by mode and their latency.
     pub metrics: Metrics,
+    /// Set with `KB_BACKEND=bedrock`: answers instead of the index.
+    pub bedrock_kb: Option<Arc<BedrockKb>>,
 }
 
 impl Deps {
@@ -62,7 +65,17 @@ impl Deps {
             embedder: Arc::new(embedder),
             access: RouteAccess::internal_only(),
             metrics: Metrics::discard(),
+            bedrock_kb: None,
         }
+    }
+
+    /// Searches answered by a Bedrock knowledge base through `client`, when the
+    /// configuration says `KB_BACKEND=bedrock` (otherwise the client is not used).
+    pub fn with_bedrock_kb(mut self, client: aws_sdk_bedrockagentruntime::Client) -> Self {
+        if let Backend::Bedrock(config) = &self.config.backend {
+            self.bedrock_kb = Some(Arc::new(BedrockKb::new(client, config.clone())));
+        }
+        self
     }
 
     /// Queries and refusals counted in `metrics`.
@@ -109,7 +122,8 @@ pub struct SearchRequest {
 pub struct SearchResponse {
     pub results: Vec<Hit>,
     pub mode: Mode,
-    /// The knowledge-base version searched; `null` before the first ingest.
+    /// The knowledge-base version searched; `null` before the first ingest and with the
+    /// Bedrock backend.
     pub kb_version: Option<u64>,
 }
 
@@ -203,6 +217,22 @@ pub async fn search(
     deadline: Instant,
 ) -> shared::Result<SearchResponse> {
     let started = Instant::now();
+    if let Some(bedrock) = &deps.bedrock_kb {
+        let results = bedrock.retrieve(query, top_k, deadline).await?;
+        tracing::info!(
+            mode = "bedrock",
+            top_k,
+            results = results.len(),
+            query_chars = query.chars().count(),
+            total_ms = started.elapsed().as_millis() as u64,
+            "kb search"
+        );
+        return Ok(SearchResponse {
+            results,
+            mode: Mode::Bedrock,
+            kb_version: None,
+        });
+    }
     let index = deps.kb.get().await?;
     // No point embedding the query when there are no vectors to compare it with.
     let embedding = if index.vector_dims().is_some() {

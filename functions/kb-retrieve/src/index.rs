@@ -38,8 +38,12 @@ pub struct EmbeddingSpec {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Mode {
+    /// BM25 and vectors, fused.
     Hybrid,
+    /// BM25 alone (no usable embeddings).
     Bm25,
+    /// Ranked by an Amazon Bedrock knowledge base (`KB_BACKEND=bedrock`).
+    Bedrock,
 }
 
 impl Mode {
@@ -47,6 +51,7 @@ impl Mode {
         match self {
             Self::Hybrid => "hybrid",
             Self::Bm25 => "bm25",
+            Self::Bedrock => "bedrock",
         }
     }
 }

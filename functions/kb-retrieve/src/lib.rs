@@ -18,14 +18,18 @@
 //! - In hybrid mode a BM25 hit matching less than a fifth of the query's BM25 weight does
 //!   not vote (`index::MIN_BM25_COVERAGE`): on paraphrases BM25 ranks chunks that share a
 //!   generic word, and their votes used to push the vector ranking's hits down.
-//! - Retrieval is exhaustive, no approximate index: a linear scan of the embeddings (8-bit
-//!   codes to pick candidates, exact f32 cosine to score them; `vectors`) and a
-//!   document-at-a-time walk of the BM25 postings, both keeping a bounded top-n heap.
+//! - Retrieval is a linear scan of the embeddings (8-bit codes to pick candidates, exact f32
+//!   cosine to score them; past 20k rows a 1-bit pre-scan picks the rows whose codes are
+//!   scored; `vectors`) and a document-at-a-time walk of the BM25 postings, both keeping a
+//!   bounded top-n heap.
+//! - `KB_BACKEND=bedrock` answers from an Amazon Bedrock knowledge base instead, in the same
+//!   reply shape with `mode: bedrock` (`bedrock_kb`); no index is loaded then.
 //! - Tokenizer (`tokenize`): German and English, umlauts / ß folded, Snowball stemming with
 //!   the document's language, both stems for query words, unknown German compounds split
 //!   into known parts.
 //! - Memory and latency figures: `benches/query.rs`; quality: `QUALITY.md`.
 
+pub mod bedrock_kb;
 pub mod bm25;
 pub mod config;
 pub mod embed;

@@ -42,13 +42,18 @@ async fn main() -> Result<(), lambda_http::Error> {
     let mut deps = Deps::new(shared::upstream::http_client()?, secrets, store, config)
         // Unused unless EMBEDDINGS_PROVIDER=bedrock; building it opens no connection.
         .with_bedrock(shared::embeddings::bedrock::client(&sdk))
+        // Unused unless KB_BACKEND=bedrock.
+        .with_bedrock_kb(kb_retrieve::bedrock_kb::client(&sdk))
         .with_access(access)
         .with_metrics(Metrics::stdout("kb-retrieve", &env));
     if let Some(source) = snapshots {
         deps = deps.with_snapshots(source);
     }
-    // Load the knowledge base during the init phase; if that fails, the first request retries.
-    if let Err(e) = deps.kb.get().await {
+    // Load the knowledge base during the init phase (unless Bedrock answers); if that
+    // fails, the first request retries.
+    if deps.bedrock_kb.is_none()
+        && let Err(e) = deps.kb.get().await
+    {
         tracing::error!(error = %e, "knowledge base not loaded at cold start");
     }
     // A failed Runtime API request polls again (shared::runtime_loop).

@@ -27,7 +27,8 @@ pub struct FlightSearchOutput {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct KnowledgeBaseOutput {
     pub results: Vec<KnowledgeBasePassage>,
-    /// How the passages were ranked: `hybrid` (keywords and meaning) or `bm25` (keywords).
+    /// How the passages were ranked: `hybrid` (keywords and meaning), `bm25` (keywords) or
+    /// `bedrock` (by an Amazon Bedrock knowledge base).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mode: Option<String>,
 }
