@@ -1,17 +1,21 @@
 //! Index snapshots in S3 (moto): a retriever loads a published snapshot instead of scanning
 //! the table and answers as a scan would; a damaged snapshot is refused and the scan
-//! answers; a new version's snapshot is picked up on reload.
+//! answers; a new version's snapshot is picked up on reload, and queries are answered from
+//! the loaded version while that reload runs.
 
 mod common;
 
-use std::time::Duration;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
-use common::{Fake, documents};
+use async_trait::async_trait;
+use common::{Fake, KbTable, documents};
 use kb_retrieve::live::SnapshotSource;
 use kb_retrieve::publish::{DEFAULT_GRACE, publish};
 use serde_json::json;
-use shared::kb::KbStore;
 use shared::kb::snapshots::S3Snapshots;
+use shared::kb::{Chunk, DocumentManifest, KbStore, KbVersion, SnapshotRef};
 use time::OffsetDateTime;
 
 /// The local snapshot bucket under a prefix of the test's own.
@@ -172,5 +176,118 @@ async fn a_new_versions_snapshot_is_picked_up_on_reload() {
         .unwrap_or_else(|| panic!("no version"));
     assert!(third.removed >= 2, "{third:?}");
     assert!(bucket.get(&first_at.index_key, None).await.is_err());
+    fake.finish().await;
+}
+
+/// The table, with the next marker read held back [`SLOW_READ`] once `slow` is set: a
+/// reload that takes its time.
+struct SlowMarker {
+    inner: Arc<dyn KbStore>,
+    slow: Arc<AtomicBool>,
+}
+
+const SLOW_READ: Duration = Duration::from_millis(400);
+
+#[async_trait]
+impl KbStore for SlowMarker {
+    async fn version(&self) -> shared::Result<Option<KbVersion>> {
+        if self.slow.swap(false, Ordering::SeqCst) {
+            tokio::time::sleep(SLOW_READ).await;
+        }
+        self.inner.version().await
+    }
+    async fn load_all(&self) -> shared::Result<Vec<Chunk>> {
+        self.inner.load_all().await
+    }
+    async fn documents(&self) -> shared::Result<Vec<DocumentManifest>> {
+        self.inner.documents().await
+    }
+    async fn replace_document(
+        &self,
+        manifest: &DocumentManifest,
+        chunks: &[Chunk],
+    ) -> shared::Result<()> {
+        self.inner.replace_document(manifest, chunks).await
+    }
+    async fn remove_document(&self, document_id: &str) -> shared::Result<()> {
+        self.inner.remove_document(document_id).await
+    }
+    async fn set_snapshot(&self, version: u64, snapshot: &SnapshotRef) -> shared::Result<bool> {
+        self.inner.set_snapshot(version, snapshot).await
+    }
+    async fn bump_version(
+        &self,
+        model: Option<&str>,
+        dimensions: Option<u32>,
+    ) -> shared::Result<KbVersion> {
+        self.inner.bump_version(model, dimensions).await
+    }
+}
+
+#[tokio::test]
+async fn queries_are_answered_from_the_loaded_version_while_a_reload_runs() {
+    let bucket = bucket().await;
+    let slow = Arc::new(AtomicBool::new(false));
+    let marker = Arc::clone(&slow);
+    let fake = Fake::build_with_store(
+        KbTable::create().await,
+        true,
+        |inner| {
+            Arc::new(SlowMarker {
+                inner,
+                slow: marker,
+            })
+        },
+        |c| c.version_check = Duration::ZERO,
+    )
+    .await;
+    fake.embeddings_answer().await;
+    let first = fake.kb.put_corpus(true, Some(common::MODEL)).await;
+    published(fake.kb.store.as_ref(), &bucket).await;
+    let fake = with_snapshots(fake, &bucket);
+    assert_eq!(
+        fake.search("lounge access").await["kb_version"],
+        json!(first)
+    );
+
+    fake.kb
+        .put_document(
+            "lounges",
+            &[(
+                "Lounge access comes with business class award tickets.",
+                Some(vec![0.0, 0.5, 0.5, 0.0]),
+            )],
+        )
+        .await;
+    let second = fake.kb.bump(Some(common::MODEL)).await;
+    published(fake.kb.store.as_ref(), &bucket).await;
+
+    // The next query reloads, its marker read held back; queries meanwhile do not wait.
+    slow.store(true, Ordering::SeqCst);
+    let reload = fake.search("lounge access");
+    let meanwhile = async {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let mut answers = Vec::new();
+        for _ in 0..3 {
+            let started = Instant::now();
+            let body = fake.search("lounge access").await;
+            answers.push((body["kb_version"].clone(), started.elapsed()));
+        }
+        answers
+    };
+    let (reloaded, meanwhile) = tokio::join!(reload, meanwhile);
+    assert_eq!(reloaded["kb_version"], json!(second), "{reloaded}");
+    assert_eq!(documents(&reloaded)[0], "lounges", "{reloaded}");
+    for (version, took) in &meanwhile {
+        assert_eq!(version, &json!(first), "answered from the loaded version");
+        assert!(
+            *took < SLOW_READ / 2,
+            "a query waited for the reload: {took:?}"
+        );
+    }
+    assert_eq!(
+        fake.search("lounge access").await["kb_version"],
+        json!(second)
+    );
     fake.finish().await;
 }

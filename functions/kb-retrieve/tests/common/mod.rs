@@ -247,6 +247,16 @@ impl Fake {
     }
 
     pub async fn build(kb: KbTable, endpoint: bool, tweak: impl FnOnce(&mut Config)) -> Self {
+        Self::build_with_store(kb, endpoint, |store| store, tweak).await
+    }
+
+    /// As [`Fake::build`], the retriever reading the table through `wrap(store)`.
+    pub async fn build_with_store(
+        kb: KbTable,
+        endpoint: bool,
+        wrap: impl FnOnce(Arc<dyn KbStore>) -> Arc<dyn KbStore>,
+        tweak: impl FnOnce(&mut Config),
+    ) -> Self {
         let embeddings = MockServer::start().await;
         let api_key = test_support::unique("sk-embeddings");
         let secret = test_support::create_secret("test/embeddings-key", &api_key).await;
@@ -267,7 +277,7 @@ impl Fake {
         );
         let http = shared::upstream::http_client().unwrap_or_else(|e| panic!("client: {e}"));
         let store: Arc<dyn KbStore> = kb.store.clone();
-        let deps = Deps::new(http, secrets, store, config);
+        let deps = Deps::new(http, secrets, wrap(store), config);
         Self {
             kb,
             embeddings,
