@@ -20,7 +20,7 @@ use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use kb_retrieve::index::{EmbeddingSpec, Index, Mode, fusion_depth};
+use kb_retrieve::index::{EmbeddingSpec, Hit, Index, Mode, fusion_depth};
 use kb_retrieve::rank::Scored;
 use serde_json::Value;
 use shared::kb::chunker::{ChunkerConfig, chunk_document};
@@ -200,6 +200,29 @@ fn load_chunks(cache: &Cache) -> Vec<Chunk> {
     chunks
 }
 
+/// The index of `chunks` as kb-retrieve builds it, its version marker and embedding spec.
+fn build_index(cache: &Cache, chunks: Vec<Chunk>) -> (Index, KbVersion, EmbeddingSpec) {
+    let version = KbVersion {
+        version: 1,
+        embedding_model: Some(cache.model.clone()),
+        dimensions: Some(cache.dimensions as u32),
+        updated_at: String::new(),
+        snapshot: None,
+    };
+    let spec = EmbeddingSpec {
+        model: cache.model.clone(),
+        dimensions: Some(cache.dimensions as u32),
+    };
+    let index = Index::build(chunks, Some(&version), Some(&spec));
+    assert_eq!(
+        index.vector_dims(),
+        Some(cache.dimensions),
+        "{}",
+        cache.file
+    );
+    (index, version, spec)
+}
+
 #[derive(Default, Clone, Copy)]
 struct Score {
     recall: f64,
@@ -302,19 +325,7 @@ fn evaluate(file: &'static str) -> Evaluation {
         .map(|c| c.document_id.as_str())
         .collect::<HashSet<_>>()
         .len();
-    let version = KbVersion {
-        version: 1,
-        embedding_model: Some(cache.model.clone()),
-        dimensions: Some(cache.dimensions as u32),
-        updated_at: String::new(),
-        snapshot: None,
-    };
-    let spec = EmbeddingSpec {
-        model: cache.model.clone(),
-        dimensions: Some(cache.dimensions as u32),
-    };
-    let index = Index::build(chunks, Some(&version), Some(&spec));
-    assert_eq!(index.vector_dims(), Some(cache.dimensions), "{file}");
+    let (index, _, _) = build_index(&cache, chunks);
 
     let depth = fusion_depth(TOP_K);
     let mut groups: Vec<Totals> = GROUPS.iter().map(|_| Totals::default()).collect();
@@ -533,4 +544,71 @@ fn write_report(evaluations: &[Evaluation]) {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("QUALITY.md");
     std::fs::write(&path, report).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     println!("wrote {}", path.display());
+}
+
+/// The index snapshot (`kb-ingest` publishes it, a cold kb-retrieve loads it) answers every
+/// evaluation query as the index built from the chunks: the same chunks in the same order,
+/// hybrid and BM25, for both models. Without its rescoring rows (a knowledge base above
+/// `KB_RESCORE_MAX_MB`) the 8-bit codes rank; the results must still hold the same
+/// documents in the top 6.
+#[test]
+fn the_index_snapshot_answers_the_evaluation_set_as_the_built_index() {
+    let (queries, _) = load_eval();
+    for file in CACHES {
+        let cache = load_cache(file);
+        let (built, version, spec) = build_index(&cache, load_chunks(&cache));
+        let snapshot = kb_retrieve::snapshot::encode(&built, &version)
+            .unwrap_or_else(|e| panic!("{file}: encode: {e}"));
+        let rescore = snapshot.rescore.as_deref();
+        assert!(
+            rescore.is_some(),
+            "{file}: an index with vectors has rescoring rows"
+        );
+        let loaded = kb_retrieve::snapshot::decode(&snapshot.index, rescore, Some(&spec))
+            .unwrap_or_else(|e| panic!("{file}: decode: {e}"));
+        let codes_only = kb_retrieve::snapshot::decode(&snapshot.index, None, Some(&spec))
+            .unwrap_or_else(|e| panic!("{file}: decode: {e}"));
+        let hits = |index: &Index, text: &str, embedding: Option<&[f32]>, k: usize| {
+            index.search(text, embedding, k).0
+        };
+        let ids = |hits: &[Hit]| -> Vec<String> { hits.iter().map(|h| h.id.clone()).collect() };
+        let top_documents = |hits: &[Hit]| -> HashSet<String> {
+            hits.iter()
+                .take(TOP_K)
+                .map(|h| h.document_id.clone())
+                .collect()
+        };
+        let mut same_documents = 0;
+        for q in &queries {
+            let embedding = cache.vectors.get(&content_hash(&q.text)).map(Vec::as_slice);
+            assert!(embedding.is_some(), "{file}: no embedding of {}", q.id);
+            let expected = hits(&built, &q.text, embedding, MRR_DEPTH);
+            assert_eq!(
+                ids(&hits(&loaded, &q.text, embedding, MRR_DEPTH)),
+                ids(&expected),
+                "{file} {} hybrid",
+                q.id
+            );
+            assert_eq!(
+                ids(&hits(&loaded, &q.text, None, MRR_DEPTH)),
+                ids(&hits(&built, &q.text, None, MRR_DEPTH)),
+                "{file} {} bm25",
+                q.id
+            );
+            same_documents += usize::from(
+                top_documents(&hits(&codes_only, &q.text, embedding, TOP_K))
+                    == top_documents(&expected),
+            );
+        }
+        println!(
+            "{file}: {} queries answered alike from the snapshot; without its rescoring rows the top {TOP_K} documents are the same for {same_documents}",
+            queries.len()
+        );
+        assert!(
+            same_documents * 100 >= queries.len() * 95,
+            "{file}: codes alone changed the top {TOP_K} documents of {} of {} queries",
+            queries.len() - same_documents,
+            queries.len()
+        );
+    }
 }
