@@ -1,8 +1,8 @@
 //! Publishing a version's index snapshot: built from the stored chunks exactly as a
 //! retriever builds its index, uploaded under a key of its own, then named in the version
-//! marker, so a retriever loads it in one read instead of scanning the table. Snapshots of
-//! older versions go once they are older than the grace period. `kb-ingest` runs it after
-//! each change.
+//! marker, so a retriever loads it in one read instead of scanning the table. Objects of
+//! older snapshots are tagged superseded and go once they have been for the grace period
+//! (`S3Snapshots::remove_stale`). `kb-ingest` runs it after each change.
 
 use std::time::Duration;
 
@@ -14,7 +14,8 @@ use time::OffsetDateTime;
 use crate::index::{EmbeddingSpec, Index};
 use crate::snapshot;
 
-/// Older snapshots stay this long after a newer one: a warm retriever may still be reading.
+/// Older snapshots stay this long after they were superseded: a warm retriever may still be
+/// reading.
 pub const DEFAULT_GRACE: Duration = Duration::from_secs(3600);
 
 /// What [`publish`] did.
@@ -62,7 +63,13 @@ pub async fn publish(
         bucket.put(key, rows).await?;
     }
     let superseded = !store.set_snapshot(version.version, &at).await?;
-    let removed = bucket.remove_stale(&[&at], grace, now).await?;
+    // Superseded: the marker moved on (a concurrent run); what it names is live, ours is not.
+    let live = match superseded {
+        false => Some(at.clone()),
+        true => store.version().await?.and_then(|v| v.snapshot),
+    };
+    let keep: Vec<&SnapshotRef> = live.iter().collect();
+    let removed = bucket.remove_stale(&keep, grace, now).await?;
     Ok(Some(Published {
         version: version.version,
         at,

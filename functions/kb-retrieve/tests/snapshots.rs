@@ -1,7 +1,8 @@
 //! Index snapshots in S3 (moto): a retriever loads a published snapshot instead of scanning
 //! the table and answers as a scan would; a damaged snapshot is refused and the scan
 //! answers; a new version's snapshot is picked up on reload, and queries are answered from
-//! the loaded version while that reload runs.
+//! the loaded version while that reload runs; superseded objects are tagged and kept for the
+//! grace period from then.
 
 mod common;
 
@@ -290,4 +291,79 @@ async fn queries_are_answered_from_the_loaded_version_while_a_reload_runs() {
         json!(second)
     );
     fake.finish().await;
+}
+
+#[tokio::test]
+async fn superseded_objects_are_tagged_and_kept_for_the_grace_from_then() {
+    let bucket = bucket().await;
+    let kb = KbTable::create().await;
+    kb.put_corpus(true, Some(common::MODEL)).await;
+    let store = kb.store.as_ref();
+    let now = OffsetDateTime::now_utc();
+    let first = published(store, &bucket).await;
+    let keys = |at: &SnapshotRef| -> Vec<String> {
+        std::iter::once(at.index_key.clone())
+            .chain(at.rescore_key.clone())
+            .collect()
+    };
+    let tagged = |key: String| {
+        let bucket = bucket.clone();
+        async move {
+            bucket
+                .superseded_at(&key)
+                .await
+                .unwrap_or_else(|e| panic!("{key}: {e}"))
+        }
+    };
+    let exists = |key: String| {
+        let bucket = bucket.clone();
+        async move { bucket.get(&key, Some(0)).await.is_ok() }
+    };
+
+    // Two hours on, a new version: the first snapshot's objects were written "long ago",
+    // but the grace counts from now, when they were found superseded.
+    kb.bump(Some(common::MODEL)).await;
+    let superseded_at = now + time::Duration::hours(2);
+    let second = publish(store, &bucket, DEFAULT_GRACE, superseded_at)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
+        .unwrap_or_else(|| panic!("no version"));
+    assert_eq!(second.removed, 0, "{second:?}");
+    for key in keys(&first) {
+        assert!(exists(key.clone()).await, "{key} kept within the grace");
+        assert_eq!(tagged(key).await, Some(superseded_at.unix_timestamp()));
+    }
+    for key in keys(&second.at) {
+        assert_eq!(tagged(key).await, None, "the live snapshot is not tagged");
+    }
+
+    // Within the grace of the tag: still there. After it: gone, the live one stays.
+    let within = superseded_at + time::Duration::minutes(59);
+    let again = publish(store, &bucket, DEFAULT_GRACE, within)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
+        .unwrap_or_else(|| panic!("no version"));
+    assert!(exists(first.index_key.clone()).await);
+    let after = superseded_at + time::Duration::minutes(61);
+    let last = publish(store, &bucket, DEFAULT_GRACE, after)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
+        .unwrap_or_else(|| panic!("no version"));
+    assert_eq!(
+        last.removed, 2,
+        "the first snapshot's two objects: {last:?}"
+    );
+    assert!(!exists(first.index_key.clone()).await);
+    assert!(exists(last.at.index_key.clone()).await);
+    // The second and the third publish's objects are superseded now, tagged, not yet due.
+    for key in keys(&second.at).into_iter().chain(keys(&again.at)) {
+        assert!(exists(key.clone()).await, "{key}");
+        assert!(tagged(key).await.is_some());
+    }
+    let far = after + time::Duration::days(1);
+    bucket
+        .remove_stale(&[], Duration::ZERO, far)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    kb.delete().await;
 }

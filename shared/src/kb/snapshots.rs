@@ -1,9 +1,10 @@
 //! The bucket of knowledge-base index snapshots (kb-retrieve's `snapshot.rs` has the
 //! format). `kb-ingest` writes a version's objects under a key of their own, then points
 //! the version marker at them ([`super::KbStore::set_snapshot`]), so a reader sees either
-//! the old snapshot or the whole new one; objects of older versions go after a grace period
-//! (a warm function may still be reading them), and the bucket's lifecycle rule removes
-//! whatever an interrupted ingest left.
+//! the old snapshot or the whole new one. Objects of no current snapshot are tagged
+//! [`SUPERSEDED_TAG`] by the next publish and deleted by a publish after the grace period
+//! (a warm function may still be reading them), counted from that tag; the bucket's
+//! lifecycle rule expires tagged objects too, so they go even if no ingest runs again.
 
 use std::time::Duration;
 
@@ -13,6 +14,13 @@ use time::OffsetDateTime;
 
 use super::SnapshotRef;
 use crate::{Error, Result};
+
+/// Tag (key, value) of an object that belongs to no current snapshot; the template's
+/// lifecycle rule filters on it.
+pub const SUPERSEDED_TAG: (&str, &str) = ("kb-snapshot", "superseded");
+/// Tag holding when the object was found superseded (Unix seconds): the grace counts
+/// from then, not from when it was written.
+pub const SUPERSEDED_AT_TAG: &str = "kb-superseded-at";
 
 /// The snapshot bucket and the prefix under which the objects sit.
 #[derive(Clone)]
@@ -136,8 +144,11 @@ impl S3Snapshots {
             .map_err(|e| s3_error("GetObject", e))
     }
 
-    /// Deletes the objects under the prefix that belong to no snapshot in `keep` and were
-    /// written more than `grace` before `now`; returns how many went.
+    /// Cleans up after a publish: an object under the prefix that belongs to no snapshot in
+    /// `keep` is tagged superseded (at `now`) the first time it is seen, and deleted once it
+    /// has been superseded for more than `grace` (with a zero grace: at once). An object of
+    /// `keep` loses such a tag (a concurrent publish may have tagged it before it was named
+    /// in the marker). Returns how many went.
     pub async fn remove_stale(
         &self,
         keep: &[&SnapshotRef],
@@ -148,8 +159,9 @@ impl S3Snapshots {
             keep.iter()
                 .any(|k| key == k.index_key || k.rescore_key.as_deref() == Some(key))
         };
-        let cutoff = now.unix_timestamp() - i64::try_from(grace.as_secs()).unwrap_or(i64::MAX);
-        let mut stale = Vec::new();
+        let now_secs = now.unix_timestamp();
+        let cutoff = now_secs.saturating_sub(i64::try_from(grace.as_secs()).unwrap_or(i64::MAX));
+        let (mut others, mut current) = (Vec::new(), Vec::new());
         let mut pages = self
             .client
             .list_objects_v2()
@@ -159,16 +171,36 @@ impl S3Snapshots {
             .send();
         while let Some(page) = pages.next().await {
             let page = page.map_err(|e| s3_error("ListObjectsV2", e))?;
-            for object in page.contents() {
-                let (Some(key), Some(written)) = (object.key(), object.last_modified()) else {
-                    continue;
-                };
-                if !kept(key) && written.secs() < cutoff {
-                    stale.push(key.to_owned());
+            for key in page.contents().iter().filter_map(|object| object.key()) {
+                if kept(key) {
+                    current.push(key.to_owned());
+                } else {
+                    others.push(key.to_owned());
                 }
             }
         }
-        for key in &stale {
+        for key in &current {
+            if self.superseded_at(key).await?.is_some() {
+                self.client
+                    .delete_object_tagging()
+                    .bucket(&self.bucket)
+                    .key(key)
+                    .send()
+                    .await
+                    .map_err(|e| s3_error("DeleteObjectTagging", e))?;
+            }
+        }
+        let mut removed = 0;
+        for key in &others {
+            match self.superseded_at(key).await? {
+                Some(at) if at <= cutoff => {}
+                None if now_secs <= cutoff => {}
+                Some(_) => continue,
+                None => {
+                    self.mark_superseded(key, now_secs).await?;
+                    continue;
+                }
+            }
             self.client
                 .delete_object()
                 .bucket(&self.bucket)
@@ -176,8 +208,51 @@ impl S3Snapshots {
                 .send()
                 .await
                 .map_err(|e| s3_error("DeleteObject", e))?;
+            removed += 1;
         }
-        Ok(stale.len())
+        Ok(removed)
+    }
+
+    /// When the object at `key` was tagged superseded; `None` if it was not (or the tag is
+    /// not a number: it is tagged again).
+    pub async fn superseded_at(&self, key: &str) -> Result<Option<i64>> {
+        let tags = self
+            .client
+            .get_object_tagging()
+            .bucket(&self.bucket)
+            .key(key)
+            .send()
+            .await
+            .map_err(|e| s3_error("GetObjectTagging", e))?;
+        Ok(tags
+            .tag_set()
+            .iter()
+            .find(|tag| tag.key() == SUPERSEDED_AT_TAG)
+            .and_then(|tag| tag.value().parse().ok()))
+    }
+
+    async fn mark_superseded(&self, key: &str, at: i64) -> Result<()> {
+        let tag = |key: &str, value: &str| {
+            aws_sdk_s3::types::Tag::builder()
+                .key(key)
+                .value(value)
+                .build()
+                .map_err(|e| s3_error("Tag", e))
+        };
+        let tagging = aws_sdk_s3::types::Tagging::builder()
+            .tag_set(tag(SUPERSEDED_TAG.0, SUPERSEDED_TAG.1)?)
+            .tag_set(tag(SUPERSEDED_AT_TAG, &at.to_string())?)
+            .build()
+            .map_err(|e| s3_error("Tagging", e))?;
+        self.client
+            .put_object_tagging()
+            .bucket(&self.bucket)
+            .key(key)
+            .tagging(tagging)
+            .send()
+            .await
+            .map_err(|e| s3_error("PutObjectTagging", e))?;
+        Ok(())
     }
 }
 
