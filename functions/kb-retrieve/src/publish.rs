@@ -18,11 +18,17 @@ use crate::snapshot;
 /// reading.
 pub const DEFAULT_GRACE: Duration = Duration::from_secs(3600);
 
+/// The largest knowledge base one kb-retrieve function is measured for (100k chunks ×
+/// 1536 dimensions in 512 MB; README, "How big a knowledge base").
+pub const MEASURED_MAX_CHUNKS: usize = 100_000;
+
 /// What [`publish`] did.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Published {
     pub version: u64,
     pub at: SnapshotRef,
+    /// Chunks in the snapshot.
+    pub chunks: usize,
     pub index_bytes: usize,
     pub rescore_bytes: usize,
     /// Objects of older snapshots removed.
@@ -49,10 +55,11 @@ pub async fn publish(
             dimensions: marker.dimensions,
         });
         let index = Index::build(chunks, Some(&marker), spec.as_ref());
-        snapshot::encode(&index, &marker)
+        snapshot::encode(&index, &marker).map(|built| (built, index.len()))
     })
     .await
-    .map_err(|e| Error::Corrupt(format!("building the index snapshot failed: {e}")))??;
+    .map_err(|e| Error::Corrupt(format!("building the index snapshot failed: {e}")))?;
+    let (built, chunks) = built?;
     let at = bucket.keys(version.version, now, built.rescore.is_some());
     let (index_bytes, rescore_bytes) = (
         built.index.len(),
@@ -73,6 +80,7 @@ pub async fn publish(
     Ok(Some(Published {
         version: version.version,
         at,
+        chunks,
         index_bytes,
         rescore_bytes,
         removed,
