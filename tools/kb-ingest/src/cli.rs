@@ -32,6 +32,10 @@ use crate::progress::Progress;
 /// EMBEDDINGS_API_KEY_SECRET (else OPENAI_API_KEY_SECRET). With EMBEDDINGS_PROVIDER=bedrock:
 /// Titan Text Embeddings V2 (default amazon.titan-embed-text-v2:0, 1024 dimensions, or 512
 /// or 256) with the shell's AWS credentials.
+///
+/// Past about 100k chunks, let an Amazon Bedrock knowledge base answer instead: it reads
+/// the same folder from S3 and names documents by file stem as this tool does
+/// (docs/operations.md, "Moving the knowledge base to Amazon Bedrock Knowledge Bases").
 #[derive(Debug, Clone, Parser)]
 #[command(name = "kb-ingest", version)]
 pub struct Args {
