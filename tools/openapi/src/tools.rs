@@ -39,7 +39,7 @@ const ROUTES: [Route; 3] = [
         path: kb_retrieve::handler::ROUTE,
         id: "searchKnowledgeBase",
         tag: "knowledge base",
-        summary: "Hybrid (BM25 + vector) knowledge-base retrieval",
+        summary: "Hybrid (BM25 + vector) knowledge-base retrieval, or an Amazon Bedrock knowledge base's",
     },
 ];
 
@@ -72,6 +72,10 @@ pub fn paths(c: &mut Components) -> Vec<(String, Value)> {
                     .error(404, "`not_found`: the upstream answered 404")
                     .error(502, "`upstream_error`: the upstream is down, answered garbage, or refused our credentials")
                     .error(504, "`upstream_timeout`: the upstream did not answer in the invocation's time");
+            } else {
+                op = op
+                    .error(502, "`upstream_error`: with `KB_BACKEND=bedrock`, the Bedrock knowledge base failed (the log names the error code)")
+                    .error(504, "`upstream_timeout`: with `KB_BACKEND=bedrock`, the knowledge base did not answer in the invocation's time");
             }
             op
         };
