@@ -21,15 +21,7 @@ async fn a_version_bump_is_picked_up() {
     // (The vector ranking always has nearest neighbours; the lounge document is what counts.)
     assert!(!documents(&body).contains(&"lounges".to_owned()), "{body}");
 
-    fake.kb
-        .put_document(
-            "lounges",
-            &[(
-                "Lounge access comes with business class award tickets.",
-                Some(vec![0.0, 0.5, 0.5, 0.0]),
-            )],
-        )
-        .await;
+    fake.kb.put_lounges().await;
     // Written but not yet announced: the loaded version stays.
     let body = fake.search("lounge access").await;
     assert_eq!(body["kb_version"], json!(first));

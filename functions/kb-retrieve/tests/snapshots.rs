@@ -146,15 +146,7 @@ async fn a_new_versions_snapshot_is_picked_up_on_reload() {
         json!(first)
     );
 
-    fake.kb
-        .put_document(
-            "lounges",
-            &[(
-                "Lounge access comes with business class award tickets.",
-                Some(vec![0.0, 0.5, 0.5, 0.0]),
-            )],
-        )
-        .await;
+    fake.kb.put_lounges().await;
     let second = fake.kb.bump(Some(common::MODEL)).await;
     let second_at = published(fake.kb.store.as_ref(), &bucket).await;
     assert_ne!(
@@ -251,15 +243,7 @@ async fn queries_are_answered_from_the_loaded_version_while_a_reload_runs() {
         json!(first)
     );
 
-    fake.kb
-        .put_document(
-            "lounges",
-            &[(
-                "Lounge access comes with business class award tickets.",
-                Some(vec![0.0, 0.5, 0.5, 0.0]),
-            )],
-        )
-        .await;
+    fake.kb.put_lounges().await;
     let second = fake.kb.bump(Some(common::MODEL)).await;
     published(fake.kb.store.as_ref(), &bucket).await;
 
