@@ -41,6 +41,20 @@ fn with_snapshots(fake: Fake, bucket: &S3Snapshots) -> Fake {
     }
 }
 
+/// The sample corpus stored and its snapshot published; `fake`'s retriever loads it from
+/// `bucket` and answers with its version.
+async fn serving_the_corpus(fake: Fake, bucket: &S3Snapshots) -> (Fake, u64, SnapshotRef) {
+    fake.embeddings_answer().await;
+    let version = fake.kb.put_corpus(true, Some(common::MODEL)).await;
+    let at = published(fake.kb.store.as_ref(), bucket).await;
+    let fake = with_snapshots(fake, bucket);
+    assert_eq!(
+        fake.search("lounge access").await["kb_version"],
+        json!(version)
+    );
+    (fake, version, at)
+}
+
 async fn published(store: &dyn KbStore, bucket: &S3Snapshots) -> shared::kb::SnapshotRef {
     let done = publish(store, bucket, DEFAULT_GRACE, OffsetDateTime::now_utc())
         .await
@@ -137,14 +151,7 @@ async fn a_damaged_snapshot_is_refused_and_the_scan_answers() {
 async fn a_new_versions_snapshot_is_picked_up_on_reload() {
     let bucket = bucket().await;
     let fake = Fake::start(|c| c.version_check = Duration::ZERO).await;
-    fake.embeddings_answer().await;
-    let first = fake.kb.put_corpus(true, Some(common::MODEL)).await;
-    let first_at = published(fake.kb.store.as_ref(), &bucket).await;
-    let fake = with_snapshots(fake, &bucket);
-    assert_eq!(
-        fake.search("lounge access").await["kb_version"],
-        json!(first)
-    );
+    let (fake, _, first_at) = serving_the_corpus(fake, &bucket).await;
 
     fake.kb.put_lounges().await;
     let second = fake.kb.bump(Some(common::MODEL)).await;
@@ -234,14 +241,7 @@ async fn queries_are_answered_from_the_loaded_version_while_a_reload_runs() {
         |c| c.version_check = Duration::ZERO,
     )
     .await;
-    fake.embeddings_answer().await;
-    let first = fake.kb.put_corpus(true, Some(common::MODEL)).await;
-    published(fake.kb.store.as_ref(), &bucket).await;
-    let fake = with_snapshots(fake, &bucket);
-    assert_eq!(
-        fake.search("lounge access").await["kb_version"],
-        json!(first)
-    );
+    let (fake, first, _) = serving_the_corpus(fake, &bucket).await;
 
     fake.kb.put_lounges().await;
     let second = fake.kb.bump(Some(common::MODEL)).await;
