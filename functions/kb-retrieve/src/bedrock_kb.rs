@@ -74,7 +74,9 @@ impl BedrockKb {
         let call = self
             .client
             .retrieve()
-            .knowledge_base_id(&self.config.knowledge_base_id)
+            // The setter, not `.knowledge_base_id(..)`: infra/tests/add-a-tool.sh copies this
+            // crate renaming `knowledge_base` identifiers, which would rename the SDK's too.
+            .set_knowledge_base_id(Some(self.config.knowledge_base_id.clone()))
             .retrieval_query(query)
             .retrieval_configuration(configuration)
             .send();
