@@ -80,7 +80,9 @@ BEDROCK = {
     "KbRetrieveFunction": ({"bedrock:InvokeModel"}, "EmbeddingsOverBedrock", "EmbeddingsModel"),
 }
 # Who may retrieve from a Bedrock knowledge base: (condition, parameter of its id).
-KNOWLEDGE_BASE = {"KbRetrieveFunction": ("KbOverBedrock", "KbBedrockKnowledgeBaseId")}
+KNOWLEDGE_BASE = {
+    "KbRetrieveFunction": ("KbOverBedrock", "KbBedrockKnowledgeBaseId"),
+}
 # The further models agent profiles name: (condition, parameter), for STREAMERS only.
 AGENT_MODELS = ("BedrockAgentModels", "BedrockAgentModelArns")
 STREAMERS = {"ChatRouterFunction", "ToolWorkerFunction"}
