@@ -27,9 +27,10 @@ cargo test --workspace --all-targets "$@"
 # Not turns.rs: it times leases and cancels against the stores' clocks, which stay unmoved.
 log "the date-sensitive suites again, the tests' clock 800 days ahead"
 ahead() { TEST_CLOCK_OFFSET_DAYS=800 cargo test "$@"; }
-ahead -p chat-router --test chat --test alerts --test approval --test session --test sample_events
-ahead -p tool-worker --test alerts
-ahead -p dev-stack --test standin_bedrock
+# Each crate's integration tests are one binary; its modules are selected by name.
+ahead -p chat-router --test integration -- chat:: alerts:: approval:: session:: sample_events::
+ahead -p tool-worker --test integration -- alerts::
+ahead -p dev-stack --test integration -- standin_bedrock::
 # Least privilege: each function's DynamoDB access in template.yaml is what its code uses.
 "$VENV_DIR/bin/python" "$REPO_ROOT/infra/tests/iam.py"
 # The local scripts' start-up checks in the windows where a live process looks exited.

@@ -31,12 +31,23 @@ say() { printf '\033[1;36m[add-a-tool %4ss]\033[0m %s\n' "$(( $(date +%s) - star
 
 scratch=""
 emulators=""
+# The scratch copy's own crates build into the shared target/ (about 1 GB of test binaries);
+# what was written there after this stamp goes with the scratch copy. A build of the
+# checkout that ran meanwhile only has to link again.
+stamp="$CARGO_TARGET_DIR/.add-a-tool-started"
+mkdir -p "$CARGO_TARGET_DIR"
+touch "$stamp"
 cleanup() {
   if [ -n "$emulators" ]; then
     (cd "$scratch/ws/tree" && LOCAL_DIR="$scratch/local" DYNAMODB_PORT="$DYNAMODB_PORT" MOTO_PORT="$MOTO_PORT" \
       ./infra/local/emulators.sh stop >/dev/null 2>&1) || true
   fi
   [ -z "$scratch" ] || rm -rf "$scratch"
+  if [ -d "$CARGO_TARGET_DIR/debug" ]; then
+    find "$CARGO_TARGET_DIR/debug" -newer "$stamp" \( -type f -o -type l \) -delete 2>/dev/null || true
+    find "$CARGO_TARGET_DIR/debug" -mindepth 2 -type d -empty -delete 2>/dev/null || true
+  fi
+  rm -f "$stamp"
 }
 trap cleanup EXIT
 
@@ -107,8 +118,8 @@ done
 say "the tests that catch a forgotten piece"
 run cargo test -q -p shared --lib -- tool_call
 run cargo test -q -p agent --lib -- "$tool" every_declared_tool texts
-run cargo test -q -p openapi --test committed
-run cargo test -q -p docs-check --test configuration
+run cargo test -q -p openapi --test integration -- committed::
+run cargo test -q -p docs-check --test integration -- configuration::
 
 say "template checks"
 "$REPO/.local/venv/bin/cfn-lint" template.yaml
@@ -129,9 +140,11 @@ emulators=1
 LOCAL_DIR="$scratch/local" ./infra/local/emulators.sh start
 # shellcheck disable=SC1091
 source "$scratch/local/run/env"
-# The tests the guide points at: the handler's, the search rig's and the sample events'.
-run cargo test -q -p "$function" --lib --test search --test sample_events --test validation
-run cargo test -q -p chat-router --test chat -- offered flight_search_streams_the_contract_events
+# The tests the guide points at: the handler's, the search rig's and the sample events'
+# (modules of the crate's one integration-test binary).
+run cargo test -q -p "$function" --lib
+run cargo test -q -p "$function" --test integration -- search:: sample_events:: validation::
+run cargo test -q -p chat-router --test integration -- offered flight_search_streams_the_contract_events
 run cargo test -q -p deploy-hook
 
 say "the files the new tools touched, against the Checklist"

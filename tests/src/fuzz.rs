@@ -1,4 +1,4 @@
-//! Fuzzing harness for the crates' `tests/fuzz.rs`: property tests that the ordinary
+//! Fuzzing harness for the crates' `tests/integration/fuzz.rs`: property tests that the ordinary
 //! `cargo test` runs (stable toolchain, no libFuzzer). The runner, the seed files and the
 //! JSON strategies for reply parsers live here so every target fuzzes the same way; what a
 //! target checks, its seed, its odd values and the field names it reads stay in its file.

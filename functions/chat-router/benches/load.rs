@@ -11,7 +11,7 @@
 //! function run once per chat. Reports turns per second and the turns' latency
 //! percentiles. `cargo test --all-targets` runs it with 4 chats.
 
-#[path = "../tests/common/mod.rs"]
+#[path = "../tests/integration/common/mod.rs"]
 mod common;
 
 use std::time::{Duration, Instant};

@@ -12,7 +12,7 @@
 //!
 //! `cargo test --all-targets` runs a 20-turn smoke pass.
 
-#[path = "../tests/common/mod.rs"]
+#[path = "../tests/integration/common/mod.rs"]
 mod common;
 
 use std::time::{Duration, Instant};

@@ -11,7 +11,7 @@
 //! DynamoDB requests and LLM calls per turn, and the process's peak RSS.
 //! `cargo test --all-targets` runs a 3-turn smoke pass, which asserts the request counts.
 
-#[path = "../tests/common/mod.rs"]
+#[path = "../tests/integration/common/mod.rs"]
 mod common;
 
 use std::sync::Arc;

@@ -5,7 +5,7 @@
 //!   written ([`shell_blocks`], `docs-check run`), ```` ```sh aws ```` blocks need an AWS
 //!   account and are only syntax-checked;
 //! - each default in `docs/configuration.md` matches the code ([`config_rows`] against
-//!   `shared::config::Env::recording`; see `tests/configuration.rs`) and each template
+//!   `shared::config::Env::recording`; see `tests/integration/configuration.rs`) and each template
 //!   parameter's default matches `template.yaml` ([`template_defaults`]);
 //! - link fragments name a heading of their page ([`anchors`]);
 //! - one fact, one place: defaults, routes, error codes and long sentences are written in one

@@ -3,7 +3,7 @@
 //! Schemas (2020-12, which OpenAPI 3.1 takes as is); this crate adds paths, parameters,
 //! statuses and security as docs/api.md describes them.
 //!
-//! `cargo run -p openapi` rewrites the committed document; a test (`tests/committed.rs`)
+//! `cargo run -p openapi` rewrites the committed document; a test (`tests/integration/committed.rs`)
 //! fails while it differs from what the code generates, and checks the chat-router's paths
 //! against its router.
 

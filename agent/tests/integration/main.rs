@@ -1,0 +1,11 @@
+//! The agent runtime's integration tests: turns against the fake LLM, the providers' stream
+//! parsers, the guards, and the property tests.
+//!
+//! One test binary per crate (each file a module): a test binary links every dependency,
+//! so one per file cost most of the build. Filter by module: `cargo test -p <crate>
+//! --test integration <module>::`.
+
+mod bedrock;
+mod fuzz;
+mod llm;
+mod turn;

@@ -1,0 +1,619 @@
+//! Exactly-once turns through the router against DynamoDB Local and the fakes: resent
+//! requests with one `Idempotency-Key`, resuming a dropped stream with `Last-Event-ID`,
+//! cancelling a running turn, and a turn its host ended.
+
+use crate::common;
+
+use std::collections::HashSet;
+use std::time::{Duration, Instant};
+
+use crate::common::{Event, Rig, Turn, flight_args};
+use serde_json::{Value, json};
+use shared::domain::chat::Role;
+use shared::domain::tool_call::ToolCallStatus;
+use shared::turns::{StoredEvent, TurnRecord, TurnStatus};
+use test_support::dynamo_faults::{DynamoFaults, Fault};
+use test_support::fake_llm::Reply;
+
+/// (id, name, data) of every event: what must be identical for every response of a turn.
+fn sequence(turn: &Turn) -> Vec<(Option<u64>, String, Value)> {
+    turn.events
+        .iter()
+        .map(|e| (e.id, e.name.clone(), e.data.clone()))
+        .collect()
+}
+
+fn ids(events: &[Event]) -> Vec<u64> {
+    events.iter().filter_map(|e| e.id).collect()
+}
+
+async fn ten_resends(with_chat: bool) {
+    let rig = Rig::start().await;
+    let user = test_support::unique("resend");
+    let token = rig.token(&user);
+    let mut body = json!({"message": "Tell me about lounges."});
+    let mut earlier_llm_calls = 0;
+    if with_chat {
+        rig.llm.push(Reply::text("Hi."));
+        let chat_id = rig
+            .chat(Some(&token), json!({"message": "hi"}))
+            .await
+            .chat_id();
+        body["chat_id"] = json!(chat_id);
+        earlier_llm_calls = 1;
+    }
+    let answer = "Lounges are quiet rooms at airports where you can wait in comfort.";
+    rig.llm
+        .push(Reply::text(answer).with_chunk_delay(Duration::from_millis(20)));
+    let turns = futures::future::join_all(
+        (0..10).map(|_| rig.chat_keyed(&token, "msg-0001", body.clone())),
+    )
+    .await;
+
+    assert!(
+        turns.iter().all(|t| t.status == 200),
+        "{:?}",
+        turns.iter().map(|t| t.status).collect::<Vec<_>>()
+    );
+    assert_eq!(
+        rig.llm.request_count(),
+        earlier_llm_calls + 1,
+        "one LLM call for ten requests"
+    );
+    let first = sequence(&turns[0]);
+    assert_eq!(turns[0].text(), answer);
+    assert_eq!(first.last().map(|e| e.1.as_str()), Some("done"));
+    for turn in &turns {
+        assert_eq!(
+            sequence(turn),
+            first,
+            "every response carries the same event sequence"
+        );
+    }
+    let ids: Vec<u64> = ids(&turns[0].events);
+    assert_eq!(
+        ids,
+        (0..ids.len() as u64).collect::<Vec<_>>(),
+        "ids count up from 0 without gaps"
+    );
+    let chats: HashSet<String> = turns.iter().map(Turn::chat_id).collect();
+    assert_eq!(chats.len(), 1, "one chat");
+    let chat_id = turns[0].chat_id();
+    let history = rig
+        .deps
+        .chats
+        .recent_messages(&user, &chat_id, 50)
+        .await
+        .unwrap();
+    let count = |role: Role, text: &str| {
+        history
+            .iter()
+            .filter(|m| m.role == role && m.content == text)
+            .count()
+    };
+    assert_eq!(
+        count(Role::User, "Tell me about lounges."),
+        1,
+        "one user message"
+    );
+    assert_eq!(count(Role::Assistant, answer), 1, "one answer");
+
+    // After the turn: a resend replays it from the log, still without a model call.
+    let replay = rig.chat_keyed(&token, "msg-0001", body.clone()).await;
+    assert_eq!(sequence(&replay), first);
+    assert_eq!(rig.llm.request_count(), earlier_llm_calls + 1);
+
+    // The same key with another body is refused.
+    body["message"] = json!("Something else.");
+    let reused = rig.chat_keyed(&token, "msg-0001", body).await;
+    assert_eq!(reused.status, 422, "{}", reused.json);
+    assert_eq!(
+        reused.json["error"]["code"],
+        json!("idempotency_key_reused")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn ten_resends_with_one_key_make_one_turn_in_a_new_chat() {
+    ten_resends(false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn ten_resends_with_one_key_make_one_turn_in_an_existing_chat() {
+    ten_resends(true).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_client_that_drops_after_the_first_token_resumes_without_gap_or_duplicate() {
+    let rig = Rig::start().await;
+    let user = test_support::unique("train");
+    let token = rig.token(&user);
+    let answer =
+        "The train went into a tunnel, but every word of this answer still arrives in order.";
+    rig.llm
+        .push(Reply::text(answer).with_chunk_delay(Duration::from_millis(40)));
+    let started = Instant::now();
+    let response = chat_router::handler::handle(
+        &rig.deps,
+        common::post_chat(Some(&token), &json!({"message": "Tell me a story."})),
+    )
+    .await;
+    let dropped = Turn::read_until(response, started, |e| e.name == "assistant_token").await;
+    let last = dropped.events.last().and_then(|e| e.id).unwrap_or(0);
+    let turn_id = dropped.first("init")["turn_id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let chat_id = dropped.chat_id();
+
+    let resumed = rig.resume(&token, &chat_id, &turn_id, Some(last)).await;
+    assert_eq!(resumed.status, 200, "{}", resumed.json);
+    let mut all = dropped.events.clone();
+    all.extend(resumed.events.clone());
+    assert_eq!(
+        ids(&all),
+        (0..all.len() as u64).collect::<Vec<_>>(),
+        "no gap, no duplicate"
+    );
+    let text: String = all
+        .iter()
+        .filter(|e| e.name == "assistant_token")
+        .filter_map(|e| e.data["content"].as_str())
+        .collect();
+    assert_eq!(text, answer);
+    assert_eq!(resumed.names().last(), Some(&"done"));
+    assert_eq!(rig.llm.request_count(), 1, "one LLM call");
+    let history = rig
+        .deps
+        .chats
+        .recent_messages(&user, &chat_id, 10)
+        .await
+        .unwrap();
+    assert_eq!(
+        history.last().map(|m| m.content.as_str()),
+        Some(answer),
+        "the stored answer is complete"
+    );
+
+    // `?after=` works like the header; another user sees nothing.
+    let (status, _) = rig
+        .get(
+            &rig.token("intruder"),
+            &format!("/chats/{chat_id}/turns/{turn_id}/events"),
+        )
+        .await;
+    assert_eq!(status, 404);
+
+    // Resuming the ended turn at or past its `done` ends at once with nothing to add, not
+    // at the invocation's deadline (found by the contract check).
+    let done = resumed.events.last().and_then(|e| e.id).unwrap_or(0);
+    for after in [done, done + 1000] {
+        let asked = Instant::now();
+        let past = rig.resume(&token, &chat_id, &turn_id, Some(after)).await;
+        assert_eq!(past.status, 200, "{}", past.json);
+        assert!(past.events.is_empty(), "after {after}: {:?}", past.names());
+        assert!(
+            asked.elapsed() < Duration::from_secs(5),
+            "after {after}: took {:?}",
+            asked.elapsed()
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn cancel_stops_a_turn_whose_tool_is_slow_and_its_result_never_counts() {
+    use wiremock::matchers::path;
+    use wiremock::{Mock, ResponseTemplate};
+    let rig = Rig::start().await;
+    // The award search hangs for 4 s; the cancel comes long before.
+    Mock::given(path("/search"))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .set_body_json(json!({"data": []}))
+                .set_delay(Duration::from_secs(4)),
+        )
+        .with_priority(1)
+        .mount(&rig.functions.seats_upstream)
+        .await;
+    let user = test_support::unique("stop");
+    let token = rig.token(&user);
+    rig.llm
+        .push(Reply::tool_call("search_flights", flight_args()));
+    rig.llm.push(Reply::text("This must never be asked for."));
+    let started = Instant::now();
+    let response = chat_router::handler::handle(
+        &rig.deps,
+        common::post_chat(
+            Some(&token),
+            &json!({"message": "Flights to Tokyo, please."}),
+        ),
+    )
+    .await;
+    // Hang up once the call started, then stop the turn from "another device".
+    let seen = Turn::read_until(response, started, |e| e.name == "tool_started").await;
+    let turn_id = seen.first("init")["turn_id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let chat_id = seen.chat_id();
+    let (status, body) = rig
+        .post(&token, &format!("/chats/{chat_id}/turns/{turn_id}/cancel"))
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["cancel_requested"], json!(true));
+    let (status, _) = rig
+        .post(
+            &rig.token("intruder"),
+            &format!("/chats/{chat_id}/turns/{turn_id}/cancel"),
+        )
+        .await;
+    assert_eq!(status, 404, "only the owner may stop a turn");
+
+    let rest = rig.resume(&token, &chat_id, &turn_id, Some(0)).await;
+    let took = started.elapsed();
+    assert_eq!(rest.names().last(), Some(&"done"), "{:?}", rest.names());
+    // Nothing was said before the stop: the answer is the short note, marked as stopped.
+    assert_eq!(rest.first("final")["message"]["stopped"], json!(true));
+    assert_eq!(rest.text(), "Stopped at your request.");
+    assert!(
+        took < Duration::from_secs(4),
+        "stopped before the slow tool answered ({took:?})"
+    );
+    assert!(
+        rest.all("tool_result")
+            .iter()
+            .all(|r| r["status"] != json!("succeeded")),
+        "no succeeded result: {:?}",
+        rest.all("tool_result")
+    );
+    assert_eq!(rig.llm.request_count(), 1, "no model call after the cancel");
+
+    // The aborted call is cancelled in the ledger, and stays so after the slow answer.
+    tokio::time::sleep(Duration::from_millis(4500).saturating_sub(started.elapsed())).await;
+    let calls = rig
+        .deps
+        .ledger
+        .list(&user, &chat_id, 10, None)
+        .await
+        .unwrap();
+    assert!(!calls.items.is_empty());
+    for call in &calls.items {
+        assert_eq!(
+            call.status,
+            ToolCallStatus::Canceled,
+            "{}: {:?}",
+            call.tool,
+            call.status
+        );
+    }
+    let history = rig
+        .deps
+        .chats
+        .recent_messages(&user, &chat_id, 10)
+        .await
+        .unwrap();
+    let roles: Vec<Role> = history.iter().map(|m| m.role).collect();
+    assert_eq!(
+        roles,
+        [Role::User, Role::Assistant],
+        "user, then the stopped answer"
+    );
+    assert_eq!(history[1].content, "Stopped at your request.");
+    assert!(history[1].stopped);
+    let record = rig.deps.turns.get(&user, &chat_id, &turn_id).await.unwrap();
+    assert_eq!(record.status, TurnStatus::Finished);
+}
+
+#[tokio::test]
+async fn a_turn_its_host_ended_reads_as_interrupted() {
+    let rig = Rig::start().await;
+    let user = test_support::unique("gone");
+    let token = rig.token(&user);
+    // A chat whose host then died in the middle of a second turn (its turn log is readable
+    // only while its chat exists).
+    rig.llm.push(Reply::text("Hi."));
+    let chat_id = rig
+        .chat(Some(&token), json!({"message": "hi"}))
+        .await
+        .chat_id();
+    let now = time::OffsetDateTime::now_utc();
+    let turn = TurnRecord {
+        turn_id: shared::ids::new_id(),
+        owner_id: user.clone(),
+        chat_id,
+        created: false,
+        fingerprint: "f".into(),
+        status: TurnStatus::Running,
+        cancel_requested: false,
+        deadline: now - time::Duration::seconds(60),
+        created_at: now - time::Duration::seconds(90),
+        refusal: None,
+    };
+    rig.deps.turns.begin(&turn).await.unwrap();
+    let token_event = StoredEvent {
+        seq: 1,
+        event: "assistant_token".into(),
+        data: json!({"content": "Half an ans"}).to_string(),
+    };
+    rig.deps.turns.append(&turn, &[token_event]).await.unwrap();
+
+    let resumed = rig.resume(&token, &turn.chat_id, &turn.turn_id, None).await;
+    assert_eq!(
+        resumed.names(),
+        ["init", "assistant_token", "error", "done"]
+    );
+    assert_eq!(resumed.first("error")["code"], json!("interrupted"));
+    assert_eq!(ids(&resumed.events), [0, 1, 2, 3]);
+    // Read again: the same ending, written once.
+    let again = rig
+        .resume(&token, &turn.chat_id, &turn.turn_id, Some(1))
+        .await;
+    assert_eq!(ids(&again.events), [2, 3]);
+    let record = rig
+        .deps
+        .turns
+        .get(&user, &turn.chat_id, &turn.turn_id)
+        .await
+        .unwrap();
+    assert_eq!(record.status, TurnStatus::Interrupted);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_clients_interleaving_fifty_times_keep_history_alternating() {
+    // 200 requests of one user in seconds: no turn limit here.
+    let rig = Rig::with(
+        |vars| vars.push(("USER_TURNS_PER_MINUTE".into(), "0".into())),
+        None,
+    )
+    .await;
+    let user = test_support::unique("tabs");
+    let token = rig.token(&user);
+    rig.llm.push(Reply::text("Hello."));
+    let chat_id = rig
+        .chat(Some(&token), json!({"message": "hi"}))
+        .await
+        .chat_id();
+    for _ in 0..100 {
+        rig.llm.push(
+            Reply::text("An answer.").with_chunk_delay(Duration::from_millis(fastrand::u64(0..4))),
+        );
+    }
+    // Each client sends its message; on 409 it follows the running turn, then sends again
+    // (same key), as a client of the contract would.
+    let client = |name: &'static str, round: usize| {
+        let (rig, token, chat_id) = (&rig, token.clone(), chat_id.clone());
+        async move {
+            tokio::time::sleep(Duration::from_millis(fastrand::u64(0..15))).await;
+            let key = format!("{name}-{round}");
+            let body = json!({"chat_id": chat_id, "message": format!("{name} {round}")});
+            loop {
+                let turn = rig.chat_keyed(&token, &key, body.clone()).await;
+                match turn.status {
+                    200 => return turn,
+                    409 => {
+                        let running = turn.json["error"]["details"]["turn_id"]
+                            .as_str()
+                            .unwrap_or_default()
+                            .to_owned();
+                        let followed = rig.resume(&token, &chat_id, &running, None).await;
+                        assert_eq!(followed.names().last(), Some(&"done"));
+                    }
+                    other => panic!("{other}: {}", turn.json),
+                }
+            }
+        }
+    };
+    for round in 0..50 {
+        let (a, b) = tokio::join!(client("a", round), client("b", round));
+        assert_eq!(a.names().last(), Some(&"done"));
+        assert_eq!(b.names().last(), Some(&"done"));
+    }
+    let history = rig
+        .deps
+        .chats
+        .recent_messages(&user, &chat_id, 500)
+        .await
+        .unwrap();
+    assert_eq!(
+        history.len(),
+        2 + 200,
+        "every message and every answer, once"
+    );
+    for pair in history.chunks(2) {
+        assert_eq!(pair[0].role, Role::User, "{history:?}");
+        assert_eq!(pair[1].role, Role::Assistant, "{history:?}");
+    }
+    assert_eq!(rig.llm.request_count(), 101);
+}
+
+/// DynamoDB answers each of the turn's writes (the chat's creation with the turn record and
+/// count, the call's claim, its end with the cache entry, the answer, the event log) and its
+/// first read with the errors a busy table sends (transaction conflicts, throttling): the
+/// SDK's retries and the stores' own bring the flight turn through with nothing lost or
+/// written twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_flight_turn_completes_through_write_conflicts_and_throttling() {
+    let faults = DynamoFaults::start().await;
+    faults
+        .fail_matching(
+            "TransactWriteItems",
+            "OR #status = :refused",
+            Fault::CanceledByConflict,
+            2,
+        )
+        .fail_matching(
+            "TransactWriteItems",
+            "OR #status = :refused",
+            Fault::Throttling,
+            1,
+        )
+        .fail_matching(
+            "TransactWriteItems",
+            "attribute_not_exists(pk) AND (",
+            Fault::CanceledByConflict,
+            2,
+        )
+        .fail_matching("TransactWriteItems", "CACHE#", Fault::CanceledByConflict, 1)
+        .fail_matching("TransactWriteItems", "CACHE#", Fault::Throttling, 1)
+        .fail_matching("TransactWriteItems", "MSG#S", Fault::CanceledByConflict, 2)
+        .fail_matching("TransactWriteItems", "EV#", Fault::Throttling, 1)
+        .fail("GetItem", Fault::ThroughputExceeded, 1)
+        .fail("TransactWriteItems", Fault::CanceledByConflict, 1);
+    let dynamodb = shared::aws::dynamodb_config(&test_support::sdk_config().await)
+        .interceptor(faults.clone())
+        .build();
+    let rig = Rig::with_dynamodb(|_| {}, None, aws_sdk_dynamodb::Client::from_conf(dynamodb)).await;
+    // A day no other test searches, so the search runs and its result is cached.
+    let mut args = flight_args();
+    let day = 400 + time::OffsetDateTime::now_utc().nanosecond() % 5000;
+    let date = test_support::clock::date_in(i64::from(day));
+    args["depart_date"] = json!(date.to_string());
+    rig.llm
+        .push(Reply::tool_calls(vec![("search_flights", args)]));
+    let user = test_support::unique("busy");
+    let token = rig.token(&user);
+    let turn = rig
+        .chat_keyed(
+            &token,
+            &test_support::unique("key"),
+            json!({"message": format!("Business flights FRA to JFK on {date}")}),
+        )
+        .await;
+
+    assert_eq!(turn.status, 200, "{:?}", turn.json);
+    assert_eq!(
+        turn.names()[turn.names().len() - 2..],
+        ["final", "done"],
+        "{:?}",
+        turn.names()
+    );
+    assert_eq!(turn.first("tool_result")["status"], json!("succeeded"));
+    assert_eq!(
+        faults.remaining(),
+        0,
+        "every fault was met: {:?}",
+        faults.injected()
+    );
+    assert_eq!(faults.injected().len(), 12);
+
+    let chat_id = turn.chat_id();
+    let history = rig
+        .deps
+        .chats
+        .recent_messages(&user, &chat_id, 20)
+        .await
+        .unwrap();
+    let users = history.iter().filter(|m| m.role == Role::User).count();
+    assert_eq!(users, 1, "the user's message is stored once");
+    assert_eq!(
+        history.last().map(|m| (m.role, m.content.clone())),
+        Some((
+            Role::Assistant,
+            turn.first("final")["message"]["content"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned()
+        )),
+        "the answer shown is the answer stored"
+    );
+    assert!(history.iter().zip(0u64..).all(|(m, seq)| m.seq == seq));
+    let calls = rig
+        .deps
+        .ledger
+        .list(&user, &chat_id, 10, None)
+        .await
+        .unwrap();
+    assert_eq!(calls.items.len(), 1, "one tool call recorded");
+    assert_eq!(calls.items[0].status, ToolCallStatus::Succeeded);
+    assert_eq!(calls.items[0].attempt, 1, "run once");
+    assert_eq!(rig.llm.request_count(), 1);
+    let record = rig
+        .deps
+        .turns
+        .get(
+            &user,
+            &chat_id,
+            turn.first("init")["turn_id"].as_str().unwrap_or_default(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(record.status, TurnStatus::Finished);
+}
+
+/// A cancel while the model is still streaming abandons the stream: the turn ends within
+/// moments, not when the model would have finished, with `final` marked as stopped; what was
+/// streamed until then stays the answer, in the stream and in history.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn cancel_abandons_an_answer_that_is_still_streaming() {
+    let rig = Rig::start().await;
+    let user = test_support::unique("stopstream");
+    let token = rig.token(&user);
+    // About 60 words at 250 ms each: 15 s if it ran to its end.
+    let long = "word ".repeat(60);
+    rig.llm
+        .push(Reply::text(long.trim()).with_chunk_delay(Duration::from_millis(250)));
+    let started = Instant::now();
+    let response = chat_router::handler::handle(
+        &rig.deps,
+        common::post_chat(Some(&token), &json!({"message": "Tell me a long story."})),
+    )
+    .await;
+    let seen = Turn::read_until(response, started, |e| e.name == "assistant_token").await;
+    let turn_id = seen.first("init")["turn_id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let chat_id = seen.chat_id();
+    let (status, _) = rig
+        .post(&token, &format!("/chats/{chat_id}/turns/{turn_id}/cancel"))
+        .await;
+    assert_eq!(status, 200);
+
+    let rest = rig.resume(&token, &chat_id, &turn_id, Some(0)).await;
+    assert_eq!(rest.names().last(), Some(&"done"), "{:?}", rest.names());
+    assert!(
+        rest.all("error").is_empty(),
+        "a stop is no error: {:?}",
+        rest.names()
+    );
+    let last = &rest.first("final")["message"];
+    assert_eq!(last["stopped"], json!(true), "{last}");
+    // What the client saw: the tokens streamed before the stop, and nothing after them.
+    let shown = rest.text();
+    assert!(
+        shown.starts_with("word") && shown.len() < long.trim().len(),
+        "{shown:?}"
+    );
+    assert_eq!(last["content"], json!(shown));
+    assert!(
+        started.elapsed() < Duration::from_secs(8),
+        "the stream was abandoned, not read to its end ({:?})",
+        started.elapsed()
+    );
+    assert_eq!(rig.llm.request_count(), 1);
+    // The tokens streamed before the stop were billed: an estimate is recorded.
+    let since = time::OffsetDateTime::now_utc() - time::Duration::minutes(5);
+    let usage = rig.deps.usage.list_for_user(&user, since).await.unwrap();
+    assert_eq!(usage.len(), 1, "{usage:?}");
+    assert!(
+        usage[0].estimated && usage[0].completion_tokens > 0,
+        "{usage:?}"
+    );
+    let history = rig
+        .deps
+        .chats
+        .recent_messages(&user, &chat_id, 10)
+        .await
+        .unwrap();
+    let stored: Vec<(Role, &str, bool)> = history
+        .iter()
+        .map(|m| (m.role, m.content.as_str(), m.stopped))
+        .collect();
+    assert_eq!(
+        stored,
+        [
+            (Role::User, "Tell me a long story.", false),
+            (Role::Assistant, shown.as_str(), true)
+        ]
+    );
+}

@@ -1,0 +1,15 @@
+//! seatsaero-search's integration tests: the handler against a fake Seats.aero, access,
+//! validation, sample events and the property tests.
+//!
+//! One test binary per crate (each file a module): a test binary links every dependency,
+//! so one per file cost most of the build. Filter by module: `cargo test -p <crate>
+//! --test integration <module>::`.
+
+mod common;
+
+mod access;
+mod fuzz;
+mod sample_events;
+mod search;
+mod upstream;
+mod validation;

@@ -1,0 +1,11 @@
+//! tool-worker's integration tests: queued jobs and alerts against the emulators.
+//!
+//! One test binary per crate (each file a module): a test binary links every dependency,
+//! so one per file cost most of the build. Filter by module: `cargo test -p <crate>
+//! --test integration <module>::`.
+
+#[path = "../../../chat-router/tests/integration/common/mod.rs"]
+mod common;
+
+mod alerts;
+mod worker;

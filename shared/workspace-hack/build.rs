@@ -1,0 +1,2 @@
+// A build script, so that cargo applies the [build-dependencies] features too.
+fn main() {}

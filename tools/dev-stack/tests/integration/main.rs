@@ -1,0 +1,10 @@
+//! dev-stack's integration tests: the gate, the bridge, the fakes and the stand-ins.
+//!
+//! One test binary per crate (each file a module): a test binary links every dependency,
+//! so one per file cost most of the build. Filter by module: `cargo test -p <crate>
+//! --test integration <module>::`.
+
+mod bridge;
+mod fakes;
+mod gate;
+mod standin_bedrock;

@@ -1,0 +1,10 @@
+//! docs-check's integration tests: its checks on fixtures and on the project's own docs.
+//!
+//! One test binary per crate (each file a module): a test binary links every dependency,
+//! so one per file cost most of the build. Filter by module: `cargo test -p <crate>
+//! --test integration <module>::`.
+
+mod code_tables;
+mod configuration;
+mod facts;
+mod markdown;

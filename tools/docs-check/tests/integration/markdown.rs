@@ -1,0 +1,91 @@
+//! The Markdown checks on small texts and on a fixture with known problems.
+
+use std::path::Path;
+
+use docs_check::{
+    blocks, broken_links, config_mismatches, config_rows, shell_blocks, stale_quotes,
+    template_defaults, untagged_shell_blocks,
+};
+use shared::config::VarDefault;
+
+const FIXTURE: &str = include_str!("../fixtures/broken.md");
+
+#[test]
+fn blocks_keep_their_language_tags_and_body() {
+    let text = "intro\n```sh\nmake dev\n```\n\n```sh aws\nsam deploy\n```\n````text\n```sh\nnot a block\n```\n````\n";
+    let found = blocks(text);
+    assert_eq!(found.len(), 3);
+    assert_eq!((found[0].line, found[0].lang.as_str()), (2, "sh"));
+    assert_eq!(found[0].body, "make dev\n");
+    assert!(found[1].needs_aws() && !found[1].runs_in_ci());
+    assert_eq!(found[2].lang, "text");
+    assert_eq!(
+        shell_blocks(text).len(),
+        1,
+        "only the untagged sh block runs"
+    );
+}
+
+#[test]
+fn the_fixture_s_problems_are_all_found() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    let links = broken_links(FIXTURE, &dir);
+    assert_eq!(links.len(), 1, "{links:?}");
+    assert!(links[0].contains("missing.md"));
+    let untagged = untagged_shell_blocks(FIXTURE);
+    assert_eq!(untagged.len(), 1, "{untagged:?}");
+    assert!(untagged[0].contains("bash"));
+}
+
+/// A deliberately broken row: the fixture documents `MAX_TOOL_STEPS` with a default the
+/// code does not have, and leaves out a variable the code reads.
+#[test]
+fn a_wrong_documented_default_and_a_missing_row_are_reported() {
+    let documented = config_rows(FIXTURE, "variable");
+    assert_eq!(
+        documented.get("MAX_TOOL_STEPS"),
+        Some(&VarDefault::Value("5".into()))
+    );
+    assert_eq!(documented.get("CHATS_TABLE"), Some(&VarDefault::Required));
+    assert_eq!(documented.get("AGENTS_FILE"), Some(&VarDefault::Unset));
+    let code = [
+        ("MAX_TOOL_STEPS", VarDefault::Value("4".into())),
+        ("CHATS_TABLE", VarDefault::Required),
+        ("AGENTS_FILE", VarDefault::Unset),
+        ("TOOL_BUDGET_SECS", VarDefault::Value("15".into())),
+    ]
+    .map(|(k, v)| (k.to_owned(), v))
+    .into();
+    let problems = config_mismatches(&documented, &code);
+    assert_eq!(problems.len(), 2, "{problems:?}");
+    assert!(problems[0].contains("MAX_TOOL_STEPS: documented default `5` but the code's is `4`"));
+    assert!(problems[1].contains("TOOL_BUDGET_SECS is read by the code but not documented"));
+}
+
+#[test]
+fn template_parameters_and_their_defaults() {
+    let template = "AWSTemplateFormatVersion: '2010-09-09'\nParameters:\n  Stage:\n    Type: String\n    Default: dev\n  JwtIssuer:\n    Type: String\n  EmbeddingsBaseUrl:\n    Type: String\n    Default: \"\"\nResources:\n  Table:\n    Default: no\n";
+    let params = template_defaults(template);
+    assert_eq!(params.len(), 3);
+    assert_eq!(params["Stage"], VarDefault::Value("dev".into()));
+    assert_eq!(params["JwtIssuer"], VarDefault::Required);
+    assert_eq!(
+        params["EmbeddingsBaseUrl"],
+        VarDefault::Value(String::new())
+    );
+}
+
+#[test]
+fn quoted_code_must_stand_in_its_file_in_order() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let good =
+        "<!-- file: src/lib.rs -->\n```rust\npub struct Block {\n    pub line: usize,\n```\n";
+    assert!(stale_quotes(good, root).is_empty());
+    let reordered =
+        "<!-- file: src/lib.rs -->\n```rust\n    pub line: usize,\npub struct Block {\n```\n";
+    let problems = stale_quotes(reordered, root);
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert!(problems[0].contains("pub struct Block {"));
+    let missing = "<!-- file: src/nope.rs -->\n```rust\nfn x() {}\n```\n";
+    assert!(stale_quotes(missing, root)[0].contains("does not exist"));
+}

@@ -1,0 +1,8 @@
+//! The OpenAPI generator's integration tests.
+//!
+//! One test binary per crate (each file a module): a test binary links every dependency,
+//! so one per file cost most of the build. Filter by module: `cargo test -p <crate>
+//! --test integration <module>::`.
+
+mod committed;
+mod events;
