@@ -10,6 +10,8 @@
 #                              (`make web-e2e`, after `make dev`); installs Debian's chromium
 #                              when it is missing. WEB_PORT (5173) and FAKES_PORT_BASE (9100)
 #                              as for make dev; the screenshots go to .local/run/web-e2e/
+#   infra/local/web.sh chromium  only the Chromium install, when it is missing (CI runs it
+#                              while it compiles)
 #
 # npm needs only the package registry: no install script downloads anything, and the tests
 # drive the system's Chromium (CHROMIUM, default /usr/bin/chromium), never a downloaded one.
@@ -70,5 +72,6 @@ case "${1:-}" in
   build) build ;;
   test) packages && (cd web && npm test && npm run build && npm run size -- --max-gz-kb 150) ;;
   e2e) e2e ;;
-  *) echo "usage: $0 build|test|e2e" >&2; exit 2 ;;
+  chromium) chromium ;;
+  *) echo "usage: $0 build|test|e2e|chromium" >&2; exit 2 ;;
 esac

@@ -6,6 +6,7 @@
 
 use std::path::Path;
 use std::process::{Command, ExitCode};
+use std::time::Instant;
 
 use docs_check::anchors::broken_anchors;
 use docs_check::facts::{
@@ -144,10 +145,17 @@ fn run(files: &[String]) -> Result<(), Vec<String>> {
                 block.line,
                 block.body.trim_end()
             );
+            let started = Instant::now();
             let status = Command::new("bash")
                 .args(["-euo", "pipefail", "-c", &block.body])
                 .status()
                 .map_err(|e| vec![format!("cannot run bash: {e}")])?;
+            // CI's closing table has one row per run of this; the blocks' own times are here.
+            println!(
+                "\x1b[1;36m<== {file}:{} took {:.0} s\x1b[0m",
+                block.line,
+                started.elapsed().as_secs_f64()
+            );
             if !status.success() {
                 return Err(vec![format!(
                     "{file}:{}: the shell block failed ({status})",
