@@ -7,7 +7,7 @@
 //!
 //!     cargo bench -p agent --bench guards
 //!
-//! `cargo test --all-targets` runs each benchmark once as a smoke test.
+//! `cargo test --benches` (so `make test`) runs each benchmark once as a smoke test.
 
 use std::hint::black_box;
 

@@ -4,7 +4,7 @@
 //!
 //!     cargo bench -p agent --bench sign
 //!
-//! `cargo test --all-targets` runs it once as a smoke test.
+//! `cargo test --benches` (so `make test`) runs it once as a smoke test.
 
 use std::hint::black_box;
 

@@ -9,7 +9,7 @@
 //! the LLM) and the emulators behind it, and reports per function: spawn → first `next`
 //! poll (init), spawn → first response, CPU of init and of the whole cold start (through
 //! the first response), CPU per warm invocation, and peak RSS, each as median and p90 of the
-//! cold starts, with PASS/MISS against the targets. `cargo test --all-targets` runs a smoke
+//! cold starts, with PASS/MISS against the targets. `cargo test --benches` (so `make test`) runs a smoke
 //! pass (one cold start, two warm invocations) on the debug binaries beside it, when they
 //! exist. `COLD_START_BIN_DIR=<dir>` measures the binaries in `<dir>` instead (no build);
 //! `COLD_START_ONLY=kb-retrieve,chat-router` measures only those functions.

@@ -8,7 +8,7 @@ use std::time::Duration;
 pub mod process;
 pub mod runtime_api;
 
-/// True under `cargo bench`; false when `cargo test --all-targets` runs the binary.
+/// True under `cargo bench`; false when `cargo test --benches` (so `make test`) runs the binary.
 pub fn full_run() -> bool {
     std::env::args().any(|a| a == "--bench")
 }

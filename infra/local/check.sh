@@ -5,8 +5,9 @@
 # outside every crate (Cargo.toml, Cargo.lock, .cargo/, .config/) runs the whole workspace;
 # one that only touches docs runs the crates that read the docs (docs-check, openapi).
 #
-#   infra/local/check.sh            what differs from the merge base with main, committed,
-#                                   staged, unstaged or untracked
+#   infra/local/check.sh            what differs from the merge base with the upstream
+#                                   branch (else origin/main, else main): committed, staged,
+#                                   unstaged or untracked
 #   CHECK_BASE=<rev> infra/local/check.sh   compare with another revision
 #   CHECK_ALL=1 infra/local/check.sh        the whole workspace
 #
@@ -19,7 +20,14 @@ cd "$REPO_ROOT"
 log "cargo fmt --check"
 cargo fmt --all -- --check || die "formatting differs: run cargo fmt --all"
 
-base="${CHECK_BASE:-$(git merge-base HEAD main 2>/dev/null || git rev-parse HEAD)}"
+# The branch's upstream, else origin/main, else main: commits not yet pushed count too.
+base="${CHECK_BASE:-}"
+if [ -z "$base" ]; then
+  for ref in '@{upstream}' origin/main main; do
+    base="$(git merge-base HEAD "$ref" 2>/dev/null)" && break
+  done
+fi
+[ -n "$base" ] || base="$(git rev-parse HEAD)"
 changed="$( { git diff --name-only "$base"; git ls-files --others --exclude-standard; } | sort -u)"
 selection="$(python3 "$REPO_ROOT/infra/local/touched_crates.py" ${CHECK_ALL:+--all} <<<"$changed")" \
   || die "could not map the changed files to crates (above)"
@@ -44,5 +52,5 @@ source "$RUN_DIR/env"
 export RUSTC_WORKSPACE_WRAPPER="${RUSTC_WORKSPACE_WRAPPER:-clippy-driver}"
 export CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__"
 # shellcheck disable=SC2086 # the selection is a list of cargo arguments
-cargo test $selection --all-targets
+cargo test $selection --tests --benches
 log "check passed"

@@ -9,7 +9,7 @@
 //! must answer without running it). Then it checks what a user would: every message stored
 //! once and in order, each chat's session state patched by its search, and the award
 //! function run once per chat. Reports turns per second and the turns' latency
-//! percentiles. `cargo test --all-targets` runs it with 4 chats.
+//! percentiles. `cargo test --benches` (so `make test`) runs it with 4 chats.
 
 #[path = "../tests/integration/common/mod.rs"]
 mod common;

@@ -10,7 +10,7 @@
 //!     make emulators-up && source .local/run/env
 //!     cargo bench -p chat-router --bench resend
 //!
-//! `cargo test --all-targets` runs a 20-turn smoke pass.
+//! `cargo test --benches` (so `make test`) runs a 20-turn smoke pass.
 
 #[path = "../tests/integration/common/mod.rs"]
 mod common;

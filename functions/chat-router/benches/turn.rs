@@ -9,7 +9,7 @@
 //! tool's own time (the flight functions and their fakes: `tool_started` → `tool_result`),
 //! the router's overhead (total minus the tool's time; the fake LLM answers at once),
 //! DynamoDB requests and LLM calls per turn, and the process's peak RSS.
-//! `cargo test --all-targets` runs a 3-turn smoke pass, which asserts the request counts.
+//! `cargo test --benches` (so `make test`) runs a 3-turn smoke pass, which asserts the request counts.
 
 #[path = "../tests/integration/common/mod.rs"]
 mod common;

@@ -8,7 +8,7 @@
 //! Each size runs in a child process of its own, so its peak RSS is its own. Texts are
 //! ~120 words drawn from a Zipf-distributed vocabulary of 20k made-up words; vectors are
 //! random unit vectors; a query has one common and three mid-frequency words. One core: the
-//! search is single-threaded. `cargo test --all-targets` runs a smoke pass (1k × 256, a few
+//! search is single-threaded. `cargo test --benches` (so `make test`) runs a smoke pass (1k × 256, a few
 //! queries, no DynamoDB).
 
 use std::process::Command;

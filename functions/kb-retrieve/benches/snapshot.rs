@@ -10,7 +10,7 @@
 //! Sizes: 10k and 100k chunks × 1536 dimensions, ~120 words each (the query bench's
 //! synthetic corpus of made-up words). The vectors are shaped like a model's: each near one
 //! of `n / 50` topic directions, each query near one topic, so a query has neighbours to
-//! find and the 1-bit pre-scan's recall means something. `cargo test --all-targets` runs a
+//! find and the 1-bit pre-scan's recall means something. `cargo test --benches` (so `make test`) runs a
 //! smoke pass of 500 chunks × 64 dimensions when a snapshot bucket is configured.
 
 use std::process::Command;

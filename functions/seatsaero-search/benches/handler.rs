@@ -5,7 +5,7 @@
 //!     cargo bench -p seatsaero-search --bench handler
 //!
 //! Measures our overhead (parsing, filtering, JSON, five local HTTP round trips), not
-//! Seats.aero's latency. `cargo test --all-targets` runs a 5-request smoke pass.
+//! Seats.aero's latency. `cargo test --benches` (so `make test`) runs a 5-request smoke pass.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -7,7 +7,7 @@
 //! Each round records 5 background calls in the ledger (as a chat turn would), hands their
 //! jobs to the handler as one SQS batch, and measures the batch and the DynamoDB requests it
 //! made; then the same batch again (redelivery: every job is skipped). `cargo test
-//! --all-targets` runs a 2-round smoke pass.
+//! --benches` (so `make test`) runs a 2-round smoke pass.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
