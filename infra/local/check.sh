@@ -38,7 +38,7 @@ fi
 if [ "$selection" = "--workspace" ]; then
   log "clippy and tests: the whole workspace"
 else
-  log "clippy and tests of:${selection//-p / }"
+  log "clippy and tests of: ${selection//-p /}"
 fi
 
 "$REPO_ROOT/infra/local/install.sh"
