@@ -14,7 +14,7 @@ use shared::domain::tool_call::{RefusalReason, ToolName};
 use shared::domain::ui::UiElement;
 use time::OffsetDateTime;
 
-use crate::pipeline::CallStatus;
+use crate::call_status::CallStatus;
 
 /// Why a turn ended with an `error` event. Serialised as the event's `code`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]

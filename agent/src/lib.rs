@@ -49,6 +49,7 @@
 //! calls it wraps do, and each function maps that one type once to its HTTP envelope.
 
 pub mod alerts;
+pub mod call_status;
 pub mod events;
 pub mod guard;
 pub mod jobs;

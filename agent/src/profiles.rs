@@ -13,10 +13,9 @@ use serde::Deserialize;
 use crate::guard::GuardMode;
 use crate::llm::{Provider, ToolChoice};
 use crate::mcp::config::McpServerConfig;
-use crate::tools::{Approval, ToolSettings};
+use crate::tools::{Approval, RateLimitEntry, ToolSettings};
 use crate::{Error, Result};
 use shared::domain::tool_call::ToolName;
-use shared::limits::RateLimit;
 
 /// The profiles shipped with the repository.
 pub const BUILT_IN: &str = include_str!("../../config/agents.toml");
@@ -241,28 +240,6 @@ struct AgentEntry {
 
 fn auto() -> ToolChoiceMode {
     ToolChoiceMode::Auto
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct RateLimitEntry {
-    max: u32,
-    window_secs: u32,
-}
-
-impl RateLimitEntry {
-    /// The limit, if both numbers are above 0 (`what` and `source` go into the error).
-    pub(crate) fn checked(self, what: &str, source: &str) -> Result<RateLimit> {
-        if self.max == 0 || self.window_secs == 0 {
-            return Err(Error::Config(format!(
-                "{source}: {what}.rate_limit needs max and window_secs above 0"
-            )));
-        }
-        Ok(RateLimit {
-            max: self.max,
-            window: time::Duration::seconds(i64::from(self.window_secs)),
-        })
-    }
 }
 
 /// A tool's own retry schedule (seed 003's `retryConfig`).

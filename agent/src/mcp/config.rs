@@ -33,7 +33,7 @@ pub(crate) struct McpServerEntry {
     #[serde(default)]
     ttl_secs: Option<u64>,
     #[serde(default)]
-    rate_limit: Option<crate::profiles::RateLimitEntry>,
+    rate_limit: Option<crate::tools::RateLimitEntry>,
     #[serde(default)]
     approval: Approval,
 }

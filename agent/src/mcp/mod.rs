@@ -22,7 +22,7 @@ use tokio::sync::{Mutex, watch};
 
 use crate::Result;
 use crate::llm::ToolSpec;
-use crate::tools::{RegisteredTool, ToolSettings};
+use crate::tools::{ExternalTools, RegisteredTool, ToolSettings};
 use client::Connection;
 use config::{McpServerConfig, SEPARATOR};
 use tool::ExternalTool;
@@ -101,18 +101,21 @@ impl McpTools {
             tokio::spawn(server.clone().discover());
         }
     }
+}
 
+#[async_trait::async_trait]
+impl ExternalTools for McpTools {
     /// Waits until every server that has not been listed yet is, or its discovery has
     /// failed (each bounded by its `discover_timeout_secs`); starts a new discovery in the
     /// background where a listing's TTL has ended. Servers the profile does not use are
     /// discovered too: the worker and other profiles need them.
-    pub async fn ready(&self) {
+    async fn ready(&self) {
         let waits = self.servers.iter().map(|server| server.clone().ready());
         futures::future::join_all(waits).await;
     }
 
     /// The specs of the tools discovered on `servers`, in the configuration's order.
-    pub fn specs(&self, servers: &[String]) -> Vec<ToolSpec> {
+    fn specs(&self, servers: &[String]) -> Vec<ToolSpec> {
         self.servers
             .iter()
             .filter(|server| servers.contains(&server.config.name))
@@ -122,7 +125,7 @@ impl McpTools {
     }
 
     /// The discovered tool offered as `offered`, and its server's name.
-    pub fn tool(&self, offered: &str) -> Option<(RegisteredTool, &str)> {
+    fn tool(&self, offered: &str) -> Option<(RegisteredTool, &str)> {
         let (server, _) = offered.split_once(SEPARATOR)?;
         let server = self.servers.iter().find(|s| s.config.name == server)?;
         let tool = server

@@ -25,7 +25,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::future::join_all;
-use serde::{Deserialize, Serialize};
 use shared::cache::ResultCache;
 use shared::domain::session::SessionStatePatch;
 use shared::domain::tool_call::ToolName;
@@ -34,6 +33,7 @@ use shared::ledger::ToolCallLedger;
 use shared::limits::RateLimiter;
 use shared::metrics::{Dimension, Metric, Metrics, Point};
 
+pub use crate::call_status::CallStatus;
 pub use job::JobReport;
 
 use crate::events::{self, EventSink, TurnEvent};
@@ -44,53 +44,6 @@ use crate::tools::{ToolContext, ToolRegistry};
 
 /// Seed 001: at most 5 tools per message.
 pub const DEFAULT_MAX_PARALLEL: usize = 5;
-
-/// How a call ended, as the client and the LLM see it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum CallStatus {
-    Succeeded,
-    Failed,
-    Timeout,
-    /// The user's per-tool limit is used up; metadata carries `reset_at`.
-    RateLimited,
-    /// Unknown tool, tool outside the profile, or invalid arguments: the LLM may fix it.
-    Rejected,
-    /// Not run: too many calls in the step, or the turn's tool budget is spent.
-    Skipped,
-    /// Sent to the tool queue; the result comes on a later turn.
-    Queued,
-    /// Canceled (by its owner) while it ran: whatever it returned was discarded; or denied
-    /// by the user before it ran.
-    Canceled,
-    /// Recorded, not run: waits for the user's approval (`approval_required`).
-    AwaitingApproval,
-}
-
-impl CallStatus {
-    /// The call produced no result the model can use (it failed, was refused or not run);
-    /// queued and approval-waiting calls are on their way, not failed.
-    pub fn is_failure(self) -> bool {
-        !matches!(
-            self,
-            Self::Succeeded | Self::Queued | Self::AwaitingApproval
-        )
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Succeeded => "succeeded",
-            Self::Failed => "failed",
-            Self::Timeout => "timeout",
-            Self::RateLimited => "rate_limited",
-            Self::Rejected => "rejected",
-            Self::Skipped => "skipped",
-            Self::Queued => "queued",
-            Self::Canceled => "canceled",
-            Self::AwaitingApproval => "awaiting_approval",
-        }
-    }
-}
 
 /// One call of a step, finished.
 #[derive(Debug, Clone, PartialEq)]

@@ -18,17 +18,20 @@ pub mod knowledge_base;
 pub mod remember;
 mod schema;
 pub mod select_flight;
+mod settings;
 pub mod ui;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use async_trait::async_trait;
 use serde_json::Value;
 
 pub use functions::{FunctionClient, SigV4Signer};
 pub use schema::ToolSchema;
+pub(crate) use settings::RateLimitEntry;
+pub use settings::{Approval, RetryOn, ToolSettings};
 
 use crate::Result;
 use crate::llm::ToolSpec;
@@ -37,7 +40,6 @@ use shared::domain::memory::UserMemory;
 use shared::domain::session::SessionState;
 use shared::domain::tool_call::ToolName;
 use shared::domain::tool_result::ToolExecutionResult;
-use shared::limits::RateLimit;
 
 /// Who a tool runs for, and until when.
 #[derive(Debug, Clone)]
@@ -132,73 +134,17 @@ pub trait Tool: Send + Sync {
     }
 }
 
-/// Whether a tool's calls wait for the user's approval before they run (`approval`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Approval {
-    /// Runs when the model calls it.
-    #[default]
-    Never,
-    /// Recorded as `awaiting_approval`; runs once the user approves it.
-    Always,
-}
-
-/// Operating limits of one tool, from `config/agents.toml`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ToolSettings {
-    pub timeout: Duration,
-    pub rate_limit: Option<RateLimit>,
-    /// This tool's retries through the tool queue; `None`: the deployment's
-    /// (`TOOL_MAX_ATTEMPTS`, `TOOL_RETRY_BASE_SECS`).
-    pub retry: Option<crate::jobs::RetrySchedule>,
-    /// Which passing failures are retried (`retry.on`); both by default.
-    pub retry_on: RetryOn,
-    /// How long a result may serve identical calls of any user (`cache_secs`); `None`:
-    /// never cached.
-    pub cache_ttl: Option<Duration>,
-    /// Whether calls wait for the user's approval; a profile may override it.
-    pub approval: Approval,
-}
-
-/// The passing failures a tool retries through the tool queue (seed 003's
-/// `retryConfig.retryOn`): an upstream error (5xx, 429, unreachable) and a timeout.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RetryOn {
-    pub upstream: bool,
-    pub timeout: bool,
-}
-
-impl Default for RetryOn {
-    fn default() -> Self {
-        Self {
-            upstream: true,
-            timeout: true,
-        }
-    }
-}
-
-impl RetryOn {
-    /// Whether a retryable failure that ended as `status` is retried.
-    pub fn covers(self, status: crate::pipeline::CallStatus) -> bool {
-        match status {
-            crate::pipeline::CallStatus::Timeout => self.timeout,
-            _ => self.upstream,
-        }
-    }
-}
-
-impl Default for ToolSettings {
-    /// Seed 001's recommendation: 5 s per tool.
-    fn default() -> Self {
-        Self {
-            timeout: Duration::from_secs(5),
-            rate_limit: None,
-            retry: None,
-            retry_on: RetryOn::default(),
-            cache_ttl: None,
-            approval: Approval::Never,
-        }
-    }
+/// Tools discovered at run time on other servers (the MCP servers of `config/agents.toml`,
+/// [`crate::mcp::McpTools`]). The registry holds them behind this trait so that it does not
+/// depend on how they are discovered.
+#[async_trait]
+pub trait ExternalTools: Send + Sync {
+    /// Waits (bounded) for a discovery under way; see [`crate::mcp::McpTools::ready`].
+    async fn ready(&self);
+    /// The specs of the tools discovered on `servers`.
+    fn specs(&self, servers: &[String]) -> Vec<ToolSpec>;
+    /// The discovered tool offered as `offered`, and its server's name.
+    fn tool(&self, offered: &str) -> Option<(RegisteredTool, &str)>;
 }
 
 /// A registered tool with its settings.
@@ -212,7 +158,7 @@ pub struct RegisteredTool {
 #[derive(Clone, Default)]
 pub struct ToolRegistry {
     tools: BTreeMap<ToolName, RegisteredTool>,
-    external: Option<Arc<crate::mcp::McpTools>>,
+    external: Option<Arc<dyn ExternalTools>>,
 }
 
 impl ToolRegistry {
@@ -231,12 +177,12 @@ impl ToolRegistry {
     }
 
     /// Adds the external MCP servers' tools.
-    pub fn with_external(&mut self, external: Arc<crate::mcp::McpTools>) -> &mut Self {
+    pub fn with_external(&mut self, external: Arc<dyn ExternalTools>) -> &mut Self {
         self.external = Some(external);
         self
     }
 
-    pub fn external(&self) -> Option<&Arc<crate::mcp::McpTools>> {
+    pub fn external(&self) -> Option<&Arc<dyn ExternalTools>> {
         self.external.as_ref()
     }
 

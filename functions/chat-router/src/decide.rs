@@ -21,7 +21,7 @@ use shared::http::{ApiError, ErrorCode};
 use shared::turns::{Begun, TurnRecord, TurnStatus, turn_id_for_key};
 
 use crate::Deps;
-use crate::handler::{accept_language, error, follow, stream};
+use crate::respond::{accept_language, error, follow, stream};
 use agent::{CallDecision, StopSignal, TurnInput};
 
 /// Longest reason kept with a denial.

@@ -5,10 +5,14 @@
 //! ([`agent::Agent`]). `main.rs` builds [`Deps`] once per container and hands every request
 //! to [`handler::handle`]; tests call the same handler against DynamoDB Local and fakes.
 
+mod chat;
+mod chats;
 pub mod config;
 pub mod decide;
 pub mod events;
 pub mod handler;
+mod respond;
+mod routes;
 pub mod turn_log;
 pub mod validate;
 

@@ -1,0 +1,103 @@
+//! A tool's operating settings (`config/agents.toml`'s `[tools.<name>]`, a profile's
+//! overrides, an MCP server's entry): timeout, rate limit, retries, cache, approval.
+
+use std::time::Duration;
+
+use serde::Deserialize;
+use shared::limits::RateLimit;
+
+use crate::call_status::CallStatus;
+use crate::jobs::RetrySchedule;
+use crate::{Error, Result};
+
+/// Whether a tool's calls wait for the user's approval before they run (`approval`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Approval {
+    /// Runs when the model calls it.
+    #[default]
+    Never,
+    /// Recorded as `awaiting_approval`; runs once the user approves it.
+    Always,
+}
+
+/// Operating limits of one tool, from `config/agents.toml`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ToolSettings {
+    pub timeout: Duration,
+    pub rate_limit: Option<RateLimit>,
+    /// This tool's retries through the tool queue; `None`: the deployment's
+    /// (`TOOL_MAX_ATTEMPTS`, `TOOL_RETRY_BASE_SECS`).
+    pub retry: Option<RetrySchedule>,
+    /// Which passing failures are retried (`retry.on`); both by default.
+    pub retry_on: RetryOn,
+    /// How long a result may serve identical calls of any user (`cache_secs`); `None`:
+    /// never cached.
+    pub cache_ttl: Option<Duration>,
+    /// Whether calls wait for the user's approval; a profile may override it.
+    pub approval: Approval,
+}
+
+/// The passing failures a tool retries through the tool queue (seed 003's
+/// `retryConfig.retryOn`): an upstream error (5xx, 429, unreachable) and a timeout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetryOn {
+    pub upstream: bool,
+    pub timeout: bool,
+}
+
+impl Default for RetryOn {
+    fn default() -> Self {
+        Self {
+            upstream: true,
+            timeout: true,
+        }
+    }
+}
+
+impl RetryOn {
+    /// Whether a retryable failure that ended as `status` is retried.
+    pub fn covers(self, status: CallStatus) -> bool {
+        match status {
+            CallStatus::Timeout => self.timeout,
+            _ => self.upstream,
+        }
+    }
+}
+
+impl Default for ToolSettings {
+    /// Seed 001's recommendation: 5 s per tool.
+    fn default() -> Self {
+        Self {
+            timeout: Duration::from_secs(5),
+            rate_limit: None,
+            retry: None,
+            retry_on: RetryOn::default(),
+            cache_ttl: None,
+            approval: Approval::Never,
+        }
+    }
+}
+
+/// A rate limit as the configuration writes it.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RateLimitEntry {
+    max: u32,
+    window_secs: u32,
+}
+
+impl RateLimitEntry {
+    /// The limit, if both numbers are above 0 (`what` and `source` go into the error).
+    pub(crate) fn checked(self, what: &str, source: &str) -> Result<RateLimit> {
+        if self.max == 0 || self.window_secs == 0 {
+            return Err(Error::Config(format!(
+                "{source}: {what}.rate_limit needs max and window_secs above 0"
+            )));
+        }
+        Ok(RateLimit {
+            max: self.max,
+            window: time::Duration::seconds(i64::from(self.window_secs)),
+        })
+    }
+}
