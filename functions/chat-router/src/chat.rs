@@ -7,9 +7,9 @@
 //! before anything else: a resent request finds the record and follows that turn's event
 //! log instead of starting another (see `turn_log`).
 
+use lambda_http::Request;
 use lambda_http::http::Response;
 use lambda_http::lambda_runtime::streaming::Body;
-use lambda_http::{Request, RequestExt};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -289,30 +289,4 @@ fn fingerprint(body: &ChatRequest, message: &str) -> String {
         canonical["language"] = json!(language);
     }
     hex::encode(Sha256::digest(canonical.to_string().as_bytes()))
-}
-
-/// Where a resume starts: after `Last-Event-ID` (or `?after=`); `None` replays from `init`.
-pub(crate) fn resume_point(req: &Request) -> Result<Option<u64>, ApiError> {
-    let header = req
-        .headers()
-        .get("last-event-id")
-        .and_then(|v| v.to_str().ok())
-        .map(str::trim)
-        .filter(|v| !v.is_empty())
-        .map(str::to_owned);
-    let query = req
-        .query_string_parameters_ref()
-        .and_then(|q| q.first("after"))
-        .map(str::to_owned);
-    header
-        .or(query)
-        .map(|v| {
-            v.parse::<u64>().map_err(|_| {
-                ApiError::new(
-                    ErrorCode::ValidationFailed,
-                    "Last-Event-ID / after: must be an event id (a whole number)",
-                )
-            })
-        })
-        .transpose()
 }

@@ -14,9 +14,8 @@ use shared::http::lambda::json_body;
 use shared::http::{ApiError, ErrorCode};
 use shared::turns::{TurnRecord, TurnStatus};
 
-use crate::Deps;
-use crate::chat::resume_point;
 use crate::respond::{error, follow};
+use crate::{Deps, validate};
 /// The answer of `GET /alerts`.
 #[derive(Serialize, JsonSchema)]
 pub struct AlertList {
@@ -33,7 +32,7 @@ pub(crate) async fn turn_events(
     chat_id: &str,
     turn_id: &str,
 ) -> Response<Body> {
-    let after = match resume_point(req) {
+    let after = match validate::resume_point(req) {
         Ok(after) => after,
         Err(e) => return error(&e),
     };

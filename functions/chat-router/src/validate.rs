@@ -1,6 +1,6 @@
-//! Bounds on what a request names: the ids in its path and body, and paging parameters. A
-//! value out of bounds is 400 `validation_failed`, before anything is read or stored, so no
-//! hostile id reaches a key condition or a log line at full length.
+//! Bounds on what a request names: the ids in its path and body, paging parameters and the
+//! resume point. A value out of bounds is 400 `validation_failed`, before anything is read or
+//! stored, so no hostile id reaches a key condition or a log line at full length.
 
 use lambda_http::{Request, RequestExt};
 use serde_json::json;
@@ -66,6 +66,32 @@ pub fn page(req: &Request) -> Result<(u32, Option<String>), ApiError> {
 
 fn invalid(field: &str, message: String) -> ApiError {
     ApiError::new(ErrorCode::ValidationFailed, message).with_details(json!({"field": field}))
+}
+
+/// Where a resume starts: after `Last-Event-ID` (or `?after=`); `None` replays from `init`.
+pub fn resume_point(req: &Request) -> Result<Option<u64>, ApiError> {
+    let header = req
+        .headers()
+        .get("last-event-id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::trim)
+        .filter(|v| !v.is_empty())
+        .map(str::to_owned);
+    let query = req
+        .query_string_parameters_ref()
+        .and_then(|q| q.first("after"))
+        .map(str::to_owned);
+    header
+        .or(query)
+        .map(|v| {
+            v.parse::<u64>().map_err(|_| {
+                ApiError::new(
+                    ErrorCode::ValidationFailed,
+                    "Last-Event-ID / after: must be an event id (a whole number)",
+                )
+            })
+        })
+        .transpose()
 }
 
 #[cfg(test)]
