@@ -6,6 +6,9 @@
 //!
 //! `cargo test --benches` (so `make test`) runs it once as a smoke test.
 
+// Tests and benches fail loudly: unwrap, expect and panic are how they report.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::hint::black_box;
 
 use agent::tools::SigV4Signer;

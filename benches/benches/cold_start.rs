@@ -14,6 +14,9 @@
 //! exist. `COLD_START_BIN_DIR=<dir>` measures the binaries in `<dir>` instead (no build);
 //! `COLD_START_ONLY=kb-retrieve,chat-router` measures only those functions.
 
+// Tests and benches fail loudly: unwrap, expect and panic are how they report.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

@@ -6,6 +6,9 @@
 //! DynamoDB Local runs on the JVM on this machine, so absolute figures are the emulator's,
 //! not DynamoDB's; they show the ledger adds one round trip and little CPU on top.
 
+// Tests and benches fail loudly: unwrap, expect and panic are how they report.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::time::{Duration, Instant};
 
 use benchmarks::{Percentiles, full_run};

@@ -5,6 +5,7 @@ use std::time::Duration;
 /// CPU time (user + system, all threads, exited ones included) that process `pid` has used
 /// so far, from its POSIX CPU-time clock: nanosecond resolution, unlike the clock ticks of
 /// `/proc/PID/stat`, which are too coarse for a cold start of a few milliseconds.
+#[allow(unsafe_code)] // two libc calls, each with its SAFETY note
 pub fn cpu_time(pid: u32) -> std::io::Result<Duration> {
     let pid = libc::pid_t::try_from(pid).map_err(std::io::Error::other)?;
     let mut clock: libc::clockid_t = 0;

@@ -2,6 +2,11 @@
 //! emulator sometimes does: the function polls again and serves the invocation, where
 //! lambda_runtime's loop alone would have ended the process.
 
+// Tests and benches fail loudly: unwrap, expect and panic are how they report.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+// The runtime reads its address from the environment, which only `unsafe` can set.
+#![allow(unsafe_code)]
+
 use std::time::Duration;
 
 use lambda_http::lambda_runtime::{self, LambdaEvent, service_fn};

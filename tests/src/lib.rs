@@ -5,6 +5,9 @@
 //!
 //! Without a reachable emulator a test fails and says how to start one; it never skips.
 
+// A test harness: it fails loudly (unwrap, expect, panic) so that the test using it does.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;

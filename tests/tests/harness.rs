@@ -1,5 +1,8 @@
 //! The fake LLM server and the Lambda-over-HTTP adapter, exercised with a real HTTP client.
 
+// Tests and benches fail loudly: unwrap, expect and panic are how they report.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;

@@ -7,6 +7,9 @@
 //!
 //! The first request (token fetch and Secrets Manager write against moto) is timed apart.
 
+// Tests and benches fail loudly: unwrap, expect and panic are how they report.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 

@@ -11,6 +11,9 @@
 //! function run once per chat. Reports turns per second and the turns' latency
 //! percentiles. `cargo test --benches` (so `make test`) runs it with 4 chats.
 
+// Tests and benches fail loudly: unwrap, expect and panic are how they report.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 #[path = "../tests/integration/common/mod.rs"]
 mod common;
 

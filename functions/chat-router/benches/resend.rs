@@ -12,6 +12,9 @@
 //!
 //! `cargo test --benches` (so `make test`) runs a 20-turn smoke pass.
 
+// Tests and benches fail loudly: unwrap, expect and panic are how they report.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 #[path = "../tests/integration/common/mod.rs"]
 mod common;
 

@@ -11,6 +11,9 @@
 //! DynamoDB requests and LLM calls per turn, and the process's peak RSS.
 //! `cargo test --benches` (so `make test`) runs a 3-turn smoke pass, which asserts the request counts.
 
+// Tests and benches fail loudly: unwrap, expect and panic are how they report.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 #[path = "../tests/integration/common/mod.rs"]
 mod common;
 

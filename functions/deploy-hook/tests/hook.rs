@@ -3,6 +3,9 @@
 //! URL). The fake Lambda answers each sample event as a healthy version would, except for the
 //! faults a test asks for.
 
+// Tests and benches fail loudly: unwrap, expect and panic are how they report.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;

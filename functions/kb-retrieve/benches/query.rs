@@ -11,6 +11,9 @@
 //! search is single-threaded. `cargo test --benches` (so `make test`) runs a smoke pass (1k × 256, a few
 //! queries, no DynamoDB).
 
+// Tests and benches fail loudly: unwrap, expect and panic are how they report.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -13,6 +13,9 @@
 //! find and the 1-bit pre-scan's recall means something. `cargo test --benches` (so `make test`) runs a
 //! smoke pass of 500 chunks × 64 dimensions when a snapshot bucket is configured.
 
+// Tests and benches fail loudly: unwrap, expect and panic are how they report.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::process::Command;
 use std::time::{Duration, Instant};
 

@@ -2,6 +2,9 @@
 //! `award_value` needs no upstream, so the ledger, the dedupe window, validation and the
 //! token check are what is tested.
 
+// Tests and benches fail loudly: unwrap, expect and panic are how they report.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::sync::Arc;
 use std::time::Duration;
 

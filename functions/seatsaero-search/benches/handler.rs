@@ -7,6 +7,9 @@
 //! Measures our overhead (parsing, filtering, JSON, five local HTTP round trips), not
 //! Seats.aero's latency. `cargo test --benches` (so `make test`) runs a 5-request smoke pass.
 
+// Tests and benches fail loudly: unwrap, expect and panic are how they report.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 

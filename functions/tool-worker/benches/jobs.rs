@@ -9,6 +9,9 @@
 //! made; then the same batch again (redelivery: every job is skipped). `cargo test
 //! --benches` (so `make test`) runs a 2-round smoke pass.
 
+// Tests and benches fail loudly: unwrap, expect and panic are how they report.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 

@@ -5,6 +5,9 @@
 //! so one per file cost most of the build. Filter by module: `cargo test -p <crate>
 //! --test integration <module>::`.
 
+// Tests and benches fail loudly: unwrap, expect and panic are how they report.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 mod common;
 
 mod bedrock;
