@@ -116,7 +116,7 @@ say "the guide's sh blocks, for the new tools"
 done
 
 say "the tests that catch a forgotten piece"
-run cargo test -q -p shared --lib -- tool_call
+run cargo test -q -p domain --lib -- tool_call
 run cargo test -q -p agent --lib -- "$tool" every_declared_tool texts
 run cargo test -q -p openapi --test integration -- committed::
 run cargo test -q -p docs-check --test integration -- configuration::

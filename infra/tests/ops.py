@@ -2,7 +2,7 @@
 group of its own with a retention, has an error-rate and a throttle alarm, and may have
 reserved concurrency; the dead-letter queue and the turn duration have alarms; every alarm
 goes to the optional e-mail topic; the dashboard shows every function and every metric the
-functions emit (`Metric` in shared/src/metrics.rs), with alarms on the LLM error rate and the
+functions emit (`Metric` in shared/lambda-kit/src/metrics.rs), with alarms on the LLM error rate and the
 turn duration; the router's CORS origins come from a parameter, never `*`. CodeDeploy's
 pre-traffic hooks (functions/deploy-hook) run only during a deploy and report to CodeDeploy:
 they need a log group with retention, no alarms, reserved concurrency or dashboard.
@@ -33,8 +33,8 @@ def alarm_subjects(alarm):
 
 
 def emitted_metrics():
-    """The metric names the functions emit: the variants of `Metric` in shared/src/metrics.rs."""
-    source = (ROOT / "shared/src/metrics.rs").read_text()
+    """The metric names the functions emit: the variants of `Metric` in shared/lambda-kit/src/metrics.rs."""
+    source = (ROOT / "shared/lambda-kit/src/metrics.rs").read_text()
     body = source.split("pub enum Metric {", 1)[1].split("\n}", 1)[0]
     return [line.strip().rstrip(",") for line in body.splitlines()
             if line.strip() and not line.strip().startswith("//")]
@@ -92,7 +92,7 @@ def check(template):
     text = "".join(str(b["Properties"]["DashboardBody"].get("Fn::Sub", "")) for b in boards.values())
     for metric in emitted_metrics():
         if f'MetricName=\\"{metric}\\"' not in text and f'"{metric}", "function"' not in text:
-            failures.append(f"the dashboard does not show the metric {metric} (shared/src/metrics.rs)")
+            failures.append(f"the dashboard does not show the metric {metric} (shared/lambda-kit/src/metrics.rs)")
     own = [a["Properties"] for a in alarms.values()]
     metric_names = {a.get("MetricName") for a in own}
     for props in own:

@@ -1,37 +1,27 @@
-//! Shared crate of the tool-calling backend: domain types, DynamoDB stores (tool-call ledger,
-//! chats, usage, rate limits, knowledge base), the Secrets Manager cache, configuration and
-//! HTTP helpers. The agent runtime (LLM, tools, pipeline, turn loop) is the `agent` crate;
-//! nothing here depends on it, so the flight and kb functions never compile it.
-//!
-//! Every function crate builds its clients once per container from here and hands them to
-//! a handler; tests call the same handlers against the local emulators.
+//! The shared crates under one name, at the paths the agent runtime, the tools and the tests
+//! use: [`domain`] (plain types, the error type, clock, ids), `lambda_kit` (what a function
+//! needs on Lambda), `stores` (the chat side's DynamoDB stores), `auth` (bearer tokens) and
+//! `knowledge` (the knowledge base). A function that needs only some of them depends on
+//! those directly: the flight and knowledge functions never compile `stores` or `auth`.
 
-pub mod alerts;
-pub mod aws;
-pub mod cache;
-pub mod chats;
-pub mod clock;
-pub mod companion;
-pub mod config;
-pub mod domain;
-mod dynamo;
-pub use dynamo::MAX_TRANSIENT_ROUNDS;
-pub mod embeddings;
-pub mod error;
-pub mod http;
-pub mod ids;
-pub mod kb;
-pub mod ledger;
-pub mod limits;
-pub mod memory;
-pub mod metrics;
-pub mod observability;
-pub mod provider;
-pub mod runtime_loop;
-pub mod secrets;
-pub mod tls;
-pub mod turns;
-pub mod upstream;
-pub mod usage;
+pub use ::domain::{Error, Result, clock, error, ids, provider};
+pub use knowledge::{embeddings, kb};
+pub use lambda_kit::{
+    MAX_TRANSIENT_ROUNDS, aws, companion, config, limits, metrics, observability, runtime_loop,
+    secrets, tls, upstream,
+};
+pub use stores::{alerts, cache, chats, ledger, memory, turns, usage};
 
-pub use error::{Error, Result};
+/// Plain domain types (the `domain` crate's modules).
+pub mod domain {
+    pub use ::domain::{
+        alert, chat, flight, flight_notes, flight_text, loyalty, memory, money, schema, session,
+        tool_args, tool_call, tool_output, tool_result, turn, ui,
+    };
+}
+
+/// HTTP helpers (`lambda_kit::http`) and bearer-token authentication (the `auth` crate).
+pub mod http {
+    pub use ::auth;
+    pub use lambda_kit::http::*;
+}

@@ -1,5 +1,5 @@
 // What a flight row says besides its price and times: the same rules as the chat message
-// and the terminal client (shared/src/domain/flight_notes.rs), in the turn's language.
+// and the terminal client (shared/domain/src/flight_notes.rs), in the turn's language.
 
 import { type Texts, textsFor } from "./i18n";
 

@@ -17,8 +17,8 @@ use benchmarks::{Percentiles, full_run};
 use cash_search::{Config, Deps, handle};
 use lambda_http::http::Method;
 use lambda_http::{Body, Request};
-use shared::config::Env;
-use shared::secrets::{AwsSecretSource, SecretsCache};
+use lambda_kit::config::Env;
+use lambda_kit::secrets::{AwsSecretSource, SecretsCache};
 use wiremock::MockServer;
 
 fn request() -> Request {
@@ -50,7 +50,7 @@ async fn main() {
         ("AMADEUS_BASE_URL", server.uri().as_str()),
     ]);
     let config = Config::from_env(&env).unwrap_or_else(|e| panic!("config: {e}"));
-    let http = shared::upstream::http_client().unwrap_or_else(|e| panic!("http client: {e}"));
+    let http = lambda_kit::upstream::http_client().unwrap_or_else(|e| panic!("http client: {e}"));
     let secrets = SecretsCache::new(
         Arc::new(AwsSecretSource::new(test_support::secrets_manager().await)),
         Duration::from_secs(300),

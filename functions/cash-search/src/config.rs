@@ -4,8 +4,8 @@ use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
-use shared::config::Env;
-use shared::upstream::RetryPolicy;
+use lambda_kit::config::Env;
+use lambda_kit::upstream::RetryPolicy;
 
 /// Amadeus Self-Service environment (`AMADEUS_ENV`): the test one has cached, partial data
 /// and its own credentials.
@@ -179,7 +179,7 @@ pub struct Config {
 }
 
 impl Config {
-    pub fn from_env(env: &Env) -> shared::Result<Self> {
+    pub fn from_env(env: &Env) -> domain::Result<Self> {
         const HINT: &str = "set by template.yaml; locally `source .local/run/env`";
         let mut r = env.reader();
         // Amadeus stays the default until the template and the local stack choose.

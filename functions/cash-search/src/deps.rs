@@ -2,10 +2,10 @@
 
 use std::sync::Arc;
 
-use shared::clock::{Clock, SystemClock};
-use shared::http::route_access::RouteAccess;
-use shared::metrics::Metrics;
-use shared::secrets::SecretsCache;
+use domain::clock::{Clock, SystemClock};
+use lambda_kit::http::route_access::RouteAccess;
+use lambda_kit::metrics::Metrics;
+use lambda_kit::secrets::SecretsCache;
 
 use crate::config::Config;
 use crate::token::TokenProvider;
@@ -50,7 +50,7 @@ impl Deps {
         }
     }
 
-    /// With the admission rules of the deployment (`shared::http::route_access`).
+    /// With the admission rules of the deployment (`lambda_kit::http::route_access`).
     pub fn with_access(mut self, access: RouteAccess) -> Self {
         self.access = access;
         self

@@ -1,6 +1,6 @@
 //! Display texts of cash offers that are the providers' own: times and durations. Prices
-//! are the shared formatter's ([`shared::domain::money`]), stops the shared leg text's
-//! ([`shared::domain::flight_text`]) and fare terms [`crate::tags`]'s, so award and cash
+//! are the shared formatter's ([`domain::money`]), stops the shared leg text's
+//! ([`domain::flight_text`]) and fare terms [`crate::tags`]'s, so award and cash
 //! rows of one answer read alike.
 
 /// Local time to the minute (`2020-08-01T21:50`), as the award results show it.

@@ -1,11 +1,11 @@
 //! `POST /flights/cash`: a `FlightSearchParams` body in, `{success, results}` out.
 
+use domain::flight::{FlightSearchParams, FlightSearchResult};
 use lambda_http::http::{Method, header};
 use lambda_http::{Body, Request, Response};
-use shared::domain::flight::{FlightSearchParams, FlightSearchResult};
-use shared::http::lambda::{deadline, error_response, json_body, json_response};
-use shared::http::{ApiError, ErrorCode};
-use shared::observability::Trace;
+use lambda_kit::http::lambda::{deadline, error_response, json_body, json_response};
+use lambda_kit::http::{ApiError, ErrorCode};
+use lambda_kit::observability::Trace;
 use tracing::Instrument;
 
 use crate::deps::Deps;

@@ -1,7 +1,7 @@
 //! Amadeus offers as the shared `FlightResult` (seed 000 §5.2), `provider: "amadeus"`.
 //!
 //! - `price`: the offer's `price.total` in the request's locale (see
-//!   [`shared::domain::money`]).
+//!   [`domain::money`]).
 //! - `pricePerPerson`: the first traveller's fare (`travelerPricings[0].price.total`, an
 //!   adult: Amadeus lists adults first); without it, the total shared by the seated
 //!   travellers.
@@ -17,11 +17,11 @@
 use std::collections::BTreeMap;
 use std::str::FromStr;
 
-use shared::domain::flight::{
+use domain::flight::{
     Cabin, FlightEndpoint, FlightLeg, FlightResult, FlightSearchParams, Locale, Provider, Taxes,
 };
-use shared::domain::flight_text::stops_text;
-use shared::domain::money::{Amount, price_text};
+use domain::flight_text::stops_text;
+use domain::money::{Amount, price_text};
 
 use crate::format::{duration_text, local_minute};
 use crate::offers::{Endpoint, Itinerary, Offer, Offers};

@@ -4,10 +4,10 @@
 
 use std::time::Instant;
 
+use domain::Result;
+use domain::flight::{FlightResult, FlightSearchParams};
+use lambda_kit::upstream;
 use reqwest::{Response, StatusCode};
-use shared::Result;
-use shared::domain::flight::{FlightResult, FlightSearchParams};
-use shared::upstream;
 
 use crate::SERVICE;
 use crate::config::CashProvider;

@@ -2,12 +2,12 @@
 //! terms before departure, and Amadeus' last ticketing date.
 //!
 //! A term keeps its `label: value` form: the chat message, the terminal client and the web
-//! client show a tag with a ':' as a note of the row (`shared::domain::flight_notes`,
+//! client show a tag with a ':' as a note of the row (`domain::flight_notes`,
 //! `web/src/flightNotes.ts`). Bare flags such as `nonstop` are for machines and are not
 //! translated.
 
-use shared::domain::flight::Locale;
-use shared::domain::money::{Amount, price_text};
+use domain::flight::Locale;
+use domain::money::{Amount, price_text};
 
 /// A fare condition before departure.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

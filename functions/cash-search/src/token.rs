@@ -10,12 +10,12 @@
 use std::sync::{Arc, RwLock};
 use std::time::Instant;
 
+use domain::clock::Clock;
+use domain::{Error, Result};
+use lambda_kit::secrets::{SecretString, SecretsCache};
+use lambda_kit::upstream::{self, RetryPolicy};
 use reqwest::StatusCode;
 use serde::{Deserialize, Serialize};
-use shared::clock::Clock;
-use shared::secrets::{SecretString, SecretsCache};
-use shared::upstream::{self, RetryPolicy};
-use shared::{Error, Result};
 use time::{Duration, OffsetDateTime};
 
 use crate::SERVICE;

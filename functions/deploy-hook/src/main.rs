@@ -6,16 +6,16 @@ use lambda_runtime::{LambdaEvent, run, service_fn};
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_runtime::Error> {
-    shared::observability::init_tracing();
-    let sdk = shared::aws::sdk_config().await;
+    lambda_kit::observability::init_tracing();
+    let sdk = lambda_kit::aws::sdk_config().await;
     let deps = Deps {
         lambda: aws_sdk_lambda::Client::new(&sdk),
         codedeploy: aws_sdk_codedeploy::Client::new(&sdk),
         config: Config::from_env(),
         check_timeout: CHECK_TIMEOUT,
     };
-    // A failed Runtime API request polls again (shared::runtime_loop).
-    shared::runtime_loop::keep_running(|| {
+    // A failed Runtime API request polls again (lambda_kit::runtime_loop).
+    lambda_kit::runtime_loop::keep_running(|| {
         run(service_fn(|event: LambdaEvent<HookEvent>| {
             let deps = deps.clone();
             async move {

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use benchmarks::{Percentiles, full_run, peak_rss_kib};
 use futures::StreamExt;
 use kb_retrieve::index::{EmbeddingSpec, Index};
-use shared::kb::{Chunk, DocumentManifest, DynamoKbStore, KbStore, KbVersion};
+use knowledge::kb::{Chunk, DocumentManifest, DynamoKbStore, KbStore, KbVersion};
 
 const VOCABULARY: usize = 20_000;
 const WORDS_PER_CHUNK: usize = 120;
@@ -319,7 +319,7 @@ fn cold_load() {
                     .collect();
                 let manifest = DocumentManifest {
                     document_id: document_id.clone(),
-                    content_hash: shared::kb::content_hash(&document_id),
+                    content_hash: knowledge::kb::content_hash(&document_id),
                     chunk_count: PER_DOC as u32,
                     source_path: format!("bench/{document_id}.md"),
                     chunking: "bench".into(),

@@ -23,8 +23,8 @@ use benchmarks::{Percentiles, full_run, peak_rss_kib};
 use kb_retrieve::config::DEFAULT_RESCORE_MAX_MB;
 use kb_retrieve::index::{EmbeddingSpec, Index, fusion_depth};
 use kb_retrieve::snapshot;
-use shared::kb::snapshots::S3Snapshots;
-use shared::kb::{Chunk, KbVersion};
+use knowledge::kb::snapshots::S3Snapshots;
+use knowledge::kb::{Chunk, KbVersion};
 
 const MODEL: &str = "synthetic";
 const TOP_K: usize = 6;
@@ -68,7 +68,7 @@ fn runtime() -> tokio::runtime::Runtime {
 }
 
 async fn bucket(prefix: &str) -> S3Snapshots {
-    let sdk = shared::aws::sdk_config().await;
+    let sdk = lambda_kit::aws::sdk_config().await;
     let name = std::env::var("KB_SNAPSHOT_BUCKET").unwrap_or_default();
     S3Snapshots::new(S3Snapshots::client(&sdk), name, prefix)
 }

@@ -17,7 +17,7 @@ use aws_sdk_bedrockagentruntime::types::{
     KnowledgeBaseVectorSearchConfiguration, RetrievalResultLocation, SearchType,
 };
 use aws_smithy_types::Document;
-use shared::{Error, Result};
+use domain::{Error, Result};
 
 use crate::config::{BedrockKbConfig, BedrockSearchType};
 use crate::index::Hit;

@@ -20,10 +20,10 @@
 
 use std::time::Duration;
 
-use shared::config::Env;
-use shared::embeddings::EmbeddingsConfig;
-use shared::upstream::RetryPolicy;
-use shared::{Error, Result};
+use domain::{Error, Result};
+use knowledge::embeddings::EmbeddingsConfig;
+use lambda_kit::config::Env;
+use lambda_kit::upstream::RetryPolicy;
 
 use crate::index::EmbeddingSpec;
 

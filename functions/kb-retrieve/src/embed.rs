@@ -7,11 +7,11 @@ use std::num::NonZeroUsize;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
+use knowledge::embeddings::bedrock::{BedrockEmbeddings, Client as BedrockRuntime};
+use knowledge::embeddings::{Embedder, EmbeddingsClient, EmbeddingsConfig, EmbeddingsEndpoint};
+use lambda_kit::secrets::SecretsCache;
+use lambda_kit::upstream::RetryPolicy;
 use lru::LruCache;
-use shared::embeddings::bedrock::{BedrockEmbeddings, Client as BedrockRuntime};
-use shared::embeddings::{Embedder, EmbeddingsClient, EmbeddingsConfig, EmbeddingsEndpoint};
-use shared::secrets::SecretsCache;
-use shared::upstream::RetryPolicy;
 
 pub struct QueryEmbedder {
     http: reqwest::Client,
@@ -53,7 +53,7 @@ impl QueryEmbedder {
         {
             let dimensions = config
                 .dimensions
-                .unwrap_or(shared::embeddings::BEDROCK_DIMENSIONS[0]);
+                .unwrap_or(knowledge::embeddings::BEDROCK_DIMENSIONS[0]);
             let _ = self
                 .bedrock
                 .set(BedrockEmbeddings::new(client, &config.model, dimensions));

@@ -1,21 +1,21 @@
 //! `POST /kb/search`: `{query, top_k?}` → `{results, mode, kb_version}`. Every failure is
-//! mapped once, by `shared::http::ApiError`, to the error envelope.
+//! mapped once, by `lambda_kit::http::ApiError`, to the error envelope.
 
 use std::sync::Arc;
 use std::time::Instant;
 
+use domain::Error;
+use knowledge::kb::KbStore;
 use lambda_http::http::{HeaderValue, Method, header};
 use lambda_http::{Body, Request, Response};
+use lambda_kit::http::lambda::{deadline, error_response, json_body, json_response};
+use lambda_kit::http::route_access::RouteAccess;
+use lambda_kit::http::{ApiError, ErrorCode};
+use lambda_kit::metrics::{Dimension, Metric, Metrics, Point};
+use lambda_kit::observability::Trace;
+use lambda_kit::secrets::SecretsCache;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use shared::Error;
-use shared::http::lambda::{deadline, error_response, json_body, json_response};
-use shared::http::route_access::RouteAccess;
-use shared::http::{ApiError, ErrorCode};
-use shared::kb::KbStore;
-use shared::metrics::{Dimension, Metric, Metrics, Point};
-use shared::observability::Trace;
-use shared::secrets::SecretsCache;
 use tracing::Instrument;
 
 use crate::bedrock_kb::BedrockKb;
@@ -86,7 +86,7 @@ impl Deps {
     }
 
     /// Query embeddings from Bedrock through `client`, when the configuration says Bedrock.
-    pub fn with_bedrock(self, client: shared::embeddings::bedrock::Client) -> Self {
+    pub fn with_bedrock(self, client: knowledge::embeddings::bedrock::Client) -> Self {
         self.embedder.use_bedrock(client);
         self
     }
@@ -100,7 +100,7 @@ impl Deps {
         self
     }
 
-    /// With the admission rules of the deployment (`shared::http::route_access`).
+    /// With the admission rules of the deployment (`lambda_kit::http::route_access`).
     pub fn with_access(mut self, access: RouteAccess) -> Self {
         self.access = access;
         self
@@ -215,7 +215,7 @@ pub async fn search(
     query: &str,
     top_k: usize,
     deadline: Instant,
-) -> shared::Result<SearchResponse> {
+) -> domain::Result<SearchResponse> {
     let started = Instant::now();
     if let Some(bedrock) = &deps.bedrock_kb {
         let results = bedrock.retrieve(query, top_k, deadline).await?;

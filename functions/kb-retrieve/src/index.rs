@@ -2,8 +2,8 @@
 //! stored embeddings fit the configured model, the vector matrix. Immutable once built; a
 //! new version gets a new `Index` (see `live.rs`).
 
+use knowledge::kb::{Chunk, KbVersion};
 use serde::Serialize;
-use shared::kb::{Chunk, KbVersion};
 
 use crate::bm25::Bm25Index;
 use crate::fusion::{self, Fused, RankScore};

@@ -14,9 +14,9 @@
 use std::sync::{Arc, OnceLock, RwLock};
 use std::time::{Duration, Instant};
 
-use shared::kb::snapshots::S3Snapshots;
-use shared::kb::{KbStore, KbVersion, SnapshotRef};
-use shared::{Error, Result};
+use domain::{Error, Result};
+use knowledge::kb::snapshots::S3Snapshots;
+use knowledge::kb::{KbStore, KbVersion, SnapshotRef};
 
 use crate::index::{EmbeddingSpec, Index};
 
@@ -234,7 +234,7 @@ mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     use async_trait::async_trait;
-    use shared::kb::{Chunk, DocumentManifest, KbVersion};
+    use knowledge::kb::{Chunk, DocumentManifest, KbVersion};
 
     use super::*;
 
@@ -311,7 +311,7 @@ mod tests {
             Ok(())
         }
 
-        async fn set_snapshot(&self, _: u64, _: &shared::kb::SnapshotRef) -> Result<bool> {
+        async fn set_snapshot(&self, _: u64, _: &knowledge::kb::SnapshotRef) -> Result<bool> {
             Err(Error::NotFound)
         }
 

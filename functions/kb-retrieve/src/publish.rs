@@ -6,9 +6,9 @@
 
 use std::time::Duration;
 
-use shared::kb::snapshots::S3Snapshots;
-use shared::kb::{KbStore, SnapshotRef};
-use shared::{Error, Result};
+use domain::{Error, Result};
+use knowledge::kb::snapshots::S3Snapshots;
+use knowledge::kb::{KbStore, SnapshotRef};
 use time::OffsetDateTime;
 
 use crate::index::{EmbeddingSpec, Index};

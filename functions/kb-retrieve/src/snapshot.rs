@@ -27,9 +27,9 @@
 
 use std::io::Read;
 
+use domain::{Error, Result};
 use half::f16;
-use shared::kb::KbVersion;
-use shared::{Error, Result};
+use knowledge::kb::KbVersion;
 
 use crate::bm25::Bm25Index;
 use crate::index::{EmbeddingSpec, Index, IndexedChunk, check_spec};
@@ -504,7 +504,7 @@ impl<R: Read> Reader<R> {
 
 #[cfg(test)]
 mod tests {
-    use shared::kb::Chunk;
+    use knowledge::kb::Chunk;
 
     use super::*;
 

@@ -16,9 +16,9 @@ use std::time::{Duration, Instant};
 use benchmarks::{Percentiles, full_run};
 use lambda_http::http::Method;
 use lambda_http::{Body, Request};
+use lambda_kit::secrets::{AwsSecretSource, SecretsCache};
 use seatsaero_search::{Config, Deps, handle};
 use serde_json::json;
-use shared::secrets::{AwsSecretSource, SecretsCache};
 use wiremock::MockServer;
 
 fn request(body: &str) -> Request {
@@ -44,7 +44,7 @@ async fn main() {
         Arc::new(AwsSecretSource::new(test_support::secrets_manager().await)),
         Duration::from_secs(300),
     );
-    let http = match shared::upstream::http_client() {
+    let http = match lambda_kit::upstream::http_client() {
         Ok(http) => http,
         Err(e) => panic!("client: {e}"),
     };

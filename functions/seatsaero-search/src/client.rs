@@ -1,14 +1,14 @@
 //! The two Seats.aero partner API calls, with retries inside the deadline
-//! (`shared::upstream`). The key goes in the `Partner-Authorization` header and nowhere else.
+//! (`lambda_kit::upstream`). The key goes in the `Partner-Authorization` header and nowhere else.
 
 use std::time::Instant;
 
+use domain::Result;
+use domain::flight::{Cabin, IataCode};
+use lambda_kit::secrets::SecretString;
+use lambda_kit::upstream::{self, RetryPolicy};
 use reqwest::Url;
 use reqwest::header::ACCEPT;
-use shared::Result;
-use shared::domain::flight::{Cabin, IataCode};
-use shared::secrets::SecretString;
-use shared::upstream::{self, RetryPolicy};
 use time::Date;
 
 /// The name clients see in error messages ("Seats.aero is unavailable; ...").

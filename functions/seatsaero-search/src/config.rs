@@ -9,10 +9,10 @@
 
 use std::time::Duration;
 
+use domain::{Error, Result};
+use lambda_kit::config::Env;
+use lambda_kit::upstream::RetryPolicy;
 use reqwest::Url;
-use shared::config::Env;
-use shared::upstream::RetryPolicy;
-use shared::{Error, Result};
 
 pub const DEFAULT_BASE_URL: &str = "https://seats.aero/partnerapi";
 pub const DEFAULT_TAKE: u32 = 100;

@@ -4,9 +4,9 @@
 
 use std::sync::Arc;
 
-use shared::http::route_access::RouteAccess;
-use shared::metrics::Metrics;
-use shared::secrets::SecretsCache;
+use lambda_kit::http::route_access::RouteAccess;
+use lambda_kit::metrics::Metrics;
+use lambda_kit::secrets::SecretsCache;
 
 use crate::client::SeatsAero;
 use crate::config::Config;
@@ -35,7 +35,7 @@ impl Deps {
         }
     }
 
-    /// With the admission rules of the deployment (`shared::http::route_access`).
+    /// With the admission rules of the deployment (`lambda_kit::http::route_access`).
     pub fn with_access(mut self, access: RouteAccess) -> Self {
         self.access = access;
         self

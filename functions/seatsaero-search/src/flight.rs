@@ -10,11 +10,9 @@
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
-use shared::domain::flight::{
-    Cabin, FlightEndpoint, FlightLeg, FlightResult, Locale, Provider, Taxes,
-};
-use shared::domain::flight_text::stops_text;
-use shared::domain::loyalty;
+use domain::flight::{Cabin, FlightEndpoint, FlightLeg, FlightResult, Locale, Provider, Taxes};
+use domain::flight_text::stops_text;
+use domain::loyalty;
 
 use crate::format;
 use crate::payload::{Availability, BookingLink, CabinOffer, Entries, Segment, Trip, TripsReply};

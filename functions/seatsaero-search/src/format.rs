@@ -1,15 +1,15 @@
 //! Display texts of a flight in the caller's locale (the stops are
-//! [`shared::domain::flight_text`]'s).
+//! [`domain::flight_text`]'s).
 //!
 //! - `en`: "85,000 miles + $450.00" ("$41.74", "CAD 1,234.05").
 //! - `de`: "85.000 Meilen + 450,00 $" ("41,74 $", "1.234,05 CAD").
 //!
-//! The taxes are written by the shared price formatter ([`shared::domain::money`]), as the
+//! The taxes are written by the shared price formatter ([`domain::money`]), as the
 //! cash results are, so one answer shows one price format; Seats.aero's minor units are
 //! always cents, hence two decimals. Without known taxes the text is the miles alone.
 
-use shared::domain::flight::Locale;
-use shared::domain::money::{Amount, count_text, price_text};
+use domain::flight::Locale;
+use domain::money::{Amount, count_text, price_text};
 
 /// Cents: Seats.aero's taxes are integers in minor units.
 const TAXES_SCALE: u32 = 2;

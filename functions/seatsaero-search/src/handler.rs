@@ -1,11 +1,11 @@
 //! `POST /flights/award`: body → validated `FlightSearchParams` → award search → reply.
-//! Every failure is mapped once, by `shared::http::ApiError`, to the error envelope.
+//! Every failure is mapped once, by `lambda_kit::http::ApiError`, to the error envelope.
 
 use lambda_http::http::{HeaderValue, Method, header};
 use lambda_http::{Body, Request, Response};
-use shared::http::lambda::{deadline, error_response, json_response};
-use shared::http::{ApiError, ErrorCode};
-use shared::observability::Trace;
+use lambda_kit::http::lambda::{deadline, error_response, json_response};
+use lambda_kit::http::{ApiError, ErrorCode};
+use lambda_kit::observability::Trace;
 use tracing::Instrument;
 
 use crate::deps::Deps;

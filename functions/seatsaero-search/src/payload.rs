@@ -15,11 +15,11 @@ use std::borrow::Cow;
 use std::fmt;
 use std::marker::PhantomData;
 
+use domain::flight::Cabin;
 use serde::Deserialize;
 use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 use serde_json::{Number, Value};
-use shared::domain::flight::Cabin;
 
 /// The entries of a reply, each read or why it could not be.
 pub(crate) type Entries<T> = Vec<serde_json::Result<T>>;

@@ -3,12 +3,12 @@
 
 use std::time::Instant;
 
-use futures::StreamExt;
-use shared::domain::flight::{
+use domain::flight::{
     Cabin, CabinFrom, FlightResult, FlightSearchParams, FlightSearchResult, IataCode, SearchStats,
 };
-use shared::secrets::SecretString;
-use shared::{Error, Result};
+use domain::{Error, Result};
+use futures::StreamExt;
+use lambda_kit::secrets::SecretString;
 use time::{Date, Duration};
 
 use crate::client::{SERVICE, SearchQuery, SeatsAero};
@@ -135,7 +135,7 @@ pub fn flights_from_replies(
     settle(&shape, replies)
 }
 
-/// A reply body as `shared::upstream::read_json` reads a successful response (an error is
+/// A reply body as `lambda_kit::upstream::read_json` reads a successful response (an error is
 /// the body's not being the expected JSON), with `parse`, borrowing from it.
 fn read_body<'a, T>(
     body: &'a [u8],
@@ -379,7 +379,7 @@ mod tests {
     fn other_cabins_are_offered_from_their_lowest_cost() {
         let shape = Shape {
             cabin: Cabin::First,
-            locale: shared::domain::flight::Locale::En,
+            locale: domain::flight::Locale::En,
             seated: 1,
             non_stop: false,
             return_leg: false,
@@ -408,8 +408,8 @@ mod tests {
     #[test]
     fn odd_entries_are_dropped_one_by_one() {
         let shape = Shape {
-            cabin: shared::domain::flight::Cabin::Business,
-            locale: shared::domain::flight::Locale::En,
+            cabin: domain::flight::Cabin::Business,
+            locale: domain::flight::Locale::En,
             seated: 1,
             non_stop: false,
             return_leg: false,

@@ -106,7 +106,7 @@ class Examples:
     def __init__(self, guide, tree):
         self.guide = guide
         all_blocks = blocks(guide)
-        as_str = [b for p, _, b, _ in all_blocks if p == "shared/src/domain/tool_call.rs" and '=> "' in b]
+        as_str = [b for p, _, b, _ in all_blocks if p == "shared/domain/src/tool_call.rs" and '=> "' in b]
         if not as_str:
             raise GuideError("no excerpt of ToolName::as_str (`Self::X => \"x\"`) in the guide")
         self.tool = re.findall(r'=> "(\w+)"', as_str[0])[-1]

@@ -30,9 +30,10 @@ def main():
     manifest = (tree / "Cargo.toml").read_text()
     prefix = tree.name + "/"
     # The members and the workspace's path dependencies, relative to the new root.
-    manifest = re.sub(r"^members = \[(.*)\]$",
+    # (The list may span lines.)
+    manifest = re.sub(r"^members = \[(.*?)\]$",
                       lambda m: "members = [" + re.sub(r'"([^"]+)"', lambda q: f'"{prefix}{q.group(1)}"', m.group(1)) + "]",
-                      manifest, count=1, flags=re.M)
+                      manifest, count=1, flags=re.M | re.S)
     manifest = re.sub(r'path = "([^"]+)"', lambda m: f'path = "{prefix}{m.group(1)}"', manifest)
     (tree.parent / "Cargo.toml").write_text(manifest)
     (tree / "Cargo.toml").unlink()

@@ -7,10 +7,11 @@ mod reply;
 
 use std::time::{Duration, Instant};
 
+use domain::flight::{Cabin, FlightResult, FlightSearchParams};
+use domain::{Error, Result};
+use lambda_kit::upstream;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
-use shared::domain::flight::{Cabin, FlightResult, FlightSearchParams};
-use shared::{Error, Result, upstream};
 
 use crate::deps::Deps;
 

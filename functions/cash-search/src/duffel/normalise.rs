@@ -13,11 +13,11 @@
 
 use std::str::FromStr;
 
-use shared::domain::flight::{
+use domain::flight::{
     Cabin, FlightEndpoint, FlightLeg, FlightResult, FlightSearchParams, Locale, Provider, Taxes,
 };
-use shared::domain::flight_text::stops_text;
-use shared::domain::money::{Amount, price_text};
+use domain::flight_text::stops_text;
+use domain::money::{Amount, price_text};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 

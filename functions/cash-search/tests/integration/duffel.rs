@@ -7,9 +7,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use cash_search::Config;
+use domain::clock::SystemClock;
+use lambda_kit::config::Env;
 use serde_json::{Value, json};
-use shared::clock::SystemClock;
-use shared::config::Env;
 use wiremock::matchers::{header, method, path, query_param};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 

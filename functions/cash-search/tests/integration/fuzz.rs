@@ -13,13 +13,13 @@ use std::path::Path;
 use cash_search::format::duration_text;
 use cash_search::normalise;
 use cash_search::offers::OffersReply;
+use domain::flight::{Cabin, FlightSearchParams, Locale, Provider};
+use domain::money::{Amount, price_text};
 use proptest::collection::{btree_map, vec};
 use proptest::prelude::*;
 use proptest::sample::{Index, select};
 use proptest::test_runner::TestCaseError;
 use serde_json::{Map, Value, json};
-use shared::domain::flight::{Cabin, FlightSearchParams, Locale, Provider};
-use shared::domain::money::{Amount, price_text};
 use test_support::fuzz::{JsonFuzz, fuzz, mutate, pointers, seeds};
 
 const SEED: u64 = 0x05ee_da3a_de05;

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::common::*;
+use domain::clock::ManualClock;
 use serde_json::json;
-use shared::clock::ManualClock;
 use wiremock::ResponseTemplate;
 
 #[tokio::test]

@@ -57,7 +57,7 @@ async fn slow_upstream_is_a_504() {
     config.retry.attempt_timeout = Duration::from_millis(300);
     config.fallback_budget = Duration::from_secs(1);
     let deps = cash_search::Deps::new(
-        shared::upstream::http_client().unwrap_or_else(|e| panic!("{e}")),
+        lambda_kit::upstream::http_client().unwrap_or_else(|e| panic!("{e}")),
         secrets().await,
         config,
     );

@@ -9,10 +9,10 @@ use std::time::Duration;
 
 use crate::common::{KbTable, corpus};
 use kb_retrieve::{Config, Deps};
+use knowledge::embeddings::{EmbeddingsConfig, EmbeddingsEndpoint};
+use knowledge::kb::KbStore;
+use lambda_kit::secrets::{AwsSecretSource, SecretsCache};
 use serde_json::json;
-use shared::embeddings::{EmbeddingsConfig, EmbeddingsEndpoint};
-use shared::kb::KbStore;
-use shared::secrets::{AwsSecretSource, SecretsCache};
 use test_support::fake_llm::FakeLlm;
 use test_support::fake_llm::bedrock::fake_embedding;
 
@@ -46,9 +46,9 @@ async fn deps(kb: &KbTable, fake: &FakeLlm, dims: u32) -> Deps {
         Arc::new(AwsSecretSource::new(test_support::secrets_manager().await)),
         Duration::from_secs(60),
     );
-    let http = shared::upstream::http_client().unwrap_or_else(|e| panic!("client: {e}"));
+    let http = lambda_kit::upstream::http_client().unwrap_or_else(|e| panic!("client: {e}"));
     let store: Arc<dyn KbStore> = kb.store.clone();
-    let client = shared::embeddings::bedrock::client_at(
+    let client = knowledge::embeddings::bedrock::client_at(
         &test_support::sdk_config().await,
         &fake.endpoint_url(),
     );

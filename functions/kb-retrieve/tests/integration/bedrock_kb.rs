@@ -12,9 +12,9 @@ use std::time::Duration;
 
 use kb_retrieve::config::{Backend, BedrockKbConfig, BedrockSearchType};
 use kb_retrieve::{Config, Deps};
+use knowledge::kb::{DynamoKbStore, KbStore};
+use lambda_kit::secrets::{AwsSecretSource, SecretsCache};
 use serde_json::{Value, json};
-use shared::kb::{DynamoKbStore, KbStore};
-use shared::secrets::{AwsSecretSource, SecretsCache};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
@@ -66,7 +66,7 @@ async fn deps(bedrock: &MockServer, search_type: BedrockSearchType, max_results:
     );
     let store: Arc<dyn KbStore> =
         Arc::new(DynamoKbStore::new(test_support::dynamodb().await, table));
-    let http = shared::upstream::http_client().unwrap_or_else(|e| panic!("client: {e}"));
+    let http = lambda_kit::upstream::http_client().unwrap_or_else(|e| panic!("client: {e}"));
     Deps::new(http, secrets, store, config)
         .with_bedrock_kb(kb_retrieve::bedrock_kb::client_at(&sdk, &bedrock.uri()))
 }

@@ -22,9 +22,9 @@ use std::path::{Path, PathBuf};
 
 use kb_retrieve::index::{EmbeddingSpec, Hit, Index, Mode, fusion_depth};
 use kb_retrieve::rank::Scored;
+use knowledge::kb::chunker::{ChunkerConfig, chunk_document};
+use knowledge::kb::{Chunk, KbVersion, content_hash};
 use serde_json::Value;
-use shared::kb::chunker::{ChunkerConfig, chunk_document};
-use shared::kb::{Chunk, KbVersion, content_hash};
 
 const TOP_K: usize = 6;
 const MRR_DEPTH: usize = 10;

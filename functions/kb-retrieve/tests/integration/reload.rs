@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use crate::common::{Fake, KbTable, documents};
 use futures::future::join_all;
+use knowledge::kb::KbStore;
 use serde_json::json;
-use shared::kb::KbStore;
 
 #[tokio::test]
 async fn a_version_bump_is_picked_up() {

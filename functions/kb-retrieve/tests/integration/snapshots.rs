@@ -14,14 +14,14 @@ use crate::common::{Fake, KbTable, documents};
 use async_trait::async_trait;
 use kb_retrieve::live::SnapshotSource;
 use kb_retrieve::publish::{DEFAULT_GRACE, publish};
+use knowledge::kb::snapshots::S3Snapshots;
+use knowledge::kb::{Chunk, DocumentManifest, KbStore, KbVersion, SnapshotRef};
 use serde_json::json;
-use shared::kb::snapshots::S3Snapshots;
-use shared::kb::{Chunk, DocumentManifest, KbStore, KbVersion, SnapshotRef};
 use time::OffsetDateTime;
 
 /// The local snapshot bucket under a prefix of the test's own.
 async fn bucket() -> S3Snapshots {
-    let sdk = shared::aws::sdk_config().await;
+    let sdk = lambda_kit::aws::sdk_config().await;
     S3Snapshots::new(
         S3Snapshots::client(&sdk),
         test_support::require_env("KB_SNAPSHOT_BUCKET"),
@@ -55,7 +55,7 @@ async fn serving_the_corpus(fake: Fake, bucket: &S3Snapshots) -> (Fake, u64, Sna
     (fake, version, at)
 }
 
-async fn published(store: &dyn KbStore, bucket: &S3Snapshots) -> shared::kb::SnapshotRef {
+async fn published(store: &dyn KbStore, bucket: &S3Snapshots) -> knowledge::kb::SnapshotRef {
     let done = publish(store, bucket, DEFAULT_GRACE, OffsetDateTime::now_utc())
         .await
         .unwrap_or_else(|e| panic!("publish: {e}"))
@@ -130,7 +130,7 @@ async fn a_damaged_snapshot_is_refused_and_the_scan_answers() {
     let at = published(fake.kb.store.as_ref(), &bucket).await;
     // Cut short, as an interrupted copy would leave it.
     let whole = match bucket.get(&at.index_key, None).await {
-        Ok(shared::kb::snapshots::Fetched::Bytes(bytes)) => bytes,
+        Ok(knowledge::kb::snapshots::Fetched::Bytes(bytes)) => bytes,
         _ => panic!("snapshot not readable"),
     };
     bucket
@@ -166,7 +166,7 @@ async fn a_new_versions_snapshot_is_picked_up_on_reload() {
     // Within the grace period the older snapshot stays (a warm retriever may read it).
     assert!(matches!(
         bucket.get(&first_at.index_key, None).await,
-        Ok(shared::kb::snapshots::Fetched::Bytes(_))
+        Ok(knowledge::kb::snapshots::Fetched::Bytes(_))
     ));
     // After it, the next publish removes it.
     let later = OffsetDateTime::now_utc() + time::Duration::hours(2);
@@ -190,36 +190,36 @@ const SLOW_READ: Duration = Duration::from_millis(400);
 
 #[async_trait]
 impl KbStore for SlowMarker {
-    async fn version(&self) -> shared::Result<Option<KbVersion>> {
+    async fn version(&self) -> domain::Result<Option<KbVersion>> {
         if self.slow.swap(false, Ordering::SeqCst) {
             tokio::time::sleep(SLOW_READ).await;
         }
         self.inner.version().await
     }
-    async fn load_all(&self) -> shared::Result<Vec<Chunk>> {
+    async fn load_all(&self) -> domain::Result<Vec<Chunk>> {
         self.inner.load_all().await
     }
-    async fn documents(&self) -> shared::Result<Vec<DocumentManifest>> {
+    async fn documents(&self) -> domain::Result<Vec<DocumentManifest>> {
         self.inner.documents().await
     }
     async fn replace_document(
         &self,
         manifest: &DocumentManifest,
         chunks: &[Chunk],
-    ) -> shared::Result<()> {
+    ) -> domain::Result<()> {
         self.inner.replace_document(manifest, chunks).await
     }
-    async fn remove_document(&self, document_id: &str) -> shared::Result<()> {
+    async fn remove_document(&self, document_id: &str) -> domain::Result<()> {
         self.inner.remove_document(document_id).await
     }
-    async fn set_snapshot(&self, version: u64, snapshot: &SnapshotRef) -> shared::Result<bool> {
+    async fn set_snapshot(&self, version: u64, snapshot: &SnapshotRef) -> domain::Result<bool> {
         self.inner.set_snapshot(version, snapshot).await
     }
     async fn bump_version(
         &self,
         model: Option<&str>,
         dimensions: Option<u32>,
-    ) -> shared::Result<KbVersion> {
+    ) -> domain::Result<KbVersion> {
         self.inner.bump_version(model, dimensions).await
     }
 }

@@ -6,9 +6,9 @@ use std::sync::Arc;
 use crate::common::{Fake, reply, search_body};
 use lambda_http::http::Method;
 use lambda_http::{Body, Request};
+use lambda_kit::http::route_access::{ON_BEHALF_OF_HEADER, RouteAccess};
+use lambda_kit::limits::{DynamoRateLimiter, RateLimit};
 use serde_json::Value;
-use shared::http::route_access::{ON_BEHALF_OF_HEADER, RouteAccess};
-use shared::limits::{DynamoRateLimiter, RateLimit};
 use test_support::gateway::{iam_authorized, jwt_authorized};
 
 fn post(body: &Value) -> Request {

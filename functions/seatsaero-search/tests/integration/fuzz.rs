@@ -10,14 +10,14 @@
 
 use std::path::Path;
 
+use domain::Error;
+use domain::flight::{Cabin, FlightResult, FlightSearchParams, Provider};
 use proptest::collection::vec;
 use proptest::option;
 use proptest::prelude::*;
 use proptest::sample::{Index, select};
 use proptest::test_runner::TestCaseError;
 use serde_json::{Value, json};
-use shared::Error;
-use shared::domain::flight::{Cabin, FlightResult, FlightSearchParams, Provider};
 use test_support::fuzz::{JsonFuzz, fuzz, mutate, pointers, seeds};
 
 const SEED: u64 = 0x5eed_5ea7_5ae0;

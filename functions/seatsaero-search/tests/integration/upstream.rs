@@ -6,8 +6,8 @@ use crate::common;
 use std::time::{Duration, Instant};
 
 use crate::common::{Fake, ids, search_body};
+use lambda_kit::upstream::RetryPolicy;
 use serde_json::json;
-use shared::upstream::RetryPolicy;
 use wiremock::matchers::{header, method, path};
 use wiremock::{Mock, ResponseTemplate};
 

@@ -10,4 +10,5 @@
 mod code_tables;
 mod configuration;
 mod facts;
+mod layout;
 mod markdown;

@@ -6,13 +6,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use cash_search::{Config, Deps, handle};
+use domain::clock::Clock;
 use lambda_http::http::Method;
 use lambda_http::{Body, Request, Response};
+use lambda_kit::config::Env;
+use lambda_kit::secrets::{AwsSecretSource, SecretsCache};
+use lambda_kit::upstream::RetryPolicy;
 use serde_json::{Value, json};
-use shared::clock::Clock;
-use shared::config::Env;
-use shared::secrets::{AwsSecretSource, SecretsCache};
-use shared::upstream::RetryPolicy;
 use wiremock::matchers::{body_string_contains, header, method, path};
 use wiremock::{Mock, MockBuilder, MockServer, ResponseTemplate};
 
@@ -81,7 +81,7 @@ pub async fn secrets() -> SecretsCache {
 }
 
 fn http() -> reqwest::Client {
-    shared::upstream::http_client().unwrap_or_else(|e| panic!("http client: {e}"))
+    lambda_kit::upstream::http_client().unwrap_or_else(|e| panic!("http client: {e}"))
 }
 
 /// One simulated container.

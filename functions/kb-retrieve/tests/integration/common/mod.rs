@@ -13,12 +13,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use kb_retrieve::{Config, Deps};
+use knowledge::embeddings::{EmbeddingsConfig, EmbeddingsEndpoint};
+use knowledge::kb::{Chunk, DocumentManifest, DynamoKbStore, KbStore};
 use lambda_http::http::Method;
 use lambda_http::{Body, Request, Response};
+use lambda_kit::secrets::{AwsSecretSource, SecretsCache};
 use serde_json::{Value, json};
-use shared::embeddings::{EmbeddingsConfig, EmbeddingsEndpoint};
-use shared::kb::{Chunk, DocumentManifest, DynamoKbStore, KbStore};
-use shared::secrets::{AwsSecretSource, SecretsCache};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, Request as WireRequest, Respond, ResponseTemplate};
 
@@ -120,7 +120,7 @@ impl KbTable {
         let embedded = parts.iter().any(|(_, e)| e.is_some());
         let manifest = DocumentManifest {
             document_id: document_id.to_owned(),
-            content_hash: shared::kb::content_hash(document_id),
+            content_hash: knowledge::kb::content_hash(document_id),
             chunk_count: chunks.len() as u32,
             source_path: format!("tests/{document_id}.md"),
             chunking: "test".into(),
@@ -288,7 +288,7 @@ impl Fake {
             Arc::new(AwsSecretSource::new(test_support::secrets_manager().await)),
             Duration::from_secs(60),
         );
-        let http = shared::upstream::http_client().unwrap_or_else(|e| panic!("client: {e}"));
+        let http = lambda_kit::upstream::http_client().unwrap_or_else(|e| panic!("client: {e}"));
         let store: Arc<dyn KbStore> = kb.store.clone();
         let deps = Deps::new(http, secrets, wrap(store), config);
         Self {

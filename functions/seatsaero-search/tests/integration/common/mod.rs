@@ -7,10 +7,10 @@ use std::time::Duration;
 
 use lambda_http::http::Method;
 use lambda_http::{Body, Request, Response};
+use lambda_kit::secrets::{AwsSecretSource, SecretsCache};
+use lambda_kit::upstream::RetryPolicy;
 use seatsaero_search::{Config, Deps};
 use serde_json::{Value, json};
-use shared::secrets::{AwsSecretSource, SecretsCache};
-use shared::upstream::RetryPolicy;
 use wiremock::matchers::{method, path, path_regex};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
@@ -52,7 +52,7 @@ impl Fake {
             Arc::new(AwsSecretSource::new(test_support::secrets_manager().await)),
             Duration::from_secs(60),
         );
-        let http = shared::upstream::http_client().unwrap_or_else(|e| panic!("client: {e}"));
+        let http = lambda_kit::upstream::http_client().unwrap_or_else(|e| panic!("client: {e}"));
         Self {
             server,
             key,

@@ -1,0 +1,124 @@
+//! The crate's one error type. HTTP handlers map it to the error envelope in
+//! the functions' HTTP error envelope; the `Display` texts are for logs, never sent to clients as-is.
+
+use crate::tool_call::ToolCallStatus;
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A required environment variable is missing or unparsable (raised at cold start).
+    #[error("configuration: {0}")]
+    Config(String),
+
+    /// Caller input that fails validation; the message names the field.
+    #[error("invalid input: {0}")]
+    Invalid(String),
+
+    /// Missing, malformed, expired or foreign bearer token. The message is safe to show
+    /// (e.g. "token expired"); it never echoes the token.
+    #[error("unauthorized: {0}")]
+    Unauthorized(String),
+
+    /// Missing, or owned by someone else: the two are deliberately indistinguishable.
+    #[error("not found")]
+    NotFound,
+
+    /// A tool-call status change the state machine does not allow.
+    #[error("illegal transition of tool call {id}: {from} -> {to}")]
+    IllegalTransition {
+        id: String,
+        from: ToolCallStatus,
+        to: ToolCallStatus,
+    },
+
+    /// A finishing write from an attempt that no longer holds the call (fencing).
+    #[error("tool call {id}: attempt {attempt} was superseded by attempt {current}")]
+    Fenced {
+        id: String,
+        attempt: u32,
+        current: u32,
+    },
+
+    /// A per-user limit is used up (`what`: a tool, `chat turns`, the daily budget) until
+    /// `reset_at` (429).
+    #[error("{what}: limit reached until {reset_at}")]
+    Limited {
+        what: String,
+        reset_at: time::OffsetDateTime,
+    },
+
+    /// Another turn of the chat is running (and its lease has not expired): one turn at a
+    /// time per chat. `turn_id` names it, so a client can follow it instead (409).
+    #[error("turn {turn_id} of this chat is still running")]
+    TurnInProgress { turn_id: String },
+
+    /// The turn a request would begin exists already (a resent request with the same
+    /// `Idempotency-Key`): the record is the earlier one, to follow or refuse.
+    #[error("turn {} has begun already", .0.turn_id)]
+    TurnBegun(Box<crate::turn::TurnRecord>),
+
+    /// Optimistic-concurrency retries ran out.
+    #[error("too much contention updating {0}")]
+    Contention(String),
+
+    #[error("secret {name}: {message}")]
+    Secret { name: String, message: String },
+
+    /// A DynamoDB call failed for a reason other than a checked condition.
+    #[error("DynamoDB {op}: {message}")]
+    Dynamo { op: &'static str, message: String },
+
+    /// A stored item that does not have the shape this code writes.
+    #[error("malformed stored item: {0}")]
+    Corrupt(String),
+
+    /// An upstream API (Seats.aero, Amadeus, the LLM, another function) stayed unavailable,
+    /// answered garbage, or failed in a way that is not the caller's fault (502).
+    #[error("upstream {service}: {message}")]
+    Upstream {
+        service: &'static str,
+        message: String,
+    },
+
+    /// An upstream API did not answer within the time we had (504).
+    #[error("upstream {service} timed out")]
+    UpstreamTimeout { service: &'static str },
+
+    /// An upstream API rejected the request as the caller's fault (4xx). `message` is a
+    /// short, safe summary (e.g. Amadeus' error title), never the upstream body.
+    #[error("upstream {service} rejected the request ({status}): {message}")]
+    UpstreamRejected {
+        service: &'static str,
+        status: u16,
+        message: String,
+    },
+
+    #[error("JSON: {0}")]
+    Json(#[from] serde_json::Error),
+}
+
+impl Error {
+    /// A short, fixed name of the error's kind, for metrics and log fields.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Config(_) => "config",
+            Self::Invalid(_) => "invalid",
+            Self::Unauthorized(_) => "unauthorized",
+            Self::NotFound => "not_found",
+            Self::IllegalTransition { .. } => "illegal_transition",
+            Self::Fenced { .. } => "fenced",
+            Self::Limited { .. } => "limited",
+            Self::TurnInProgress { .. } => "turn_in_progress",
+            Self::TurnBegun(_) => "turn_begun",
+            Self::Contention(_) => "contention",
+            Self::Secret { .. } => "secret",
+            Self::Dynamo { .. } => "dynamodb",
+            Self::Corrupt(_) => "corrupt",
+            Self::Upstream { .. } => "upstream",
+            Self::UpstreamTimeout { .. } => "timeout",
+            Self::UpstreamRejected { .. } => "rejected",
+            Self::Json(_) => "json",
+        }
+    }
+}

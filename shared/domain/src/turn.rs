@@ -1,0 +1,104 @@
+//! A chat turn's record and its stored events: the plain types the turn store keeps and the
+//! error type names (a resent request finds the turn it began, `Error::TurnBegun`).
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use time::OffsetDateTime;
+
+/// How long a turn's record, events and idempotency key are kept.
+pub const RETENTION: time::Duration = time::Duration::DAY;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum TurnStatus {
+    /// Begun; its events may still grow.
+    Running,
+    /// Ended with `done` (answered, failed with an `error` event, or stopped by a cancel).
+    Finished,
+    /// Refused before it started (limit, busy chat, missing chat): no events but `init`.
+    /// A resend with the same key may try again.
+    Refused,
+    /// Its host ended it before `done` (the deadline passed): it ends with
+    /// `error{code:"interrupted"}`.
+    Interrupted,
+}
+
+/// One stored event: its place in the turn, its SSE name and its `data` JSON as sent.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoredEvent {
+    pub seq: u64,
+    pub event: String,
+    pub data: String,
+}
+
+/// A turn as begun.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TurnRecord {
+    pub turn_id: String,
+    pub owner_id: String,
+    pub chat_id: String,
+    /// Whether the turn creates its chat (the `init` event's `created`).
+    pub created: bool,
+    /// A hash of the request that began it: a resend with the same key must match it.
+    pub fingerprint: String,
+    pub status: TurnStatus,
+    /// Set by a cancel; the turn stops at its next safe point.
+    pub cancel_requested: bool,
+    /// When the turn must be over; past it, a `running` turn was ended by its host.
+    #[serde(with = "time::serde::rfc3339")]
+    pub deadline: OffsetDateTime,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+    /// The error a refused turn was refused with (the HTTP error envelope's `error`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refusal: Option<serde_json::Value>,
+}
+
+impl TurnRecord {
+    /// The turn's first event as the record knows it, before the turn ran: without the
+    /// turn's language, which the logged `init` has.
+    pub fn init_event(&self) -> StoredEvent {
+        StoredEvent {
+            seq: 0,
+            event: "init".into(),
+            data: serde_json::json!({
+                "chat_id": self.chat_id,
+                "created": self.created,
+                "turn_id": self.turn_id,
+            })
+            .to_string(),
+        }
+    }
+
+    /// Finished or interrupted: its log is complete.
+    pub fn ended(&self) -> bool {
+        matches!(self.status, TurnStatus::Finished | TurnStatus::Interrupted)
+    }
+
+    /// Running past its deadline: its host ended it.
+    pub fn overdue(&self, now: OffsetDateTime) -> bool {
+        self.status == TurnStatus::Running && self.deadline < now
+    }
+}
+
+/// How beginning a turn went (the turn store's `begin`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Begun {
+    /// The record is new: this request runs the turn.
+    New,
+    /// A turn with this id exists (a resend): follow or replay it.
+    Existing(TurnRecord),
+}
+
+/// The turn id a user's `Idempotency-Key` stands for: the same key always names the same
+/// turn, and keys of different users never meet.
+pub fn turn_id_for_key(owner_id: &str, key: &str) -> String {
+    let mut hasher = Sha256::new();
+    hasher.update(owner_id.as_bytes());
+    hasher.update([0]);
+    hasher.update(key.as_bytes());
+    let digest = hasher.finalize();
+    let mut bytes = [0u8; 16];
+    bytes.copy_from_slice(&digest[..16]);
+    ulid::Ulid::from_bytes(bytes).to_string()
+}

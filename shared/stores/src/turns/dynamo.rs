@@ -1,0 +1,406 @@
+//! [`TurnStore`] on DynamoDB, in the chats table: `pk = TURN#<turn>`, `sk = META` for the
+//! record and `sk = EV#<generation>#<last seq>` for each chunk of events. The generation
+//! (the record's creation time) keeps the chunks of a key's expired turn, which TTL may not
+//! have deleted yet, out of the turn that reuses its id. A chunk is named by its last
+//! event, so the chunks holding events after `n` are the ones whose key sorts after `n`'s.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::types::{
+    AttributeValue, ConditionCheck, Put, ReturnValue, ReturnValuesOnConditionCheckFailure,
+    TransactWriteItem, Update,
+};
+use serde::{Deserialize, Serialize};
+
+use super::{Begun, RETENTION, StoredEvent, TurnRecord, TurnStatus, TurnStore};
+use crate::{Error, Result};
+use domain::clock::{Clock, SystemClock};
+use lambda_kit::companion::Companion;
+use lambda_kit::dynamo::{
+    ConditionFailure, Item, Transaction, from_item, invalid_action, n, rfc3339, s, sdk_error,
+    sortable_time, to_av, to_item, transact,
+};
+
+#[derive(Clone)]
+pub struct DynamoTurnStore {
+    client: Client,
+    table: String,
+    clock: Arc<dyn Clock>,
+}
+
+/// The record as stored: the record's fields, its deadline as sortable text (so a condition
+/// can compare it with now) and its expiry.
+#[derive(Debug, Serialize, Deserialize)]
+struct RecordItem {
+    pk: String,
+    sk: String,
+    #[serde(flatten)]
+    record: TurnRecord,
+    until: String,
+    ttl: i64,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct ChunkItem {
+    pk: String,
+    sk: String,
+    events: Vec<StoredEvent>,
+    ttl: i64,
+}
+
+impl DynamoTurnStore {
+    pub fn new(client: Client, table: impl Into<String>) -> Self {
+        Self::with_clock(client, table, Arc::new(SystemClock))
+    }
+
+    pub fn with_clock(client: Client, table: impl Into<String>, clock: Arc<dyn Clock>) -> Self {
+        Self {
+            client,
+            table: table.into(),
+            clock,
+        }
+    }
+
+    fn pk(turn_id: &str) -> String {
+        format!("TURN#{turn_id}")
+    }
+
+    fn meta_key(turn_id: &str) -> Item {
+        Item::from([
+            ("pk".to_owned(), s(Self::pk(turn_id))),
+            ("sk".to_owned(), s("META")),
+        ])
+    }
+
+    /// Chunk keys of `turn` begin with this.
+    fn chunk_prefix(turn: &TurnRecord) -> String {
+        format!("EV#{}#", sortable_time(turn.created_at))
+    }
+
+    fn chunk_key(turn: &TurnRecord, last_seq: u64) -> String {
+        format!("{}{last_seq:012}", Self::chunk_prefix(turn))
+    }
+
+    fn expiry(&self) -> i64 {
+        (self.clock.now() + RETENTION).unix_timestamp()
+    }
+
+    async fn read(&self, turn_id: &str) -> Result<Option<TurnRecord>> {
+        let out = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .set_key(Some(Self::meta_key(turn_id)))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(|e| sdk_error("GetItem", e))?;
+        out.item
+            .map(|item| from_item::<RecordItem>(item).map(|i| i.record))
+            .transpose()
+    }
+
+    /// A `Put` of `events` as one chunk (None for no events), new only.
+    fn chunk_put(&self, turn: &TurnRecord, events: &[StoredEvent]) -> Result<Option<Put>> {
+        let Some(last) = events.last() else {
+            return Ok(None);
+        };
+        let item = ChunkItem {
+            pk: Self::pk(&turn.turn_id),
+            sk: Self::chunk_key(turn, last.seq),
+            events: events.to_vec(),
+            ttl: self.expiry(),
+        };
+        Put::builder()
+            .table_name(&self.table)
+            .set_item(Some(to_item(&item)?))
+            .condition_expression("attribute_not_exists(sk)")
+            .build()
+            .map(Some)
+            .map_err(invalid_action)
+    }
+
+    /// Writes `events` as one chunk on its own.
+    async fn put_chunk(&self, turn: &TurnRecord, events: &[StoredEvent]) -> Result<()> {
+        let Some(put) = self.chunk_put(turn, events)? else {
+            return Ok(());
+        };
+        let result = self
+            .client
+            .put_item()
+            .table_name(put.table_name())
+            .set_item(Some(put.item().clone()))
+            .condition_expression("attribute_not_exists(sk)")
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(()),
+            // Written before by a retried request: the same events, nothing to do.
+            Err(err) if err.condition_failed_item().is_some() => Ok(()),
+            Err(err) => Err(sdk_error("PutItem", err)),
+        }
+    }
+
+    /// The record's creating write: new, or replacing a refused or expired record with
+    /// its id; the record as it was comes back when the condition fails.
+    fn begin_put(&self, record: &TurnRecord) -> Result<Put> {
+        let item = RecordItem {
+            pk: Self::pk(&record.turn_id),
+            sk: "META".into(),
+            record: record.clone(),
+            until: sortable_time(record.deadline),
+            ttl: self.expiry(),
+        };
+        Put::builder()
+            .table_name(&self.table)
+            .set_item(Some(to_item(&item)?))
+            .condition_expression("attribute_not_exists(pk) OR #status = :refused OR #ttl < :now")
+            .expression_attribute_names("#status", "status")
+            .expression_attribute_names("#ttl", "ttl")
+            .expression_attribute_values(":refused", to_av(&TurnStatus::Refused)?)
+            .expression_attribute_values(":now", n(self.clock.now().unix_timestamp()))
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .build()
+            .map_err(invalid_action)
+    }
+
+    /// An update of the record whose condition says it is still running.
+    fn status_update(&self, turn_id: &str, to: TurnStatus, overdue_only: bool) -> Result<Update> {
+        let condition = if overdue_only {
+            "#status = :running AND #until < :now"
+        } else {
+            "#status = :running"
+        };
+        let builder = Update::builder()
+            .table_name(&self.table)
+            .set_key(Some(Self::meta_key(turn_id)))
+            .update_expression("SET #status = :to")
+            .condition_expression(condition)
+            .expression_attribute_names("#status", "status")
+            .expression_attribute_values(":to", to_av(&to)?)
+            .expression_attribute_values(":running", to_av(&TurnStatus::Running)?);
+        let builder = if overdue_only {
+            builder
+                .expression_attribute_names("#until", "until")
+                .expression_attribute_values(":now", s(sortable_time(self.clock.now())))
+        } else {
+            builder
+        };
+        builder.build().map_err(invalid_action)
+    }
+}
+
+impl DynamoTurnStore {
+    /// Ends a running turn as `to` and appends its last `events`, in one transaction; false
+    /// if it was not running (or, with `overdue_only`, not yet past its deadline).
+    async fn end(
+        &self,
+        turn: &TurnRecord,
+        to: TurnStatus,
+        overdue_only: bool,
+        events: &[StoredEvent],
+    ) -> Result<bool> {
+        let mut actions = vec![
+            TransactWriteItem::builder()
+                .update(self.status_update(&turn.turn_id, to, overdue_only)?)
+                .build(),
+        ];
+        if let Some(put) = self.chunk_put(turn, events)? {
+            actions.push(TransactWriteItem::builder().put(put).build());
+        }
+        Ok(matches!(
+            transact(&self.client, actions).await?,
+            Transaction::Written
+        ))
+    }
+}
+
+/// What a failed condition of the record's creation means: the turn exists (`old`).
+fn already_begun(old: Option<Item>) -> Error {
+    match old.map(from_item::<RecordItem>) {
+        Some(Ok(old)) => Error::TurnBegun(Box::new(old.record)),
+        Some(Err(e)) => e,
+        // Deleted between the condition and the read: as good as absent, but a resend will
+        // simply try again.
+        None => Error::Contention("a turn record that was just deleted".into()),
+    }
+}
+
+#[async_trait]
+impl TurnStore for DynamoTurnStore {
+    async fn begin(&self, record: &TurnRecord) -> Result<Begun> {
+        let put = self.begin_put(record)?;
+        let result = self
+            .client
+            .put_item()
+            .table_name(put.table_name())
+            .set_item(Some(put.item().clone()))
+            .set_condition_expression(put.condition_expression().map(str::to_owned))
+            .set_expression_attribute_names(put.expression_attribute_names().cloned())
+            .set_expression_attribute_values(put.expression_attribute_values().cloned())
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(Begun::New),
+            Err(err) => match err.condition_failed_item() {
+                Some(old) => match already_begun(old) {
+                    Error::TurnBegun(turn) => Ok(Begun::Existing(*turn)),
+                    other => Err(other),
+                },
+                None => Err(sdk_error("PutItem", err)),
+            },
+        }
+    }
+
+    fn begin_companion(&self, record: &TurnRecord) -> Result<Companion> {
+        let put = self.begin_put(record)?;
+        let action = TransactWriteItem::builder().put(put).build();
+        Ok(Companion::new("turn record", action, already_begun))
+    }
+
+    async fn get(&self, owner_id: &str, chat_id: &str, turn_id: &str) -> Result<TurnRecord> {
+        match self.read(turn_id).await? {
+            Some(r) if r.owner_id == owner_id && r.chat_id == chat_id => Ok(r),
+            _ => Err(Error::NotFound),
+        }
+    }
+
+    async fn refuse(&self, turn: &TurnRecord, error: serde_json::Value) -> Result<()> {
+        let result = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .set_key(Some(Self::meta_key(&turn.turn_id)))
+            .update_expression("SET #status = :refused, refusal = :error")
+            .condition_expression("#status = :running AND created_at = :created")
+            .expression_attribute_names("#status", "status")
+            .expression_attribute_values(":refused", to_av(&TurnStatus::Refused)?)
+            .expression_attribute_values(":running", to_av(&TurnStatus::Running)?)
+            .expression_attribute_values(":error", to_av(&error)?)
+            // A later turn under the same key is not this one's to refuse.
+            .expression_attribute_values(":created", rfc3339(turn.created_at))
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(()),
+            Err(err) if err.condition_failed_item().is_some() => Ok(()),
+            Err(err) => Err(sdk_error("UpdateItem", err)),
+        }
+    }
+
+    async fn append(&self, turn: &TurnRecord, events: &[StoredEvent]) -> Result<bool> {
+        let Some(put) = self.chunk_put(turn, events)? else {
+            return self.cancel_requested(turn).await;
+        };
+        let check = ConditionCheck::builder()
+            .table_name(&self.table)
+            .set_key(Some(Self::meta_key(&turn.turn_id)))
+            .condition_expression("cancel_requested = :no")
+            .expression_attribute_values(":no", AttributeValue::Bool(false))
+            .build()
+            .map_err(invalid_action)?;
+        let actions = vec![
+            TransactWriteItem::builder().put(put).build(),
+            TransactWriteItem::builder().condition_check(check).build(),
+        ];
+        match transact(&self.client, actions).await? {
+            Transaction::Written => Ok(false),
+            // A cancel was asked for: the events still go in, and the turn learns of it.
+            canceled if canceled.failed_at(1) && !canceled.failed_at(0) => {
+                self.put_chunk(turn, events).await?;
+                Ok(true)
+            }
+            // The chunk exists: a retry of a write that went through.
+            _ => self.cancel_requested(turn).await,
+        }
+    }
+
+    async fn finish(&self, turn: &TurnRecord, events: &[StoredEvent]) -> Result<bool> {
+        self.end(turn, TurnStatus::Finished, false, events).await
+    }
+
+    async fn cancel_requested(&self, turn: &TurnRecord) -> Result<bool> {
+        Ok(self
+            .read(&turn.turn_id)
+            .await?
+            .is_some_and(|r| r.cancel_requested))
+    }
+
+    async fn events_from(&self, turn: &TurnRecord, first: u64) -> Result<Vec<StoredEvent>> {
+        let pk = Self::pk(&turn.turn_id);
+        let from = Self::chunk_key(turn, first);
+        let to = format!("{}~", Self::chunk_prefix(turn));
+        let mut events = Vec::new();
+        let mut start: Option<Item> = None;
+        loop {
+            let page = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .key_condition_expression("pk = :pk AND sk BETWEEN :from AND :to")
+                .expression_attribute_values(":pk", s(&pk))
+                .expression_attribute_values(":from", s(&from))
+                .expression_attribute_values(":to", s(&to))
+                .consistent_read(true)
+                .set_exclusive_start_key(start.take())
+                .send()
+                .await
+                .map_err(|e| sdk_error("Query", e))?;
+            for item in page.items.unwrap_or_default() {
+                let chunk: ChunkItem = from_item(item)?;
+                events.extend(chunk.events.into_iter().filter(|e| e.seq >= first));
+            }
+            match page.last_evaluated_key {
+                Some(key) if !key.is_empty() => start = Some(key),
+                _ => break,
+            }
+        }
+        Ok(events)
+    }
+
+    async fn request_cancel(
+        &self,
+        owner_id: &str,
+        chat_id: &str,
+        turn_id: &str,
+    ) -> Result<TurnRecord> {
+        let result = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .set_key(Some(Self::meta_key(turn_id)))
+            .update_expression("SET cancel_requested = :yes")
+            .condition_expression("owner_id = :owner AND chat_id = :chat AND #status = :running")
+            .expression_attribute_names("#status", "status")
+            .expression_attribute_values(":yes", AttributeValue::Bool(true))
+            .expression_attribute_values(":owner", s(owner_id))
+            .expression_attribute_values(":chat", s(chat_id))
+            .expression_attribute_values(":running", to_av(&TurnStatus::Running)?)
+            .return_values(ReturnValue::AllNew)
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .send()
+            .await;
+        match result {
+            Ok(out) => Ok(from_item::<RecordItem>(out.attributes.unwrap_or_default())?.record),
+            Err(err) => match err.condition_failed_item() {
+                Some(Some(old)) => {
+                    let record = from_item::<RecordItem>(old)?.record;
+                    if record.owner_id != owner_id || record.chat_id != chat_id {
+                        return Err(Error::NotFound);
+                    }
+                    // Already over: nothing to stop.
+                    Ok(record)
+                }
+                Some(None) => Err(Error::NotFound),
+                None => Err(sdk_error("UpdateItem", err)),
+            },
+        }
+    }
+
+    async fn interrupt(&self, turn: &TurnRecord, events: &[StoredEvent]) -> Result<bool> {
+        self.end(turn, TurnStatus::Interrupted, true, events).await
+    }
+}
