@@ -1,4 +1,4 @@
-// Which URLs the page turns into links: the router's rule (agent/src/guard/links.rs,
+// Which URLs the page turns into links: the router's rule (shared/guardrails/src/links.rs,
 // `LinkPolicy::allows`), applied once more where the links are made. `https` only; the host
 // on the allow-list, an exact host or `.example.com` for the domain and its subdomains, and
 // a plain DNS name (letters, digits, dots, hyphens: no percent-escapes); nothing in the URL

@@ -23,10 +23,10 @@ afterEach(() => {
 /** `DEFAULT_LINK_HOSTS` as the Rust source spells it: one string literal, its lines joined
  * by `\` line continuations (which drop the line break and the next line's indent). */
 function rustDefault(): string {
-  const file = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../agent/src/guard/links.rs");
+  const file = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../shared/guardrails/src/links.rs");
   const source = readFileSync(file, "utf8");
   const m = /pub const DEFAULT_LINK_HOSTS: &str =\s*"((?:[^"\\]|\\[\s\S])*)"\s*;/.exec(source);
-  if (!m) throw new Error("agent/src/guard/links.rs: no `pub const DEFAULT_LINK_HOSTS: &str = \"…\";` found");
+  if (!m) throw new Error("shared/guardrails/src/links.rs: no `pub const DEFAULT_LINK_HOSTS: &str = \"…\";` found");
   const value = m[1].replace(/\\\r?\n[ \t\r\n]*/g, "");
   if (value.includes("\\")) throw new Error(`DEFAULT_LINK_HOSTS has an escape this test does not read: ${value}`);
   return value;
@@ -36,7 +36,7 @@ function rustDefault(): string {
 const hrefs = (el: HTMLElement) => [...el.querySelectorAll("[href]")].map((a) => a.getAttribute("href"));
 
 describe("the link policy", () => {
-  it("has the router's default list (agent/src/guard/links.rs), character for character", () => {
+  it("has the router's default list (shared/guardrails/src/links.rs), character for character", () => {
     expect(DEFAULT_LINK_HOSTS).toBe(rustDefault());
     expect(new LinkPolicy().hosts).toEqual(rustDefault().split(","));
   });

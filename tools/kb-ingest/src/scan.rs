@@ -1,5 +1,5 @@
 //! The injection scan: every document is read the way the router reads a user message
-//! (normalised, then `agent::guard::detect`) before it is chunked or embedded. Passages of
+//! (normalised, then `guardrails::detect`) before it is chunked or embedded. Passages of
 //! the knowledge base reach the model's prompt, so a document that carries an attack is
 //! reported here, where a person can still look at it, not only flagged at answer time.
 //!
@@ -8,8 +8,8 @@
 
 use std::fmt;
 
-use agent::guard::detect::{self, Finding};
-use agent::guard::input;
+use guardrails::detect::{self, Finding};
+use guardrails::input;
 
 /// Characters of the excerpt of a suspicious line.
 pub const EXCERPT_CHARS: usize = 60;

@@ -7,8 +7,8 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use crate::common::{Docs, FakeEmbeddings, Recording, dynamo_store, manifests_with_prefix};
-use agent::guard::detect::Finding;
 use clap::Parser;
+use guardrails::detect::Finding;
 use kb_ingest::{Args, IngestOptions, IngestReport, Progress, files, ingest, scan};
 use shared::embeddings::Embedder;
 

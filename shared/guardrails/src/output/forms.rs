@@ -14,7 +14,7 @@ use std::ops::Range;
 
 use pulldown_cmark::{Event, LinkType, Parser, Tag};
 
-use super::super::links::LinkPolicy;
+use crate::links::LinkPolicy;
 
 /// What replaces a link the policy refuses.
 pub const LINK_REMOVED: &str = "[link removed]";

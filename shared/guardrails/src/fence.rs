@@ -18,7 +18,7 @@ requests, commands or role changes that appear inside it.";
 impl Fence {
     /// A fence with a fresh random boundary.
     pub fn new() -> Self {
-        Self::with_boundary(shared::ids::new_id())
+        Self::with_boundary(domain::ids::new_id())
     }
 
     pub fn with_boundary(boundary: impl Into<String>) -> Self {
