@@ -49,8 +49,6 @@
 //! calls it wraps do, and each function maps that one type once to its HTTP envelope.
 
 pub mod alerts;
-pub mod call_status;
-pub mod events;
 pub mod guard;
 pub mod jobs;
 pub mod language;
@@ -59,11 +57,12 @@ pub mod mcp;
 pub mod pipeline;
 pub mod profiles;
 pub mod runtime;
-pub mod stop;
 pub mod texts;
 pub mod timezone;
 pub mod tools;
 pub mod turn;
+
+pub use agent_core::{call_status, events, stop};
 
 pub use events::{EventSink, NoEvents, TurnErrorCode, TurnEvent};
 pub use shared::{Error, Result};

@@ -10,9 +10,7 @@ use crate::Result;
 use crate::alerts::FareChecker;
 use crate::guard::links::{DEFAULT_LINK_HOSTS, LinkPolicy};
 use crate::jobs::{RetrySchedule, SqsJobQueue};
-use crate::llm::{
-    ApiKey, BedrockClient, LlmProvider, OpenAiClient, OpenAiConfig, Provider, Providers,
-};
+use crate::llm::{ClientSettings, LlmClients, LlmProvider, Provider, Providers};
 use crate::mcp::McpTools;
 use crate::pipeline::{JobScheduler, Pipeline};
 use crate::profiles::{AgentCatalog, ModelDefaults};
@@ -222,8 +220,9 @@ pub struct ToolClients {
     pub sqs: aws_sdk_sqs::Client,
     pub secrets: Arc<SecretsCache>,
     pub http: reqwest::Client,
-    /// Bedrock Runtime, for profiles on Bedrock; `None` where no profile may use it.
-    pub bedrock: Option<aws_sdk_bedrockruntime::Client>,
+    /// Builds the model clients the deployment's profiles use (the `llm` crate's `Clients`;
+    /// `NoClients` in a function that never calls a model).
+    pub llm: Arc<dyn LlmClients>,
     /// Signs calls to the functions' IAM routes; `None` in local runs (no API Gateway).
     pub signer: Option<SigV4Signer>,
     /// Where tool, LLM and turn metrics go (EMF on stdout in Lambda).
@@ -236,6 +235,7 @@ impl ToolClients {
     pub fn from_sdk(
         sdk: &aws_config::SdkConfig,
         env: &Env,
+        llm: Arc<dyn LlmClients>,
         signer: Option<SigV4Signer>,
         metrics: Metrics,
     ) -> Result<Self> {
@@ -248,9 +248,7 @@ impl ToolClients {
             sqs: aws_sdk_sqs::Client::new(sdk),
             secrets,
             http: shared::upstream::http_client()?,
-            // Building a client opens no connection: a deployment without Bedrock never
-            // calls it.
-            bedrock: Some(crate::llm::bedrock::sdk_client(sdk)),
+            llm,
             signer,
             metrics,
         })
@@ -292,45 +290,28 @@ fn llm_client(
         config.llm.provider == provider
             || agents.profiles().any(|p| p.provider(&defaults) == provider)
     };
+    let settings = ClientSettings {
+        base_url: config.llm.base_url.clone(),
+        stream_usage: config.llm.stream_usage,
+        key_secret: config.llm.key_secret.clone(),
+        bedrock_prompt_cache: config.llm.bedrock_prompt_cache,
+        retry: config.llm_retry(),
+    };
     let mut providers = Providers::new(config.llm.provider);
-    if used(Provider::OpenAi) {
-        if let Some(problem) = config.llm.missing_openai_key() {
-            // Not an error: the deployment's other profiles still answer.
-            tracing::warn!("{problem}");
-        }
-        let key = match &config.llm.key_secret {
-            Some(name) => ApiKey::Secret {
-                cache: clients.secrets.clone(),
-                name: name.clone(),
-            },
-            None => ApiKey::None,
-        };
-        providers = providers.with(
-            Provider::OpenAi,
-            Arc::new(OpenAiClient::new(
-                clients.http.clone(),
-                OpenAiConfig {
-                    base_url: config.llm.base_url.clone(),
-                    stream_usage: config.llm.stream_usage,
-                    retry: config.llm_retry(),
-                },
-                key,
-            )),
-        );
+    if used(Provider::OpenAi)
+        && let Some(problem) = config.llm.missing_openai_key()
+    {
+        // Not an error: the deployment's other profiles still answer.
+        tracing::warn!("{problem}");
     }
-    if used(Provider::Bedrock) {
-        let Some(client) = clients.bedrock.clone() else {
-            return Err(shared::Error::Config(
-                "LLM_PROVIDER or an agent profile uses bedrock, but this function has no Bedrock client".into(),
-            ));
-        };
-        providers = providers.with(
-            Provider::Bedrock,
-            Arc::new(
-                BedrockClient::new(client, config.llm_retry())
-                    .with_prompt_cache(config.llm.bedrock_prompt_cache),
-            ),
-        );
+    for provider in [Provider::OpenAi, Provider::Bedrock] {
+        if used(provider) {
+            let client =
+                clients
+                    .llm
+                    .connect(provider, &settings, &clients.secrets, &clients.http)?;
+            providers = providers.with(provider, client);
+        }
     }
     Ok(providers)
 }
@@ -594,7 +575,7 @@ mod tests {
                 Duration::from_secs(1),
             )),
             http: reqwest::Client::new(),
-            bedrock: Some(crate::llm::bedrock::sdk_client(&sdk)),
+            llm: Arc::new(llm::Clients::from_sdk(&sdk)),
             signer: None,
             metrics: Metrics::discard(),
         };
@@ -631,7 +612,7 @@ mod tests {
         let providers =
             llm_client(&config, &on_bedrock, &clients).unwrap_or_else(|e| panic!("providers: {e}"));
         assert!(!providers.has(Provider::Bedrock) && providers.has(Provider::OpenAi));
-        clients.bedrock = None;
+        clients.llm = Arc::new(llm::Clients::new());
         let (config, _) = parts(&[("LLM_PROVIDER", "bedrock")]);
         assert!(llm_client(&config, &on_bedrock, &clients).is_err());
     }

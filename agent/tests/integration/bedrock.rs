@@ -4,10 +4,11 @@
 use std::time::{Duration, Instant};
 
 use agent::llm::{
-    BedrockClient, Completion, CompletionRequest, FinishReason, LlmProvider, PromptMessage,
-    ToolCallRequest, ToolChoice, ToolSpec,
+    Completion, CompletionRequest, FinishReason, LlmProvider, PromptMessage, ToolCallRequest,
+    ToolChoice, ToolSpec,
 };
 use aws_credential_types::Credentials;
+use llm::BedrockClient;
 use serde_json::json;
 use shared::Error;
 use shared::upstream::RetryPolicy;
@@ -26,7 +27,7 @@ fn client(fake: &FakeLlm) -> BedrockClient {
         )
         .build();
     let sdk_client = aws_sdk_bedrockruntime::Client::from_conf(
-        agent::llm::bedrock::sdk_config(&sdk)
+        llm::bedrock::sdk_config(&sdk)
             .endpoint_url(fake.endpoint_url())
             .build(),
     );

@@ -6,10 +6,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use agent::llm::{
-    ApiKey, Completion, CompletionRequest, FinishReason, LlmProvider, NoTokens, OpenAiClient,
-    OpenAiConfig, PromptMessage, ToolCallRequest, ToolChoice, ToolSpec,
+    Completion, CompletionRequest, FinishReason, LlmProvider, NoTokens, PromptMessage,
+    ToolCallRequest, ToolChoice, ToolSpec,
 };
 use async_trait::async_trait;
+use llm::{ApiKey, OpenAiClient, OpenAiConfig};
 use serde_json::{Value, json};
 use shared::Error;
 use shared::secrets::{SecretSource, SecretString, SecretsCache};

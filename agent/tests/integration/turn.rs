@@ -98,9 +98,8 @@ impl Rig {
             sqs: test_support::sqs().await,
             secrets,
             http: shared::upstream::http_client().unwrap_or_else(|e| panic!("http: {e}")),
-            bedrock: Some(agent::llm::bedrock::sdk_client_at(
-                &test_support::sdk_config().await,
-                &llm.endpoint_url(),
+            llm: std::sync::Arc::new(llm::Clients::new().with_bedrock(
+                llm::bedrock::sdk_client_at(&test_support::sdk_config().await, &llm.endpoint_url()),
             )),
             signer: None,
             metrics: shared::metrics::Metrics::discard(),

@@ -22,7 +22,13 @@ async fn main() -> Result<(), lambda_http::Error> {
     // Tool calls go to the IAM-authorised routes, signed with this function's role; the
     // user's token stays here.
     let metrics = Metrics::stdout("chat-router", &env);
-    let clients = ToolClients::from_sdk(&sdk, &env, SigV4Signer::from_sdk_config(&sdk), metrics)?;
+    let clients = ToolClients::from_sdk(
+        &sdk,
+        &env,
+        std::sync::Arc::new(llm::Clients::from_sdk(&sdk)),
+        SigV4Signer::from_sdk_config(&sdk),
+        metrics,
+    )?;
     let deps = Deps::new(config, agents, auth, clients)?;
     // A failed Runtime API request polls again (shared::runtime_loop).
     shared::runtime_loop::keep_running(|| {

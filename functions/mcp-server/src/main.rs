@@ -16,7 +16,13 @@ async fn main() -> Result<(), lambda_http::Error> {
     let sdk = shared::aws::sdk_config().await;
     let metrics = Metrics::stdout("mcp-server", &env);
     // Tool calls go to the IAM-authorised routes, signed with this function's role.
-    let clients = ToolClients::from_sdk(&sdk, &env, SigV4Signer::from_sdk_config(&sdk), metrics)?;
+    let clients = ToolClients::from_sdk(
+        &sdk,
+        &env,
+        std::sync::Arc::new(agent::llm::NoClients),
+        SigV4Signer::from_sdk_config(&sdk),
+        metrics,
+    )?;
     let deps = mcp_server::deps::build(&env, clients)?;
     shared::runtime_loop::keep_running(|| {
         run_with_streaming_response(service_fn(|req: Request| {

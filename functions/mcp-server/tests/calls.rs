@@ -70,7 +70,7 @@ async fn server_with(extra: &[(&str, String)]) -> Server {
             Duration::from_secs(300),
         )),
         http: shared::upstream::http_client().unwrap_or_else(|e| panic!("{e}")),
-        bedrock: None,
+        llm: std::sync::Arc::new(agent::llm::NoClients),
         signer: agent::tools::SigV4Signer::from_sdk_config(&sdk),
         metrics: Metrics::capture("mcp-server"),
     };

@@ -78,7 +78,7 @@ async fn main() {
             Duration::from_secs(300),
         )),
         http: shared::upstream::http_client().unwrap_or_else(|e| panic!("http: {e}")),
-        bedrock: None,
+        llm: std::sync::Arc::new(llm::Clients::new()),
         signer: None,
         metrics: shared::metrics::Metrics::discard(),
     };

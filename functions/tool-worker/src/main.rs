@@ -20,7 +20,13 @@ async fn main() -> Result<(), lambda_runtime::Error> {
     let sdk = shared::aws::sdk_config().await;
     // No user token here: calls to the IAM routes are signed with the function's role.
     let metrics = Metrics::stdout("tool-worker", &env);
-    let clients = ToolClients::from_sdk(&sdk, &env, SigV4Signer::from_sdk_config(&sdk), metrics)?;
+    let clients = ToolClients::from_sdk(
+        &sdk,
+        &env,
+        std::sync::Arc::new(llm::Clients::from_sdk(&sdk)),
+        SigV4Signer::from_sdk_config(&sdk),
+        metrics,
+    )?;
     let deps = Deps::new(config, &agents, clients)?;
     // A failed Runtime API request polls again (shared::runtime_loop).
     shared::runtime_loop::keep_running(|| {

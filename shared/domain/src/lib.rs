@@ -13,6 +13,7 @@ pub mod memory;
 pub mod money;
 pub mod schema;
 pub mod session;
+pub mod token_usage;
 pub mod tool_args;
 pub mod tool_call;
 pub mod tool_output;

@@ -4,6 +4,8 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+pub use domain::token_usage::TokenUsage;
+
 use async_trait::async_trait;
 use aws_sdk_dynamodb::Client;
 use serde::{Deserialize, Serialize};
@@ -133,22 +135,6 @@ const INFERENCE_PROFILE_PREFIXES: [&str; 8] =
 
 fn is_zero(n: &u64) -> bool {
     *n == 0
-}
-
-/// Token counts as an OpenAI-compatible API reports them.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TokenUsage {
-    pub prompt_tokens: u64,
-    pub completion_tokens: u64,
-    pub total_tokens: u64,
-    /// Of the prompt tokens, those the provider served from its prompt cache (OpenAI's
-    /// `prompt_tokens_details.cached_tokens`); billed at a lower rate.
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub cached_tokens: u64,
-    /// Counted by us, not reported by the provider (it sent no figures, or the call broke
-    /// off after tokens were billed).
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub estimated: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

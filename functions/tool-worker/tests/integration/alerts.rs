@@ -97,7 +97,7 @@ async fn worker(rig: &Rig) -> (tool_worker::Deps, Arc<ManualClock>) {
         sqs: test_support::sqs().await,
         secrets: common::secrets().await,
         http: common::http(),
-        bedrock: None,
+        llm: std::sync::Arc::new(llm::Clients::new()),
         // Signed as deployed: the flight functions admit only IAM-authorised calls.
         signer: agent::tools::SigV4Signer::from_sdk_config(&test_support::sdk_config().await),
         metrics: shared::metrics::Metrics::discard(),

@@ -95,7 +95,7 @@ impl Setup {
             sqs: test_support::sqs().await,
             secrets: common::secrets().await,
             http: common::http(),
-            bedrock: None,
+            llm: std::sync::Arc::new(llm::Clients::new()),
             // Signed as deployed: the functions admit only IAM-authorised calls.
             signer: agent::tools::SigV4Signer::from_sdk_config(&test_support::sdk_config().await),
             metrics: metrics.clone(),
@@ -136,7 +136,7 @@ impl Setup {
             sqs: test_support::sqs().await,
             secrets: common::secrets().await,
             http: common::http(),
-            bedrock: None,
+            llm: std::sync::Arc::new(llm::Clients::new()),
             signer: agent::tools::SigV4Signer::from_sdk_config(&test_support::sdk_config().await),
             metrics: shared::metrics::Metrics::discard(),
         };

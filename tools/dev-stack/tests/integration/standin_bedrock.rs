@@ -5,9 +5,9 @@
 use std::time::{Duration, Instant};
 
 use agent::llm::{
-    BedrockClient, CompletionRequest, FinishReason, LlmProvider, PromptMessage, ToolChoice,
-    ToolSpec,
+    CompletionRequest, FinishReason, LlmProvider, PromptMessage, ToolChoice, ToolSpec,
 };
+use llm::BedrockClient;
 use serde_json::json;
 use shared::upstream::RetryPolicy;
 use test_support::fake_llm::{FakeLlm, Protocol};
@@ -23,7 +23,7 @@ fn client(fake: &FakeLlm) -> BedrockClient {
         )
         .build();
     BedrockClient::new(
-        agent::llm::bedrock::sdk_client_at(&sdk, &fake.endpoint_url()),
+        llm::bedrock::sdk_client_at(&sdk, &fake.endpoint_url()),
         RetryPolicy::default(),
     )
 }

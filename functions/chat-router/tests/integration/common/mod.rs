@@ -373,10 +373,12 @@ impl Rig {
             sqs: test_support::sqs().await,
             secrets: secrets().await,
             http: http(),
-            bedrock: Some(agent::llm::bedrock::sdk_client_at(
-                &test_support::sdk_config().await,
-                &llm.endpoint_url(),
-            )),
+            llm: Arc::new(
+                llm::Clients::new().with_bedrock(llm::bedrock::sdk_client_at(
+                    &test_support::sdk_config().await,
+                    &llm.endpoint_url(),
+                )),
+            ),
             // Signed as deployed: the functions admit only IAM-authorised calls.
             signer: agent::tools::SigV4Signer::from_sdk_config(&test_support::sdk_config().await),
             metrics: metrics.clone(),

@@ -8,9 +8,9 @@ use std::time::Instant;
 
 use async_trait::async_trait;
 
-pub use shared::provider::Provider;
+pub use domain::provider::Provider;
 
-use super::{Completion, CompletionRequest, LlmProvider, TokenSink};
+use crate::llm::{Completion, CompletionRequest, LlmProvider, TokenSink};
 use crate::{Error, Result};
 
 /// The configured providers, itself an [`LlmProvider`]: each request goes to the provider

@@ -33,9 +33,9 @@ use aws_sdk_bedrockruntime::types::error::ConverseStreamOutputError;
 pub use assemble::ConverseAssembler;
 pub use request::{ConverseParts, converse_parts, document, json};
 
-use super::{Completion, CompletionRequest, LlmProvider, TokenSink};
 use crate::{Error, Result};
-use shared::upstream::RetryPolicy;
+use agent_core::llm::{Completion, CompletionRequest, LlmProvider, TokenSink};
+use lambda_kit::upstream::RetryPolicy;
 
 pub(crate) const SERVICE: &str = "llm";
 
@@ -140,7 +140,7 @@ impl BedrockClient {
             if attempt == attempts {
                 break;
             }
-            let pause = shared::upstream::backoff(&self.retry, attempt);
+            let pause = lambda_kit::upstream::backoff(&self.retry, attempt);
             if Instant::now() + pause + MIN_ATTEMPT >= deadline {
                 break;
             }

@@ -14,9 +14,9 @@
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::{Completion, FinishReason, ToolCallRequest};
 use crate::{Error, Result};
-use shared::usage::TokenUsage;
+use agent_core::llm::{Completion, FinishReason, ToolCallRequest};
+use domain::token_usage::TokenUsage;
 
 const SERVICE: &str = "llm";
 

@@ -22,8 +22,8 @@ use aws_sdk_bedrockruntime::types::{
 use aws_smithy_types::{Document, Number};
 use serde_json::Value;
 
-use crate::llm::{CompletionRequest, PromptMessage, PromptRole, ToolChoice};
 use crate::{Error, Result};
+use agent_core::llm::{CompletionRequest, PromptMessage, PromptRole, ToolChoice};
 
 /// Stands in for the start of a conversation whose first kept message is the model's.
 const EARLIER: &str = "(earlier messages omitted)";
@@ -286,7 +286,7 @@ mod tests {
     use serde_json::json as j;
 
     use super::*;
-    use crate::llm::{ToolCallRequest, ToolSpec};
+    use agent_core::llm::{ToolCallRequest, ToolSpec};
 
     fn request(tools: bool, choice: ToolChoice) -> CompletionRequest {
         CompletionRequest {

@@ -13,13 +13,13 @@ use reqwest::StatusCode;
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use super::stream::StreamAssembler;
-use super::{
+use crate::stream::StreamAssembler;
+use crate::{Error, Result};
+use agent_core::llm::{
     Completion, CompletionRequest, LlmProvider, PromptMessage, PromptRole, TokenSink, ToolChoice,
 };
-use crate::{Error, Result};
-use shared::secrets::{SecretString, SecretsCache};
-use shared::upstream::{self, RetryPolicy};
+use lambda_kit::secrets::{SecretString, SecretsCache};
+use lambda_kit::upstream::{self, RetryPolicy};
 
 const SERVICE: &str = "llm";
 
@@ -274,12 +274,13 @@ async fn read_whole(
     model: &str,
 ) -> Result<Completion> {
     let until = tokio::time::Instant::from_std(deadline);
-    let body = match tokio::time::timeout_at(until, shared::upstream::read_body(SERVICE, response))
-        .await
-    {
-        Err(_) => return Err(Error::UpstreamTimeout { service: SERVICE }),
-        Ok(body) => body?,
-    };
+    let body =
+        match tokio::time::timeout_at(until, lambda_kit::upstream::read_body(SERVICE, response))
+            .await
+        {
+            Err(_) => return Err(Error::UpstreamTimeout { service: SERVICE }),
+            Ok(body) => body?,
+        };
     let mut assembler = StreamAssembler::new();
     for delta in assembler.push_completion_json(&body)? {
         tokens.token(&delta);
@@ -381,7 +382,7 @@ fn wire_message(message: &PromptMessage) -> WireMessage<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::llm::{ToolCallRequest, ToolSpec};
+    use agent_core::llm::{ToolCallRequest, ToolSpec};
 
     fn request() -> CompletionRequest {
         CompletionRequest {

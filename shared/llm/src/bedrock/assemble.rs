@@ -1,6 +1,6 @@
 //! Reassembles a Converse answer from its stream events.
 //!
-//! Pure and synchronous, like the OpenAI [`StreamAssembler`](crate::llm::StreamAssembler):
+//! Pure and synchronous, like the OpenAI [`StreamAssembler`](agent_core::llm::StreamAssembler):
 //! events go in one by one as the SDK decodes them from the event-stream frames, text
 //! deltas come out at once, and [`ConverseAssembler::finish`] yields the [`Completion`].
 //! A tool call arrives as a `contentBlockStart` (its id and name) and `contentBlockDelta`
@@ -14,9 +14,9 @@ use aws_sdk_bedrockruntime::types::{
 };
 
 use super::SERVICE;
-use crate::llm::{Completion, FinishReason, ToolCallRequest};
 use crate::{Error, Result};
-use shared::usage::TokenUsage;
+use agent_core::llm::{Completion, FinishReason, ToolCallRequest};
+use domain::token_usage::TokenUsage;
 
 /// An answer larger than this (text and tool inputs together) is not a model's answer,
 /// and must not grow memory without bound.

@@ -4,14 +4,14 @@
 //! `done`, `error` at any point before `done`). The chat-router frames them as SSE; the
 //! tool worker, which has no client, drops them.
 
+use domain::flight::Locale;
+use domain::schema::DateTimeSchema;
+use domain::session::SessionState;
+use domain::tool_call::{RefusalReason, ToolName};
+use domain::ui::UiElement;
 use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::{Map, Value};
-use shared::domain::flight::Locale;
-use shared::domain::schema::DateTimeSchema;
-use shared::domain::session::SessionState;
-use shared::domain::tool_call::{RefusalReason, ToolName};
-use shared::domain::ui::UiElement;
 use time::OffsetDateTime;
 
 use crate::call_status::CallStatus;
