@@ -3,6 +3,8 @@
 use std::sync::Arc;
 
 use domain::clock::{Clock, SystemClock};
+use lambda_kit::bootstrap::Basics;
+use lambda_kit::config::Env;
 use lambda_kit::http::route_access::RouteAccess;
 use lambda_kit::metrics::Metrics;
 use lambda_kit::secrets::SecretsCache;
@@ -27,6 +29,16 @@ pub struct Deps {
 }
 
 impl Deps {
+    /// The clients of a Lambda container, from the environment and the tool functions'
+    /// common basics (secrets, access gate, metrics).
+    pub async fn from_env(env: &Env) -> domain::Result<Self> {
+        let config = Config::from_env(env)?;
+        let basics = Basics::from_env(env, "cash-search").await?;
+        Ok(Self::new(basics.http, basics.secrets, config)
+            .with_access(basics.access)
+            .with_metrics(basics.metrics))
+    }
+
     pub fn new(http: reqwest::Client, secrets: SecretsCache, config: Config) -> Self {
         Self::with_clock(http, secrets, config, Arc::new(SystemClock))
     }

@@ -1,12 +1,14 @@
 //! `POST /flights/cash`: a `FlightSearchParams` body in, `{success, results}` out.
 
 use domain::flight::{FlightSearchParams, FlightSearchResult};
-use lambda_http::http::{Method, header};
+use std::convert::Infallible;
+
+use lambda_http::http::Method;
+use lambda_http::tower::{ServiceExt, service_fn};
 use lambda_http::{Body, Request, Response};
-use lambda_kit::http::lambda::{deadline, error_response, json_body, json_response};
-use lambda_kit::http::{ApiError, ErrorCode};
-use lambda_kit::observability::Trace;
-use tracing::Instrument;
+use lambda_kit::http::ApiError;
+use lambda_kit::http::lambda::{error_response, json_body, json_response};
+use lambda_kit::layers::{Handler, deadline_of, tool_route};
 
 use crate::deps::Deps;
 use crate::search::search;
@@ -14,29 +16,29 @@ use crate::search::search;
 /// The route this function serves (behind `/internal` for IAM callers).
 pub const ROUTE: &str = "/flights/cash";
 
-/// Handles one request inside a span that carries the caller's X-Ray trace id.
-pub async fn handle(deps: &Deps, req: Request) -> Response<Body> {
-    let trace = Trace::of(&req);
-    serve(deps, req)
-        .instrument(Trace::span(trace.as_ref()))
-        .await
+/// The function as the runtime serves it: the shared layers (trace span, `POST` only, the
+/// deadline, the access gate) around [`admitted`].
+pub fn service(deps: Deps) -> Handler {
+    let access = deps.access.clone();
+    let fallback = deps.config.fallback_budget;
+    let handler = service_fn(move |req: Request| {
+        let deps = deps.clone();
+        async move { Ok::<_, Infallible>(admitted(&deps, req).await) }
+    });
+    tool_route(ROUTE, Method::POST, access, fallback, handler)
 }
 
-async fn serve(deps: &Deps, req: Request) -> Response<Body> {
-    if req.method() != Method::POST {
-        let mut response = error_response(&ApiError::new(
-            ErrorCode::MethodNotAllowed,
-            "use POST with a JSON flight search",
-        ));
-        response
-            .headers_mut()
-            .insert(header::ALLOW, header::HeaderValue::from_static("POST"));
-        return response;
+/// Serves one request through [`service`] (what tests and benches call).
+pub async fn handle(deps: &Deps, req: Request) -> Response<Body> {
+    match service(deps.clone()).oneshot(req).await {
+        Ok(response) => response,
+        Err(never) => match never {},
     }
-    let deadline = deadline(&req, deps.config.fallback_budget);
-    if let Err(refused) = deps.access.gate(&req, ROUTE).await {
-        return refused;
-    }
+}
+
+/// An admitted `POST`, run until the invocation's deadline.
+async fn admitted(deps: &Deps, req: Request) -> Response<Body> {
+    let deadline = deadline_of(&req, deps.config.fallback_budget);
     let params = match json_body::<FlightSearchParams>(&req) {
         Ok(params) => params,
         Err(e) => return error_response(&e),

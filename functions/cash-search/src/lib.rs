@@ -17,7 +17,7 @@ pub mod token;
 
 pub use config::Config;
 pub use deps::Deps;
-pub use handler::handle;
+pub use handler::{handle, service};
 
 /// Upstream name in errors and logs ("Amadeus is unavailable; try again later").
 pub const SERVICE: &str = "Amadeus";

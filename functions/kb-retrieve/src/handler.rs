@@ -1,28 +1,33 @@
 //! `POST /kb/search`: `{query, top_k?}` → `{results, mode, kb_version}`. Every failure is
 //! mapped once, by `lambda_kit::http::ApiError`, to the error envelope.
 
+use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Instant;
 
 use domain::Error;
+use knowledge::kb::DynamoKbStore;
 use knowledge::kb::KbStore;
-use lambda_http::http::{HeaderValue, Method, header};
+use knowledge::kb::snapshots::S3Snapshots;
+use lambda_http::http::Method;
+use lambda_http::tower::{ServiceExt, service_fn};
 use lambda_http::{Body, Request, Response};
-use lambda_kit::http::lambda::{deadline, error_response, json_body, json_response};
+use lambda_kit::bootstrap::Basics;
+use lambda_kit::config::Env;
+use lambda_kit::http::ApiError;
+use lambda_kit::http::lambda::{error_response, json_body, json_response};
 use lambda_kit::http::route_access::RouteAccess;
-use lambda_kit::http::{ApiError, ErrorCode};
+use lambda_kit::layers::{Handler, deadline_of, tool_route};
 use lambda_kit::metrics::{Dimension, Metric, Metrics, Point};
-use lambda_kit::observability::Trace;
 use lambda_kit::secrets::SecretsCache;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use tracing::Instrument;
 
 use crate::bedrock_kb::BedrockKb;
 use crate::config::{Backend, Config};
 use crate::embed::QueryEmbedder;
 use crate::index::{Hit, Mode};
-use crate::live::LiveIndex;
+use crate::live::{LiveIndex, SnapshotSource};
 use crate::tokenize::normalize_query;
 
 pub const MAX_QUERY_CHARS: usize = 2000;
@@ -44,6 +49,45 @@ pub struct Deps {
 }
 
 impl Deps {
+    /// The clients of a Lambda container, from the environment and the tool functions'
+    /// common basics; the knowledge base is loaded here, during the init phase (unless
+    /// Bedrock answers), and a failed load is retried by the first request.
+    pub async fn from_env(env: &Env) -> Result<Self, Error> {
+        let config = Config::from_env(env)?;
+        let basics = Basics::from_env(env, "kb-retrieve").await?;
+        let sdk = &basics.sdk;
+        let store = Arc::new(DynamoKbStore::new(
+            lambda_kit::aws::dynamodb(sdk),
+            config.kb_table.clone(),
+        ));
+        let snapshots = config.snapshot_bucket.clone().map(|bucket| SnapshotSource {
+            bucket: S3Snapshots::new(
+                S3Snapshots::client(sdk),
+                bucket,
+                config.snapshot_prefix.clone(),
+            ),
+            rescore_max_bytes: config.rescore_max_bytes,
+        });
+        let mut deps = Deps::new(basics.http, basics.secrets, store, config)
+            // Unused unless EMBEDDINGS_PROVIDER=bedrock; building it opens no connection.
+            .with_bedrock(knowledge::embeddings::bedrock::client(sdk))
+            // Unused unless KB_BACKEND=bedrock.
+            .with_bedrock_kb(crate::bedrock_kb::client(sdk))
+            .with_access(basics.access)
+            .with_metrics(basics.metrics);
+        if let Some(source) = snapshots {
+            deps = deps.with_snapshots(source);
+        }
+        // Load the knowledge base during the init phase (unless Bedrock answers); if that
+        // fails, the first request retries.
+        if deps.bedrock_kb.is_none()
+            && let Err(e) = deps.kb.get().await
+        {
+            tracing::error!(error = %e, "knowledge base not loaded at cold start");
+        }
+        Ok(deps)
+    }
+
     pub fn new(
         http: reqwest::Client,
         secrets: SecretsCache,
@@ -130,29 +174,29 @@ pub struct SearchResponse {
 /// The route this function serves (behind `/internal` for IAM callers).
 pub const ROUTE: &str = "/kb/search";
 
-/// Handles one request inside a span that carries the caller's X-Ray trace id.
-pub async fn handle(deps: &Deps, req: Request) -> Response<Body> {
-    let trace = Trace::of(&req);
-    serve(deps, req)
-        .instrument(Trace::span(trace.as_ref()))
-        .await
+/// The function as the runtime serves it: the shared layers (trace span, `POST` only, the
+/// deadline, the access gate) around [`admitted`].
+pub fn service(deps: Deps) -> Handler {
+    let access = deps.access.clone();
+    let fallback = deps.config.deadline_fallback;
+    let handler = service_fn(move |req: Request| {
+        let deps = deps.clone();
+        async move { Ok::<_, Infallible>(admitted(&deps, req).await) }
+    });
+    tool_route(ROUTE, Method::POST, access, fallback, handler)
 }
 
-async fn serve(deps: &Deps, req: Request) -> Response<Body> {
-    let deadline = deadline(&req, deps.config.deadline_fallback);
-    if req.method() != Method::POST {
-        let mut response = error_response(&ApiError::new(
-            ErrorCode::MethodNotAllowed,
-            format!("{} is not allowed here; use POST", req.method()),
-        ));
-        response
-            .headers_mut()
-            .insert(header::ALLOW, HeaderValue::from_static("POST"));
-        return response;
+/// Serves one request through [`service`] (what tests and benches call).
+pub async fn handle(deps: &Deps, req: Request) -> Response<Body> {
+    match service(deps.clone()).oneshot(req).await {
+        Ok(response) => response,
+        Err(never) => match never {},
     }
-    if let Err(refused) = deps.access.gate(&req, ROUTE).await {
-        return refused;
-    }
+}
+
+/// An admitted `POST`, run until the invocation's deadline.
+async fn admitted(deps: &Deps, req: Request) -> Response<Body> {
+    let deadline = deadline_of(&req, deps.config.deadline_fallback);
     let (query, top_k) = match parse(&req) {
         Ok(parsed) => parsed,
         Err(error) => return error_response(&error),

@@ -44,4 +44,4 @@ pub mod tokenize;
 pub mod vectors;
 
 pub use config::Config;
-pub use handler::{Deps, handle};
+pub use handler::{Deps, handle, service};

@@ -4,6 +4,9 @@
 
 use std::sync::Arc;
 
+use domain::Result;
+use lambda_kit::bootstrap::Basics;
+use lambda_kit::config::Env;
 use lambda_kit::http::route_access::RouteAccess;
 use lambda_kit::metrics::Metrics;
 use lambda_kit::secrets::SecretsCache;
@@ -33,6 +36,16 @@ impl Deps {
             access: RouteAccess::internal_only(),
             metrics: Metrics::discard(),
         }
+    }
+
+    /// The clients of a Lambda container, from the environment and the tool functions'
+    /// common basics (secrets, access gate, metrics).
+    pub async fn from_env(env: &Env) -> Result<Self> {
+        let config = Config::from_env(env)?;
+        let basics = Basics::from_env(env, "seatsaero-search").await?;
+        Ok(Self::new(basics.http, basics.secrets, config)
+            .with_access(basics.access)
+            .with_metrics(basics.metrics))
     }
 
     /// With the admission rules of the deployment (`lambda_kit::http::route_access`).

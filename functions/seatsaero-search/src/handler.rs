@@ -1,12 +1,14 @@
 //! `POST /flights/award`: body → validated `FlightSearchParams` → award search → reply.
 //! Every failure is mapped once, by `lambda_kit::http::ApiError`, to the error envelope.
 
-use lambda_http::http::{HeaderValue, Method, header};
+use std::convert::Infallible;
+
+use lambda_http::http::Method;
+use lambda_http::tower::{ServiceExt, service_fn};
 use lambda_http::{Body, Request, Response};
-use lambda_kit::http::lambda::{deadline, error_response, json_response};
-use lambda_kit::http::{ApiError, ErrorCode};
-use lambda_kit::observability::Trace;
-use tracing::Instrument;
+use lambda_kit::http::ApiError;
+use lambda_kit::http::lambda::{error_response, json_response};
+use lambda_kit::layers::{Handler, deadline_of, tool_route};
 
 use crate::deps::Deps;
 use crate::{request, search};
@@ -14,29 +16,29 @@ use crate::{request, search};
 /// The route this function serves (behind `/internal` for IAM callers).
 pub const ROUTE: &str = "/flights/award";
 
-/// Handles one request inside a span that carries the caller's X-Ray trace id.
-pub async fn handle(deps: &Deps, req: Request) -> Response<Body> {
-    let trace = Trace::of(&req);
-    serve(deps, req)
-        .instrument(Trace::span(trace.as_ref()))
-        .await
+/// The function as the runtime serves it: the shared layers (trace span, `POST` only, the
+/// deadline, the access gate) around [`search`].
+pub fn service(deps: Deps) -> Handler {
+    let access = deps.access.clone();
+    let fallback = deps.config.deadline_fallback;
+    let handler = service_fn(move |req: Request| {
+        let deps = deps.clone();
+        async move { Ok::<_, Infallible>(search(&deps, req).await) }
+    });
+    tool_route(ROUTE, Method::POST, access, fallback, handler)
 }
 
-async fn serve(deps: &Deps, req: Request) -> Response<Body> {
-    let deadline = deadline(&req, deps.config.deadline_fallback);
-    if req.method() != Method::POST {
-        let mut response = error_response(&ApiError::new(
-            ErrorCode::MethodNotAllowed,
-            format!("{} is not allowed here; use POST", req.method()),
-        ));
-        response
-            .headers_mut()
-            .insert(header::ALLOW, HeaderValue::from_static("POST"));
-        return response;
+/// Serves one request through [`service`] (what tests and benches call).
+pub async fn handle(deps: &Deps, req: Request) -> Response<Body> {
+    match service(deps.clone()).oneshot(req).await {
+        Ok(response) => response,
+        Err(never) => match never {},
     }
-    if let Err(refused) = deps.access.gate(&req, ROUTE).await {
-        return refused;
-    }
+}
+
+/// An admitted `POST`: the body's search, run until the invocation's deadline.
+async fn search(deps: &Deps, req: Request) -> Response<Body> {
+    let deadline = deadline_of(&req, deps.config.deadline_fallback);
     let params = match request::parse(&req) {
         Ok(params) => params,
         Err(error) => return error_response(&error),

@@ -39,5 +39,5 @@ mod search;
 
 pub use config::Config;
 pub use deps::Deps;
-pub use handler::handle;
+pub use handler::{handle, service};
 pub use search::flights_from_replies;

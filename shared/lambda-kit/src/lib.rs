@@ -2,16 +2,19 @@
 //! configuration and the TLS roots of every HTTPS client, the Secrets Manager cache, upstream
 //! HTTP calls with retries, configuration from the environment, logging and metrics, the
 //! runtime loop, the HTTP error envelope and request helpers, the access gate of the tool
-//! functions (`http::route_access`) and the one DynamoDB table helper with the rate limiter
+//! functions (`http::route_access`), the concerns every tool function's handler shares as
+//! `tower` layers (`layers`) and the one DynamoDB table helper with the rate limiter
 //! it counts with (`dynamo`, `companion`, `limits`).
 //!
 //! Errors are the domain's [`Error`]: the kit fails the ways the calls it wraps do.
 
 pub mod aws;
+pub mod bootstrap;
 pub mod companion;
 pub mod config;
 pub mod dynamo;
 pub mod http;
+pub mod layers;
 pub mod limits;
 pub mod metrics;
 pub mod observability;
