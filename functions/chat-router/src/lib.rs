@@ -21,12 +21,15 @@ use std::sync::Arc;
 use agent::Agent;
 use agent::profiles::AgentCatalog;
 use agent::runtime::{ToolClients, ToolRuntime};
+use agent::tools::SigV4Signer;
 use shared::Result;
 use shared::alerts::AlertStore;
 use shared::chats::{ChatStore, DynamoChatStore};
+use shared::config::Env;
 use shared::http::auth::{AuthConfig, Authenticator};
 use shared::ledger::ToolCallLedger;
 use shared::memory::MemoryStore;
+use shared::metrics::Metrics;
 use shared::turns::{DynamoTurnStore, TurnStore};
 use shared::usage::UsageStore;
 
@@ -52,6 +55,23 @@ pub struct Deps {
 }
 
 impl Deps {
+    /// The clients of a Lambda container, from the environment. Tool calls go to the
+    /// IAM-authorised routes, signed with this function's role; the user's token stays here.
+    pub async fn from_env(env: &Env) -> Result<Self> {
+        let config = Config::from_env(env)?;
+        let agents = AgentCatalog::from_env(env)?;
+        let auth = AuthConfig::from_env(env)?;
+        let sdk = shared::aws::sdk_config().await;
+        let clients = ToolClients::from_sdk(
+            &sdk,
+            env,
+            Arc::new(llm::Clients::from_sdk(&sdk)),
+            SigV4Signer::from_sdk_config(&sdk),
+            Metrics::stdout("chat-router", env),
+        )?;
+        Self::new(config, agents, auth, clients)
+    }
+
     /// Wires the stores, the LLM client, the tool registry, the tool queue and the runtime.
     pub fn new(
         config: Config,

@@ -68,6 +68,19 @@ pub struct Deps {
     pub check_timeout: Duration,
 }
 
+impl Deps {
+    /// The Lambda and CodeDeploy clients of a container, and the checks' configuration.
+    pub async fn from_env() -> Self {
+        let sdk = lambda_kit::aws::sdk_config().await;
+        Self {
+            lambda: aws_sdk_lambda::Client::new(&sdk),
+            codedeploy: aws_sdk_codedeploy::Client::new(&sdk),
+            config: Config::from_env(),
+            check_timeout: CHECK_TIMEOUT,
+        }
+    }
+}
+
 /// What the hook reported, and why.
 #[derive(Debug)]
 pub struct Report {

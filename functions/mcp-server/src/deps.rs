@@ -17,6 +17,21 @@ use crate::server::{self, Served};
 /// One call at a time per request: an MCP client asks for one tool per `tools/call`.
 const MAX_PARALLEL: usize = 1;
 
+/// The clients of a Lambda container, from the environment: tool calls go to the
+/// IAM-authorised routes, signed with this function's role; no model client (it serves
+/// tools, never a model).
+pub async fn from_env(env: &Env) -> shared::Result<Deps> {
+    let sdk = shared::aws::sdk_config().await;
+    let clients = ToolClients::from_sdk(
+        &sdk,
+        env,
+        Arc::new(agent::llm::NoClients),
+        agent::tools::SigV4Signer::from_sdk_config(&sdk),
+        shared::metrics::Metrics::stdout("mcp-server", env),
+    )?;
+    build(env, clients)
+}
+
 pub fn build(env: &Env, clients: ToolClients) -> shared::Result<Deps> {
     let config = Config::from_env(env)?;
     let tools = ToolsConfig::from_env(env)?;

@@ -106,6 +106,22 @@ pub struct Deps {
 }
 
 impl Deps {
+    /// The clients of a Lambda container, from the environment. No user token here: calls
+    /// to the IAM routes are signed with the function's role.
+    pub async fn from_env(env: &Env) -> Result<Self> {
+        let config = Config::from_env(env)?;
+        let agents = AgentCatalog::from_env(env)?;
+        let sdk = shared::aws::sdk_config().await;
+        let clients = ToolClients::from_sdk(
+            &sdk,
+            env,
+            Arc::new(llm::Clients::from_sdk(&sdk)),
+            agent::tools::SigV4Signer::from_sdk_config(&sdk),
+            shared::metrics::Metrics::stdout("tool-worker", env),
+        )?;
+        Self::new(config, &agents, clients)
+    }
+
     pub fn new(config: Config, agents: &AgentCatalog, clients: ToolClients) -> Result<Self> {
         check_tool_timeouts(agents, config.function_timeout)?;
         let chats = Arc::new(
