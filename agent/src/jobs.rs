@@ -11,8 +11,8 @@ use async_trait::async_trait;
 use aws_sdk_sqs::types::MessageAttributeValue;
 use serde::{Deserialize, Serialize};
 
+pub use crate::tools::{DEFAULT_RETRY_BASE_SECS, MAX_DELAY, RetrySchedule};
 use crate::{Error, Result};
-use shared::config::Env;
 use shared::domain::flight::Locale;
 
 /// Why a job exists.
@@ -61,50 +61,6 @@ impl ToolJob {
             ));
         }
         Ok(job)
-    }
-}
-
-/// How often and how soon failed tool calls are tried again.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RetrySchedule {
-    /// Attempts in all, the first (in the chat turn) included (`TOOL_MAX_ATTEMPTS`, default 3).
-    pub max_attempts: u32,
-    /// Delay before the first retry; doubled for each further one (`TOOL_RETRY_BASE_SECS`,
-    /// default 5).
-    pub base_delay: Duration,
-}
-
-/// Default `TOOL_RETRY_BASE_SECS`, and of a tool's `retry.base_secs`.
-pub const DEFAULT_RETRY_BASE_SECS: u64 = 5;
-
-/// SQS delays messages by at most 15 minutes.
-const MAX_DELAY: Duration = Duration::from_secs(900);
-
-impl RetrySchedule {
-    pub fn from_env(env: &Env) -> Result<Self> {
-        let mut r = env.reader();
-        let schedule = Self {
-            max_attempts: r.parse_or("TOOL_MAX_ATTEMPTS", 3u32).clamp(1, 10),
-            base_delay: Duration::from_secs(
-                r.parse_or("TOOL_RETRY_BASE_SECS", DEFAULT_RETRY_BASE_SECS)
-                    .min(900),
-            ),
-        };
-        r.finish(schedule)
-    }
-
-    /// Whether `failed_attempt` may be followed by another one.
-    pub fn allows_retry_after(&self, failed_attempt: u32) -> bool {
-        failed_attempt < self.max_attempts
-    }
-
-    /// The delay before the attempt after `failed_attempt`: base · 2^(n−1), capped at SQS's
-    /// 15 minutes. No jitter: each call has its own message, so retries do not align.
-    pub fn delay_after(&self, failed_attempt: u32) -> Duration {
-        let doublings = failed_attempt.saturating_sub(1).min(16);
-        self.base_delay
-            .saturating_mul(1u32 << doublings)
-            .min(MAX_DELAY)
     }
 }
 

@@ -59,10 +59,10 @@ pub mod profiles;
 pub mod runtime;
 pub mod texts;
 pub mod timezone;
-pub mod tools;
 pub mod turn;
 
 pub use agent_core::{call_status, events, stop};
+pub use agent_tools as tools;
 
 pub use events::{EventSink, NoEvents, TurnErrorCode, TurnEvent};
 pub use shared::{Error, Result};

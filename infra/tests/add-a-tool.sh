@@ -63,18 +63,18 @@ new_tree() {
 }
 
 # The wrong case: the guide without its Checklist line for the module list must fail, and
-# name agent/src/tools/mod.rs.
+# name shared/agent-tools/src/lib.rs.
 selftest() {
   local dir="$scratch/selftest" out
   new_tree "$dir/tree"
-  grep -v 'in `agent/src/tools/mod.rs`' "$GUIDE" >"$dir/guide.md"
-  ! cmp -s "$GUIDE" "$dir/guide.md" || { echo "add-a-tool selftest: the Checklist has no line for agent/src/tools/mod.rs to drop" >&2; exit 1; }
+  grep -v 'in `shared/agent-tools/src/lib.rs`' "$GUIDE" >"$dir/guide.md"
+  ! cmp -s "$GUIDE" "$dir/guide.md" || { echo "add-a-tool selftest: the Checklist has no line for shared/agent-tools/src/lib.rs to drop" >&2; exit 1; }
   if out="$("$PY" "$HERE/follow.py" apply "$dir/guide.md" "$dir/tree" 2>&1)"; then
-    echo "add-a-tool selftest: a guide whose Checklist misses agent/src/tools/mod.rs was followed without complaint" >&2
+    echo "add-a-tool selftest: a guide whose Checklist misses shared/agent-tools/src/lib.rs was followed without complaint" >&2
     exit 1
   fi
-  grep -q "agent/src/tools/mod.rs" <<<"$out" || { echo "add-a-tool selftest: the failure does not name agent/src/tools/mod.rs:" >&2; echo "$out" >&2; exit 1; }
-  say "selftest: a Checklist without agent/src/tools/mod.rs fails as it should:"
+  grep -q "shared/agent-tools/src/lib.rs" <<<"$out" || { echo "add-a-tool selftest: the failure does not name shared/agent-tools/src/lib.rs:" >&2; echo "$out" >&2; exit 1; }
+  say "selftest: a Checklist without shared/agent-tools/src/lib.rs fails as it should:"
   sed -n '/following the guide failed/,$p' <<<"$out" >&2
   rm -rf "$dir"
 }
@@ -117,7 +117,8 @@ done
 
 say "the tests that catch a forgotten piece"
 run cargo test -q -p domain --lib -- tool_call
-run cargo test -q -p agent --lib -- "$tool" every_declared_tool texts
+run cargo test -q -p agent-tools --lib -- "$tool"
+run cargo test -q -p agent --lib -- every_declared_tool texts
 run cargo test -q -p openapi --test integration -- committed::
 run cargo test -q -p docs-check --test integration -- configuration::
 

@@ -5,4 +5,4 @@
 
 pub use agent_core::llm::*;
 
-pub mod metered;
+pub use agent_tools::metered;

@@ -7,7 +7,7 @@ excerpt of PATH that shows the example in place. This program adds a second tool
 kind, named after the example plus a word (`award_value_copy`, `kb-retrieve-copy`, ...), by
 doing what each excerpt shows once more for the new name:
 
-- an excerpt of a file named after the example (agent/src/tools/award_value.rs) and every
+- an excerpt of a file named after the example (shared/agent-tools/src/award_value.rs) and every
   path of the Checklist with a placeholder (functions/<name>/, events/<name>/): a renamed
   copy of the example's file or directory;
 - any other excerpt: in the item around it (the Rust item, the template resource, the TOML
@@ -121,7 +121,7 @@ class Examples:
         self.function = crates[0]
         var = re.search(r'required\("(\w+)_URL"', own)
         route = re.search(r"Path: /internal/(\S+)", own)
-        module = re.search(r"agent/src/tools/(\w+)\.rs", own)
+        module = re.search(r"shared/agent-tools/src/(\w+)\.rs", own)
         if not (var and route and module):
             raise GuideError("the function section lacks the URL variable, the /internal route or the tool's file")
         self.url_var = var.group(1) + "_URL"
@@ -133,7 +133,7 @@ class Examples:
         self.tokens.update({stem: "upper", stem.lower(): "snake", self.module: "snake"})
         self.tokens[route.group(1)] = "path"
         # Public types of the examples' own agent files are renamed with them.
-        for path in (f"agent/src/tools/{self.tool}.rs", f"agent/src/tools/{self.module}.rs"):
+        for path in (f"shared/agent-tools/src/{self.tool}.rs", f"shared/agent-tools/src/{self.module}.rs"):
             source = (tree / path).read_text() if (tree / path).exists() else ""
             for t in re.findall(r"^pub (?:struct|enum) (\w+)", source, re.M):
                 if not any(token in t for token in self.tokens):

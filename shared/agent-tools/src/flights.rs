@@ -12,8 +12,8 @@ use serde_json::{Value, json};
 use super::flight_message::format_message;
 use super::flight_rows;
 use super::{FunctionClient, Tool, ToolContext, ToolSchema};
-use crate::guard::links::LinkPolicy;
 use crate::{Error, Result};
+use guardrails::links::LinkPolicy;
 use shared::domain::flight::{
     Cabin, FlightResult, FlightSearchInput, FlightSearchParams, FlightSearchResult, Locale,
 };

@@ -12,8 +12,8 @@ use shared::metrics::{Dimension, Metric, Metrics, Point};
 use shared::usage::{Hold, Reservation, TokenUsage, UsageRecord, UsageStore};
 use shared::{Error, Result};
 
-use super::{Completion, CompletionRequest, FinishReason, LlmProvider, TokenSink};
-use crate::stop::StopSignal;
+use agent_core::llm::{Completion, CompletionRequest, FinishReason, LlmProvider, TokenSink};
+use agent_core::stop::StopSignal;
 
 /// Whose call it is and what for, as the usage record says.
 #[derive(Debug, Clone, Copy)]

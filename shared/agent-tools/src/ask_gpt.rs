@@ -7,9 +7,9 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use super::{Tool, ToolContext, ToolSchema};
-use crate::llm::metered::{Meter, UsageScope, complete_metered};
-use crate::llm::{CompletionRequest, LlmProvider, NoTokens, PromptMessage, ToolChoice};
+use crate::metered::{Meter, UsageScope, complete_metered};
 use crate::{Error, Result};
+use agent_core::llm::{CompletionRequest, LlmProvider, NoTokens, PromptMessage, ToolChoice};
 use shared::domain::session::SessionStatePatch;
 use shared::domain::tool_args::AskGptArgs;
 use shared::domain::tool_call::ToolName;

@@ -1,10 +1,10 @@
 //! Tools the LLM can call: one file per tool and a registry that names them. Which tools a
-//! conversation may use is the agent profile's business ([`crate::profiles`]); how a step's
-//! calls run is the pipeline's ([`crate::pipeline`]).
+//! conversation may use is the agent profile's business (`agent::profiles`); how a step's
+//! calls run is the pipeline's (`agent::pipeline`).
 //!
 //! Adding a tool: a variant in [`ToolName`], an argument type in `shared::domain` (its JSON
 //! Schema is derived from it), a file here implementing [`Tool`], a line in
-//! [`crate::runtime::ToolRuntime`]'s construction, and its settings in `config/agents.toml`.
+//! `agent::runtime::ToolRuntime`'s construction, and its settings in `config/agents.toml`.
 //! `docs/adding-a-tool.md` walks through it with [`award_value`] as the example.
 
 pub mod ask_gpt;
@@ -15,6 +15,7 @@ mod flight_rows;
 pub mod flights;
 mod functions;
 pub mod knowledge_base;
+pub mod metered;
 pub mod remember;
 mod schema;
 pub mod select_flight;
@@ -30,16 +31,18 @@ use serde_json::Value;
 
 pub use functions::{FunctionClient, SigV4Signer};
 pub use schema::ToolSchema;
-pub(crate) use settings::RateLimitEntry;
-pub use settings::{Approval, RetryOn, ToolSettings};
+pub use settings::RateLimitEntry;
+pub use settings::{
+    Approval, DEFAULT_RETRY_BASE_SECS, MAX_DELAY, RetryOn, RetrySchedule, ToolSettings,
+};
 
-use crate::Result;
-use crate::llm::ToolSpec;
+use agent_core::llm::ToolSpec;
 use shared::domain::flight::Locale;
 use shared::domain::memory::UserMemory;
 use shared::domain::session::SessionState;
 use shared::domain::tool_call::ToolName;
 use shared::domain::tool_result::ToolExecutionResult;
+pub use shared::{Error, Result};
 
 /// Who a tool runs for, and until when.
 #[derive(Debug, Clone)]
@@ -135,11 +138,11 @@ pub trait Tool: Send + Sync {
 }
 
 /// Tools discovered at run time on other servers (the MCP servers of `config/agents.toml`,
-/// [`crate::mcp::McpTools`]). The registry holds them behind this trait so that it does not
+/// `agent::mcp::McpTools`). The registry holds them behind this trait so that it does not
 /// depend on how they are discovered.
 #[async_trait]
 pub trait ExternalTools: Send + Sync {
-    /// Waits (bounded) for a discovery under way; see [`crate::mcp::McpTools::ready`].
+    /// Waits (bounded) for a discovery under way; see `agent::mcp::McpTools::ready`.
     async fn ready(&self);
     /// The specs of the tools discovered on `servers`.
     fn specs(&self, servers: &[String]) -> Vec<ToolSpec>;
