@@ -404,7 +404,7 @@ fn check_handoffs(agents: &BTreeMap<String, AgentProfile>, source: &str) -> Resu
         }
         // `mcp` stands for the external tools of the profile's MCP servers.
         let offers = |t: &ToolName| {
-            profile.tools.contains(t) || (*t == ToolName::Mcp && !profile.mcp_servers.is_empty())
+            profile.tools.contains(t) || (*t == ToolName::MCP && !profile.mcp_servers.is_empty())
         };
         if let Some(stray) = profile.approval.keys().find(|t| !offers(t)) {
             return Err(Error::Config(format!(
@@ -516,6 +516,21 @@ impl AgentCatalog {
         self.tools.contains_key(&tool)
     }
 
+    /// The tools the file sets timeouts and limits for (`[tools.<name>]`).
+    pub fn configured_tools(&self) -> impl Iterator<Item = ToolName> + '_ {
+        self.tools.keys().copied()
+    }
+
+    /// Every tool a profile offers or the file configures: each must be registered
+    /// (checked where the registry is built).
+    pub fn named_tools(&self) -> std::collections::BTreeSet<ToolName> {
+        let offered = self
+            .agents
+            .values()
+            .flat_map(|p| p.tools.iter().chain(&p.async_tools).copied());
+        offered.chain(self.configured_tools()).collect()
+    }
+
     /// The external MCP servers of the file (`[mcp_servers.<name>]`).
     pub fn mcp_servers(&self) -> &[McpServerConfig] {
         &self.mcp_servers
@@ -545,10 +560,12 @@ mod tests {
     fn built_in_catalog_loads() {
         let catalog = AgentCatalog::built_in().unwrap();
         let default = catalog.profile(None).unwrap();
-        assert!(default.allows(ToolName::SearchFlights));
+        assert!(default.allows(ToolName::SEARCH_FLIGHTS));
         assert!(
-            catalog.tool_settings(ToolName::SearchFlights).timeout
-                > catalog.tool_settings(ToolName::SearchKnowledgeBase).timeout
+            catalog.tool_settings(ToolName::SEARCH_FLIGHTS).timeout
+                > catalog
+                    .tool_settings(ToolName::SEARCH_KNOWLEDGE_BASE)
+                    .timeout
         );
     }
 
@@ -565,7 +582,7 @@ mod tests {
         };
         let settings = catalog("{ max_attempts = 5, base_secs = 2 }")
             .unwrap()
-            .tool_settings(ToolName::SearchFlights);
+            .tool_settings(ToolName::SEARCH_FLIGHTS);
         assert_eq!(
             settings.retry,
             Some(crate::jobs::RetrySchedule {
@@ -575,7 +592,7 @@ mod tests {
         );
         let only_timeouts = catalog("{ max_attempts = 3, on = [\"timeout\"] }")
             .unwrap()
-            .tool_settings(ToolName::SearchFlights);
+            .tool_settings(ToolName::SEARCH_FLIGHTS);
         assert!(
             only_timeouts
                 .retry_on
@@ -608,7 +625,9 @@ mod tests {
                 "test",
             )
         };
-        let settings = catalog(600).unwrap().tool_settings(ToolName::SearchFlights);
+        let settings = catalog(600)
+            .unwrap()
+            .tool_settings(ToolName::SEARCH_FLIGHTS);
         assert_eq!(settings.cache_ttl, Some(Duration::from_secs(600)));
         for bad in [0, 86_401] {
             let err = catalog(bad).unwrap_err().to_string();
@@ -717,7 +736,7 @@ mod tests {
         assert_eq!(ToolChoiceMode::Required.for_step(1), ToolChoice::Auto);
         assert_eq!(ToolChoiceMode::None.for_step(3), ToolChoice::None);
         assert_eq!(
-            ToolChoiceMode::Tool(ToolName::AskGpt).for_step(0),
+            ToolChoiceMode::Tool(ToolName::ASK_GPT).for_step(0),
             ToolChoice::Tool("ask_gpt".into())
         );
     }
@@ -740,13 +759,16 @@ mod tests {
         "#;
         let err = AgentCatalog::from_toml(forced_outside, "t").unwrap_err();
         assert!(err.to_string().contains("forces"), "{err}");
-        let unknown_tool = r#"
+        // A tool the deployment lacks is refused where the registry is built
+        // (`runtime::tests::a_tool_the_configuration_names_must_exist`); a name no tool
+        // could have is refused here.
+        let bad_name = r#"
             default_agent = "y"
             [agents.y]
             system_prompt = "hi"
-            tools = ["book_hotel"]
+            tools = ["Book Hotel"]
         "#;
-        assert!(AgentCatalog::from_toml(unknown_tool, "t").is_err());
+        assert!(AgentCatalog::from_toml(bad_name, "t").is_err());
         let async_outside = r#"
             default_agent = "y"
             [agents.y]

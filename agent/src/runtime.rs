@@ -26,6 +26,7 @@ use crate::tools::{FunctionClient, SigV4Signer, Tool, ToolRegistry};
 use shared::alerts::{AlertStore, DynamoAlertStore};
 use shared::cache::DynamoResultCache;
 use shared::config::{Env, LedgerConfig, RetentionConfig, StorageConfig};
+use shared::domain::tool_call::ToolName;
 use shared::ledger::{DynamoLedger, ToolCallLedger};
 use shared::limits::DynamoRateLimiter;
 use shared::memory::{DynamoMemoryStore, MemoryStore};
@@ -365,6 +366,14 @@ fn tools(
 /// depend on the user is a configuration error.
 fn registry(agents: &AgentCatalog, tools: Vec<Arc<dyn Tool>>) -> Result<ToolRegistry> {
     let mut registry = ToolRegistry::new();
+    let known = |name: &ToolName| {
+        ToolName::BUILT_IN.contains(name) || tools.iter().any(|t| t.name() == *name)
+    };
+    if let Some(unknown) = agents.named_tools().into_iter().find(|n| !known(n)) {
+        return Err(shared::Error::Config(format!(
+            "config/agents.toml names the tool `{unknown}`, which this deployment does not have"
+        )));
+    }
     for tool in tools {
         let settings = agents.tool_settings(tool.name());
         if settings.cache_ttl.is_some() && tool.cache_scope().is_none() {
@@ -508,7 +517,6 @@ impl ToolRuntime {
 #[cfg(test)]
 mod tests {
     use async_trait::async_trait;
-    use shared::domain::tool_call::ToolName;
     use shared::secrets::{SecretSource, SecretString};
 
     use super::*;
@@ -664,21 +672,30 @@ mod tests {
         );
     }
 
-    /// `ToolName` declares the tools; a declared tool must also be built here, given its
-    /// limits in `config/agents.toml`, and offered by a profile, or it could never be used.
+    #[test]
+    fn a_tool_the_configuration_names_must_exist() {
+        let catalog = AgentCatalog::from_toml(
+            "default_agent = \"a\"\n[agents.a]\nsystem_prompt = \"x\"\ntools = [\"remember\", \"book_hotel\"]\n",
+            "test",
+        )
+        .unwrap_or_else(|e| panic!("agents: {e}"));
+        let err = try_runtime(&catalog).err().map(|e| e.to_string());
+        assert!(
+            err.as_deref().is_some_and(|e| e.contains("`book_hotel`")),
+            "{err:?}"
+        );
+    }
+
+    /// A registered tool must be given its limits in `config/agents.toml` and offered by a
+    /// profile, or it could never be used.
     #[test]
     fn every_declared_tool_is_registered_configured_and_offered() {
         let catalog = AgentCatalog::built_in().unwrap_or_else(|e| panic!("agents: {e}"));
         let runtime = runtime(&catalog);
-        // A handoff is the turn's own business, an external tool the configuration's.
-        for &tool in ToolName::ALL
-            .iter()
-            .filter(|t| !matches!(t, ToolName::Handoff | ToolName::Mcp))
-        {
-            let Some(registered) = runtime.pipeline.registry.get(tool) else {
-                panic!(
-                    "{tool} is a ToolName but `tools` in agent/src/runtime.rs does not build it"
-                );
+        let registry = &runtime.pipeline.registry;
+        for tool in registry.names() {
+            let Some(registered) = registry.get(tool) else {
+                panic!("{tool} is listed but not registered");
             };
             // Validators compile at a tool's first call; a schema that cannot would fail
             // every call of the tool, so it fails here.

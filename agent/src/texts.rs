@@ -93,7 +93,7 @@ impl UserText {
             return None;
         }
         // A call the model named wrongly never answers directly; the name is a fallback.
-        let tool = call.tool.unwrap_or(ToolName::SearchFlights);
+        let tool = call.tool.unwrap_or(ToolName::SEARCH_FLIGHTS);
         Some(match call.status {
             CallStatus::RateLimited => {
                 let reset = call
@@ -235,39 +235,15 @@ pub fn approval_question(summaries: &[&str], locale: Locale) -> String {
     }
 }
 
-/// A tool as English users call it, mid-sentence.
+/// A tool as English users call it, mid-sentence (declared on the tool).
 fn tool_en(tool: ToolName) -> &'static str {
-    match tool {
-        ToolName::SearchFlights => "the flight search",
-        ToolName::SearchKnowledgeBase => "the knowledge base search",
-        ToolName::AskGpt => "the research assistant",
-        ToolName::AwardValue => "the miles value calculator",
-        ToolName::Remember => "remembering",
-        ToolName::SelectFlight => "the flight selection",
-        ToolName::SuggestReplies => "the reply suggestions",
-        ToolName::ShowFlightOptions => "the flight cards",
-        ToolName::CreateFareAlert => "the fare alert",
-        ToolName::Handoff => "the handoff",
-        ToolName::Mcp => "the external service",
-    }
+    crate::tools::catalog::label(tool).en
 }
 
-/// A tool as German users call it, mid-sentence; every name is feminine, so "die" fits
-/// both the nominative and the accusative.
+/// A tool as German users call it, mid-sentence; every name takes "die", which fits both
+/// the nominative and the accusative.
 fn tool_de(tool: ToolName) -> &'static str {
-    match tool {
-        ToolName::SearchFlights => "die Flugsuche",
-        ToolName::SearchKnowledgeBase => "die Suche in der Wissensdatenbank",
-        ToolName::AskGpt => "die Recherche",
-        ToolName::AwardValue => "die Meilenwert-Berechnung",
-        ToolName::Remember => "die Merkfunktion",
-        ToolName::SelectFlight => "die Flugauswahl",
-        ToolName::SuggestReplies => "die Antwortvorschläge",
-        ToolName::ShowFlightOptions => "die Flugkarten",
-        ToolName::CreateFareAlert => "die Preisalarm-Funktion",
-        ToolName::Handoff => "die Weitergabe",
-        ToolName::Mcp => "die Anfrage beim externen Dienst",
-    }
+    crate::tools::catalog::label(tool).de
 }
 
 fn capitalised(text: &str) -> String {
@@ -313,7 +289,7 @@ mod tests {
                 name: "search_flights".into(),
                 arguments: "{}".into(),
             },
-            tool: Some(ToolName::SearchFlights),
+            tool: Some(ToolName::SEARCH_FLIGHTS),
             job_id: None,
             status,
             deduped: false,
@@ -367,7 +343,7 @@ mod tests {
             ),
             None
         );
-        let tool = ToolName::SearchFlights;
+        let tool = ToolName::SEARCH_FLIGHTS;
         for (status, expected) in [
             (CallStatus::Failed, UserText::Unavailable { tool }),
             (CallStatus::Timeout, UserText::Unavailable { tool }),
@@ -394,7 +370,7 @@ mod tests {
     /// No text is empty or the same in both languages, and none speaks to the model.
     #[test]
     fn every_text_exists_in_every_language() {
-        let tool = ToolName::SearchKnowledgeBase;
+        let tool = ToolName::SEARCH_KNOWLEDGE_BASE;
         let reset = Some(Reset {
             at: NOW,
             today: true,

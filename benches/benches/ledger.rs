@@ -26,7 +26,7 @@ fn request(owner: &str, chat: &str, i: usize) -> ClaimRequest {
     ClaimRequest {
         owner_id: owner.to_owned(),
         chat_id: chat.to_owned(),
-        tool: ToolName::SearchKnowledgeBase,
+        tool: ToolName::SEARCH_KNOWLEDGE_BASE,
         request: json!({"query": format!("award availability question {i}"), "top_k": 6}),
         mode: ClaimMode::Run { lease: LEASE },
     }
@@ -50,7 +50,7 @@ async fn main() {
     for i in 0..hashes {
         std::hint::black_box(DedupeKey::new(
             &format!("chat-{}", i % 7),
-            ToolName::SearchFlights,
+            ToolName::SEARCH_FLIGHTS,
             &input.canonical(),
         ));
     }

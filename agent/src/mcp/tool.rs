@@ -74,7 +74,7 @@ impl ExternalTool {
 #[async_trait]
 impl Tool for ExternalTool {
     fn name(&self) -> ToolName {
-        ToolName::Mcp
+        ToolName::MCP
     }
 
     fn schema(&self) -> &ToolSchema {

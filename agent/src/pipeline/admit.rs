@@ -326,7 +326,7 @@ impl Pipeline {
             return match external {
                 Some((tool, server)) if policy.mcp_servers.iter().any(|s| s == server) => Ok(tool),
                 Some(_) => Err(rejected(
-                    Some(ToolName::Mcp),
+                    Some(ToolName::MCP),
                     RefusalReason::OutsideProfile,
                     format!(
                         "Tool `{}` is not available here. Available tools: {}.",
@@ -345,7 +345,7 @@ impl Pipeline {
                 )),
             };
         }
-        let Some(name) = call.name.parse::<ToolName>().ok() else {
+        let Some(name) = self.registry.lookup(&call.name) else {
             let message = format!(
                 "Unknown tool `{}`. Available tools: {}.",
                 call.name,

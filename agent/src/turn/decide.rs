@@ -119,22 +119,22 @@ mod tests {
     }
 
     fn flights_answer(tool: ToolName) -> bool {
-        tool == ToolName::SearchFlights
+        tool == ToolName::SEARCH_FLIGHTS
     }
 
     fn replies(tool: ToolName) -> bool {
-        tool == ToolName::SuggestReplies
+        tool == ToolName::SUGGEST_REPLIES
     }
 
     #[test]
     fn a_rejected_call_gets_one_repair_round_then_the_turn_gives_up() {
         let bad = step(vec![
             call(
-                ToolName::SearchFlights,
+                ToolName::SEARCH_FLIGHTS,
                 CallStatus::Rejected,
                 "origin: required.",
             ),
-            call(ToolName::AskGpt, CallStatus::Succeeded, "fine"),
+            call(ToolName::ASK_GPT, CallStatus::Succeeded, "fine"),
         ]);
         assert_eq!(
             after_tools(&bad, false, flights_answer, replies, GERMAN),
@@ -149,8 +149,12 @@ mod tests {
     #[test]
     fn tools_that_answer_directly_end_the_turn_only_when_every_call_does() {
         let two = step(vec![
-            call(ToolName::SearchFlights, CallStatus::Succeeded, "outbound"),
-            call(ToolName::SearchFlights, CallStatus::Failed, "return failed"),
+            call(ToolName::SEARCH_FLIGHTS, CallStatus::Succeeded, "outbound"),
+            call(
+                ToolName::SEARCH_FLIGHTS,
+                CallStatus::Failed,
+                "return failed",
+            ),
         ]);
         assert_eq!(
             after_tools(&two, false, flights_answer, replies, GERMAN),
@@ -161,9 +165,9 @@ mod tests {
             "a failed call's answer is the user's text, not the model's"
         );
         let mixed = step(vec![
-            call(ToolName::SearchFlights, CallStatus::Succeeded, "flights"),
+            call(ToolName::SEARCH_FLIGHTS, CallStatus::Succeeded, "flights"),
             call(
-                ToolName::SearchKnowledgeBase,
+                ToolName::SEARCH_KNOWLEDGE_BASE,
                 CallStatus::Succeeded,
                 "passages",
             ),
@@ -177,9 +181,9 @@ mod tests {
     #[test]
     fn quick_replies_beside_a_direct_answer_keep_it_direct_but_alone_do_not_answer() {
         let beside = step(vec![
-            call(ToolName::SearchFlights, CallStatus::Succeeded, "flights"),
+            call(ToolName::SEARCH_FLIGHTS, CallStatus::Succeeded, "flights"),
             call(
-                ToolName::SuggestReplies,
+                ToolName::SUGGEST_REPLIES,
                 CallStatus::Succeeded,
                 "The replies are shown to the user under your answer.",
             ),
@@ -191,22 +195,22 @@ mod tests {
         );
         // Replies that did not make it (e.g. a timeout) do not cost the answer its path.
         let failed = step(vec![
-            call(ToolName::SuggestReplies, CallStatus::Timeout, "timeout"),
-            call(ToolName::SearchFlights, CallStatus::Succeeded, "flights"),
+            call(ToolName::SUGGEST_REPLIES, CallStatus::Timeout, "timeout"),
+            call(ToolName::SEARCH_FLIGHTS, CallStatus::Succeeded, "flights"),
         ]);
         assert_eq!(
             after_tools(&failed, false, flights_answer, replies, GERMAN),
             Decision::AnswerDirectly("flights".into())
         );
         // A call's answer for the user, when it has one, stands in for its message.
-        let mut flights = call(ToolName::SearchFlights, CallStatus::Succeeded, "1. LH …");
+        let mut flights = call(ToolName::SEARCH_FLIGHTS, CallStatus::Succeeded, "1. LH …");
         flights.result = flights.result.with_answer("I found 1 award flight.");
         assert_eq!(
             after_tools(&step(vec![flights]), false, flights_answer, replies, GERMAN),
             Decision::AnswerDirectly("I found 1 award flight.".into())
         );
         let alone = step(vec![call(
-            ToolName::SuggestReplies,
+            ToolName::SUGGEST_REPLIES,
             CallStatus::Succeeded,
             "shown",
         )]);

@@ -111,7 +111,7 @@ impl Agent {
         let refuse = |message: &str, status: CallStatus| HandoffCall {
             outcome: CallOutcome::new(
                 call,
-                Some(ToolName::Handoff),
+                Some(ToolName::HANDOFF),
                 status,
                 None,
                 ToolExecutionResult::failed(message),
@@ -154,7 +154,7 @@ impl Agent {
         HandoffCall {
             outcome: CallOutcome::new(
                 call,
-                Some(ToolName::Handoff),
+                Some(ToolName::HANDOFF),
                 CallStatus::Succeeded,
                 job_id,
                 result,
@@ -200,7 +200,7 @@ impl Agent {
             .record_and_claim(ClaimRequest {
                 owner_id: ctx.user_id.clone(),
                 chat_id: ctx.chat_id.clone(),
-                tool: ToolName::Handoff,
+                tool: ToolName::HANDOFF,
                 request: request.clone(),
                 mode: ClaimMode::Run {
                     lease: time::Duration::MINUTE,

@@ -237,7 +237,7 @@ mod tests {
         ToolCallRecord {
             id: "job".into(),
             chat_id: "chat".into(),
-            tool: shared::domain::tool_call::ToolName::SearchKnowledgeBase,
+            tool: shared::domain::tool_call::ToolName::SEARCH_KNOWLEDGE_BASE,
             status,
             attempt: 2,
             request: serde_json::Value::Null,

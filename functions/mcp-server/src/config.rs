@@ -6,6 +6,7 @@
 use std::fmt;
 use std::str::FromStr;
 
+use agent::tools::McpExposure;
 use shared::config::Env;
 use shared::domain::tool_call::ToolName;
 
@@ -15,27 +16,21 @@ pub struct ServedTools(Vec<ToolName>);
 
 impl ServedTools {
     pub const DEFAULT: &'static [ToolName] =
-        &[ToolName::SearchFlights, ToolName::SearchKnowledgeBase];
+        &[ToolName::SEARCH_FLIGHTS, ToolName::SEARCH_KNOWLEDGE_BASE];
 
     pub fn names(&self) -> &[ToolName] {
         &self.0
     }
 }
 
-/// Whether `tool` may be served at all, and why not.
-fn servable(tool: ToolName) -> Result<(), &'static str> {
-    match tool {
-        ToolName::SearchFlights
-        | ToolName::SearchKnowledgeBase
-        | ToolName::AwardValue
-        | ToolName::CreateFareAlert => Ok(()),
-        ToolName::AskGpt => Err("answers from the model's own knowledge, never served"),
-        ToolName::Remember
-        | ToolName::SelectFlight
-        | ToolName::SuggestReplies
-        | ToolName::ShowFlightOptions
-        | ToolName::Handoff => Err("works only inside a chat"),
-        ToolName::Mcp => Err("stands for other MCP servers' tools, which are theirs to serve"),
+/// The tool `name` stands for, if it may be served; else why not (declared on the tool).
+fn servable(name: &str) -> Result<ToolName, String> {
+    let unknown = || format!("{name:?} is not a tool of this deployment");
+    let tool = ToolName::parse(name).map_err(|_| unknown())?;
+    match agent::tools::catalog::info(tool).map(|info| info.mcp) {
+        Some(McpExposure::Served) => Ok(tool),
+        Some(McpExposure::NotServed(why)) => Err(format!("{name} {why}")),
+        None => Err(unknown()),
     }
 }
 
@@ -51,10 +46,7 @@ impl FromStr for ServedTools {
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let mut tools = Vec::new();
         for name in s.split(',').map(str::trim).filter(|n| !n.is_empty()) {
-            let tool: ToolName = name
-                .parse()
-                .map_err(|_| format!("{name:?} is not a tool of this deployment"))?;
-            servable(tool).map_err(|why| format!("{name} {why}"))?;
+            let tool = servable(name)?;
             if !tools.contains(&tool) {
                 tools.push(tool);
             }
@@ -170,7 +162,7 @@ mod tests {
         let served = config(&[]).unwrap_or_else(|e| panic!("{e}")).tools;
         assert_eq!(
             served.names(),
-            [ToolName::SearchFlights, ToolName::SearchKnowledgeBase]
+            [ToolName::SEARCH_FLIGHTS, ToolName::SEARCH_KNOWLEDGE_BASE]
         );
         assert_eq!(served.to_string(), "search_flights,search_knowledge_base");
     }
@@ -195,7 +187,7 @@ mod tests {
             .tools;
         assert_eq!(
             served.names(),
-            [ToolName::AwardValue, ToolName::SearchFlights]
+            [ToolName::AWARD_VALUE, ToolName::SEARCH_FLIGHTS]
         );
     }
 }

@@ -61,7 +61,7 @@ mod tests {
                 name: "search_flights".into(),
                 arguments: "{}".into(),
             },
-            tool: Some(ToolName::SearchFlights),
+            tool: Some(ToolName::SEARCH_FLIGHTS),
             job_id: Some("tc_1".into()),
             status,
             deduped: false,

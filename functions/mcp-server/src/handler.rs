@@ -229,7 +229,7 @@ mod tests {
                 .into_iter()
                 .collect(),
             ),
-            names: Arc::new(vec![shared::domain::tool_call::ToolName::SearchFlights]),
+            names: Arc::new(vec![shared::domain::tool_call::ToolName::SEARCH_FLIGHTS]),
             pipeline: None,
         };
         Deps {

@@ -173,7 +173,7 @@ mod tests {
                 .into_iter()
                 .collect(),
             ),
-            names: Arc::new(vec![ToolName::SearchFlights]),
+            names: Arc::new(vec![ToolName::SEARCH_FLIGHTS]),
             pipeline: None,
         }
     }

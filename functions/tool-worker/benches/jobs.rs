@@ -105,7 +105,7 @@ async fn main() {
                 .record_and_claim(ClaimRequest {
                     owner_id: owner.clone(),
                     chat_id: chat.clone(),
-                    tool: ToolName::SearchKnowledgeBase,
+                    tool: ToolName::SEARCH_KNOWLEDGE_BASE,
                     request: json!({"query": format!("question {round}-{i}"), "top_k": 6}),
                     mode: ClaimMode::Enqueue,
                 })

@@ -24,7 +24,6 @@ use shared::alerts::AlertStore;
 use shared::chats::{ChatStore, DynamoChatStore};
 use shared::clock::{Clock, SystemClock};
 use shared::config::Env;
-use shared::domain::tool_call::ToolName;
 use shared::{Error, Result};
 
 /// The worker's configuration: the shared tool settings plus the dead-letter queue.
@@ -155,9 +154,9 @@ pub fn check_tool_timeouts(
     agents: &AgentCatalog,
     function_timeout: std::time::Duration,
 ) -> Result<()> {
-    let too_long: Vec<String> = ToolName::ALL
-        .iter()
-        .map(|tool| (tool, agents.tool_settings(*tool).timeout))
+    let too_long: Vec<String> = agents
+        .configured_tools()
+        .map(|tool| (tool, agents.tool_settings(tool).timeout))
         .filter(|(_, timeout)| *timeout + JOB_OVERHEAD > function_timeout)
         .map(|(tool, timeout)| format!("{tool} ({} s)", timeout.as_secs_f64()))
         .collect();

@@ -7,6 +7,7 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use super::{Tool, ToolContext, ToolSchema};
+use crate::catalog::{Label, McpExposure, ToolInfo};
 use crate::metered::{Meter, UsageScope, complete_metered};
 use crate::{Error, Result};
 use agent_core::llm::{CompletionRequest, LlmProvider, NoTokens, PromptMessage, ToolChoice};
@@ -59,15 +60,26 @@ impl AskGptTool {
             usage,
             metrics,
             config,
-            schema: ToolSchema::of::<AskGptArgs>(ToolName::AskGpt)?,
+            schema: ToolSchema::of::<AskGptArgs>(ToolName::ASK_GPT)?,
         })
     }
+}
+
+impl AskGptTool {
+    pub const INFO: ToolInfo = ToolInfo {
+        name: ToolName::ASK_GPT,
+        label: Label {
+            en: "the research assistant",
+            de: "die Recherche",
+        },
+        mcp: McpExposure::NotServed("answers from the model's own knowledge, never served"),
+    };
 }
 
 #[async_trait]
 impl Tool for AskGptTool {
     fn name(&self) -> ToolName {
-        ToolName::AskGpt
+        Self::INFO.name
     }
 
     fn schema(&self) -> &ToolSchema {

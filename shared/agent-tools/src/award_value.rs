@@ -6,6 +6,7 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use super::{Tool, ToolContext, ToolSchema};
+use crate::catalog::{Label, McpExposure, ToolInfo};
 use crate::{Error, Result};
 use shared::domain::flight::Locale;
 use shared::domain::tool_args::AwardValueArgs;
@@ -19,15 +20,26 @@ pub struct AwardValueTool {
 impl AwardValueTool {
     pub fn new() -> Result<Self> {
         Ok(Self {
-            schema: ToolSchema::of::<AwardValueArgs>(ToolName::AwardValue)?,
+            schema: ToolSchema::of::<AwardValueArgs>(ToolName::AWARD_VALUE)?,
         })
     }
+}
+
+impl AwardValueTool {
+    pub const INFO: ToolInfo = ToolInfo {
+        name: ToolName::AWARD_VALUE,
+        label: Label {
+            en: "the miles value calculator",
+            de: "die Meilenwert-Berechnung",
+        },
+        mcp: McpExposure::Served,
+    };
 }
 
 #[async_trait]
 impl Tool for AwardValueTool {
     fn name(&self) -> ToolName {
-        ToolName::AwardValue
+        Self::INFO.name
     }
 
     fn schema(&self) -> &ToolSchema {

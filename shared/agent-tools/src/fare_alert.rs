@@ -9,6 +9,7 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 use super::{Tool, ToolContext, ToolSchema};
+use crate::catalog::{Label, McpExposure, ToolInfo};
 use crate::{Error, Result};
 use shared::alerts::AlertStore;
 use shared::domain::alert::CreateFareAlertArgs;
@@ -25,7 +26,7 @@ impl CreateFareAlertTool {
     pub fn new(store: Arc<dyn AlertStore>) -> Result<Self> {
         Ok(Self {
             store,
-            schema: ToolSchema::of::<CreateFareAlertArgs>(ToolName::CreateFareAlert)?,
+            schema: ToolSchema::of::<CreateFareAlertArgs>(ToolName::CREATE_FARE_ALERT)?,
         })
     }
 }
@@ -40,10 +41,21 @@ fn normalise_cabin(args: &mut Value) {
     }
 }
 
+impl CreateFareAlertTool {
+    pub const INFO: ToolInfo = ToolInfo {
+        name: ToolName::CREATE_FARE_ALERT,
+        label: Label {
+            en: "the fare alert",
+            de: "die Preisalarm-Funktion",
+        },
+        mcp: McpExposure::Served,
+    };
+}
+
 #[async_trait]
 impl Tool for CreateFareAlertTool {
     fn name(&self) -> ToolName {
-        ToolName::CreateFareAlert
+        Self::INFO.name
     }
 
     fn schema(&self) -> &ToolSchema {

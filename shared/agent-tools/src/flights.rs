@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 use super::flight_message::format_message;
 use super::flight_rows;
 use super::{FunctionClient, Tool, ToolContext, ToolSchema};
+use crate::catalog::{Label, McpExposure, ToolInfo};
 use crate::{Error, Result};
 use guardrails::links::LinkPolicy;
 use shared::domain::flight::{
@@ -44,7 +45,7 @@ impl SearchFlightsTool {
         Ok(Self {
             functions,
             config,
-            schema: ToolSchema::gathering::<FlightSearchInput>(ToolName::SearchFlights)?
+            schema: ToolSchema::gathering::<FlightSearchInput>(ToolName::SEARCH_FLIGHTS)?
                 .with_output::<FlightSearchOutput>()?,
         })
     }
@@ -137,10 +138,21 @@ fn normalise_cabin(args: &mut Value) {
     }
 }
 
+impl SearchFlightsTool {
+    pub const INFO: ToolInfo = ToolInfo {
+        name: ToolName::SEARCH_FLIGHTS,
+        label: Label {
+            en: "the flight search",
+            de: "die Flugsuche",
+        },
+        mcp: McpExposure::Served,
+    };
+}
+
 #[async_trait]
 impl Tool for SearchFlightsTool {
     fn name(&self) -> ToolName {
-        ToolName::SearchFlights
+        Self::INFO.name
     }
 
     fn schema(&self) -> &ToolSchema {

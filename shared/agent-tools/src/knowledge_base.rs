@@ -6,6 +6,7 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use super::{FunctionClient, Tool, ToolContext, ToolSchema};
+use crate::catalog::{Label, McpExposure, ToolInfo};
 use crate::{Error, Result};
 use shared::domain::flight::Locale;
 use shared::domain::session::{PendingGptQuery, SessionStatePatch};
@@ -34,7 +35,7 @@ impl SearchKnowledgeBaseTool {
         Ok(Self {
             functions,
             config,
-            schema: ToolSchema::of::<KnowledgeBaseArgs>(ToolName::SearchKnowledgeBase)?
+            schema: ToolSchema::of::<KnowledgeBaseArgs>(ToolName::SEARCH_KNOWLEDGE_BASE)?
                 .with_output::<KnowledgeBaseOutput>()?,
         })
     }
@@ -48,10 +49,21 @@ fn snippet(text: &str) -> String {
     out
 }
 
+impl SearchKnowledgeBaseTool {
+    pub const INFO: ToolInfo = ToolInfo {
+        name: ToolName::SEARCH_KNOWLEDGE_BASE,
+        label: Label {
+            en: "the knowledge base search",
+            de: "die Suche in der Wissensdatenbank",
+        },
+        mcp: McpExposure::Served,
+    };
+}
+
 #[async_trait]
 impl Tool for SearchKnowledgeBaseTool {
     fn name(&self) -> ToolName {
-        ToolName::SearchKnowledgeBase
+        Self::INFO.name
     }
 
     fn schema(&self) -> &ToolSchema {
@@ -98,7 +110,7 @@ impl Tool for SearchKnowledgeBaseTool {
                 .with_raw(json!(KnowledgeBaseOutput::default()))
                 .with_state_patch(patch)
                 .with_metadata("mode", "rag_no_results")
-                .with_metadata("suggested_tool", ToolName::AskGpt.as_str())
+                .with_metadata("suggested_tool", ToolName::ASK_GPT.as_str())
                 .with_metadata("query", args.query));
         }
         let bullets: Vec<String> = found

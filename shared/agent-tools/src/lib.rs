@@ -9,6 +9,7 @@
 
 pub mod ask_gpt;
 pub mod award_value;
+pub mod catalog;
 pub mod fare_alert;
 mod flight_message;
 mod flight_rows;
@@ -22,7 +23,6 @@ pub mod select_flight;
 mod settings;
 pub mod ui;
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -43,6 +43,21 @@ use shared::domain::session::SessionState;
 use shared::domain::tool_call::ToolName;
 use shared::domain::tool_result::ToolExecutionResult;
 pub use shared::{Error, Result};
+
+pub use catalog::{Label, McpExposure, ToolInfo};
+
+/// Every tool of this crate, in the order the model is offered them.
+pub const CATALOG: &[ToolInfo] = &[
+    flights::SearchFlightsTool::INFO,
+    knowledge_base::SearchKnowledgeBaseTool::INFO,
+    ask_gpt::AskGptTool::INFO,
+    award_value::AwardValueTool::INFO,
+    remember::RememberTool::INFO,
+    select_flight::SelectFlightTool::INFO,
+    ui::SuggestRepliesTool::INFO,
+    ui::ShowFlightOptionsTool::INFO,
+    fare_alert::CreateFareAlertTool::INFO,
+];
 
 /// Who a tool runs for, and until when.
 #[derive(Debug, Clone)]
@@ -160,7 +175,8 @@ pub struct RegisteredTool {
 /// The tools this deployment can run, by name, and the external MCP servers' tools.
 #[derive(Clone, Default)]
 pub struct ToolRegistry {
-    tools: BTreeMap<ToolName, RegisteredTool>,
+    /// In registration order, which is the order the model is offered them in.
+    tools: Vec<(ToolName, RegisteredTool)>,
     external: Option<Arc<dyn ExternalTools>>,
 }
 
@@ -170,13 +186,30 @@ impl ToolRegistry {
     }
 
     pub fn register(&mut self, tool: Arc<dyn Tool>, settings: ToolSettings) -> &mut Self {
-        self.tools
-            .insert(tool.name(), RegisteredTool { tool, settings });
+        let name = tool.name();
+        let registered = RegisteredTool { tool, settings };
+        match self.tools.iter_mut().find(|(known, _)| *known == name) {
+            Some((_, slot)) => *slot = registered,
+            None => self.tools.push((name, registered)),
+        }
         self
     }
 
+    /// The name the model's `name` stands for, if it is a registered tool or one of the
+    /// turn's own ([`ToolName::BUILT_IN`]). Text from the model is only compared, never
+    /// kept as a name.
+    pub fn lookup(&self, name: &str) -> Option<ToolName> {
+        let registered = self.tools.iter().map(|(name, _)| *name);
+        registered
+            .chain(ToolName::BUILT_IN.iter().copied())
+            .find(|known| known.as_str() == name)
+    }
+
     pub fn get(&self, name: ToolName) -> Option<&RegisteredTool> {
-        self.tools.get(&name)
+        self.tools
+            .iter()
+            .find(|(known, _)| *known == name)
+            .map(|(_, tool)| tool)
     }
 
     /// Adds the external MCP servers' tools.
@@ -192,17 +225,17 @@ impl ToolRegistry {
     /// The tool a ledger record names: a registered one, or for `mcp` the external tool
     /// its request names, if it is (still) discovered.
     pub fn resolve(&self, tool: ToolName, request: &Value) -> Option<RegisteredTool> {
-        if tool == ToolName::Mcp {
+        if tool == ToolName::MCP {
             let offered = request["tool"].as_str()?;
             return self.external.as_ref()?.tool(offered).map(|(tool, _)| tool);
         }
-        self.tools.get(&tool).cloned()
+        self.get(tool).cloned()
     }
 
     /// As [`ToolRegistry::resolve`], once a discovery of the external servers that is
     /// under way has ended (bounded): a worker's first job may come before it.
     pub async fn resolve_ready(&self, tool: ToolName, request: &Value) -> Option<RegisteredTool> {
-        if tool == ToolName::Mcp
+        if tool == ToolName::MCP
             && let Some(external) = &self.external
         {
             external.ready().await;
@@ -214,7 +247,7 @@ impl ToolRegistry {
     /// else the tool's.
     pub fn call_name(tool: ToolName, request: &Value) -> String {
         match request["tool"].as_str() {
-            Some(offered) if tool == ToolName::Mcp => offered.to_owned(),
+            Some(offered) if tool == ToolName::MCP => offered.to_owned(),
             _ => tool.as_str().to_owned(),
         }
     }
@@ -237,6 +270,6 @@ impl ToolRegistry {
     }
 
     pub fn names(&self) -> impl Iterator<Item = ToolName> + '_ {
-        self.tools.keys().copied()
+        self.tools.iter().map(|(name, _)| *name)
     }
 }

@@ -8,6 +8,7 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 use super::{Tool, ToolContext, ToolSchema};
+use crate::catalog::{Label, McpExposure, ToolInfo};
 use crate::{Error, Result};
 use shared::domain::memory::{MemoryChange, MemoryNote, RememberArgs};
 use shared::domain::tool_call::ToolName;
@@ -23,15 +24,26 @@ impl RememberTool {
     pub fn new(store: Arc<dyn MemoryStore>) -> Result<Self> {
         Ok(Self {
             store,
-            schema: ToolSchema::of::<RememberArgs>(ToolName::Remember)?,
+            schema: ToolSchema::of::<RememberArgs>(ToolName::REMEMBER)?,
         })
     }
+}
+
+impl RememberTool {
+    pub const INFO: ToolInfo = ToolInfo {
+        name: ToolName::REMEMBER,
+        label: Label {
+            en: "remembering",
+            de: "die Merkfunktion",
+        },
+        mcp: McpExposure::NotServed("works only inside a chat"),
+    };
 }
 
 #[async_trait]
 impl Tool for RememberTool {
     fn name(&self) -> ToolName {
-        ToolName::Remember
+        Self::INFO.name
     }
 
     fn schema(&self) -> &ToolSchema {

@@ -137,7 +137,7 @@ mod tests {
     #[test]
     /// Seed 000 §2.2's parameters, with §5.1's children, infants and flexibility.
     fn flight_schema_has_the_seed_parameters() {
-        let schema = ToolSchema::of::<FlightSearchInput>(ToolName::SearchFlights).unwrap();
+        let schema = ToolSchema::of::<FlightSearchInput>(ToolName::SEARCH_FLIGHTS).unwrap();
         let params = &schema.spec.parameters;
         let mut required: Vec<&str> = params["required"]
             .as_array()
@@ -172,7 +172,7 @@ mod tests {
 
         // The tool gathers a request over turns: nothing is required, the rest still holds.
         let gathering =
-            ToolSchema::gathering::<FlightSearchInput>(ToolName::SearchFlights).unwrap();
+            ToolSchema::gathering::<FlightSearchInput>(ToolName::SEARCH_FLIGHTS).unwrap();
         assert_eq!(gathering.spec.description, schema.spec.description);
         assert!(gathering.spec.parameters.get("required").is_none());
         gathering
@@ -187,7 +187,7 @@ mod tests {
 
     #[test]
     fn invalid_arguments_name_the_field() {
-        let schema = ToolSchema::of::<FlightSearchInput>(ToolName::SearchFlights).unwrap();
+        let schema = ToolSchema::of::<FlightSearchInput>(ToolName::SEARCH_FLIGHTS).unwrap();
         let err = schema
             .parse::<FlightSearchInput>(&json!({
                 "origin": "FRANKFURT", "destination": "JFK",

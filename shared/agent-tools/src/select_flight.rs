@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::{Tool, ToolContext, ToolSchema};
+use crate::catalog::{Label, McpExposure, ToolInfo};
 use crate::{Error, Result};
 use shared::domain::session::{OfferedFlight, SessionStatePatch};
 use shared::domain::tool_args::SelectFlightArgs;
@@ -31,15 +32,26 @@ pub struct SelectFlightTool {
 impl SelectFlightTool {
     pub fn new() -> Result<Self> {
         Ok(Self {
-            schema: ToolSchema::of::<SelectFlightArgs>(ToolName::SelectFlight)?,
+            schema: ToolSchema::of::<SelectFlightArgs>(ToolName::SELECT_FLIGHT)?,
         })
     }
+}
+
+impl SelectFlightTool {
+    pub const INFO: ToolInfo = ToolInfo {
+        name: ToolName::SELECT_FLIGHT,
+        label: Label {
+            en: "the flight selection",
+            de: "die Flugauswahl",
+        },
+        mcp: McpExposure::NotServed("works only inside a chat"),
+    };
 }
 
 #[async_trait]
 impl Tool for SelectFlightTool {
     fn name(&self) -> ToolName {
-        ToolName::SelectFlight
+        Self::INFO.name
     }
 
     fn schema(&self) -> &ToolSchema {

@@ -10,6 +10,7 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use super::{Tool, ToolContext, ToolSchema};
+use crate::catalog::{Label, McpExposure, ToolInfo};
 use crate::{Error, Result};
 use shared::domain::session::OfferedFlight;
 use shared::domain::tool_args::{ShowFlightOptionsArgs, SuggestRepliesArgs};
@@ -24,15 +25,26 @@ pub struct SuggestRepliesTool {
 impl SuggestRepliesTool {
     pub fn new() -> Result<Self> {
         Ok(Self {
-            schema: ToolSchema::of::<SuggestRepliesArgs>(ToolName::SuggestReplies)?,
+            schema: ToolSchema::of::<SuggestRepliesArgs>(ToolName::SUGGEST_REPLIES)?,
         })
     }
+}
+
+impl SuggestRepliesTool {
+    pub const INFO: ToolInfo = ToolInfo {
+        name: ToolName::SUGGEST_REPLIES,
+        label: Label {
+            en: "the reply suggestions",
+            de: "die Antwortvorschläge",
+        },
+        mcp: McpExposure::NotServed("works only inside a chat"),
+    };
 }
 
 #[async_trait]
 impl Tool for SuggestRepliesTool {
     fn name(&self) -> ToolName {
-        ToolName::SuggestReplies
+        Self::INFO.name
     }
 
     fn schema(&self) -> &ToolSchema {
@@ -63,15 +75,26 @@ pub struct ShowFlightOptionsTool {
 impl ShowFlightOptionsTool {
     pub fn new() -> Result<Self> {
         Ok(Self {
-            schema: ToolSchema::of::<ShowFlightOptionsArgs>(ToolName::ShowFlightOptions)?,
+            schema: ToolSchema::of::<ShowFlightOptionsArgs>(ToolName::SHOW_FLIGHT_OPTIONS)?,
         })
     }
+}
+
+impl ShowFlightOptionsTool {
+    pub const INFO: ToolInfo = ToolInfo {
+        name: ToolName::SHOW_FLIGHT_OPTIONS,
+        label: Label {
+            en: "the flight cards",
+            de: "die Flugkarten",
+        },
+        mcp: McpExposure::NotServed("works only inside a chat"),
+    };
 }
 
 #[async_trait]
 impl Tool for ShowFlightOptionsTool {
     fn name(&self) -> ToolName {
-        ToolName::ShowFlightOptions
+        Self::INFO.name
     }
 
     fn schema(&self) -> &ToolSchema {

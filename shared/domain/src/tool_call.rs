@@ -72,70 +72,112 @@ impl ToolCallStatus {
     }
 }
 
-/// The tools the registry knows. Adding a tool starts with a variant here: the compiler then
-/// asks for its name in [`ToolName::as_str`], [`ToolName::ALL`] is derived, and the agent
-/// runtime's tests fail until the tool is registered and offered by a profile.
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    PartialOrd,
-    Ord,
-    Hash,
-    Serialize,
-    Deserialize,
-    JsonSchema,
-    strum::VariantArray,
-)]
-#[serde(rename_all = "snake_case")]
-pub enum ToolName {
-    SearchFlights,
-    SearchKnowledgeBase,
-    AskGpt,
-    AwardValue,
-    Remember,
-    SelectFlight,
+/// A tool's name, as the model calls it and the ledger records it (`search_flights`).
+///
+/// The set of names is open: a tool declares its own (`Tool::NAME` in `agent-tools`) and
+/// the registry knows which exist. The consts here are the names the turn and the stores
+/// refer to themselves; a name from text (a stored record, the configuration) is checked
+/// and kept with [`ToolName::parse`]. A name the model sends is looked up in the registry,
+/// never parsed, so hostile text cannot add names.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ToolName(&'static str);
+
+/// At most this many distinct names are kept from text; a deployment has a few dozen.
+const MAX_PARSED_NAMES: usize = 1024;
+
+static PARSED_NAMES: std::sync::Mutex<std::collections::BTreeSet<&'static str>> =
+    std::sync::Mutex::new(std::collections::BTreeSet::new());
+
+impl ToolName {
+    pub const SEARCH_FLIGHTS: Self = Self::new("search_flights");
+    pub const SEARCH_KNOWLEDGE_BASE: Self = Self::new("search_knowledge_base");
+    pub const ASK_GPT: Self = Self::new("ask_gpt");
+    pub const AWARD_VALUE: Self = Self::new("award_value");
+    pub const REMEMBER: Self = Self::new("remember");
+    pub const SELECT_FLIGHT: Self = Self::new("select_flight");
     /// Client-rendered: 2 to 4 quick replies (`ui` event `quick_replies`).
-    SuggestReplies,
+    pub const SUGGEST_REPLIES: Self = Self::new("suggest_replies");
     /// Client-rendered: offered flights as cards (`ui` event `flight_options`).
-    ShowFlightOptions,
+    pub const SHOW_FLIGHT_OPTIONS: Self = Self::new("show_flight_options");
     /// Keeps a fare alert for the user; needs their approval.
-    CreateFareAlert,
+    pub const CREATE_FARE_ALERT: Self = Self::new("create_fare_alert");
     /// Not a registry tool: the turn offers one `transfer_to_<agent>` per handoff target of
     /// the profile, and records each handoff in the ledger under this name.
-    Handoff,
+    pub const HANDOFF: Self = Self::new("handoff");
     /// Not a registry tool: a tool of an external MCP server a profile lists
     /// (`mcp_servers`), offered as `<server>__<tool>` and recorded under this name with
     /// the offered name in its request (`{"tool": ..., "arguments": ...}`).
-    Mcp,
-}
+    pub const MCP: Self = Self::new("mcp");
 
-impl ToolName {
-    /// Every tool, in declaration order (derived: a new variant is in it).
-    pub const ALL: &'static [ToolName] = <Self as strum::VariantArray>::VARIANTS;
+    /// The names of the turn's own mechanisms, which are not registry tools.
+    pub const BUILT_IN: &'static [ToolName] = &[Self::HANDOFF, Self::MCP];
+
+    /// A name written in the code. An invalid one (see [`ToolName::is_valid`]) in a
+    /// `const` fails the build.
+    pub const fn new(name: &'static str) -> Self {
+        assert!(
+            Self::is_valid(name),
+            "a tool name is [a-z][a-z0-9_]*, at most 64 bytes"
+        );
+        Self(name)
+    }
+
+    /// Lower-case ASCII letters, digits and `_`, starting with a letter, at most 64 bytes:
+    /// what every LLM provider accepts as a function name.
+    pub const fn is_valid(name: &str) -> bool {
+        let bytes = name.as_bytes();
+        if bytes.is_empty() || bytes.len() > 64 || !bytes[0].is_ascii_lowercase() {
+            return false;
+        }
+        let mut i = 1;
+        while i < bytes.len() {
+            let b = bytes[i];
+            if !(b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_') {
+                return false;
+            }
+            i += 1;
+        }
+        true
+    }
+
+    /// A name read from text we wrote (a stored record, the configuration). Kept for the
+    /// life of the process: names are few, and [`MAX_PARSED_NAMES`] bounds them.
+    pub fn parse(name: &str) -> Result<Self, crate::Error> {
+        if !Self::is_valid(name) {
+            return Err(crate::Error::Invalid(format!(
+                "`{name}` is not a tool name"
+            )));
+        }
+        let mut names = PARSED_NAMES
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(kept) = names.get(name) {
+            return Ok(Self(kept));
+        }
+        if names.len() >= MAX_PARSED_NAMES {
+            return Err(crate::Error::Invalid(format!(
+                "`{name}`: more than {MAX_PARSED_NAMES} tool names"
+            )));
+        }
+        let kept: &'static str = Box::leak(name.to_owned().into_boxed_str());
+        names.insert(kept);
+        Ok(Self(kept))
+    }
 
     pub fn as_str(self) -> &'static str {
-        match self {
-            Self::SearchFlights => "search_flights",
-            Self::SearchKnowledgeBase => "search_knowledge_base",
-            Self::AskGpt => "ask_gpt",
-            Self::AwardValue => "award_value",
-            Self::Remember => "remember",
-            Self::SelectFlight => "select_flight",
-            Self::SuggestReplies => "suggest_replies",
-            Self::ShowFlightOptions => "show_flight_options",
-            Self::CreateFareAlert => "create_fare_alert",
-            Self::Handoff => "handoff",
-            Self::Mcp => "mcp",
-        }
+        self.0
+    }
+}
+
+impl fmt::Debug for ToolName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.0)
     }
 }
 
 impl fmt::Display for ToolName {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+        f.write_str(self.0)
     }
 }
 
@@ -143,11 +185,34 @@ impl std::str::FromStr for ToolName {
     type Err = crate::Error;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Self::ALL
-            .iter()
-            .copied()
-            .find(|t| t.as_str() == s)
-            .ok_or_else(|| crate::Error::Invalid(format!("unknown tool `{s}`")))
+        Self::parse(s)
+    }
+}
+
+impl Serialize for ToolName {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for ToolName {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let name = std::borrow::Cow::<'de, str>::deserialize(deserializer)?;
+        Self::parse(&name).map_err(serde::de::Error::custom)
+    }
+}
+
+impl JsonSchema for ToolName {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "ToolName".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "A tool's name, as the model calls it and the ledger records it: one of the deployment's tools (`search_flights`, `search_knowledge_base`, ...), `handoff` for a handoff to another agent, or `mcp` for a tool of an external MCP server. The set is open: a deployment may add tools.",
+            "type": "string",
+            "pattern": "^[a-z][a-z0-9_]{0,63}$",
+        })
     }
 }
 
@@ -384,14 +449,23 @@ mod tests {
     }
 
     #[test]
-    fn tool_names_round_trip() {
-        for tool in ToolName::ALL {
-            assert_eq!(tool.as_str().parse::<ToolName>().ok(), Some(*tool));
+    fn tool_names_round_trip_and_bad_names_are_refused() {
+        for tool in [
+            ToolName::SEARCH_FLIGHTS,
+            ToolName::MCP,
+            ToolName::new("my_tool2"),
+        ] {
+            assert_eq!(tool.as_str().parse::<ToolName>().ok(), Some(tool));
             assert_eq!(
                 serde_json::to_value(tool).ok(),
                 Some(Value::from(tool.as_str()))
             );
+            let back: ToolName = serde_json::from_value(Value::from(tool.as_str())).unwrap();
+            assert_eq!(back, tool);
         }
-        assert!("rm_rf".parse::<ToolName>().is_err());
+        for bad in ["", "Rm", "rm-rf", "1tool", "tool name", &"a".repeat(65)] {
+            assert!(bad.parse::<ToolName>().is_err(), "{bad:?}");
+        }
+        assert!(serde_json::from_value::<ToolName>(Value::from("DROP TABLE")).is_err());
     }
 }

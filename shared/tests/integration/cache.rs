@@ -22,7 +22,7 @@ async fn a_result_is_served_until_it_expires() {
         clock.clone(),
     );
     let request = json!({"origin": "FRA", "destination": common::unique("x")});
-    let key = CacheKey::new(ToolName::SearchFlights, "en", &request);
+    let key = CacheKey::new(ToolName::SEARCH_FLIGHTS, "en", &request);
     assert_eq!(
         cache.get(&key).await.unwrap_or_else(|e| panic!("{e}")),
         None
@@ -39,9 +39,9 @@ async fn a_result_is_served_until_it_expires() {
         Some(result.clone())
     );
     for other in [
-        CacheKey::new(ToolName::SearchFlights, "de", &request),
-        CacheKey::new(ToolName::SearchKnowledgeBase, "en", &request),
-        CacheKey::new(ToolName::SearchFlights, "en", &json!({"origin": "MUC"})),
+        CacheKey::new(ToolName::SEARCH_FLIGHTS, "de", &request),
+        CacheKey::new(ToolName::SEARCH_KNOWLEDGE_BASE, "en", &request),
+        CacheKey::new(ToolName::SEARCH_FLIGHTS, "en", &json!({"origin": "MUC"})),
     ] {
         assert_ne!(other, key);
         assert_eq!(

@@ -78,7 +78,7 @@ fn claim_request(owner: &str, chat: &str, query: &str) -> ClaimRequest {
     ClaimRequest {
         owner_id: owner.to_owned(),
         chat_id: chat.to_owned(),
-        tool: ToolName::SearchKnowledgeBase,
+        tool: ToolName::SEARCH_KNOWLEDGE_BASE,
         request: json!({"query": query}),
         mode: ClaimMode::Run {
             lease: Duration::seconds(30),
@@ -158,7 +158,7 @@ async fn a_new_call_is_counted_in_its_claim_and_a_duplicate_is_not_counted() {
     let s = stores().await;
     let owner = common::unique("owner");
     let chat = common::unique("chat");
-    let scope = LimitScope::Tool(ToolName::SearchKnowledgeBase);
+    let scope = LimitScope::Tool(ToolName::SEARCH_KNOWLEDGE_BASE);
     let limit = RateLimit {
         max: 2,
         window: Duration::hours(1),
@@ -208,7 +208,7 @@ async fn a_call_claimed_again_after_a_failed_attempt_is_claimed_alone() {
     let s = stores().await;
     let owner = common::unique("owner");
     let chat = common::unique("chat");
-    let scope = LimitScope::Tool(ToolName::SearchKnowledgeBase);
+    let scope = LimitScope::Tool(ToolName::SEARCH_KNOWLEDGE_BASE);
     let counter = || {
         [s.limiter
             .count_companion(&owner, scope, ONE_PER_HOUR)
@@ -254,7 +254,7 @@ async fn a_result_is_cached_with_its_calls_end_and_not_when_the_call_was_cancele
     let ttl = StdDuration::from_secs(60);
     let result = ToolExecutionResult::succeeded("found");
 
-    let key = CacheKey::new(ToolName::SearchKnowledgeBase, "en", &json!({"q": &chat}));
+    let key = CacheKey::new(ToolName::SEARCH_KNOWLEDGE_BASE, "en", &json!({"q": &chat}));
     let (claim, _) = s
         .ledger
         .record_and_claim_with(claim_request(&owner, &chat, "kept"), &[])
@@ -277,7 +277,7 @@ async fn a_result_is_cached_with_its_calls_end_and_not_when_the_call_was_cancele
     assert!(s.cache.get(&key).await.unwrap().is_some());
 
     // Canceled while it ran: its end is refused, and so is its cache entry.
-    let key = CacheKey::new(ToolName::SearchKnowledgeBase, "en", &json!({"q": "gone"}));
+    let key = CacheKey::new(ToolName::SEARCH_KNOWLEDGE_BASE, "en", &json!({"q": "gone"}));
     let (claim, _) = s
         .ledger
         .record_and_claim_with(claim_request(&owner, &chat, "canceled"), &[])

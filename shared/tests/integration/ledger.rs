@@ -45,7 +45,7 @@ impl Fixture {
         ClaimRequest {
             owner_id: self.owner.clone(),
             chat_id: self.chat.clone(),
-            tool: ToolName::SearchKnowledgeBase,
+            tool: ToolName::SEARCH_KNOWLEDGE_BASE,
             request: args,
             mode,
         }
@@ -81,7 +81,7 @@ async fn fifty_concurrent_identical_calls_claim_once_twenty_times_over() {
             let request = ClaimRequest {
                 owner_id: f.owner.clone(),
                 chat_id: chat.clone(),
-                tool: ToolName::SearchKnowledgeBase,
+                tool: ToolName::SEARCH_KNOWLEDGE_BASE,
                 request: args.clone(),
                 mode: run(),
             };
@@ -556,7 +556,7 @@ async fn round_trips_per_tool_call() {
     let request = ClaimRequest {
         owner_id: common::unique("user"),
         chat_id: common::unique("chat"),
-        tool: ToolName::AskGpt,
+        tool: ToolName::ASK_GPT,
         request: json!({"query": "hello"}),
         mode: run(),
     };
@@ -606,7 +606,7 @@ async fn same_flight_search_in_other_key_order_or_case_is_one_call() {
     );
 
     let key = |input: &FlightSearchInput| {
-        DedupeKey::new("chat-1", ToolName::SearchFlights, &input.canonical())
+        DedupeKey::new("chat-1", ToolName::SEARCH_FLIGHTS, &input.canonical())
     };
     assert_eq!(
         key(&a),
@@ -620,11 +620,11 @@ async fn same_flight_search_in_other_key_order_or_case_is_one_call() {
     // And through the ledger: the second spelling is a duplicate of the first.
     let f = fixture().await;
     let first = ClaimRequest {
-        tool: ToolName::SearchFlights,
+        tool: ToolName::SEARCH_FLIGHTS,
         ..f.request(a.canonical(), run())
     };
     let second = ClaimRequest {
-        tool: ToolName::SearchFlights,
+        tool: ToolName::SEARCH_FLIGHTS,
         ..f.request(b.canonical(), run())
     };
     let claimed = match f.ledger.record_and_claim(first).await {

@@ -23,7 +23,7 @@ async fn hundred_concurrent_checks_against_ten_allow_exactly_ten() {
     };
     let decisions = futures::future::join_all((0..100).map(|_| {
         let (limiter, user) = (limiter.clone(), user.clone());
-        tokio::spawn(async move { limiter.check(&user, ToolName::SearchFlights, limit).await })
+        tokio::spawn(async move { limiter.check(&user, ToolName::SEARCH_FLIGHTS, limit).await })
     }))
     .await;
     let decisions: Vec<Decision> = decisions
@@ -48,14 +48,14 @@ async fn hundred_concurrent_checks_against_ten_allow_exactly_ten() {
     // Another tool and another user have their own budgets.
     assert!(
         limiter
-            .check(&user, ToolName::AskGpt, limit)
+            .check(&user, ToolName::ASK_GPT, limit)
             .await
             .is_ok_and(|d| d.is_allowed())
     );
     let other = common::unique("user");
     assert!(
         limiter
-            .check(&other, ToolName::SearchFlights, limit)
+            .check(&other, ToolName::SEARCH_FLIGHTS, limit)
             .await
             .is_ok_and(|d| d.is_allowed())
     );
@@ -79,7 +79,7 @@ async fn a_limited_caller_learns_when_the_window_resets() {
     for _ in 0..2 {
         assert!(
             limiter
-                .check(&user, ToolName::AskGpt, limit)
+                .check(&user, ToolName::ASK_GPT, limit)
                 .await
                 .is_ok_and(|d| d.is_allowed())
         );
@@ -87,13 +87,13 @@ async fn a_limited_caller_learns_when_the_window_resets() {
     let reset_at =
         OffsetDateTime::from_unix_timestamp(1_800_000_000 / 60 * 60 + 60).unwrap_or(start);
     assert_eq!(
-        limiter.check(&user, ToolName::AskGpt, limit).await.ok(),
+        limiter.check(&user, ToolName::ASK_GPT, limit).await.ok(),
         Some(Decision::Limited { reset_at })
     );
     clock.advance(Duration::minutes(1));
     assert!(
         limiter
-            .check(&user, ToolName::AskGpt, limit)
+            .check(&user, ToolName::ASK_GPT, limit)
             .await
             .is_ok_and(|d| d.is_allowed())
     );
@@ -103,7 +103,7 @@ async fn a_limited_caller_learns_when_the_window_resets() {
     };
     assert!(
         limiter
-            .check(&user, ToolName::AskGpt, none)
+            .check(&user, ToolName::ASK_GPT, none)
             .await
             .is_ok_and(|d| !d.is_allowed())
     );

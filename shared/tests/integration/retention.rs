@@ -131,7 +131,7 @@ async fn every_item_written_for_a_user_has_a_ttl_within_its_retention() {
         .record_and_claim(ClaimRequest {
             owner_id: owner.clone(),
             chat_id: chat.id.clone(),
-            tool: ToolName::SearchKnowledgeBase,
+            tool: ToolName::SEARCH_KNOWLEDGE_BASE,
             request: json!({"query": "ttl"}),
             mode: ClaimMode::Enqueue,
         })

@@ -1553,12 +1553,16 @@ mod tests {
     /// The schema the model is offered for `tool`, as the runtime builds it.
     fn schema(tool: &str) -> ToolSchema {
         let built = match tool {
-            "search_flights" => ToolSchema::gathering::<FlightSearchInput>(ToolName::SearchFlights),
-            "search_knowledge_base" => {
-                ToolSchema::of::<KnowledgeBaseArgs>(ToolName::SearchKnowledgeBase)
+            "search_flights" => {
+                ToolSchema::gathering::<FlightSearchInput>(ToolName::SEARCH_FLIGHTS)
             }
-            "suggest_replies" => ToolSchema::of::<SuggestRepliesArgs>(ToolName::SuggestReplies),
-            "create_fare_alert" => ToolSchema::of::<CreateFareAlertArgs>(ToolName::CreateFareAlert),
+            "search_knowledge_base" => {
+                ToolSchema::of::<KnowledgeBaseArgs>(ToolName::SEARCH_KNOWLEDGE_BASE)
+            }
+            "suggest_replies" => ToolSchema::of::<SuggestRepliesArgs>(ToolName::SUGGEST_REPLIES),
+            "create_fare_alert" => {
+                ToolSchema::of::<CreateFareAlertArgs>(ToolName::CREATE_FARE_ALERT)
+            }
             handoff if handoff.starts_with(HANDOFF_PREFIX) => {
                 ToolSchema::named::<HandoffArgs>(handoff)
             }

@@ -1074,7 +1074,7 @@ async fn a_queued_call_can_be_canceled_by_its_owner_only_once() {
         .record_and_claim(ClaimRequest {
             owner_id: user.clone(),
             chat_id: chat_id.clone(),
-            tool: ToolName::SearchKnowledgeBase,
+            tool: ToolName::SEARCH_KNOWLEDGE_BASE,
             request: json!({"query": "queued", "top_k": 6}),
             mode: ClaimMode::Enqueue,
         })

@@ -93,28 +93,28 @@ mod tests {
         let b: Value =
             serde_json::from_str(r#"{"b":{"x":"s","y":[1,2]},"a":1}"#).unwrap_or_default();
         assert_eq!(
-            DedupeKey::new("c1", ToolName::AskGpt, &a),
-            DedupeKey::new("c1", ToolName::AskGpt, &b)
+            DedupeKey::new("c1", ToolName::ASK_GPT, &a),
+            DedupeKey::new("c1", ToolName::ASK_GPT, &b)
         );
     }
 
     #[test]
     fn every_part_counts() {
         let req = json!({"query": "miles"});
-        let base = DedupeKey::new("c1", ToolName::AskGpt, &req);
-        assert_ne!(base, DedupeKey::new("c2", ToolName::AskGpt, &req));
+        let base = DedupeKey::new("c1", ToolName::ASK_GPT, &req);
+        assert_ne!(base, DedupeKey::new("c2", ToolName::ASK_GPT, &req));
         assert_ne!(
             base,
-            DedupeKey::new("c1", ToolName::SearchKnowledgeBase, &req)
+            DedupeKey::new("c1", ToolName::SEARCH_KNOWLEDGE_BASE, &req)
         );
         assert_ne!(
             base,
-            DedupeKey::new("c1", ToolName::AskGpt, &json!({"query": "Miles"}))
+            DedupeKey::new("c1", ToolName::ASK_GPT, &json!({"query": "Miles"}))
         );
         // Array order is meaningful and kept.
         assert_ne!(
-            DedupeKey::new("c1", ToolName::AskGpt, &json!([1, 2])),
-            DedupeKey::new("c1", ToolName::AskGpt, &json!([2, 1]))
+            DedupeKey::new("c1", ToolName::ASK_GPT, &json!([1, 2])),
+            DedupeKey::new("c1", ToolName::ASK_GPT, &json!([2, 1]))
         );
     }
 
@@ -127,7 +127,7 @@ mod tests {
 
     #[test]
     fn call_id_is_stable_and_short() {
-        let key = DedupeKey::new("c1", ToolName::AskGpt, &json!({}));
+        let key = DedupeKey::new("c1", ToolName::ASK_GPT, &json!({}));
         assert_eq!(key.call_id(), key.call_id());
         assert_eq!(key.call_id().len(), 35);
         assert_eq!(key.as_str().len(), 64);

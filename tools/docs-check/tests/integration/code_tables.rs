@@ -10,7 +10,6 @@ use agent::profiles::{AgentCatalog, ToolChoiceMode};
 use docs_check::{limit_mismatches, row_mismatches, table};
 use schemars::JsonSchema;
 use serde_json::Value;
-use shared::domain::tool_call::ToolName;
 use shared::http::error::ErrorCode;
 
 const ARCHITECTURE: &str = include_str!("../../../../docs/architecture.md");
@@ -104,11 +103,10 @@ fn per(window_secs: i64) -> String {
 
 fn code_tools() -> Rows {
     let catalog = AgentCatalog::built_in().expect("config/agents.toml loads");
-    ToolName::ALL
-        .iter()
-        .filter(|tool| catalog.configures(**tool))
+    catalog
+        .configured_tools()
         .map(|tool| {
-            let settings = catalog.tool_settings(*tool);
+            let settings = catalog.tool_settings(tool);
             let limit = settings.rate_limit.map_or("none".to_owned(), |l| {
                 format!("{} per user {}", l.max, per(l.window.whole_seconds()))
             });

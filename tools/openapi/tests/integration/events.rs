@@ -29,25 +29,25 @@ fn samples() -> Vec<TurnEvent> {
             language: shared::domain::flight::Locale::De,
         },
         TurnEvent::ToolStarted {
-            tool: ToolName::SearchFlights,
+            tool: ToolName::SEARCH_FLIGHTS,
             job_id: "tc_1".into(),
             deduped: false,
             queued: true,
         },
         TurnEvent::ToolProgress {
-            tool: ToolName::SearchFlights,
+            tool: ToolName::SEARCH_FLIGHTS,
             job_id: "tc_1".into(),
             message: "halfway".into(),
         },
         TurnEvent::ToolResult {
-            tool: ToolName::SearchFlights,
+            tool: ToolName::SEARCH_FLIGHTS,
             job_id: Some("tc_1".into()),
             status: CallStatus::Succeeded,
             metadata: metadata.clone(),
             result: Some(json!({"seatsResult": null})),
         },
         TurnEvent::ToolResult {
-            tool: ToolName::AskGpt,
+            tool: ToolName::ASK_GPT,
             job_id: Some("tc_2".into()),
             status: CallStatus::Failed,
             metadata: Map::new(),
@@ -92,7 +92,7 @@ fn samples() -> Vec<TurnEvent> {
         }),
         TurnEvent::ApprovalRequired(ApprovalRequest {
             job_id: "tc_3".into(),
-            tool: ToolName::CreateFareAlert,
+            tool: ToolName::CREATE_FARE_ALERT,
             arguments: json!({"origin": "FRA"}),
             summary: "Fare alert".into(),
             expires_at: time::OffsetDateTime::UNIX_EPOCH,

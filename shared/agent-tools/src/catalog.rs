@@ -1,0 +1,83 @@
+//! What each tool says about itself besides its schema: its name, how users call it, and
+//! whether mcp-server may serve it. Declared once, on the tool (`Tool::INFO`); the texts,
+//! mcp-server, the OpenAPI document and the docs read it from [`CATALOG`].
+
+use shared::domain::flight::Locale;
+use shared::domain::tool_call::ToolName;
+
+/// A tool's facts for everything but the model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ToolInfo {
+    pub name: ToolName,
+    /// How users call it mid-sentence.
+    pub label: Label,
+    /// Whether an MCP client may call it through mcp-server.
+    pub mcp: McpExposure,
+}
+
+/// A tool as users call it mid-sentence, lower-case: "the flight search", "die Flugsuche".
+/// German labels take "die" (every one is feminine), so they fit either case.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Label {
+    pub en: &'static str,
+    pub de: &'static str,
+}
+
+impl Label {
+    pub fn in_language(self, locale: Locale) -> &'static str {
+        match locale {
+            Locale::En => self.en,
+            Locale::De => self.de,
+        }
+    }
+}
+
+/// Whether mcp-server may serve a tool (`MCP_TOOLS` may name it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum McpExposure {
+    /// MCP clients may call it.
+    Served,
+    /// Never served, and why (said to an operator who names it in `MCP_TOOLS`).
+    NotServed(&'static str),
+}
+
+/// The turn's own mechanisms, recorded under a name of their own (`ToolName::BUILT_IN`).
+const BUILT_IN: &[ToolInfo] = &[
+    ToolInfo {
+        name: ToolName::HANDOFF,
+        label: Label {
+            en: "the handoff",
+            de: "die Weitergabe",
+        },
+        mcp: McpExposure::NotServed("works only inside a chat"),
+    },
+    ToolInfo {
+        name: ToolName::MCP,
+        label: Label {
+            en: "the external service",
+            de: "die Anfrage beim externen Dienst",
+        },
+        mcp: McpExposure::NotServed(
+            "stands for other MCP servers' tools, which are theirs to serve",
+        ),
+    },
+];
+
+/// The facts of `name`: a tool of [`CATALOG`] or one of the turn's own.
+pub fn info(name: ToolName) -> Option<&'static ToolInfo> {
+    crate::CATALOG
+        .iter()
+        .chain(BUILT_IN)
+        .find(|info| info.name == name)
+}
+
+/// How users call `name`; "the tool" for a name nobody declared.
+pub fn label(name: ToolName) -> Label {
+    info(name).map_or(
+        Label {
+            en: "the tool",
+            de: "die Funktion",
+        },
+        |info| info.label,
+    )
+}
