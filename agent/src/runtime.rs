@@ -14,15 +14,8 @@ use crate::llm::{ClientSettings, LlmClients, LlmProvider, Provider, Providers};
 use crate::mcp::McpTools;
 use crate::pipeline::{JobScheduler, Pipeline};
 use crate::profiles::{AgentCatalog, ModelDefaults};
-use crate::tools::ask_gpt::{AskGptConfig, AskGptTool};
-use crate::tools::award_value::AwardValueTool;
-use crate::tools::fare_alert::CreateFareAlertTool;
-use crate::tools::flights::{FlightSearchConfig, SearchFlightsTool};
-use crate::tools::knowledge_base::{KnowledgeBaseConfig, SearchKnowledgeBaseTool};
-use crate::tools::remember::RememberTool;
-use crate::tools::select_flight::SelectFlightTool;
-use crate::tools::ui::{ShowFlightOptionsTool, SuggestRepliesTool};
-use crate::tools::{FunctionClient, SigV4Signer, Tool, ToolRegistry};
+use crate::tools::ask_gpt::AskGptConfig;
+use crate::tools::{DynTool, FunctionClient, FunctionUrls, SigV4Signer, ToolDeps, ToolRegistry};
 use shared::alerts::{AlertStore, DynamoAlertStore};
 use shared::cache::DynamoResultCache;
 use shared::config::{Env, LedgerConfig, RetentionConfig, StorageConfig};
@@ -317,8 +310,8 @@ fn llm_client(
     Ok(providers)
 }
 
-/// Every tool of this deployment; a new tool is added here (docs/adding-a-tool.md).
-fn tools(
+/// What the tools are built from (`agent_tools::build_all`, where a new tool is listed).
+fn tool_deps(
     config: &ToolsConfig,
     functions: FunctionClient,
     llm: Arc<dyn LlmProvider>,
@@ -326,45 +319,32 @@ fn tools(
     memory: Arc<dyn MemoryStore>,
     alerts: Arc<dyn AlertStore>,
     metrics: Metrics,
-) -> Result<Vec<Arc<dyn Tool>>> {
-    Ok(vec![
-        Arc::new(SearchFlightsTool::new(
-            functions.clone(),
-            FlightSearchConfig {
-                award_url: config.award_search_url.clone(),
-                cash_url: config.cash_search_url.clone(),
-                links: LinkPolicy::new(&config.link_hosts),
-            },
-        )?),
-        Arc::new(SearchKnowledgeBaseTool::new(
-            functions,
-            KnowledgeBaseConfig {
-                search_url: config.kb_search_url.clone(),
-            },
-        )?),
-        Arc::new(AskGptTool::new(
-            llm,
-            usage,
-            metrics,
-            AskGptConfig {
-                model: config.llm.default_model().to_owned(),
-                system_prompt: ASK_GPT_PROMPT.to_owned(),
-                fixed_temperature_models: config.llm.fixed_temperature_models.clone(),
-                max_tokens: config.llm.max_tokens,
-            },
-        )?),
-        Arc::new(AwardValueTool::new()?),
-        Arc::new(RememberTool::new(memory)?),
-        Arc::new(SelectFlightTool::new()?),
-        Arc::new(SuggestRepliesTool::new()?),
-        Arc::new(ShowFlightOptionsTool::new()?),
-        Arc::new(CreateFareAlertTool::new(alerts)?),
-    ])
+) -> ToolDeps {
+    ToolDeps {
+        functions,
+        urls: FunctionUrls {
+            award_search: config.award_search_url.clone(),
+            cash_search: config.cash_search_url.clone(),
+            kb_search: config.kb_search_url.clone(),
+        },
+        links: LinkPolicy::new(&config.link_hosts),
+        llm,
+        usage,
+        memory,
+        alerts,
+        metrics,
+        ask_gpt: AskGptConfig {
+            model: config.llm.default_model().to_owned(),
+            system_prompt: ASK_GPT_PROMPT.to_owned(),
+            fixed_temperature_models: config.llm.fixed_temperature_models.clone(),
+            max_tokens: config.llm.max_tokens,
+        },
+    }
 }
 
 /// The tools with their settings from the agent catalog; a cache on a tool whose results
 /// depend on the user is a configuration error.
-fn registry(agents: &AgentCatalog, tools: Vec<Arc<dyn Tool>>) -> Result<ToolRegistry> {
+fn registry(agents: &AgentCatalog, tools: Vec<Arc<dyn DynTool>>) -> Result<ToolRegistry> {
     let mut registry = ToolRegistry::new();
     let known = |name: &ToolName| {
         ToolName::BUILT_IN.contains(name) || tools.iter().any(|t| t.name() == *name)
@@ -471,7 +451,7 @@ impl ToolRuntime {
             config.award_search_url.clone(),
             config.cash_search_url.clone(),
         ));
-        let tools = tools(
+        let deps = tool_deps(
             config,
             functions,
             llm.clone(),
@@ -479,7 +459,8 @@ impl ToolRuntime {
             memory.clone(),
             alerts.clone(),
             clients.metrics.clone(),
-        )?;
+        );
+        let tools = crate::tools::build_all(&deps)?;
         let mut registry = registry(agents, tools)?;
         if let Some(external) = external_tools(agents, http, secrets.clone()) {
             registry.with_external(external);

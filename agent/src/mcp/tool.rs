@@ -14,7 +14,7 @@ use shared::limits::LimitScope;
 
 use super::Server;
 use crate::guard::detect;
-use crate::tools::{Tool, ToolContext, ToolSchema};
+use crate::tools::{DynTool, ToolContext, ToolSchema};
 use crate::{Error, Result};
 
 /// Longest description taken from a server; the rest is cut.
@@ -72,7 +72,7 @@ impl ExternalTool {
 }
 
 #[async_trait]
-impl Tool for ExternalTool {
+impl DynTool for ExternalTool {
     fn name(&self) -> ToolName {
         ToolName::MCP
     }

@@ -106,10 +106,10 @@ class Examples:
     def __init__(self, guide, tree):
         self.guide = guide
         all_blocks = blocks(guide)
-        as_str = [b for p, _, b, _ in all_blocks if p == "shared/domain/src/tool_call.rs" and '=> "' in b]
-        if not as_str:
-            raise GuideError("no excerpt of ToolName::as_str (`Self::X => \"x\"`) in the guide")
-        self.tool = re.findall(r'=> "(\w+)"', as_str[0])[-1]
+        named = [m for _, _, b, _ in all_blocks for m in re.findall(r'ToolName::new\("(\w+)"\)', b)]
+        if not named:
+            raise GuideError("no excerpt names the example tool (`name: ToolName::new(\"x\")`)")
+        self.tool = named[0]
         own = section(guide, "A tool with its own Lambda function")
         m = re.search(r"`(\w+)` is the\s+example here", own)
         if not m:

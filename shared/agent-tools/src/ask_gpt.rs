@@ -6,10 +6,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
-use super::{Tool, ToolContext, ToolSchema};
-use crate::catalog::{Label, McpExposure, ToolInfo};
 use crate::metered::{Meter, UsageScope, complete_metered};
-use crate::{Error, Result};
+use crate::{Error, Label, McpExposure, Result, Tool, ToolContext, ToolDeps, ToolInfo};
 use agent_core::llm::{CompletionRequest, LlmProvider, NoTokens, PromptMessage, ToolChoice};
 use shared::domain::session::SessionStatePatch;
 use shared::domain::tool_args::AskGptArgs;
@@ -45,28 +43,11 @@ pub struct AskGptTool {
     usage: Arc<dyn UsageStore>,
     metrics: Metrics,
     config: AskGptConfig,
-    schema: ToolSchema,
 }
 
-impl AskGptTool {
-    pub fn new(
-        llm: Arc<dyn LlmProvider>,
-        usage: Arc<dyn UsageStore>,
-        metrics: Metrics,
-        config: AskGptConfig,
-    ) -> Result<Self> {
-        Ok(Self {
-            llm,
-            usage,
-            metrics,
-            config,
-            schema: ToolSchema::of::<AskGptArgs>(ToolName::ASK_GPT)?,
-        })
-    }
-}
-
-impl AskGptTool {
-    pub const INFO: ToolInfo = ToolInfo {
+#[async_trait]
+impl Tool for AskGptTool {
+    const INFO: ToolInfo = ToolInfo {
         name: ToolName::ASK_GPT,
         label: Label {
             en: "the research assistant",
@@ -74,33 +55,38 @@ impl AskGptTool {
         },
         mcp: McpExposure::NotServed("answers from the model's own knowledge, never served"),
     };
-}
+    type Args = AskGptArgs;
+    type Request = AskGptArgs;
+    type Output = ();
 
-#[async_trait]
-impl Tool for AskGptTool {
-    fn name(&self) -> ToolName {
-        Self::INFO.name
+    fn build(deps: &ToolDeps) -> Result<Self> {
+        Ok(Self {
+            llm: deps.llm.clone(),
+            usage: deps.usage.clone(),
+            metrics: deps.metrics.clone(),
+            config: deps.ask_gpt.clone(),
+        })
     }
 
-    fn schema(&self) -> &ToolSchema {
-        &self.schema
-    }
-
-    fn prepare(&self, mut args: Value, _: &ToolContext) -> Result<Value> {
-        // Seed 000 §8.5 clamps an out-of-range temperature rather than refusing the call.
+    /// Seed 000 §8.5 clamps an out-of-range temperature rather than refusing the call.
+    fn tidy(args: &mut Value, _: &ToolContext) {
         if let Some(t) = args.get_mut("temperature")
             && let Some(n) = t.as_f64()
         {
             *t = json!(n.clamp(0.0, 1.0));
         }
-        let args: AskGptArgs = self.schema.parse(&args)?;
+    }
+
+    fn prepare(&self, args: AskGptArgs, _: &ToolContext) -> Result<AskGptArgs> {
         args.validate()?;
+        Ok(args)
+    }
+
+    fn canonical(args: &AskGptArgs) -> Result<Value> {
         Ok(args.canonical())
     }
 
-    async fn execute(&self, ctx: &ToolContext, request: &Value) -> Result<ToolExecutionResult> {
-        let args: AskGptArgs = serde_json::from_value(request.clone())
-            .map_err(|e| Error::Invalid(format!("stored ask_gpt request: {e}")))?;
+    async fn run(&self, ctx: &ToolContext, args: AskGptArgs) -> Result<ToolExecutionResult> {
         let mut messages = vec![PromptMessage::system(self.config.system_prompt.clone())];
         if let Some(context) = args.context.as_deref().filter(|c| !c.trim().is_empty()) {
             messages.push(PromptMessage::user(format!("Context:\n{context}")));

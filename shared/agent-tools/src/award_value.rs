@@ -3,58 +3,124 @@
 //! fails on bad input and nothing else.
 
 use async_trait::async_trait;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use super::{Tool, ToolContext, ToolSchema};
-use crate::catalog::{Label, McpExposure, ToolInfo};
-use crate::{Error, Result};
+use crate::{Error, Label, McpExposure, Result, Tool, ToolContext, ToolDeps, ToolInfo};
 use shared::domain::flight::Locale;
-use shared::domain::tool_args::AwardValueArgs;
 use shared::domain::tool_call::ToolName;
 use shared::domain::tool_result::ToolExecutionResult;
 
-pub struct AwardValueTool {
-    schema: ToolSchema,
+/// The tool: no clients, no settings.
+pub struct AwardValueTool;
+
+/// Value an award redemption: cents of cash price saved per mile.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(
+    description = "Work out what an award redemption is worth in cents per mile, from the cash price of the same ticket, the miles it needs and the taxes and fees paid on the award, and whether that beats a target."
+)]
+pub struct AwardValueArgs {
+    /// Cash price of the same ticket, in `currency`. Above 0.
+    #[schemars(extend("exclusiveMinimum" = 0))]
+    pub cash_price: f64,
+    /// Currency of `cash_price` and `taxes`: a 3-letter ISO 4217 code, e.g. EUR or USD.
+    #[schemars(pattern(r"^[A-Za-z]{3}$"))]
+    pub currency: String,
+    /// Miles (points) the award costs, at least 1.
+    #[schemars(range(min = 1))]
+    pub miles: u32,
+    /// Taxes and fees paid on the award, in `currency`; less than `cash_price`. Defaults to 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0), extend("default" = 0))]
+    pub taxes: Option<f64>,
+    /// Cents per mile from which a redemption counts as good. Defaults to 1.2.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("exclusiveMinimum" = 0, "default" = 1.2))]
+    pub target_cents_per_mile: Option<f64>,
 }
 
-impl AwardValueTool {
-    pub fn new() -> Result<Self> {
-        Ok(Self {
-            schema: ToolSchema::of::<AwardValueArgs>(ToolName::AWARD_VALUE)?,
-        })
+impl AwardValueArgs {
+    pub const DEFAULT_TARGET_CENTS_PER_MILE: f64 = 1.2;
+
+    /// Taxes and fees, default 0.
+    pub fn taxes(&self) -> f64 {
+        self.taxes.unwrap_or(0.0)
+    }
+
+    /// The threshold of a good redemption, default 1.2 cents per mile.
+    pub fn target_cents_per_mile(&self) -> f64 {
+        self.target_cents_per_mile
+            .unwrap_or(Self::DEFAULT_TARGET_CENTS_PER_MILE)
+    }
+
+    /// The domain checks: the schema's bounds (so a request built in code is held to them
+    /// too) and what the schema cannot say, taxes below the cash price. Errors name the field.
+    pub fn validate(&self) -> Result<(), Error> {
+        if !(self.cash_price.is_finite() && self.cash_price > 0.0) {
+            return Err(Error::Invalid("cash_price must be above 0".into()));
+        }
+        if !(self.currency.len() == 3 && self.currency.bytes().all(|b| b.is_ascii_alphabetic())) {
+            return Err(Error::Invalid(format!(
+                "currency must be a 3-letter code such as EUR, got {:?}",
+                self.currency
+            )));
+        }
+        if self.miles == 0 {
+            return Err(Error::Invalid("miles must be at least 1".into()));
+        }
+        let taxes = self.taxes();
+        if !(taxes >= 0.0 && taxes < self.cash_price) {
+            return Err(Error::Invalid(format!(
+                "taxes must be at least 0 and less than cash_price ({}), got {taxes}",
+                self.cash_price
+            )));
+        }
+        let target = self.target_cents_per_mile();
+        if !(target.is_finite() && target > 0.0) {
+            return Err(Error::Invalid(
+                "target_cents_per_mile must be above 0".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Every field set (defaults applied) and the currency upper-cased, for dedupe and
+    /// execution alike.
+    pub fn canonical(self) -> Self {
+        Self {
+            currency: self.currency.to_ascii_uppercase(),
+            taxes: Some(self.taxes()),
+            target_cents_per_mile: Some(self.target_cents_per_mile()),
+            ..self
+        }
     }
 }
 
-impl AwardValueTool {
-    pub const INFO: ToolInfo = ToolInfo {
-        name: ToolName::AWARD_VALUE,
+#[async_trait]
+impl Tool for AwardValueTool {
+    const INFO: ToolInfo = ToolInfo {
+        name: ToolName::new("award_value"),
         label: Label {
             en: "the miles value calculator",
             de: "die Meilenwert-Berechnung",
         },
         mcp: McpExposure::Served,
     };
-}
+    type Args = AwardValueArgs;
+    type Request = AwardValueArgs;
+    type Output = ();
 
-#[async_trait]
-impl Tool for AwardValueTool {
-    fn name(&self) -> ToolName {
-        Self::INFO.name
+    fn build(_: &ToolDeps) -> Result<Self> {
+        Ok(Self)
     }
 
-    fn schema(&self) -> &ToolSchema {
-        &self.schema
-    }
-
-    fn prepare(&self, args: Value, _: &ToolContext) -> Result<Value> {
-        let args: AwardValueArgs = self.schema.parse(&args)?;
+    fn prepare(&self, args: AwardValueArgs, _: &ToolContext) -> Result<AwardValueArgs> {
         args.validate()?;
         Ok(args.canonical())
     }
 
-    async fn execute(&self, ctx: &ToolContext, request: &Value) -> Result<ToolExecutionResult> {
-        let args: AwardValueArgs = serde_json::from_value(request.clone())
-            .map_err(|e| Error::Invalid(format!("stored award_value request: {e}")))?;
+    async fn run(&self, ctx: &ToolContext, args: AwardValueArgs) -> Result<ToolExecutionResult> {
         args.validate()?;
         let value = Valuation::of(&args);
         let message = value.message(&args, ctx.locale);
@@ -153,10 +219,11 @@ mod tests {
     use std::time::{Duration, Instant};
 
     use super::*;
+    use crate::{DynTool, TypedTool};
     use shared::domain::session::SessionState;
 
-    fn tool() -> AwardValueTool {
-        AwardValueTool::new().unwrap()
+    fn tool() -> TypedTool<AwardValueTool> {
+        TypedTool::new(AwardValueTool).unwrap()
     }
 
     fn ctx(locale: Locale) -> ToolContext {

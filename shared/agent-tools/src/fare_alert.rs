@@ -8,9 +8,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde_json::Value;
 
-use super::{Tool, ToolContext, ToolSchema};
-use crate::catalog::{Label, McpExposure, ToolInfo};
-use crate::{Error, Result};
+use crate::{Label, McpExposure, Result, Tool, ToolContext, ToolDeps, ToolInfo};
 use shared::alerts::AlertStore;
 use shared::domain::alert::CreateFareAlertArgs;
 use shared::domain::flight::{Cabin, Locale};
@@ -19,16 +17,6 @@ use shared::domain::tool_result::ToolExecutionResult;
 
 pub struct CreateFareAlertTool {
     store: Arc<dyn AlertStore>,
-    schema: ToolSchema,
-}
-
-impl CreateFareAlertTool {
-    pub fn new(store: Arc<dyn AlertStore>) -> Result<Self> {
-        Ok(Self {
-            store,
-            schema: ToolSchema::of::<CreateFareAlertArgs>(ToolName::CREATE_FARE_ALERT)?,
-        })
-    }
 }
 
 /// Models write `"business"`; the schema's enum is strict, so normalise before validating
@@ -41,8 +29,9 @@ fn normalise_cabin(args: &mut Value) {
     }
 }
 
-impl CreateFareAlertTool {
-    pub const INFO: ToolInfo = ToolInfo {
+#[async_trait]
+impl Tool for CreateFareAlertTool {
+    const INFO: ToolInfo = ToolInfo {
         name: ToolName::CREATE_FARE_ALERT,
         label: Label {
             en: "the fare alert",
@@ -50,28 +39,35 @@ impl CreateFareAlertTool {
         },
         mcp: McpExposure::Served,
     };
-}
+    type Args = CreateFareAlertArgs;
+    type Request = CreateFareAlertArgs;
+    type Output = ();
 
-#[async_trait]
-impl Tool for CreateFareAlertTool {
-    fn name(&self) -> ToolName {
-        Self::INFO.name
+    fn build(deps: &ToolDeps) -> Result<Self> {
+        Ok(Self {
+            store: deps.alerts.clone(),
+        })
     }
 
-    fn schema(&self) -> &ToolSchema {
-        &self.schema
-    }
-
-    fn prepare(&self, mut args: Value, ctx: &ToolContext) -> Result<Value> {
-        normalise_cabin(&mut args);
-        let args: CreateFareAlertArgs = self.schema.parse(&args)?;
-        args.validate(ctx.today)?;
+    fn canonical(args: &CreateFareAlertArgs) -> Result<Value> {
         Ok(args.canonical())
     }
 
-    async fn execute(&self, ctx: &ToolContext, request: &Value) -> Result<ToolExecutionResult> {
-        let args: CreateFareAlertArgs = serde_json::from_value(request.clone())
-            .map_err(|e| Error::Invalid(format!("stored create_fare_alert request: {e}")))?;
+    /// Models write `"business"`; the schema's enum is strict.
+    fn tidy(args: &mut Value, _: &ToolContext) {
+        normalise_cabin(args);
+    }
+
+    fn prepare(&self, args: CreateFareAlertArgs, ctx: &ToolContext) -> Result<CreateFareAlertArgs> {
+        args.validate(ctx.today)?;
+        Ok(args)
+    }
+
+    async fn run(
+        &self,
+        ctx: &ToolContext,
+        args: CreateFareAlertArgs,
+    ) -> Result<ToolExecutionResult> {
         // Approval may come days later: the range must still lie ahead then.
         args.validate(ctx.today)?;
         let alert = self.store.create(&ctx.user_id, &args).await?;
@@ -88,14 +84,8 @@ impl Tool for CreateFareAlertTool {
             .with_raw(serde_json::to_value(&alert).unwrap_or_default()))
     }
 
-    fn approval_summary(&self, request: &Value, locale: Locale) -> String {
-        match serde_json::from_value::<CreateFareAlertArgs>(request.clone()) {
-            Ok(args) => args.summary(locale),
-            Err(_) => match locale {
-                Locale::De => "Preisalarm anlegen".into(),
-                Locale::En => "Create a fare alert".into(),
-            },
-        }
+    fn approval_summary(&self, args: &CreateFareAlertArgs, locale: Locale) -> Option<String> {
+        Some(args.summary(locale))
     }
 }
 
@@ -109,6 +99,7 @@ mod tests {
     use std::sync::Mutex;
 
     use super::*;
+    use crate::{DynTool, Error, TypedTool};
 
     /// Keeps created alerts in memory; the DynamoDB store has its own tests.
     #[derive(Default)]
@@ -164,7 +155,10 @@ mod tests {
     #[tokio::test]
     async fn creates_the_alert_for_the_caller() {
         let store = Arc::new(Kept::default());
-        let tool = CreateFareAlertTool::new(store.clone()).unwrap();
+        let tool = TypedTool::new(CreateFareAlertTool {
+            store: store.clone(),
+        })
+        .unwrap();
         let request = tool.prepare(example(), &ctx(Locale::En)).unwrap();
         assert_eq!(request["origin"], json!("FRA"));
         assert_eq!(request["cabin"], json!("BUSINESS"));
@@ -183,7 +177,10 @@ mod tests {
 
     #[test]
     fn the_approval_summary_is_in_the_users_language() {
-        let tool = CreateFareAlertTool::new(Arc::new(Kept::default())).unwrap();
+        let tool = TypedTool::new(CreateFareAlertTool {
+            store: Arc::new(Kept::default()),
+        })
+        .unwrap();
         let request = tool.prepare(example(), &ctx(Locale::En)).unwrap();
         assert_eq!(
             tool.approval_summary(&request, Locale::En),
@@ -197,7 +194,10 @@ mod tests {
 
     #[test]
     fn invalid_input_names_the_field() {
-        let tool = CreateFareAlertTool::new(Arc::new(Kept::default())).unwrap();
+        let tool = TypedTool::new(CreateFareAlertTool {
+            store: Arc::new(Kept::default()),
+        })
+        .unwrap();
         let mut past = example();
         past["date_from"] = json!("2027-01-15");
         let err = tool

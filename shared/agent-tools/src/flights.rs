@@ -11,9 +11,10 @@ use serde_json::{Value, json};
 
 use super::flight_message::format_message;
 use super::flight_rows;
-use super::{FunctionClient, Tool, ToolContext, ToolSchema};
-use crate::catalog::{Label, McpExposure, ToolInfo};
-use crate::{Error, Result};
+use crate::{
+    Error, FunctionClient, Label, McpExposure, Result, Tool, ToolContext, ToolDeps, ToolInfo,
+    ToolSchema,
+};
 use guardrails::links::LinkPolicy;
 use shared::domain::flight::{
     Cabin, FlightResult, FlightSearchInput, FlightSearchParams, FlightSearchResult, Locale,
@@ -37,17 +38,33 @@ pub struct FlightSearchConfig {
 pub struct SearchFlightsTool {
     functions: FunctionClient,
     config: FlightSearchConfig,
-    schema: ToolSchema,
+}
+
+/// `search_flights`' canonical request: a search to run, or what is known of one that
+/// still lacks something.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(untagged, try_from = "Value")]
+pub enum FlightRequest {
+    Gathering(Gathering),
+    Search(FlightSearchInput),
+}
+
+/// Read back as the code wrote it: a kept request if it is one, else a search. (Not
+/// serde's untagged matching, which buffers the value and loses the custom field formats.)
+impl TryFrom<Value> for FlightRequest {
+    type Error = serde_json::Error;
+
+    fn try_from(value: Value) -> std::result::Result<Self, Self::Error> {
+        match serde_json::from_value::<Gathering>(value.clone()) {
+            Ok(gathering) => Ok(Self::Gathering(gathering)),
+            Err(_) => serde_json::from_value(value).map(Self::Search),
+        }
+    }
 }
 
 impl SearchFlightsTool {
-    pub fn new(functions: FunctionClient, config: FlightSearchConfig) -> Result<Self> {
-        Ok(Self {
-            functions,
-            config,
-            schema: ToolSchema::gathering::<FlightSearchInput>(ToolName::SEARCH_FLIGHTS)?
-                .with_output::<FlightSearchOutput>()?,
-        })
+    pub fn new(functions: FunctionClient, config: FlightSearchConfig) -> Self {
+        Self { functions, config }
     }
 
     async fn search(
@@ -138,8 +155,9 @@ fn normalise_cabin(args: &mut Value) {
     }
 }
 
-impl SearchFlightsTool {
-    pub const INFO: ToolInfo = ToolInfo {
+#[async_trait]
+impl Tool for SearchFlightsTool {
+    const INFO: ToolInfo = ToolInfo {
         name: ToolName::SEARCH_FLIGHTS,
         label: Label {
             en: "the flight search",
@@ -147,44 +165,66 @@ impl SearchFlightsTool {
         },
         mcp: McpExposure::Served,
     };
-}
+    /// The model's object as sent: a complete search or part of one (see `prepare`).
+    type Args = serde_json::Map<String, Value>;
+    type Request = FlightRequest;
+    type Output = FlightSearchOutput;
 
-#[async_trait]
-impl Tool for SearchFlightsTool {
-    fn name(&self) -> ToolName {
-        Self::INFO.name
+    fn build(deps: &ToolDeps) -> Result<Self> {
+        Ok(Self::new(
+            deps.functions.clone(),
+            FlightSearchConfig {
+                award_url: deps.urls.award_search.clone(),
+                cash_url: deps.urls.cash_search.clone(),
+                links: deps.links.clone(),
+            },
+        ))
     }
 
-    fn schema(&self) -> &ToolSchema {
-        &self.schema
+    /// [`FlightSearchInput`]'s schema without required fields: a search with details
+    /// missing asks for them instead of being refused.
+    fn schema() -> Result<ToolSchema> {
+        ToolSchema::gathering::<FlightSearchInput>(Self::INFO.name)?
+            .with_output::<FlightSearchOutput>()
     }
 
-    fn prepare(&self, mut args: Value, ctx: &ToolContext) -> Result<Value> {
-        fill_gaps(&mut args, ctx);
-        normalise_cabin(&mut args);
+    /// Gaps filled from the chat and the user's preferences; lenient cabin spellings.
+    fn tidy(args: &mut Value, ctx: &ToolContext) {
+        fill_gaps(args, ctx);
+        normalise_cabin(args);
+    }
+
+    fn prepare(&self, args: Self::Args, ctx: &ToolContext) -> Result<FlightRequest> {
         let missing: Vec<&str> = REQUIRED
             .into_iter()
-            .filter(|key| args.get(key).is_none_or(Value::is_null))
+            .filter(|key| args.get(*key).is_none_or(Value::is_null))
             .collect();
+        let args = Value::Object(args);
         if !missing.is_empty() {
             // What is there must still be right; the rest is asked for.
-            let pending: PendingFlightRequest = self.schema.parse(&args)?;
+            let pending: PendingFlightRequest = from_args(args)?;
             check_not_past(pending.depart_date, ctx.today)?;
             let missing = missing.into_iter().map(str::to_owned).collect();
-            return Ok(json!(Gathering { pending, missing }));
+            return Ok(FlightRequest::Gathering(Gathering { pending, missing }));
         }
-        let input: FlightSearchInput = self.schema.parse(&args)?;
+        let input: FlightSearchInput = from_args(args)?;
         input.validate()?;
         check_not_past(Some(input.depart_date), ctx.today)?;
-        Ok(input.canonical())
+        Ok(FlightRequest::Search(input))
     }
 
-    async fn execute(&self, ctx: &ToolContext, request: &Value) -> Result<ToolExecutionResult> {
-        if let Ok(gathering) = serde_json::from_value::<Gathering>(request.clone()) {
-            return Ok(gathering.ask(ctx.locale));
-        }
-        let input: FlightSearchInput = serde_json::from_value(request.clone())
-            .map_err(|e| Error::Invalid(format!("stored flight request: {e}")))?;
+    fn canonical(request: &FlightRequest) -> Result<Value> {
+        Ok(match request {
+            FlightRequest::Gathering(gathering) => serde_json::to_value(gathering)?,
+            FlightRequest::Search(input) => input.canonical(),
+        })
+    }
+
+    async fn run(&self, ctx: &ToolContext, request: FlightRequest) -> Result<ToolExecutionResult> {
+        let input = match request {
+            FlightRequest::Gathering(gathering) => return Ok(gathering.ask(ctx.locale)),
+            FlightRequest::Search(input) => input,
+        };
         let (award, cash) = self.search_both(&input, ctx).await;
         let mut failed = Vec::new();
         let award = award
@@ -270,6 +310,11 @@ impl Tool for SearchFlightsTool {
     }
 }
 
+/// The model's arguments (already checked against the schema) as `T`.
+fn from_args<T: serde::de::DeserializeOwned>(args: Value) -> Result<T> {
+    serde_json::from_value(args).map_err(|e| Error::Invalid(e.to_string()))
+}
+
 /// The two searches of `search_flights`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Search {
@@ -330,7 +375,7 @@ fn check_not_past(depart: Option<time::Date>, today: time::Date) -> Result<()> {
 /// `pending_flight_request` and completed by the next call.
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct Gathering {
+pub struct Gathering {
     pending: PendingFlightRequest,
     missing: Vec<String>,
 }

@@ -5,9 +5,7 @@
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
-use super::{FunctionClient, Tool, ToolContext, ToolSchema};
-use crate::catalog::{Label, McpExposure, ToolInfo};
-use crate::{Error, Result};
+use crate::{FunctionClient, Label, McpExposure, Result, Tool, ToolContext, ToolDeps, ToolInfo};
 use shared::domain::flight::Locale;
 use shared::domain::session::{PendingGptQuery, SessionStatePatch};
 use shared::domain::tool_args::KnowledgeBaseArgs;
@@ -18,27 +16,10 @@ use shared::domain::tool_result::ToolExecutionResult;
 /// Characters of each passage shown in the chat message (seed 000 §7.6).
 const SNIPPET_CHARS: usize = 240;
 
-#[derive(Debug, Clone)]
-pub struct KnowledgeBaseConfig {
-    /// `POST` endpoint of kb-retrieve, e.g. `https://…/kb/search`.
-    pub search_url: String,
-}
-
 pub struct SearchKnowledgeBaseTool {
     functions: FunctionClient,
-    config: KnowledgeBaseConfig,
-    schema: ToolSchema,
-}
-
-impl SearchKnowledgeBaseTool {
-    pub fn new(functions: FunctionClient, config: KnowledgeBaseConfig) -> Result<Self> {
-        Ok(Self {
-            functions,
-            config,
-            schema: ToolSchema::of::<KnowledgeBaseArgs>(ToolName::SEARCH_KNOWLEDGE_BASE)?
-                .with_output::<KnowledgeBaseOutput>()?,
-        })
-    }
+    /// `POST` endpoint of kb-retrieve, e.g. `https://…/kb/search`.
+    search_url: String,
 }
 
 fn snippet(text: &str) -> String {
@@ -49,8 +30,9 @@ fn snippet(text: &str) -> String {
     out
 }
 
-impl SearchKnowledgeBaseTool {
-    pub const INFO: ToolInfo = ToolInfo {
+#[async_trait]
+impl Tool for SearchKnowledgeBaseTool {
+    const INFO: ToolInfo = ToolInfo {
         name: ToolName::SEARCH_KNOWLEDGE_BASE,
         label: Label {
             en: "the knowledge base search",
@@ -58,37 +40,37 @@ impl SearchKnowledgeBaseTool {
         },
         mcp: McpExposure::Served,
     };
-}
+    type Args = KnowledgeBaseArgs;
+    type Request = KnowledgeBaseArgs;
+    type Output = KnowledgeBaseOutput;
 
-#[async_trait]
-impl Tool for SearchKnowledgeBaseTool {
-    fn name(&self) -> ToolName {
-        Self::INFO.name
-    }
-
-    fn schema(&self) -> &ToolSchema {
-        &self.schema
+    fn build(deps: &ToolDeps) -> Result<Self> {
+        Ok(Self {
+            functions: deps.functions.clone(),
+            search_url: deps.urls.kb_search.clone(),
+        })
     }
 
     /// Passages depend on the query and the knowledge base, not on who asks.
     fn cache_scope(&self) -> Option<String> {
-        Some(self.config.search_url.clone())
+        Some(self.search_url.clone())
     }
 
-    fn prepare(&self, args: Value, _: &ToolContext) -> Result<Value> {
-        let args: KnowledgeBaseArgs = self.schema.parse(&args)?;
+    fn prepare(&self, args: KnowledgeBaseArgs, _: &ToolContext) -> Result<KnowledgeBaseArgs> {
         args.validate()?;
+        Ok(args)
+    }
+
+    fn canonical(args: &KnowledgeBaseArgs) -> Result<Value> {
         Ok(args.canonical())
     }
 
-    async fn execute(&self, ctx: &ToolContext, request: &Value) -> Result<ToolExecutionResult> {
-        let args: KnowledgeBaseArgs = serde_json::from_value(request.clone())
-            .map_err(|e| Error::Invalid(format!("stored kb request: {e}")))?;
+    async fn run(&self, ctx: &ToolContext, args: KnowledgeBaseArgs) -> Result<ToolExecutionResult> {
         let top_k = args.top_k();
         let body = json!({ "query": args.query, "top_k": top_k });
         let found: KnowledgeBaseOutput = self
             .functions
-            .post_json("kb-retrieve", &self.config.search_url, &body, ctx)
+            .post_json("kb-retrieve", &self.search_url, &body, ctx)
             .await?;
         let de = ctx.locale == Locale::De;
         if found.results.is_empty() {

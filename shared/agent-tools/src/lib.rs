@@ -1,15 +1,16 @@
-//! Tools the LLM can call: one file per tool and a registry that names them. Which tools a
-//! conversation may use is the agent profile's business (`agent::profiles`); how a step's
-//! calls run is the pipeline's (`agent::pipeline`).
+//! Tools the LLM can call: one file per tool, each implementing [`Tool`], and the one list
+//! that registers them ([`tools!`] below). Which tools a conversation may use is the agent
+//! profile's business (`agent::profiles`); how a step's calls run is the pipeline's
+//! (`agent::pipeline`).
 //!
-//! Adding a tool: a variant in [`ToolName`], an argument type in `shared::domain` (its JSON
-//! Schema is derived from it), a file here implementing [`Tool`], a line in
-//! `agent::runtime::ToolRuntime`'s construction, and its settings in `config/agents.toml`.
-//! `docs/adding-a-tool.md` walks through it with [`award_value`] as the example.
+//! Adding a tool: a file here implementing [`Tool`], its `mod` line and its line in
+//! `tools!`, and its settings in `config/agents.toml`. `docs/adding-a-tool.md` walks
+//! through it with [`award_value`] as the example.
 
 pub mod ask_gpt;
 pub mod award_value;
 pub mod catalog;
+mod deps;
 pub mod fare_alert;
 mod flight_message;
 mod flight_rows;
@@ -21,6 +22,7 @@ pub mod remember;
 mod schema;
 pub mod select_flight;
 mod settings;
+mod typed;
 pub mod ui;
 
 use std::sync::Arc;
@@ -29,12 +31,15 @@ use std::time::Instant;
 use async_trait::async_trait;
 use serde_json::Value;
 
+pub use catalog::{Label, McpExposure, ToolInfo};
+pub use deps::{FunctionUrls, ToolDeps};
 pub use functions::{FunctionClient, SigV4Signer};
 pub use schema::ToolSchema;
 pub use settings::RateLimitEntry;
 pub use settings::{
     Approval, DEFAULT_RETRY_BASE_SECS, MAX_DELAY, RetryOn, RetrySchedule, ToolSettings,
 };
+pub use typed::{Tool, TypedTool, with_output};
 
 use agent_core::llm::ToolSpec;
 use shared::domain::flight::Locale;
@@ -44,20 +49,31 @@ use shared::domain::tool_call::ToolName;
 use shared::domain::tool_result::ToolExecutionResult;
 pub use shared::{Error, Result};
 
-pub use catalog::{Label, McpExposure, ToolInfo};
+/// Declares this deployment's tools, one line each, in the order the model is offered
+/// them: [`CATALOG`] (their facts) and [`build_all`] (their instances) come from it.
+macro_rules! tools {
+    ($($tool:ty),* $(,)?) => {
+        /// Every tool's facts (name, label, MCP exposure), in the order of [`build_all`].
+        pub const CATALOG: &[ToolInfo] = &[$(<$tool as Tool>::INFO),*];
 
-/// Every tool of this crate, in the order the model is offered them.
-pub const CATALOG: &[ToolInfo] = &[
-    flights::SearchFlightsTool::INFO,
-    knowledge_base::SearchKnowledgeBaseTool::INFO,
-    ask_gpt::AskGptTool::INFO,
-    award_value::AwardValueTool::INFO,
-    remember::RememberTool::INFO,
-    select_flight::SelectFlightTool::INFO,
-    ui::SuggestRepliesTool::INFO,
-    ui::ShowFlightOptionsTool::INFO,
-    fare_alert::CreateFareAlertTool::INFO,
-];
+        /// Every tool, built once per container, in the order the model is offered them.
+        pub fn build_all(deps: &ToolDeps) -> Result<Vec<Arc<dyn DynTool>>> {
+            Ok(vec![$(TypedTool::<$tool>::build(deps)?),*])
+        }
+    };
+}
+
+tools! {
+    flights::SearchFlightsTool,
+    knowledge_base::SearchKnowledgeBaseTool,
+    ask_gpt::AskGptTool,
+    award_value::AwardValueTool,
+    remember::RememberTool,
+    select_flight::SelectFlightTool,
+    ui::SuggestRepliesTool,
+    ui::ShowFlightOptionsTool,
+    fare_alert::CreateFareAlertTool,
+}
 
 /// Who a tool runs for, and until when.
 #[derive(Debug, Clone)]
@@ -99,15 +115,17 @@ impl Progress {
     }
 }
 
+/// A tool as the registry and the pipeline hold it: arguments and requests as JSON. A
+/// [`Tool`] becomes one through [`TypedTool`]; an external MCP server's tool is one itself.
 #[async_trait]
-pub trait Tool: Send + Sync {
+pub trait DynTool: Send + Sync {
     fn name(&self) -> ToolName;
 
     /// Schema and description offered to the LLM, and the validator of its arguments.
     fn schema(&self) -> &ToolSchema;
 
     /// Checks the LLM's arguments and returns the canonical request: defaults applied and
-    /// spelling normalised, so it is both the dedupe input and what [`Tool::execute`] runs.
+    /// spelling normalised, so it is both the dedupe input and what [`DynTool::execute`] runs.
     /// An `Error::Invalid` goes back to the LLM, which may correct its call.
     fn prepare(&self, args: Value, ctx: &ToolContext) -> Result<Value>;
 
@@ -133,11 +151,7 @@ pub trait Tool: Send + Sync {
     /// (`approval = "always"`): one line saying what the call will do. The default names
     /// the tool and its canonical request.
     fn approval_summary(&self, request: &Value, locale: Locale) -> String {
-        let name = self.name();
-        match locale {
-            Locale::De => format!("{name} ausführen mit {request}"),
-            Locale::En => format!("Run {name} with {request}"),
-        }
+        default_approval_summary(self.name(), request, locale)
     }
 
     /// What this tool's rate limit counts: its name (an external tool: its offered name).
@@ -149,6 +163,15 @@ pub trait Tool: Send + Sync {
     /// `ui` event's payload, sent and stored with the answer; nothing else runs.
     fn ui_kind(&self) -> Option<shared::domain::ui::UiKind> {
         None
+    }
+}
+
+/// What the user is asked to approve when the tool says nothing better: its name and
+/// canonical request.
+pub fn default_approval_summary(name: ToolName, request: &Value, locale: Locale) -> String {
+    match locale {
+        Locale::De => format!("{name} ausführen mit {request}"),
+        Locale::En => format!("Run {name} with {request}"),
     }
 }
 
@@ -168,7 +191,7 @@ pub trait ExternalTools: Send + Sync {
 /// A registered tool with its settings.
 #[derive(Clone)]
 pub struct RegisteredTool {
-    pub tool: Arc<dyn Tool>,
+    pub tool: Arc<dyn DynTool>,
     pub settings: ToolSettings,
 }
 
@@ -185,7 +208,7 @@ impl ToolRegistry {
         Self::default()
     }
 
-    pub fn register(&mut self, tool: Arc<dyn Tool>, settings: ToolSettings) -> &mut Self {
+    pub fn register(&mut self, tool: Arc<dyn DynTool>, settings: ToolSettings) -> &mut Self {
         let name = tool.name();
         let registered = RegisteredTool { tool, settings };
         match self.tools.iter_mut().find(|(known, _)| *known == name) {

@@ -7,9 +7,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde_json::Value;
 
-use super::{Tool, ToolContext, ToolSchema};
-use crate::catalog::{Label, McpExposure, ToolInfo};
-use crate::{Error, Result};
+use crate::{Label, McpExposure, Result, Tool, ToolContext, ToolDeps, ToolInfo};
 use shared::domain::memory::{MemoryChange, MemoryNote, RememberArgs};
 use shared::domain::tool_call::ToolName;
 use shared::domain::tool_result::ToolExecutionResult;
@@ -17,20 +15,11 @@ use shared::memory::MemoryStore;
 
 pub struct RememberTool {
     store: Arc<dyn MemoryStore>,
-    schema: ToolSchema,
 }
 
-impl RememberTool {
-    pub fn new(store: Arc<dyn MemoryStore>) -> Result<Self> {
-        Ok(Self {
-            store,
-            schema: ToolSchema::of::<RememberArgs>(ToolName::REMEMBER)?,
-        })
-    }
-}
-
-impl RememberTool {
-    pub const INFO: ToolInfo = ToolInfo {
+#[async_trait]
+impl Tool for RememberTool {
+    const INFO: ToolInfo = ToolInfo {
         name: ToolName::REMEMBER,
         label: Label {
             en: "remembering",
@@ -38,27 +27,26 @@ impl RememberTool {
         },
         mcp: McpExposure::NotServed("works only inside a chat"),
     };
-}
+    type Args = RememberArgs;
+    type Request = RememberArgs;
+    type Output = ();
 
-#[async_trait]
-impl Tool for RememberTool {
-    fn name(&self) -> ToolName {
-        Self::INFO.name
+    fn build(deps: &ToolDeps) -> Result<Self> {
+        Ok(Self {
+            store: deps.memory.clone(),
+        })
     }
 
-    fn schema(&self) -> &ToolSchema {
-        &self.schema
-    }
-
-    fn prepare(&self, args: Value, _: &ToolContext) -> Result<Value> {
-        let args: RememberArgs = self.schema.parse(&args)?;
-        args.validate()?;
+    fn canonical(args: &RememberArgs) -> Result<Value> {
         Ok(args.canonical())
     }
 
-    async fn execute(&self, ctx: &ToolContext, request: &Value) -> Result<ToolExecutionResult> {
-        let args: RememberArgs = serde_json::from_value(request.clone())
-            .map_err(|e| Error::Invalid(format!("stored remember request: {e}")))?;
+    fn prepare(&self, args: RememberArgs, _: &ToolContext) -> Result<RememberArgs> {
+        args.validate()?;
+        Ok(args)
+    }
+
+    async fn run(&self, ctx: &ToolContext, args: RememberArgs) -> Result<ToolExecutionResult> {
         let note = args.note.map(|content| MemoryNote {
             id: shared::ids::new_id(),
             content,

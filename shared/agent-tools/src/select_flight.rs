@@ -7,9 +7,7 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use super::{Tool, ToolContext, ToolSchema};
-use crate::catalog::{Label, McpExposure, ToolInfo};
-use crate::{Error, Result};
+use crate::{Error, Label, McpExposure, Result, Tool, ToolContext, ToolDeps, ToolInfo};
 use shared::domain::session::{OfferedFlight, SessionStatePatch};
 use shared::domain::tool_args::SelectFlightArgs;
 use shared::domain::tool_call::ToolName;
@@ -19,26 +17,18 @@ use shared::domain::tool_result::ToolExecutionResult;
 const MAX_SELECTED: usize = 10;
 
 /// The checked request: the flight picked and the chat's picks with it.
+/// The canonical request: the chosen flight and the chat's selections with it.
 #[derive(Debug, Serialize, Deserialize)]
-struct Selection {
+pub struct Selection {
     chosen: OfferedFlight,
     selected: Vec<Value>,
 }
 
-pub struct SelectFlightTool {
-    schema: ToolSchema,
-}
+pub struct SelectFlightTool;
 
-impl SelectFlightTool {
-    pub fn new() -> Result<Self> {
-        Ok(Self {
-            schema: ToolSchema::of::<SelectFlightArgs>(ToolName::SELECT_FLIGHT)?,
-        })
-    }
-}
-
-impl SelectFlightTool {
-    pub const INFO: ToolInfo = ToolInfo {
+#[async_trait]
+impl Tool for SelectFlightTool {
+    const INFO: ToolInfo = ToolInfo {
         name: ToolName::SELECT_FLIGHT,
         label: Label {
             en: "the flight selection",
@@ -46,20 +36,15 @@ impl SelectFlightTool {
         },
         mcp: McpExposure::NotServed("works only inside a chat"),
     };
-}
+    type Args = SelectFlightArgs;
+    type Request = Selection;
+    type Output = ();
 
-#[async_trait]
-impl Tool for SelectFlightTool {
-    fn name(&self) -> ToolName {
-        Self::INFO.name
+    fn build(_: &ToolDeps) -> Result<Self> {
+        Ok(Self)
     }
 
-    fn schema(&self) -> &ToolSchema {
-        &self.schema
-    }
-
-    fn prepare(&self, args: Value, ctx: &ToolContext) -> Result<Value> {
-        let args: SelectFlightArgs = self.schema.parse(&args)?;
+    fn prepare(&self, args: SelectFlightArgs, ctx: &ToolContext) -> Result<Selection> {
         let offered = &ctx.session_state.offered_flights;
         let Some(chosen) = offered.iter().find(|o| o.option == args.option) else {
             return Err(Error::Invalid(match offered.len() {
@@ -77,15 +62,13 @@ impl Tool for SelectFlightTool {
         selected.push(json!(chosen));
         let excess = selected.len().saturating_sub(MAX_SELECTED);
         selected.drain(..excess);
-        Ok(json!(Selection {
+        Ok(Selection {
             chosen: chosen.clone(),
             selected,
-        }))
+        })
     }
 
-    async fn execute(&self, _: &ToolContext, request: &Value) -> Result<ToolExecutionResult> {
-        let selection: Selection = serde_json::from_value(request.clone())
-            .map_err(|e| Error::Invalid(format!("stored select_flight request: {e}")))?;
+    async fn run(&self, _: &ToolContext, selection: Selection) -> Result<ToolExecutionResult> {
         let f = &selection.chosen.flight;
         let leg = &f.outbound;
         let mut message = format!(

@@ -7,31 +7,34 @@
 //!   the chat's state when the call is checked, so the payload is exactly what was listed.
 
 use async_trait::async_trait;
-use serde_json::{Value, json};
 
-use super::{Tool, ToolContext, ToolSchema};
-use crate::catalog::{Label, McpExposure, ToolInfo};
-use crate::{Error, Result};
+use serde::{Deserialize, Serialize};
+
+use crate::{Error, Label, McpExposure, Result, Tool, ToolContext, ToolDeps, ToolInfo};
 use shared::domain::session::OfferedFlight;
 use shared::domain::tool_args::{ShowFlightOptionsArgs, SuggestRepliesArgs};
 use shared::domain::tool_call::ToolName;
 use shared::domain::tool_result::ToolExecutionResult;
 use shared::domain::ui::UiKind;
 
-pub struct SuggestRepliesTool {
-    schema: ToolSchema,
+pub struct SuggestRepliesTool;
+
+/// `suggest_replies`' request and the `quick_replies` payload: the replies, tidied.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct QuickReplies {
+    pub replies: Vec<String>,
 }
 
-impl SuggestRepliesTool {
-    pub fn new() -> Result<Self> {
-        Ok(Self {
-            schema: ToolSchema::of::<SuggestRepliesArgs>(ToolName::SUGGEST_REPLIES)?,
-        })
-    }
+/// `show_flight_options`' request and the `flight_options` payload: the chosen flights of
+/// the last list, each once.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct FlightCards {
+    pub flights: Vec<OfferedFlight>,
 }
 
-impl SuggestRepliesTool {
-    pub const INFO: ToolInfo = ToolInfo {
+#[async_trait]
+impl Tool for SuggestRepliesTool {
+    const INFO: ToolInfo = ToolInfo {
         name: ToolName::SUGGEST_REPLIES,
         label: Label {
             en: "the reply suggestions",
@@ -39,27 +42,24 @@ impl SuggestRepliesTool {
         },
         mcp: McpExposure::NotServed("works only inside a chat"),
     };
-}
+    type Args = SuggestRepliesArgs;
+    type Request = QuickReplies;
+    type Output = ();
 
-#[async_trait]
-impl Tool for SuggestRepliesTool {
-    fn name(&self) -> ToolName {
-        Self::INFO.name
+    fn build(_: &ToolDeps) -> Result<Self> {
+        Ok(Self)
     }
 
-    fn schema(&self) -> &ToolSchema {
-        &self.schema
+    fn prepare(&self, args: SuggestRepliesArgs, _: &ToolContext) -> Result<QuickReplies> {
+        Ok(QuickReplies {
+            replies: args.canonical()?,
+        })
     }
 
-    fn prepare(&self, args: Value, _: &ToolContext) -> Result<Value> {
-        let args: SuggestRepliesArgs = self.schema.parse(&args)?;
-        Ok(json!({ "replies": args.canonical()? }))
-    }
-
-    async fn execute(&self, _: &ToolContext, request: &Value) -> Result<ToolExecutionResult> {
+    async fn run(&self, _: &ToolContext, replies: QuickReplies) -> Result<ToolExecutionResult> {
         Ok(
             ToolExecutionResult::succeeded("The replies are shown to the user under your answer.")
-                .with_raw(request.clone()),
+                .with_raw(serde_json::to_value(&replies)?),
         )
     }
 
@@ -68,20 +68,11 @@ impl Tool for SuggestRepliesTool {
     }
 }
 
-pub struct ShowFlightOptionsTool {
-    schema: ToolSchema,
-}
+pub struct ShowFlightOptionsTool;
 
-impl ShowFlightOptionsTool {
-    pub fn new() -> Result<Self> {
-        Ok(Self {
-            schema: ToolSchema::of::<ShowFlightOptionsArgs>(ToolName::SHOW_FLIGHT_OPTIONS)?,
-        })
-    }
-}
-
-impl ShowFlightOptionsTool {
-    pub const INFO: ToolInfo = ToolInfo {
+#[async_trait]
+impl Tool for ShowFlightOptionsTool {
+    const INFO: ToolInfo = ToolInfo {
         name: ToolName::SHOW_FLIGHT_OPTIONS,
         label: Label {
             en: "the flight cards",
@@ -89,22 +80,17 @@ impl ShowFlightOptionsTool {
         },
         mcp: McpExposure::NotServed("works only inside a chat"),
     };
-}
+    type Args = ShowFlightOptionsArgs;
+    type Request = FlightCards;
+    type Output = ();
 
-#[async_trait]
-impl Tool for ShowFlightOptionsTool {
-    fn name(&self) -> ToolName {
-        Self::INFO.name
+    fn build(_: &ToolDeps) -> Result<Self> {
+        Ok(Self)
     }
 
-    fn schema(&self) -> &ToolSchema {
-        &self.schema
-    }
-
-    fn prepare(&self, args: Value, ctx: &ToolContext) -> Result<Value> {
-        let args: ShowFlightOptionsArgs = self.schema.parse(&args)?;
+    fn prepare(&self, args: ShowFlightOptionsArgs, ctx: &ToolContext) -> Result<FlightCards> {
         let offered = &ctx.session_state.offered_flights;
-        let mut flights: Vec<&OfferedFlight> = Vec::new();
+        let mut flights: Vec<OfferedFlight> = Vec::new();
         for option in args.options {
             let Some(flight) = offered.iter().find(|o| o.option == option) else {
                 return Err(Error::Invalid(match offered.len() {
@@ -113,16 +99,18 @@ impl Tool for ShowFlightOptionsTool {
                 }));
             };
             if !flights.iter().any(|f| f.option == option) {
-                flights.push(flight);
+                flights.push(flight.clone());
             }
         }
-        Ok(json!({ "flights": flights }))
+        Ok(FlightCards { flights })
     }
 
-    async fn execute(&self, _: &ToolContext, request: &Value) -> Result<ToolExecutionResult> {
-        let shown = request["flights"].as_array().map_or(0, Vec::len);
-        let message = format!("{shown} flights are shown to the user as cards.");
-        Ok(ToolExecutionResult::succeeded(message).with_raw(request.clone()))
+    async fn run(&self, _: &ToolContext, cards: FlightCards) -> Result<ToolExecutionResult> {
+        let message = format!(
+            "{} flights are shown to the user as cards.",
+            cards.flights.len()
+        );
+        Ok(ToolExecutionResult::succeeded(message).with_raw(serde_json::to_value(&cards)?))
     }
 
     fn ui_kind(&self) -> Option<UiKind> {

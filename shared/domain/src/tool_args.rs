@@ -1,5 +1,5 @@
 //! Arguments of the `search_knowledge_base` and `ask_gpt` tools exactly as seed 000 §2.2
-//! defines them, and of `award_value` and `select_flight` (`search_flights` takes
+//! defines them, and of `select_flight` (`search_flights` takes
 //! [`super::flight::FlightSearchInput`], `remember` [`super::memory::RememberArgs`]). The JSON Schemas offered to the LLM are derived
 //! from these types; field docs are what the model reads.
 
@@ -104,89 +104,6 @@ impl AskGptArgs {
             "query": self.query.trim(),
             "temperature": self.temperature(),
             "web_search": self.web_search.unwrap_or(false),
-        })
-    }
-}
-
-/// Value an award redemption: cents of cash price saved per mile.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[schemars(
-    description = "Work out what an award redemption is worth in cents per mile, from the cash price of the same ticket, the miles it needs and the taxes and fees paid on the award, and whether that beats a target."
-)]
-pub struct AwardValueArgs {
-    /// Cash price of the same ticket, in `currency`. Above 0.
-    #[schemars(extend("exclusiveMinimum" = 0))]
-    pub cash_price: f64,
-    /// Currency of `cash_price` and `taxes`: a 3-letter ISO 4217 code, e.g. EUR or USD.
-    #[schemars(pattern(r"^[A-Za-z]{3}$"))]
-    pub currency: String,
-    /// Miles (points) the award costs, at least 1.
-    #[schemars(range(min = 1))]
-    pub miles: u32,
-    /// Taxes and fees paid on the award, in `currency`; less than `cash_price`. Defaults to 0.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(range(min = 0), extend("default" = 0))]
-    pub taxes: Option<f64>,
-    /// Cents per mile from which a redemption counts as good. Defaults to 1.2.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(extend("exclusiveMinimum" = 0, "default" = 1.2))]
-    pub target_cents_per_mile: Option<f64>,
-}
-
-impl AwardValueArgs {
-    pub const DEFAULT_TARGET_CENTS_PER_MILE: f64 = 1.2;
-
-    /// Taxes and fees, default 0.
-    pub fn taxes(&self) -> f64 {
-        self.taxes.unwrap_or(0.0)
-    }
-
-    /// The threshold of a good redemption, default 1.2 cents per mile.
-    pub fn target_cents_per_mile(&self) -> f64 {
-        self.target_cents_per_mile
-            .unwrap_or(Self::DEFAULT_TARGET_CENTS_PER_MILE)
-    }
-
-    /// The domain checks: the schema's bounds (so a request built in code is held to them
-    /// too) and what the schema cannot say, taxes below the cash price. Errors name the field.
-    pub fn validate(&self) -> Result<(), Error> {
-        if !(self.cash_price.is_finite() && self.cash_price > 0.0) {
-            return Err(Error::Invalid("cash_price must be above 0".into()));
-        }
-        if !(self.currency.len() == 3 && self.currency.bytes().all(|b| b.is_ascii_alphabetic())) {
-            return Err(Error::Invalid(format!(
-                "currency must be a 3-letter code such as EUR, got {:?}",
-                self.currency
-            )));
-        }
-        if self.miles == 0 {
-            return Err(Error::Invalid("miles must be at least 1".into()));
-        }
-        let taxes = self.taxes();
-        if !(taxes >= 0.0 && taxes < self.cash_price) {
-            return Err(Error::Invalid(format!(
-                "taxes must be at least 0 and less than cash_price ({}), got {taxes}",
-                self.cash_price
-            )));
-        }
-        let target = self.target_cents_per_mile();
-        if !(target.is_finite() && target > 0.0) {
-            return Err(Error::Invalid(
-                "target_cents_per_mile must be above 0".into(),
-            ));
-        }
-        Ok(())
-    }
-
-    /// Every field set (defaults applied) and the currency upper-cased, for dedupe and
-    /// execution alike.
-    pub fn canonical(&self) -> Value {
-        json!({
-            "cash_price": self.cash_price,
-            "currency": self.currency.to_ascii_uppercase(),
-            "miles": self.miles,
-            "taxes": self.taxes(),
-            "target_cents_per_mile": self.target_cents_per_mile(),
         })
     }
 }
