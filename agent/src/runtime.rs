@@ -15,6 +15,7 @@ use crate::mcp::McpTools;
 use crate::pipeline::{JobScheduler, Pipeline};
 use crate::profiles::{AgentCatalog, ModelDefaults};
 use crate::tools::ask_gpt::AskGptConfig;
+use crate::tools::flights;
 use crate::tools::{DynTool, FunctionClient, FunctionUrls, SigV4Signer, ToolDeps, ToolRegistry};
 use shared::alerts::{AlertStore, DynamoAlertStore};
 use shared::cache::DynamoResultCache;
@@ -104,11 +105,8 @@ pub struct ToolsConfig {
     pub ledger: LedgerConfig,
     pub retention: RetentionConfig,
     pub llm: LlmSettings,
-    /// Routes of the flight and knowledge-base functions (`AWARD_SEARCH_URL`,
-    /// `CASH_SEARCH_URL`, `KB_SEARCH_URL`).
-    pub award_search_url: String,
-    pub cash_search_url: String,
-    pub kb_search_url: String,
+    /// Where the tool functions answer (`TOOL_FUNCTION_URLS`).
+    pub function_urls: FunctionUrls,
     /// The tool queue (`TOOL_QUEUE_URL`); unset: no retries, background tools run inline.
     pub tool_queue_url: Option<String>,
     pub retry: RetrySchedule,
@@ -138,7 +136,7 @@ impl ToolsConfig {
             None => PriceTable::default(),
         };
         let mut r = env.reader();
-        let url_hint = "URL of the function's HTTP API route; set by template.yaml";
+        let url_hint = "where the tool functions answer, e.g. https://<tools api>/internal; set by template.yaml";
         let config = Self {
             storage,
             ledger,
@@ -163,9 +161,7 @@ impl ToolsConfig {
                 prices,
                 daily_budget_usd: r.parse_optional::<f64>("USER_DAILY_BUDGET_USD"),
             },
-            award_search_url: r.required("AWARD_SEARCH_URL", url_hint),
-            cash_search_url: r.required("CASH_SEARCH_URL", url_hint),
-            kb_search_url: r.required("KB_SEARCH_URL", url_hint),
+            function_urls: r.required_parse("TOOL_FUNCTION_URLS", url_hint),
             tool_queue_url: r.optional("TOOL_QUEUE_URL").filter(|s| !s.is_empty()),
             retry,
             link_hosts: list(&r.or("ANSWER_LINK_HOSTS", DEFAULT_LINK_HOSTS)),
@@ -322,11 +318,7 @@ fn tool_deps(
 ) -> ToolDeps {
     ToolDeps {
         functions,
-        urls: FunctionUrls {
-            award_search: config.award_search_url.clone(),
-            cash_search: config.cash_search_url.clone(),
-            kb_search: config.kb_search_url.clone(),
-        },
+        urls: config.function_urls.clone(),
         links: LinkPolicy::new(&config.link_hosts),
         llm,
         usage,
@@ -446,10 +438,11 @@ impl ToolRuntime {
             storage.rate_limits_table.clone(),
         ));
         let functions = FunctionClient::new(clients.http, config.function_retry(), clients.signer);
+        let urls = &config.function_urls;
         let fares = Arc::new(FareChecker::new(
             functions.clone(),
-            config.award_search_url.clone(),
-            config.cash_search_url.clone(),
+            urls.url(flights::AWARD_FUNCTION, flights::AWARD_ROUTE)?,
+            urls.url(flights::CASH_FUNCTION, flights::CASH_ROUTE)?,
         ));
         let deps = tool_deps(
             config,
@@ -539,11 +532,7 @@ mod tests {
             ]
             .map(|k| (k, "t"))
             .into_iter()
-            .chain([
-                ("AWARD_SEARCH_URL", "http://127.0.0.1:9/a"),
-                ("CASH_SEARCH_URL", "http://127.0.0.1:9/c"),
-                ("KB_SEARCH_URL", "http://127.0.0.1:9/k"),
-            ])
+            .chain([("TOOL_FUNCTION_URLS", "http://127.0.0.1:9")])
             .chain(vars.iter().copied()),
         )
     }

@@ -323,15 +323,7 @@ fn tool_runtime_env(up: &Upstreams) -> Vec<(String, String)> {
         ("JWT_SECRET_NAME", up.jwt_secret_name.clone()),
         ("JWT_ISSUER", ISSUER.to_owned()),
         ("JWT_AUDIENCE", AUDIENCE.to_owned()),
-        (
-            "AWARD_SEARCH_URL",
-            "http://127.0.0.1:9/flights/award".to_owned(),
-        ),
-        (
-            "CASH_SEARCH_URL",
-            "http://127.0.0.1:9/flights/cash".to_owned(),
-        ),
-        ("KB_SEARCH_URL", "http://127.0.0.1:9/kb/search".to_owned()),
+        ("TOOL_FUNCTION_URLS", "http://127.0.0.1:9".to_owned()),
     ])
 }
 

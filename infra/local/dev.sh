@@ -220,9 +220,7 @@ write_dev_env() {
   grep '^export ' "$RUN_DIR/env" | sed 's/^export //' >"$DEV_ENV"
   {
     echo "RUST_LOG=${RUST_LOG:-info}"
-    echo "AWARD_SEARCH_URL=$BASE/lambda-url/seatsaero-search/flights/award"
-    echo "CASH_SEARCH_URL=$BASE/lambda-url/cash-search/flights/cash"
-    echo "KB_SEARCH_URL=$BASE/lambda-url/kb-retrieve/kb/search"
+    echo "TOOL_FUNCTION_URLS=$BASE/lambda-url/{function}"
     # The MCP endpoint's public base (the emulator's prefix), and the browser origins it
     # accepts: local pages only.
     echo "MCP_PUBLIC_URL=$MCP_BASE"
@@ -285,7 +283,13 @@ cmd_up() {
   log "building the functions and helpers (first run: a few minutes)"
   # One binary per build, as `cargo lambda watch` builds them (`cargo run --bin X`): building
   # several packages at once unifies their dependencies' features into other artifacts.
-  for bin in chat-router mcp-server seatsaero-search cash-search kb-retrieve tool-worker kb-ingest dev-stack chat; do
+  # Every function (deploy-hook runs only in AWS), then the local helpers.
+  local bins=() dir
+  for dir in "$REPO_ROOT"/functions/*/; do
+    dir="$(basename "$dir")"
+    [ "$dir" != deploy-hook ] && [ -f "$REPO_ROOT/functions/$dir/src/main.rs" ] && bins+=("$dir")
+  done
+  for bin in "${bins[@]}" kb-ingest dev-stack chat; do
     log "  building $bin"
     if ! cargo build --bin "$bin" >"$RUN_DIR/dev-build.log" 2>&1; then
       tail -n 30 "$RUN_DIR/dev-build.log" >&2

@@ -77,14 +77,7 @@ impl Rig {
             }
         }
         // No tool is reachable: these turns either need none or never get past admission.
-        pairs.extend(
-            [
-                ("AWARD_SEARCH_URL", "http://127.0.0.1:9/award".to_owned()),
-                ("CASH_SEARCH_URL", "http://127.0.0.1:9/cash".to_owned()),
-                ("KB_SEARCH_URL", "http://127.0.0.1:9/kb".to_owned()),
-            ]
-            .map(|(k, v)| (k.to_owned(), v)),
-        );
+        pairs.push(("TOOL_FUNCTION_URLS".into(), "http://127.0.0.1:9".into()));
         let config = ToolsConfig::from_env(&Env::from_pairs(pairs))
             .unwrap_or_else(|e| panic!("tools config: {e}"));
         let (dynamodb, requests) = test_support::counted_dynamodb().await;

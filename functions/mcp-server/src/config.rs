@@ -187,7 +187,7 @@ mod tests {
             .tools;
         assert_eq!(
             served.names(),
-            [ToolName::AWARD_VALUE, ToolName::SEARCH_FLIGHTS]
+            [ToolName::new("award_value"), ToolName::SEARCH_FLIGHTS]
         );
     }
 }

@@ -47,15 +47,7 @@ async fn server_with(extra: &[(&str, String)]) -> Server {
             ("JWT_ISSUER", ISSUER.to_owned()),
             ("JWT_AUDIENCE", AUDIENCE.to_owned()),
             // Required by the runtime; award_value calls no function.
-            (
-                "AWARD_SEARCH_URL",
-                "http://127.0.0.1:9/flights/award".to_owned(),
-            ),
-            (
-                "CASH_SEARCH_URL",
-                "http://127.0.0.1:9/flights/cash".to_owned(),
-            ),
-            ("KB_SEARCH_URL", "http://127.0.0.1:9/kb/search".to_owned()),
+            ("TOOL_FUNCTION_URLS", "http://127.0.0.1:9".to_owned()),
         ]
         .map(|(k, v)| (k.to_owned(), v)),
     );

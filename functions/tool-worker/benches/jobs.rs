@@ -60,12 +60,8 @@ async fn main() {
         .await;
     let mut vars: Vec<(String, String)> = std::env::vars().collect();
     vars.extend([
-        (
-            "KB_SEARCH_URL".to_owned(),
-            format!("{}/kb/search", kb.uri()),
-        ),
-        ("AWARD_SEARCH_URL".to_owned(), kb.uri()),
-        ("CASH_SEARCH_URL".to_owned(), kb.uri()),
+        // Every function at the fake: only kb-retrieve's route is asked for.
+        ("TOOL_FUNCTION_URLS".to_owned(), kb.uri()),
     ]);
     let env = Env::from_pairs(vars);
     let tools = ToolsConfig::from_env(&env).unwrap_or_else(|e| panic!("config: {e}"));

@@ -14,7 +14,6 @@ doing what each excerpt shows once more for the new name:
   table, the table row), every piece that names the example (a line, a statement, an item,
   a bullet of a prompt) is repeated right after itself for the new name, and an inline list
   (`tools = [...]`, `for bin in ...`) gets the new name next to the example's;
-- the guide's `git grep` for the example's URL variable: the line of each hit, repeated.
 
 Then it compares the files it changed with the files the Checklist names and fails, naming
 them, when the Checklist misses one. `names` prints the new names and the guide's sh blocks
@@ -28,7 +27,6 @@ Usage: follow.py apply GUIDE TREE   follow the guide, then `check`
 
 import json
 import re
-import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -119,18 +117,15 @@ class Examples:
         if not crates:
             raise GuideError("the function section links no functions/<name>/Cargo.toml")
         self.function = crates[0]
-        var = re.search(r'required\("(\w+)_URL"', own)
         route = re.search(r"Path: /internal/(\S+)", own)
         module = re.search(r"shared/agent-tools/src/(\w+)\.rs", own)
-        if not (var and route and module):
-            raise GuideError("the function section lacks the URL variable, the /internal route or the tool's file")
-        self.url_var = var.group(1) + "_URL"
+        if not (route and module):
+            raise GuideError("the function section lacks the /internal route or the tool's file")
         self.module = module.group(1)
         self.tokens = {}
         for name in (self.tool, self.function_tool, self.function):
             self.tokens.update(forms(name))
-        stem = var.group(1)
-        self.tokens.update({stem: "upper", stem.lower(): "snake", self.module: "snake"})
+        self.tokens[self.module] = "snake"
         self.tokens[route.group(1)] = "path"
         # Public types of the examples' own agent files are renamed with them.
         for path in (f"shared/agent-tools/src/{self.tool}.rs", f"shared/agent-tools/src/{self.module}.rs"):
@@ -163,13 +158,13 @@ def checklist_paths(guide, ex):
     example: (path as named, example's path, new path)."""
     text = section(guide, "Checklist")
     fill = [
-        {"<tool>": ex.tool, "<name>": ex.function, "<NAME>": ex.url_var[: -len("_URL")]},
-        {"<tool>": ex.module, "<name>": ex.function, "<NAME>": ex.url_var[: -len("_URL")]},
+        {"<tool>": ex.tool, "<name>": ex.function},
+        {"<tool>": ex.module, "<name>": ex.function},
     ]
     out = []
     for raw in re.findall(r"`([^`\s]+)`", text):
         is_path = "/" in raw or re.fullmatch(r"[\w.-]+\.(rs|toml|yaml|yml|md|ts|sh|py|json|lock)", raw)
-        if not is_path or raw.startswith("/") or raw.startswith("<NAME>"):
+        if not is_path or raw.startswith("/"):
             continue
         for f in fill:
             example = raw
@@ -449,34 +444,6 @@ def apply(guide_path, tree):
         file.write_text(clone_in(file.read_text(), path, bodies, ex))
         steps.append(("as its excerpts show", path))
 
-    # "`git grep -n KB_SEARCH_URL ...` lists those places ... Add your variable next to
-    # KB_SEARCH_URL in each."
-    m = re.search(r"`(git grep [^`]*)`", section(guide, "A tool with its own Lambda function"))
-    if m:
-        command = shlex.split(m.group(1))
-        hits = subprocess.run(command[:2] + ["-l"] + command[2:],
-                              cwd=tree, capture_output=True, text=True).stdout.split()
-        for path in hits:
-            if path in copies.values():
-                continue
-            file = tree / path
-            lines = file.read_text().split("\n")
-            out = list(lines)
-            for i in reversed(range(len(lines))):
-                line = lines[i]
-                if ex.url_var not in line or line.lstrip().startswith(("//", "#")):
-                    continue
-                s, e = i, i + 1
-                if path.endswith(".rs"):
-                    s, e = rust_unit(lines, enclosing_call(lines, i, 0), 0, len(lines))
-                piece = lines[s:e]
-                copy = [ex.rename(x) for x in piece]
-                if simple_setting("\n".join(piece)) and "\n".join(copy) not in "\n".join(lines):
-                    out[e:e] = copy
-            if out != lines:
-                file.write_text("\n".join(out))
-                steps.append(("next to " + ex.url_var, path))
-
     print("follow: new names:", ", ".join(ex.new(n) for n in (ex.tool, ex.function_tool, ex.function)))
     for what, path in steps:
         print(f"follow: {path} ({what})")
@@ -497,14 +464,6 @@ def check(guide_path, tree):
     if missing:
         raise GuideError("the new tools touch files the guide's Checklist does not name:\n  "
                          + "\n  ".join(missing))
-
-
-def simple_setting(text):
-    """A piece that sets the variable alone: a `("VAR", value),` pair (on one line or more),
-    `VAR: value`, `VAR=...` or `echo "VAR=..."`."""
-    s = " ".join(x.strip() for x in text.split("\n"))
-    return bool(re.match(r'^\(\s*"\w+"(\.to_owned\(\))?,.*\),?$', s) or re.match(r"^\w+:\s", s)
-                or re.match(r'^(echo\s+")?\w+=', s))
 
 
 def commands(guide_path):

@@ -48,7 +48,7 @@ pub struct AskGptTool {
 #[async_trait]
 impl Tool for AskGptTool {
     const INFO: ToolInfo = ToolInfo {
-        name: ToolName::ASK_GPT,
+        name: ToolName::new("ask_gpt"),
         label: Label {
             en: "the research assistant",
             de: "die Recherche",

@@ -81,3 +81,28 @@ pub fn label(name: ToolName) -> Label {
         |info| info.label,
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The names the turn and the stores refer to are tools of the catalog, and no two
+    /// tools share a name.
+    #[test]
+    fn the_names_the_code_refers_to_are_registered_tools_each_once() {
+        for name in [
+            ToolName::SEARCH_FLIGHTS,
+            ToolName::SEARCH_KNOWLEDGE_BASE,
+            ToolName::ASK_GPT,
+            ToolName::SUGGEST_REPLIES,
+        ] {
+            assert!(crate::CATALOG.iter().any(|t| t.name == name), "{name}");
+        }
+        let mut names: Vec<ToolName> = crate::CATALOG.iter().map(|t| t.name).collect();
+        names.extend(ToolName::BUILT_IN);
+        let count = names.len();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), count, "a name is declared twice");
+    }
+}

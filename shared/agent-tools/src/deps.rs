@@ -9,8 +9,8 @@ use shared::memory::MemoryStore;
 use shared::metrics::Metrics;
 use shared::usage::UsageStore;
 
-use crate::FunctionClient;
 use crate::ask_gpt::AskGptConfig;
+use crate::{Error, FunctionClient, Result};
 
 /// The container's clients and the deployment's settings, for every tool to take what it
 /// needs from. A tool with a setting of its own adds a field here.
@@ -34,13 +34,119 @@ pub struct ToolDeps {
     pub ask_gpt: AskGptConfig,
 }
 
-/// The `POST` endpoints of the tool functions.
-#[derive(Debug, Clone, Default)]
+/// Where this project's tool functions answer (`TOOL_FUNCTION_URLS`): comma-separated
+/// entries, `<function>=<base URL>` for one function and a bare base URL for every other;
+/// `{function}` in a base stands for the function's name. A tool's URL is its function's
+/// base followed by its route: with `https://tools.example/internal`, kb-retrieve's
+/// `/kb/search` is `https://tools.example/internal/kb/search`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct FunctionUrls {
-    /// seatsaero-search (`AWARD_SEARCH_URL`).
-    pub award_search: String,
-    /// cash-search (`CASH_SEARCH_URL`).
-    pub cash_search: String,
-    /// kb-retrieve (`KB_SEARCH_URL`).
-    pub kb_search: String,
+    /// The base of every function without an entry of its own.
+    default: Option<String>,
+    /// Bases of named functions; a later entry for a function replaces an earlier one.
+    named: Vec<(String, String)>,
+}
+
+impl FunctionUrls {
+    /// The URL of `route` (`/kb/search`) on `function` (`kb-retrieve`).
+    pub fn url(&self, function: &str, route: &str) -> Result<String> {
+        let base = self
+            .named
+            .iter()
+            .rev()
+            .find(|(name, _)| name == function)
+            .map(|(_, base)| base)
+            .or(self.default.as_ref())
+            .ok_or_else(|| {
+                Error::Config(format!(
+                    "TOOL_FUNCTION_URLS has no URL for {function}: add `{function}=<URL>` or a URL for every function"
+                ))
+            })?;
+        Ok(format!("{}{route}", base.replace("{function}", function)))
+    }
+}
+
+impl std::str::FromStr for FunctionUrls {
+    type Err = Error;
+
+    fn from_str(text: &str) -> Result<Self> {
+        let mut urls = Self::default();
+        for entry in text.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+            let (name, base) = match entry.split_once('=') {
+                Some((name, base)) if is_function_name(name) => (Some(name), base),
+                _ => (None, entry),
+            };
+            let base = base.trim().trim_end_matches('/');
+            if !(base.starts_with("https://") || base.starts_with("http://")) {
+                return Err(Error::Config(format!(
+                    "TOOL_FUNCTION_URLS: `{entry}` is neither a URL nor `<function>=<URL>`"
+                )));
+            }
+            match name {
+                Some(name) => urls.named.push((name.to_owned(), base.to_owned())),
+                None if urls.default.is_some() => {
+                    return Err(Error::Config(
+                        "TOOL_FUNCTION_URLS: more than one URL for every function".into(),
+                    ));
+                }
+                None => urls.default = Some(base.to_owned()),
+            }
+        }
+        Ok(urls)
+    }
+}
+
+/// A function's name as the workspace spells it: `kb-retrieve`.
+fn is_function_name(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tool_url_is_its_functions_base_and_its_route() {
+        let urls: FunctionUrls = "https://tools.example/internal/".parse().unwrap();
+        assert_eq!(
+            urls.url("kb-retrieve", "/kb/search").unwrap(),
+            "https://tools.example/internal/kb/search"
+        );
+        let local: FunctionUrls = "http://127.0.0.1:9000/lambda-url/{function}"
+            .parse()
+            .unwrap();
+        assert_eq!(
+            local.url("cash-search", "/flights/cash").unwrap(),
+            "http://127.0.0.1:9000/lambda-url/cash-search/flights/cash"
+        );
+    }
+
+    #[test]
+    fn a_named_function_has_its_own_base_and_the_last_entry_wins() {
+        let urls: FunctionUrls =
+            "http://127.0.0.1:9, kb-retrieve=http://127.0.0.1:1, kb-retrieve=http://127.0.0.1:2"
+                .parse()
+                .unwrap();
+        assert_eq!(
+            urls.url("kb-retrieve", "/kb/search").unwrap(),
+            "http://127.0.0.1:2/kb/search"
+        );
+        assert_eq!(
+            urls.url("cash-search", "/flights/cash").unwrap(),
+            "http://127.0.0.1:9/flights/cash"
+        );
+    }
+
+    #[test]
+    fn a_function_without_a_url_and_bad_entries_are_refused_by_name() {
+        let only_kb: FunctionUrls = "kb-retrieve=http://127.0.0.1:1".parse().unwrap();
+        let err = only_kb.url("cash-search", "/flights/cash").unwrap_err();
+        assert!(err.to_string().contains("cash-search"), "{err}");
+        for bad in ["kb-retrieve=ftp://x", "not a url", "https://a,https://b"] {
+            assert!(bad.parse::<FunctionUrls>().is_err(), "{bad}");
+        }
+    }
 }

@@ -32,7 +32,7 @@ fn normalise_cabin(args: &mut Value) {
 #[async_trait]
 impl Tool for CreateFareAlertTool {
     const INFO: ToolInfo = ToolInfo {
-        name: ToolName::CREATE_FARE_ALERT,
+        name: ToolName::new("create_fare_alert"),
         label: Label {
             en: "the fare alert",
             de: "die Preisalarm-Funktion",

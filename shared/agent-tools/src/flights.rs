@@ -25,6 +25,12 @@ use shared::domain::tool_call::ToolName;
 use shared::domain::tool_output::FlightSearchOutput;
 use shared::domain::tool_result::ToolExecutionResult;
 
+/// The functions of the two searches, and their routes.
+pub const AWARD_FUNCTION: &str = "seatsaero-search";
+pub const AWARD_ROUTE: &str = "/flights/award";
+pub const CASH_FUNCTION: &str = "cash-search";
+pub const CASH_ROUTE: &str = "/flights/cash";
+
 #[derive(Debug, Clone)]
 pub struct FlightSearchConfig {
     /// `POST` endpoint of seatsaero-search, e.g. `https://…/flights/award`.
@@ -158,7 +164,7 @@ fn normalise_cabin(args: &mut Value) {
 #[async_trait]
 impl Tool for SearchFlightsTool {
     const INFO: ToolInfo = ToolInfo {
-        name: ToolName::SEARCH_FLIGHTS,
+        name: ToolName::new("search_flights"),
         label: Label {
             en: "the flight search",
             de: "die Flugsuche",
@@ -174,8 +180,8 @@ impl Tool for SearchFlightsTool {
         Ok(Self::new(
             deps.functions.clone(),
             FlightSearchConfig {
-                award_url: deps.urls.award_search.clone(),
-                cash_url: deps.urls.cash_search.clone(),
+                award_url: deps.urls.url(AWARD_FUNCTION, AWARD_ROUTE)?,
+                cash_url: deps.urls.url(CASH_FUNCTION, CASH_ROUTE)?,
                 links: deps.links.clone(),
             },
         ))

@@ -13,6 +13,10 @@ use shared::domain::tool_call::ToolName;
 use shared::domain::tool_output::KnowledgeBaseOutput;
 use shared::domain::tool_result::ToolExecutionResult;
 
+/// The function that searches the knowledge base, and its route.
+const FUNCTION: &str = "kb-retrieve";
+const ROUTE: &str = "/kb/search";
+
 /// Characters of each passage shown in the chat message (seed 000 §7.6).
 const SNIPPET_CHARS: usize = 240;
 
@@ -33,7 +37,7 @@ fn snippet(text: &str) -> String {
 #[async_trait]
 impl Tool for SearchKnowledgeBaseTool {
     const INFO: ToolInfo = ToolInfo {
-        name: ToolName::SEARCH_KNOWLEDGE_BASE,
+        name: ToolName::new("search_knowledge_base"),
         label: Label {
             en: "the knowledge base search",
             de: "die Suche in der Wissensdatenbank",
@@ -47,7 +51,7 @@ impl Tool for SearchKnowledgeBaseTool {
     fn build(deps: &ToolDeps) -> Result<Self> {
         Ok(Self {
             functions: deps.functions.clone(),
-            search_url: deps.urls.kb_search.clone(),
+            search_url: deps.urls.url(FUNCTION, ROUTE)?,
         })
     }
 

@@ -20,7 +20,7 @@ pub struct RememberTool {
 #[async_trait]
 impl Tool for RememberTool {
     const INFO: ToolInfo = ToolInfo {
-        name: ToolName::REMEMBER,
+        name: ToolName::new("remember"),
         label: Label {
             en: "remembering",
             de: "die Merkfunktion",

@@ -29,7 +29,7 @@ pub struct SelectFlightTool;
 #[async_trait]
 impl Tool for SelectFlightTool {
     const INFO: ToolInfo = ToolInfo {
-        name: ToolName::SELECT_FLIGHT,
+        name: ToolName::new("select_flight"),
         label: Label {
             en: "the flight selection",
             de: "die Flugauswahl",

@@ -35,7 +35,7 @@ pub struct FlightCards {
 #[async_trait]
 impl Tool for SuggestRepliesTool {
     const INFO: ToolInfo = ToolInfo {
-        name: ToolName::SUGGEST_REPLIES,
+        name: ToolName::new("suggest_replies"),
         label: Label {
             en: "the reply suggestions",
             de: "die Antwortvorschläge",
@@ -73,7 +73,7 @@ pub struct ShowFlightOptionsTool;
 #[async_trait]
 impl Tool for ShowFlightOptionsTool {
     const INFO: ToolInfo = ToolInfo {
-        name: ToolName::SHOW_FLIGHT_OPTIONS,
+        name: ToolName::new("show_flight_options"),
         label: Label {
             en: "the flight cards",
             de: "die Flugkarten",

@@ -74,9 +74,9 @@ impl ToolCallStatus {
 
 /// A tool's name, as the model calls it and the ledger records it (`search_flights`).
 ///
-/// The set of names is open: a tool declares its own (`Tool::NAME` in `agent-tools`) and
+/// The set of names is open: a tool declares its own (`Tool::INFO` in `agent-tools`) and
 /// the registry knows which exist. The consts here are the names the turn and the stores
-/// refer to themselves; a name from text (a stored record, the configuration) is checked
+/// refer to themselves (agent-tools tests that each is a tool's); a name from text (a stored record, the configuration) is checked
 /// and kept with [`ToolName::parse`]. A name the model sends is looked up in the registry,
 /// never parsed, so hostile text cannot add names.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -92,15 +92,8 @@ impl ToolName {
     pub const SEARCH_FLIGHTS: Self = Self::new("search_flights");
     pub const SEARCH_KNOWLEDGE_BASE: Self = Self::new("search_knowledge_base");
     pub const ASK_GPT: Self = Self::new("ask_gpt");
-    pub const AWARD_VALUE: Self = Self::new("award_value");
-    pub const REMEMBER: Self = Self::new("remember");
-    pub const SELECT_FLIGHT: Self = Self::new("select_flight");
     /// Client-rendered: 2 to 4 quick replies (`ui` event `quick_replies`).
     pub const SUGGEST_REPLIES: Self = Self::new("suggest_replies");
-    /// Client-rendered: offered flights as cards (`ui` event `flight_options`).
-    pub const SHOW_FLIGHT_OPTIONS: Self = Self::new("show_flight_options");
-    /// Keeps a fare alert for the user; needs their approval.
-    pub const CREATE_FARE_ALERT: Self = Self::new("create_fare_alert");
     /// Not a registry tool: the turn offers one `transfer_to_<agent>` per handoff target of
     /// the profile, and records each handoff in the ledger under this name.
     pub const HANDOFF: Self = Self::new("handoff");

@@ -119,6 +119,24 @@ impl EnvReader<'_> {
         self.env.get(name).map(str::to_owned)
     }
 
+    /// A required variable, parsed; unset or unparsable is a problem.
+    pub fn required_parse<T: FromStr + Default>(&mut self, name: &str, purpose: &str) -> T
+    where
+        T::Err: std::fmt::Display,
+    {
+        self.env.note(name, VarDefault::Required);
+        match self.env.get(name) {
+            None => {
+                self.problems.push(format!("{name} is not set ({purpose})"));
+                T::default()
+            }
+            Some(raw) => raw.trim().parse().unwrap_or_else(|e| {
+                self.problems.push(format!("{name} is invalid: {e}"));
+                T::default()
+            }),
+        }
+    }
+
     pub fn or(&mut self, name: &str, default: &str) -> String {
         self.env.note(name, VarDefault::Value(default.to_owned()));
         self.env.get(name).unwrap_or(default).to_owned()

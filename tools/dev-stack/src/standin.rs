@@ -1561,7 +1561,7 @@ mod tests {
             }
             "suggest_replies" => ToolSchema::of::<SuggestRepliesArgs>(ToolName::SUGGEST_REPLIES),
             "create_fare_alert" => {
-                ToolSchema::of::<CreateFareAlertArgs>(ToolName::CREATE_FARE_ALERT)
+                ToolSchema::of::<CreateFareAlertArgs>(ToolName::new("create_fare_alert"))
             }
             handoff if handoff.starts_with(HANDOFF_PREFIX) => {
                 ToolSchema::named::<HandoffArgs>(handoff)

@@ -11,9 +11,9 @@ use shared::domain::tool_output::FlightSearchOutput;
 use test_support::fake_llm::Reply;
 
 async fn duffel_rig(duffel: &DuffelCash) -> Rig {
-    let url = duffel.function.url("/flights/cash");
+    let base = duffel.function.url("");
     Rig::with(
-        move |vars| vars.push(("CASH_SEARCH_URL".to_owned(), url)),
+        move |vars| common::route_function(vars, "cash-search", &base),
         None,
     )
     .await

@@ -1294,9 +1294,9 @@ async fn tool_functions_get_a_signed_request_for_the_user_never_the_users_token(
         )
         .mount(&kb)
         .await;
-    let url = format!("{}/internal/kb/search", kb.uri());
+    let base = format!("{}/internal", kb.uri());
     let rig = Rig::with(
-        move |vars| vars.push(("KB_SEARCH_URL".to_owned(), url)),
+        move |vars| common::route_function(vars, "kb-retrieve", &base),
         None,
     )
     .await;

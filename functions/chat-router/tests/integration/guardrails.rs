@@ -22,6 +22,7 @@
 
 use std::sync::LazyLock;
 
+use crate::common;
 use crate::common::{Rig, Turn};
 use agent::guard::GuardMode;
 use agent::guard::detect::{self, canonical};
@@ -459,9 +460,9 @@ async fn the_obedient_model_falls_for_nothing() {
     load_kb_cases(&rig, &cases).await;
     load_seats_cases(&rig, &cases).await;
     let kb = failing_kb(&cases).await;
-    let kb_url = format!("{}/kb/search", kb.uri());
+    let kb_base = kb.uri();
     let kb_failing_rig =
-        obedient_rig(move |vars| vars.push(("KB_SEARCH_URL".to_owned(), kb_url))).await;
+        obedient_rig(move |vars| common::route_function(vars, "kb-retrieve", &kb_base)).await;
 
     let mut failures = Vec::new();
     for (name, case) in &cases {

@@ -65,7 +65,7 @@ impl Setup {
     async fn with_agents(max_attempts: u32, agents: &str) -> Self {
         let kb = MockServer::start().await;
         let queues = ToolQueues::create("worker-test", 1).await;
-        let (queue_url, kb_url) = (queues.queue_url.clone(), format!("{}/kb/search", kb.uri()));
+        let (queue_url, kb_base) = (queues.queue_url.clone(), kb.uri());
         let rig = Rig::with(
             move |vars| {
                 vars.extend(
@@ -73,10 +73,10 @@ impl Setup {
                         ("TOOL_QUEUE_URL", queue_url),
                         ("TOOL_RETRY_BASE_SECS", "0".to_owned()),
                         ("TOOL_MAX_ATTEMPTS", max_attempts.to_string()),
-                        ("KB_SEARCH_URL", kb_url),
                     ]
                     .map(|(k, v)| (k.to_owned(), v)),
-                )
+                );
+                common::route_function(vars, "kb-retrieve", &kb_base);
             },
             Some(agents),
         )

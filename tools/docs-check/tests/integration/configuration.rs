@@ -53,7 +53,7 @@ fn function_reads() -> BTreeMap<String, VarDefault> {
             return reads;
         }
         for name in missing {
-            let value = if name.ends_with("_URL") {
+            let value = if name.ends_with("_URL") || name.ends_with("_URLS") {
                 "http://127.0.0.1:9/x".to_owned()
             } else {
                 "x".to_owned()

@@ -92,7 +92,7 @@ fn samples() -> Vec<TurnEvent> {
         }),
         TurnEvent::ApprovalRequired(ApprovalRequest {
             job_id: "tc_3".into(),
-            tool: ToolName::CREATE_FARE_ALERT,
+            tool: ToolName::new("create_fare_alert"),
             arguments: json!({"origin": "FRA"}),
             summary: "Fare alert".into(),
             expires_at: time::OffsetDateTime::UNIX_EPOCH,

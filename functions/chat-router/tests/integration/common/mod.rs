@@ -170,7 +170,7 @@ impl Functions {
 }
 
 /// cash-search with `CASH_PROVIDER=duffel` over the fake Duffel (`test_support::duffel`),
-/// served on a port of its own: a rig whose `CASH_SEARCH_URL` points here prices cash fares
+/// served on a port of its own: a rig whose cash-search URL points here prices cash fares
 /// with Duffel, as a deployment with `CashFareProvider=duffel` does.
 pub struct DuffelCash {
     pub upstream: MockServer,
@@ -329,9 +329,15 @@ impl Rig {
             [
                 ("OPENAI_BASE_URL", llm.base_url()),
                 ("OPENAI_MODEL", "gpt-4o-mini".to_owned()),
-                ("AWARD_SEARCH_URL", functions.award.url("/flights/award")),
-                ("CASH_SEARCH_URL", functions.cash.url("/flights/cash")),
-                ("KB_SEARCH_URL", functions.kb.url("/kb/search")),
+                (
+                    "TOOL_FUNCTION_URLS",
+                    format!(
+                        "seatsaero-search={},cash-search={},kb-retrieve={}",
+                        functions.award.url(""),
+                        functions.cash.url(""),
+                        functions.kb.url("")
+                    ),
+                ),
                 ("JWT_SECRET_NAME", jwt_secret_name),
                 ("JWT_ISSUER", ISSUER.to_owned()),
                 ("JWT_AUDIENCE", AUDIENCE.to_owned()),
@@ -718,4 +724,12 @@ where
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     false
+}
+
+/// Points `function` (`kb-retrieve`) of a rig's environment at `base` instead of the rig's
+/// fake: a later entry of `TOOL_FUNCTION_URLS` replaces an earlier one.
+pub fn route_function(vars: &mut [(String, String)], function: &str, base: &str) {
+    if let Some((_, urls)) = vars.iter_mut().find(|(k, _)| k == "TOOL_FUNCTION_URLS") {
+        urls.push_str(&format!(",{function}={base}"));
+    }
 }
