@@ -272,14 +272,18 @@ def enclosing_call(lines, i, lo):
 
 
 def yaml_item(lines, start, end):
-    """The template resource (or other top-level entry) around lines[start:end]."""
-    top = start
-    while top > 0 and (indent(lines[top]) > 2 or not lines[top].strip() or lines[top].lstrip().startswith("#")):
-        top -= 1
-    i = top + 1
-    while i < len(lines) and (not lines[i].strip() or indent(lines[i]) > indent(lines[top])):
+    """The template resources (or other top-level entries) around lines[start:end], through
+    the end of the one the last line is in."""
+    def entry_top(k):
+        while k > 0 and (indent(lines[k]) > 2 or not lines[k].strip() or lines[k].lstrip().startswith("#")):
+            k -= 1
+        return k
+
+    top, last = entry_top(start), entry_top(max(end - 1, start))
+    i = last + 1
+    while i < len(lines) and (not lines[i].strip() or indent(lines[i]) > indent(lines[last])):
         i += 1
-    while i > top + 1 and not lines[i - 1].strip():
+    while i > last + 1 and not lines[i - 1].strip():
         i -= 1
     return top, max(i, end)
 

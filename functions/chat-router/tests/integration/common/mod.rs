@@ -331,8 +331,9 @@ impl Rig {
                 ("OPENAI_MODEL", "gpt-4o-mini".to_owned()),
                 (
                     "TOOL_FUNCTION_URLS",
+                    // The three functions at their fakes; any other nowhere.
                     format!(
-                        "seatsaero-search={},cash-search={},kb-retrieve={}",
+                        "http://127.0.0.1:9,seatsaero-search={},cash-search={},kb-retrieve={}",
                         functions.award.url(""),
                         functions.cash.url(""),
                         functions.kb.url("")
