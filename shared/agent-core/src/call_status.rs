@@ -7,8 +7,11 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum CallStatus {
+    /// It ran and answered.
     Succeeded,
+    /// It ran and could not do its job.
     Failed,
+    /// It did not answer in its time.
     Timeout,
     /// The user's per-tool limit is used up; metadata carries `reset_at`.
     RateLimited,
@@ -35,6 +38,7 @@ impl CallStatus {
         )
     }
 
+    /// The status as the wire writes it (`succeeded`, ...).
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Succeeded => "succeeded",

@@ -3,6 +3,8 @@
 //! ([`events::TurnEvent`]), how a tool call ended ([`call_status::CallStatus`]) and the stop
 //! signal of a turn. The `llm` crate implements the trait; the `agent` crate runs turns on it.
 
+#![deny(missing_docs)]
+
 pub mod call_status;
 pub mod events;
 pub mod llm;

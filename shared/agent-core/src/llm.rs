@@ -22,9 +22,13 @@ use domain::token_usage::TokenUsage;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum PromptRole {
+    /// The deployment's instructions.
     System,
+    /// The user's words.
     User,
+    /// The model's answer or tool calls.
     Assistant,
+    /// A tool call's result.
     Tool,
 }
 
@@ -34,13 +38,16 @@ pub enum PromptRole {
 pub struct ToolCallRequest {
     /// The model's id for the call; the tool message answering it echoes it.
     pub id: String,
+    /// The tool's name as the model wrote it (it may name no tool).
     pub name: String,
+    /// The arguments' JSON text.
     pub arguments: String,
 }
 
 /// One message of a prompt.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PromptMessage {
+    /// Who speaks.
     pub role: PromptRole,
     /// Text; empty for an assistant message that only calls tools.
     pub content: String,
@@ -57,14 +64,17 @@ pub struct PromptMessage {
 }
 
 impl PromptMessage {
+    /// A system message.
     pub fn system(content: impl Into<String>) -> Self {
         Self::text(PromptRole::System, content)
     }
 
+    /// A user message.
     pub fn user(content: impl Into<String>) -> Self {
         Self::text(PromptRole::User, content)
     }
 
+    /// An assistant message with its tool calls.
     pub fn assistant(content: impl Into<String>, tool_calls: Vec<ToolCallRequest>) -> Self {
         Self {
             role: PromptRole::Assistant,
@@ -75,6 +85,7 @@ impl PromptMessage {
         }
     }
 
+    /// The result of the call `tool_call_id`.
     pub fn tool(tool_call_id: impl Into<String>, content: impl Into<String>) -> Self {
         Self {
             role: PromptRole::Tool,
@@ -105,7 +116,9 @@ impl PromptMessage {
 /// A tool offered to the model, in OpenAI function form.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolSpec {
+    /// The name the model calls it by.
     pub name: String,
+    /// What it does, for the model.
     pub description: String,
     /// JSON Schema of the arguments object.
     pub parameters: Value,
@@ -116,8 +129,11 @@ pub struct ToolSpec {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ToolChoice {
+    /// The model decides.
     Auto,
+    /// The model must call a tool.
     Required,
+    /// The model may not call tools.
     None,
     /// Exactly this tool.
     Tool(String),
@@ -128,13 +144,17 @@ pub enum ToolChoice {
 pub struct CompletionRequest {
     /// Who answers; `None`: the deployment's default provider (`LLM_PROVIDER`).
     pub provider: Option<Provider>,
+    /// The provider's model id.
     pub model: String,
+    /// The prompt, in order.
     pub messages: Vec<PromptMessage>,
     /// Empty: no tools are sent (and no `tool_choice`).
     pub tools: Vec<ToolSpec>,
+    /// How the model may use `tools`.
     pub tool_choice: ToolChoice,
     /// Left out of the request when `None` (some models reject any value).
     pub temperature: Option<f32>,
+    /// The answer's limit in tokens.
     pub max_tokens: Option<u32>,
 }
 
@@ -142,10 +162,15 @@ pub struct CompletionRequest {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FinishReason {
+    /// It finished its answer.
     Stop,
+    /// It called tools.
     ToolCalls,
+    /// It hit `max_tokens`.
     Length,
+    /// The provider's filter stopped it.
     ContentFilter,
+    /// Anything else, as the provider named it.
     Other(String),
 }
 
@@ -154,8 +179,11 @@ pub enum FinishReason {
 pub struct Completion {
     /// The model that answered, as the provider reports it (else the requested one).
     pub model: String,
+    /// The text, whole.
     pub content: String,
+    /// The tool calls, reassembled from the stream.
     pub tool_calls: Vec<ToolCallRequest>,
+    /// Why it stopped, if the provider said.
     pub finish_reason: Option<FinishReason>,
     /// `None` when the provider reported no usage.
     pub usage: Option<TokenUsage>,
@@ -163,6 +191,7 @@ pub struct Completion {
 
 /// Receives text deltas as the model produces them.
 pub trait TokenSink: Send {
+    /// Takes the next piece of text.
     fn token(&mut self, text: &str);
 }
 
@@ -179,6 +208,7 @@ impl TokenSink for NoTokens {
     fn token(&mut self, _: &str) {}
 }
 
+/// A model behind one API (OpenAI-compatible, Bedrock), or several chosen per request.
 #[async_trait]
 pub trait LlmProvider: Send + Sync {
     /// Runs one completion, streaming text deltas into `tokens` as they arrive. Retries

@@ -49,6 +49,7 @@ impl Providers {
         self
     }
 
+    /// The provider of requests that name none (`LLM_PROVIDER`).
     pub fn default_provider(&self) -> Provider {
         self.default
     }

@@ -19,12 +19,14 @@ struct Inner {
 }
 
 impl StopSignal {
+    /// Stops the turn; waiters wake once.
     pub fn stop(&self) {
         if !self.0.stopped.swap(true, Ordering::SeqCst) {
             self.0.notify.notify_waiters();
         }
     }
 
+    /// Whether the turn was stopped.
     pub fn is_stopped(&self) -> bool {
         self.0.stopped.load(Ordering::SeqCst)
     }

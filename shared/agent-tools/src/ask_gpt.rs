@@ -16,8 +16,10 @@ use shared::domain::tool_result::ToolExecutionResult;
 use shared::metrics::Metrics;
 use shared::usage::UsageStore;
 
+/// `ask_gpt`'s model and prompt, from the deployment's LLM settings.
 #[derive(Debug, Clone)]
 pub struct AskGptConfig {
+    /// The model that answers (the deployment's default, not the profile's).
     pub model: String,
     /// Prepended to the question; says how to answer.
     pub system_prompt: String,
@@ -38,6 +40,7 @@ impl AskGptConfig {
     }
 }
 
+/// `ask_gpt`: one completion without tools, from the model's own knowledge.
 pub struct AskGptTool {
     llm: Arc<dyn LlmProvider>,
     usage: Arc<dyn UsageStore>,

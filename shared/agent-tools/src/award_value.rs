@@ -41,6 +41,7 @@ pub struct AwardValueArgs {
 }
 
 impl AwardValueArgs {
+    /// The target when the model gives none, in cents per mile.
     pub const DEFAULT_TARGET_CENTS_PER_MILE: f64 = 1.2;
 
     /// Taxes and fees, default 0.

@@ -8,6 +8,7 @@ use shared::domain::tool_call::ToolName;
 /// A tool's facts for everything but the model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ToolInfo {
+    /// What the model calls it and the ledger records.
     pub name: ToolName,
     /// How users call it mid-sentence.
     pub label: Label,
@@ -19,11 +20,14 @@ pub struct ToolInfo {
 /// German labels take "die" (every one is feminine), so they fit either case.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Label {
+    /// In English: "the flight search".
     pub en: &'static str,
+    /// In German: "die Flugsuche".
     pub de: &'static str,
 }
 
 impl Label {
+    /// The label in `locale`'s language.
     pub fn in_language(self, locale: Locale) -> &'static str {
         match locale {
             Locale::En => self.en,

@@ -22,6 +22,7 @@ pub struct ToolDeps {
     pub urls: FunctionUrls,
     /// Booking links that may reach the client and the model (`ANSWER_LINK_HOSTS`).
     pub links: LinkPolicy,
+    /// The deployment's model providers.
     pub llm: Arc<dyn LlmProvider>,
     /// Token usage and the users' daily budgets.
     pub usage: Arc<dyn UsageStore>,
@@ -29,6 +30,7 @@ pub struct ToolDeps {
     pub memory: Arc<dyn MemoryStore>,
     /// Users' fare alerts.
     pub alerts: Arc<dyn AlertStore>,
+    /// Where tool metrics go.
     pub metrics: Metrics,
     /// `ask_gpt`'s model and prompt.
     pub ask_gpt: AskGptConfig,

@@ -15,6 +15,7 @@ use shared::domain::flight::{Cabin, Locale};
 use shared::domain::tool_call::ToolName;
 use shared::domain::tool_result::ToolExecutionResult;
 
+/// `create_fare_alert`: keeps a fare alert once the user approves it.
 pub struct CreateFareAlertTool {
     store: Arc<dyn AlertStore>,
 }

@@ -25,12 +25,16 @@ use shared::domain::tool_call::ToolName;
 use shared::domain::tool_output::FlightSearchOutput;
 use shared::domain::tool_result::ToolExecutionResult;
 
-/// The functions of the two searches, and their routes.
+/// The function of the award search.
 pub const AWARD_FUNCTION: &str = "seatsaero-search";
+/// seatsaero-search's route.
 pub const AWARD_ROUTE: &str = "/flights/award";
+/// The function of the cash search.
 pub const CASH_FUNCTION: &str = "cash-search";
+/// cash-search's route.
 pub const CASH_ROUTE: &str = "/flights/cash";
 
+/// Where `search_flights` searches and which booking links it keeps.
 #[derive(Debug, Clone)]
 pub struct FlightSearchConfig {
     /// `POST` endpoint of seatsaero-search, e.g. `https://…/flights/award`.
@@ -41,6 +45,7 @@ pub struct FlightSearchConfig {
     pub links: LinkPolicy,
 }
 
+/// `search_flights`: award and cash flights side by side, asking for what is missing.
 pub struct SearchFlightsTool {
     functions: FunctionClient,
     config: FlightSearchConfig,
@@ -51,7 +56,9 @@ pub struct SearchFlightsTool {
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(untagged, try_from = "Value")]
 pub enum FlightRequest {
+    /// What is known of a search that still lacks something.
     Gathering(Gathering),
+    /// A complete search.
     Search(FlightSearchInput),
 }
 
@@ -69,6 +76,7 @@ impl TryFrom<Value> for FlightRequest {
 }
 
 impl SearchFlightsTool {
+    /// The tool over `functions` with `config`.
     pub fn new(functions: FunctionClient, config: FlightSearchConfig) -> Self {
         Self { functions, config }
     }

@@ -108,6 +108,7 @@ pub struct FunctionClient {
 }
 
 impl FunctionClient {
+    /// A client over `http`, retrying as `retry` says; `signer` signs the IAM routes' calls (`None` locally).
     pub fn new(http: reqwest::Client, retry: RetryPolicy, signer: Option<SigV4Signer>) -> Self {
         Self {
             http,

@@ -20,6 +20,7 @@ const ROUTE: &str = "/kb/search";
 /// Characters of each passage shown in the chat message (seed 000 §7.6).
 const SNIPPET_CHARS: usize = 240;
 
+/// `search_knowledge_base`: passages from kb-retrieve.
 pub struct SearchKnowledgeBaseTool {
     functions: FunctionClient,
     /// `POST` endpoint of kb-retrieve, e.g. `https://…/kb/search`.

@@ -7,6 +7,8 @@
 //! `tools!`, and its settings in `config/agents.toml`. `docs/adding-a-tool.md` walks
 //! through it with [`award_value`] as the example.
 
+#![deny(missing_docs)]
+
 pub mod ask_gpt;
 pub mod award_value;
 pub mod catalog;
@@ -78,13 +80,17 @@ tools! {
 /// Who a tool runs for, and until when.
 #[derive(Debug, Clone)]
 pub struct ToolContext {
+    /// Whose call it is (the token's subject).
     pub user_id: String,
+    /// The chat the call belongs to.
     pub chat_id: String,
+    /// The chat's state when the turn started (the last search, pending requests, picks).
     pub session_state: SessionState,
     /// What the user asked to be remembered, as it was when the turn started.
     pub memory: Arc<UserMemory>,
     /// The user's date (in their time zone, else UTC): dates before it are in the past.
     pub today: time::Date,
+    /// The language the tool answers the user in.
     pub locale: Locale,
     /// The tool must answer before this instant; the pipeline also enforces it.
     pub deadline: Instant,
@@ -107,6 +113,7 @@ impl Progress {
         (Self(Some(tx)), rx)
     }
 
+    /// Tells the user how far the call got (dropped when nobody listens).
     pub fn report(&self, message: impl Into<String>) {
         if let Some(tx) = &self.0 {
             // A closed channel means the call is over: nobody to tell.
@@ -119,6 +126,7 @@ impl Progress {
 /// [`Tool`] becomes one through [`TypedTool`]; an external MCP server's tool is one itself.
 #[async_trait]
 pub trait DynTool: Send + Sync {
+    /// The name the model calls it by and the ledger records.
     fn name(&self) -> ToolName;
 
     /// Schema and description offered to the LLM, and the validator of its arguments.
@@ -191,7 +199,9 @@ pub trait ExternalTools: Send + Sync {
 /// A registered tool with its settings.
 #[derive(Clone)]
 pub struct RegisteredTool {
+    /// The tool.
     pub tool: Arc<dyn DynTool>,
+    /// Its limits from `config/agents.toml`.
     pub settings: ToolSettings,
 }
 
@@ -204,10 +214,12 @@ pub struct ToolRegistry {
 }
 
 impl ToolRegistry {
+    /// An empty registry.
     pub fn new() -> Self {
         Self::default()
     }
 
+    /// Adds `tool` with its settings; a second tool of one name replaces the first.
     pub fn register(&mut self, tool: Arc<dyn DynTool>, settings: ToolSettings) -> &mut Self {
         let name = tool.name();
         let registered = RegisteredTool { tool, settings };
@@ -228,6 +240,7 @@ impl ToolRegistry {
             .find(|known| known.as_str() == name)
     }
 
+    /// The registered tool of `name`.
     pub fn get(&self, name: ToolName) -> Option<&RegisteredTool> {
         self.tools
             .iter()
@@ -241,6 +254,7 @@ impl ToolRegistry {
         self
     }
 
+    /// The external MCP servers' tools, if any are configured.
     pub fn external(&self) -> Option<&Arc<dyn ExternalTools>> {
         self.external.as_ref()
     }
@@ -292,6 +306,7 @@ impl ToolRegistry {
             .collect()
     }
 
+    /// The registered tools' names, in registration order.
     pub fn names(&self) -> impl Iterator<Item = ToolName> + '_ {
         self.tools.iter().map(|(name, _)| *name)
     }

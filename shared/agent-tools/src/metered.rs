@@ -18,7 +18,9 @@ use agent_core::stop::StopSignal;
 /// Whose call it is and what for, as the usage record says.
 #[derive(Debug, Clone, Copy)]
 pub struct UsageScope<'a> {
+    /// Whose call it is.
     pub user_id: &'a str,
+    /// The chat, for a call made in one.
     pub chat_id: Option<&'a str>,
     /// e.g. `chat`, `ask_gpt`.
     pub operation: &'a str,
@@ -27,8 +29,11 @@ pub struct UsageScope<'a> {
 /// What runs an LLM call and what records it: the provider, the usage store, the metrics.
 #[derive(Clone, Copy)]
 pub struct Meter<'a> {
+    /// Who answers.
     pub llm: &'a dyn LlmProvider,
+    /// Where usage and the daily budget are kept.
     pub usage: &'a dyn UsageStore,
+    /// Where the call's metrics go.
     pub metrics: &'a Metrics,
 }
 

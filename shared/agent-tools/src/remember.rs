@@ -13,6 +13,7 @@ use shared::domain::tool_call::ToolName;
 use shared::domain::tool_result::ToolExecutionResult;
 use shared::memory::MemoryStore;
 
+/// `remember`: keeps the user's travel preferences and notes.
 pub struct RememberTool {
     store: Arc<dyn MemoryStore>,
 }

@@ -14,7 +14,9 @@ use shared::domain::tool_call::ToolName;
 /// Most validation errors reported back to the LLM at once; more only add noise.
 const MAX_REPORTED_ERRORS: usize = 5;
 
+/// A tool's schema as offered to the model, and the validator of its arguments.
 pub struct ToolSchema {
+    /// Name, description and parameters, as the model is offered them.
     pub spec: ToolSpec,
     /// Compiled at the first check, not at cold start: a container compiles only the
     /// validators of the tools it runs (the flight schema's patterns cost most).

@@ -24,6 +24,7 @@ pub struct Selection {
     selected: Vec<Value>,
 }
 
+/// `select_flight`: records the flight the user picks from the last list.
 pub struct SelectFlightTool;
 
 #[async_trait]

@@ -24,7 +24,9 @@ pub enum Approval {
 /// Operating limits of one tool, from `config/agents.toml`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ToolSettings {
+    /// How long one call may take, retries inside it included (`timeout_secs`).
     pub timeout: Duration,
+    /// Calls per user per window (`rate_limit`); `None`: unlimited.
     pub rate_limit: Option<RateLimit>,
     /// This tool's retries through the tool queue; `None`: the deployment's
     /// (`TOOL_MAX_ATTEMPTS`, `TOOL_RETRY_BASE_SECS`).
@@ -42,7 +44,9 @@ pub struct ToolSettings {
 /// `retryConfig.retryOn`): an upstream error (5xx, 429, unreachable) and a timeout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RetryOn {
+    /// Retry after an upstream error.
     pub upstream: bool,
+    /// Retry after a timeout.
     pub timeout: bool,
 }
 
@@ -119,6 +123,7 @@ pub const DEFAULT_RETRY_BASE_SECS: u64 = 5;
 pub const MAX_DELAY: Duration = Duration::from_secs(900);
 
 impl RetrySchedule {
+    /// The deployment's schedule (`TOOL_MAX_ATTEMPTS`, `TOOL_RETRY_BASE_SECS`).
     pub fn from_env(env: &Env) -> Result<Self> {
         let mut r = env.reader();
         let schedule = Self {

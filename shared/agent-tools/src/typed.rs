@@ -107,6 +107,7 @@ pub struct TypedTool<T> {
 }
 
 impl<T: Tool> TypedTool<T> {
+    /// `tool` with its schema (derived, checked to compile at the first call).
     pub fn new(tool: T) -> Result<Self> {
         Ok(Self {
             tool,

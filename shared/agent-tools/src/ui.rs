@@ -17,11 +17,13 @@ use shared::domain::tool_call::ToolName;
 use shared::domain::tool_result::ToolExecutionResult;
 use shared::domain::ui::UiKind;
 
+/// `suggest_replies`: quick replies the client shows under the answer.
 pub struct SuggestRepliesTool;
 
 /// `suggest_replies`' request and the `quick_replies` payload: the replies, tidied.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct QuickReplies {
+    /// 2 to 4 replies, whitespace tidied, without repeats.
     pub replies: Vec<String>,
 }
 
@@ -29,6 +31,7 @@ pub struct QuickReplies {
 /// the last list, each once.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct FlightCards {
+    /// The flights, in the order the model named them.
     pub flights: Vec<OfferedFlight>,
 }
 
@@ -68,6 +71,7 @@ impl Tool for SuggestRepliesTool {
     }
 }
 
+/// `show_flight_options`: flights of the last list as cards.
 pub struct ShowFlightOptionsTool;
 
 #[async_trait]

@@ -11,6 +11,8 @@
 //! expired", "wrong audience", ...); it never quotes the token. Failing to reach Secrets
 //! Manager or the JWKS endpoint is our fault, not the caller's, and stays a 5xx-class error.
 
+#![deny(missing_docs)]
+
 use std::collections::HashMap;
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -65,9 +67,17 @@ pub enum KeySource {
     /// HS256 with a shared secret: the raw text of the Secrets Manager secret named
     /// `secret_name` is the key (not JSON, not base64-decoded), at least
     /// [`MIN_HS256_SECRET_BYTES`] long.
-    SharedSecret { secret_name: String },
+    SharedSecret {
+        /// The secret's name in Secrets Manager.
+        secret_name: String,
+    },
     /// RS256 or ES256 with the keys of an identity provider's JWKS, kept for `cache_ttl`.
-    Jwks { url: String, cache_ttl: Duration },
+    Jwks {
+        /// The identity provider's JWKS URL.
+        url: String,
+        /// How long fetched keys are kept.
+        cache_ttl: Duration,
+    },
 }
 
 /// Which Cognito token callers must send: the value its `token_use` claim must have
@@ -121,6 +131,7 @@ pub fn is_cognito_issuer(issuer: &str) -> bool {
 /// How user tokens are verified.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AuthConfig {
+    /// Where the verifying keys come from.
     pub verifier: KeySource,
     /// The exact `iss` every token must carry (`JWT_ISSUER`).
     pub issuer: String,
@@ -398,8 +409,11 @@ impl Authenticator {
 /// Claims for local development and tests, signed by [`mint_hs256`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DevClaims {
+    /// The user's id.
     pub sub: String,
+    /// The issuer the router expects (`JWT_ISSUER`).
     pub iss: String,
+    /// The audience the router expects (`JWT_AUDIENCE`).
     pub aud: String,
     /// Expiry, seconds since the Unix epoch.
     pub exp: i64,

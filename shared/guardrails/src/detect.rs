@@ -17,19 +17,30 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Finding {
+    /// "Ignore your instructions" and its kin.
     OverrideInstructions,
+    /// Asks for the system prompt.
     SystemPromptExtraction,
+    /// Asks the model to become someone without its rules.
     RolePlay,
+    /// Fakes a message boundary or a system turn.
     BoundarySpoofing,
+    /// Hides an instruction in an encoding (base64, hex, ...).
     EncodedPayload,
+    /// Carries script or markup meant to run in a client.
     ScriptInjection,
+    /// Carries SQL meant to run in a store.
     SqlInjection,
+    /// Asks for keys, tokens or passwords.
     SecretRequest,
+    /// Tells the model which tools to call or with what.
     ToolManipulation,
+    /// Plants a link for the answer to carry.
     LinkInjection,
 }
 
 impl Finding {
+    /// The finding's name in logs and metrics.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::OverrideInstructions => "override_instructions",

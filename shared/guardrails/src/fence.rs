@@ -21,6 +21,7 @@ impl Fence {
         Self::with_boundary(domain::ids::new_id())
     }
 
+    /// A fence with a fixed `boundary` (tests; a turn uses a random one).
     pub fn with_boundary(boundary: impl Into<String>) -> Self {
         Self {
             boundary: boundary.into(),

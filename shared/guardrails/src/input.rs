@@ -10,7 +10,9 @@ use unicode_normalization::{IsNormalized, UnicodeNormalization, is_nfkc_quick};
 /// A normalised text and how many invisible or control characters were removed from it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Normalised {
+    /// The text, normalised.
     pub text: String,
+    /// How many characters were removed.
     pub removed_invisible: usize,
 }
 

@@ -13,6 +13,8 @@
 //!   to hosts not on the allow-list), holding back only what the longest check needs.
 //! - [`links`]: which links an answer may carry.
 
+#![deny(missing_docs)]
+
 pub mod detect;
 pub mod fence;
 pub mod input;

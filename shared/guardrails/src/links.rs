@@ -27,6 +27,7 @@ pub(crate) fn host(url: &str) -> Option<String> {
 }
 
 impl LinkPolicy {
+    /// The policy allowing `hosts` (`.example.com` allows its subdomains).
     pub fn new(hosts: impl IntoIterator<Item = impl AsRef<str>>) -> Self {
         Self {
             hosts: hosts

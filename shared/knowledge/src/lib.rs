@@ -3,6 +3,8 @@
 //! (OpenAI-compatible; Amazon Bedrock's Titan behind the feature `bedrock`). kb-ingest writes
 //! it, kb-retrieve reads it.
 
+#![deny(missing_docs)]
+
 pub mod embeddings;
 pub mod kb;
 

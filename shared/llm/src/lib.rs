@@ -5,6 +5,8 @@
 //! (`agent_core::llm::LlmClients`). chat-router and tool-worker depend on this crate;
 //! mcp-server, which never calls a model, does not.
 
+#![deny(missing_docs)]
+
 #[cfg(feature = "bedrock")]
 pub mod bedrock;
 #[cfg(feature = "openai")]

@@ -53,12 +53,15 @@ impl Default for OpenAiConfig {
 pub enum ApiKey {
     /// No `Authorization` header (local Ollama / vLLM).
     None,
+    /// A key given at start-up.
     Static(SecretString),
     /// Read from Secrets Manager through the container's cache on each call (a memory read
     /// within the TTL); dropped from the cache when the endpoint rejects it, so a rotated
     /// key is picked up by the next call.
     Secret {
+        /// The container's secrets cache.
         cache: Arc<SecretsCache>,
+        /// The secret's name.
         name: String,
     },
 }
@@ -83,6 +86,7 @@ pub struct OpenAiClient {
 }
 
 impl OpenAiClient {
+    /// A client over `http` with `config`, authenticating with `key`.
     pub fn new(http: reqwest::Client, config: OpenAiConfig, key: ApiKey) -> Self {
         let url = format!(
             "{}/chat/completions",

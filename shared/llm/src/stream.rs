@@ -53,6 +53,7 @@ struct PartialCall {
 }
 
 impl StreamAssembler {
+    /// A parser with nothing received yet.
     pub fn new() -> Self {
         Self::default()
     }

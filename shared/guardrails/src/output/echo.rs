@@ -243,6 +243,7 @@ pub struct EchoIndexes {
 const KEPT_INDEXES: usize = 64;
 
 impl EchoIndexes {
+    /// The index of `parts`, built once per set of parts.
     pub fn get(&self, parts: &[&str]) -> Arc<EchoIndex> {
         let key: Vec<String> = parts.iter().map(|p| (*p).to_owned()).collect();
         // A panic while holding the lock leaves a valid map: keep using it.

@@ -49,12 +49,16 @@ const MIN_SECRET_LEN: usize = 8;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Violation {
+    /// The turn's canary appeared: the prompt leaked.
     Canary,
+    /// A run of the system prompt appeared.
     SystemPromptEcho,
+    /// A secret's value appeared.
     Secret,
 }
 
 impl Violation {
+    /// The violation's name in logs and metrics.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Canary => "canary",
@@ -257,6 +261,7 @@ impl StreamGuard {
         }
     }
 
+    /// Why the answer was cut, if it was.
     pub fn violation(&self) -> Option<Violation> {
         self.violation
     }

@@ -33,6 +33,7 @@ pub fn client_at(sdk: &aws_config::SdkConfig, endpoint: &str) -> Client {
     )
 }
 
+/// Titan text embeddings through Bedrock Runtime's `InvokeModel`.
 #[derive(Debug, Clone)]
 pub struct BedrockEmbeddings {
     client: Client,
@@ -56,6 +57,7 @@ struct TitanResponse {
 }
 
 impl BedrockEmbeddings {
+    /// A client of `model` over the SDK's `client`, asking for `dimensions`-long vectors.
     pub fn new(client: Client, model: impl Into<String>, dimensions: u32) -> Self {
         Self {
             client,
@@ -64,10 +66,12 @@ impl BedrockEmbeddings {
         }
     }
 
+    /// The model the vectors come from.
     pub fn model(&self) -> &str {
         &self.model
     }
 
+    /// The vectors' length.
     pub fn dimensions(&self) -> u32 {
         self.dimensions
     }

@@ -37,6 +37,7 @@ pub type EmbeddingsProvider = domain::provider::Provider;
 /// Where the vectors come from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum EmbeddingsEndpoint {
+    /// An OpenAI-compatible `/v1/embeddings` server.
     Http {
         /// Server root, e.g. `https://api.openai.com` or `http://127.0.0.1:8088` (a trailing
         /// `/v1` is accepted too).
@@ -52,7 +53,9 @@ pub enum EmbeddingsEndpoint {
 /// Where embeddings come from, read from the environment.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EmbeddingsConfig {
+    /// Where the vectors come from.
     pub endpoint: EmbeddingsEndpoint,
+    /// The embeddings model.
     pub model: String,
     /// Requested vector length (`dimensions` request field); `None` = the model's own.
     /// Always set for Bedrock, so it is checked against the stored knowledge base.
@@ -128,7 +131,9 @@ impl EmbeddingsConfig {
 /// An embeddings client of either provider.
 #[derive(Debug, Clone)]
 pub enum Embedder {
+    /// An OpenAI-compatible server.
     Http(EmbeddingsClient),
+    /// Amazon Bedrock's Titan embeddings.
     #[cfg(feature = "bedrock")]
     Bedrock(bedrock::BedrockEmbeddings),
 }
@@ -143,6 +148,7 @@ impl Embedder {
         }
     }
 
+    /// The model the vectors come from.
     pub fn model(&self) -> &str {
         match self {
             Self::Http(client) => client.model(),
@@ -170,6 +176,7 @@ impl Embedder {
     }
 }
 
+/// A client of an OpenAI-compatible `/v1/embeddings`.
 #[derive(Clone)]
 pub struct EmbeddingsClient {
     http: reqwest::Client,
@@ -214,6 +221,7 @@ struct EmbeddingEntry {
 }
 
 impl EmbeddingsClient {
+    /// A client of `config`'s server over `http`.
     pub fn new(
         http: reqwest::Client,
         base_url: &str,
@@ -238,6 +246,7 @@ impl EmbeddingsClient {
         self
     }
 
+    /// The model the vectors come from.
     pub fn model(&self) -> &str {
         &self.model
     }

@@ -28,6 +28,7 @@ pub const CHUNKER_VERSION: u32 = 1;
 
 const MIN_TARGET_CHARS: usize = 100;
 
+/// How documents are split into chunks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ChunkerConfig {
     /// Upper bound of a chunk's length in characters, except for a heading path that alone
@@ -48,6 +49,7 @@ impl Default for ChunkerConfig {
 }
 
 impl ChunkerConfig {
+    /// Chunks of about `target_chars`, each overlapping the last by `overlap_chars`.
     pub fn new(target_chars: usize, overlap_chars: usize) -> Self {
         Self {
             target_chars,

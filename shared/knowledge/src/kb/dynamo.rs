@@ -39,6 +39,7 @@ const CHUNK_PREFIX: &str = "CHUNK#";
 const DOC_PREFIX: &str = "DOC#";
 const KB_PK: &str = "KB";
 
+/// The knowledge base in its DynamoDB table.
 #[derive(Clone)]
 pub struct DynamoKbStore {
     client: Client,
@@ -47,10 +48,12 @@ pub struct DynamoKbStore {
 }
 
 impl DynamoKbStore {
+    /// The store in `table`.
     pub fn new(client: Client, table: impl Into<String>) -> Self {
         Self::with_clock(client, table, Arc::new(SystemClock))
     }
 
+    /// The store in `table`, dating its writes by `clock`.
     pub fn with_clock(client: Client, table: impl Into<String>, clock: Arc<dyn Clock>) -> Self {
         Self {
             client,
@@ -59,6 +62,7 @@ impl DynamoKbStore {
         }
     }
 
+    /// The table's name.
     pub fn table(&self) -> &str {
         &self.table
     }

@@ -22,9 +22,11 @@ use crate::Result;
 pub struct Chunk {
     /// `"<document_id>#<position>"`.
     pub id: String,
+    /// The document it comes from (its file stem).
     pub document_id: String,
     /// 0-based order within the document.
     pub position: u32,
+    /// The text.
     pub content: String,
     /// Hex SHA-256 of `content` ([`content_hash`]).
     pub content_hash: String,
@@ -49,6 +51,7 @@ impl Chunk {
 /// The marker warm kb-retrieve instances poll: any ingest that changed something bumps it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct KbVersion {
+    /// Bumped by every ingest that changed something.
     pub version: u64,
     /// Model the stored embeddings come from; `None` for a text-only (BM25) knowledge base.
     pub embedding_model: Option<String>,
@@ -75,9 +78,11 @@ pub struct SnapshotRef {
 /// decide whether anything needs writing.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DocumentManifest {
+    /// The document's id (its file stem).
     pub document_id: String,
     /// Hex SHA-256 of the whole source file.
     pub content_hash: String,
+    /// How many chunks it was split into.
     pub chunk_count: u32,
     /// Where the document was read from (for humans; ids come from the file stem).
     pub source_path: String,
@@ -85,6 +90,7 @@ pub struct DocumentManifest {
     pub chunking: String,
     /// Model and length of the chunks' embeddings; `None` when stored without embeddings.
     pub embedding_model: Option<String>,
+    /// The vectors' length, when stored with embeddings.
     pub dimensions: Option<u32>,
     /// RFC 3339.
     pub updated_at: String,

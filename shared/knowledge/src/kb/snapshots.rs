@@ -32,6 +32,7 @@ pub struct S3Snapshots {
 
 /// What [`S3Snapshots::get`] read.
 pub enum Fetched {
+    /// The object, whole.
     Bytes(Vec<u8>),
     /// The object is larger than the caller's limit; its body was not read.
     TooLarge(u64),
@@ -45,6 +46,7 @@ fn s3_error(op: &str, e: impl std::error::Error) -> Error {
 }
 
 impl S3Snapshots {
+    /// Snapshots in `bucket` under `prefix`.
     pub fn new(client: Client, bucket: impl Into<String>, prefix: impl Into<String>) -> Self {
         Self {
             client,
@@ -62,6 +64,7 @@ impl S3Snapshots {
         Client::from_conf(s3.build())
     }
 
+    /// The bucket's name.
     pub fn bucket(&self) -> &str {
         &self.bucket
     }
@@ -80,6 +83,7 @@ impl S3Snapshots {
         }
     }
 
+    /// Writes `bytes` under `key` (below the prefix).
     pub async fn put(&self, key: &str, bytes: Vec<u8>) -> Result<()> {
         self.client
             .put_object()

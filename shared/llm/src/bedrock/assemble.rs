@@ -22,6 +22,7 @@ use domain::token_usage::TokenUsage;
 /// and must not grow memory without bound.
 const MAX_ANSWER_BYTES: usize = 8 * 1024 * 1024;
 
+/// Builds a completion from a `ConverseStream`'s events.
 #[derive(Debug, Default)]
 pub struct ConverseAssembler {
     content: String,
@@ -40,6 +41,7 @@ struct PartialCall {
 }
 
 impl ConverseAssembler {
+    /// An assembler with nothing received yet.
     pub fn new() -> Self {
         Self::default()
     }

@@ -87,6 +87,7 @@ enum Failure {
 }
 
 impl BedrockClient {
+    /// A client over the SDK's `client`, retrying as `retry` says before the first byte.
     pub fn new(client: Client, retry: RetryPolicy) -> Self {
         Self {
             client,

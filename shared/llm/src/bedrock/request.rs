@@ -31,9 +31,13 @@ const EARLIER: &str = "(earlier messages omitted)";
 /// What one `ConverseStream` call sends, apart from the model id.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ConverseParts {
+    /// The system prompt's blocks.
     pub system: Vec<SystemContentBlock>,
+    /// The conversation, alternating as Bedrock requires.
     pub messages: Vec<Message>,
+    /// The offered tools and the tool choice; `None` without tools.
     pub tool_config: Option<ToolConfiguration>,
+    /// Temperature and the token limit.
     pub inference: InferenceConfiguration,
 }
 
