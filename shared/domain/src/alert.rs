@@ -239,18 +239,26 @@ fn money_text(amount: f64, locale: Locale) -> String {
 /// A kept fare alert with what it found so far.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct FareAlert {
+    /// The alert's id, a ULID.
     pub id: String,
+    /// Departure airport.
     pub origin: IataCode,
+    /// Arrival airport.
     pub destination: IataCode,
+    /// First departure date watched.
     #[serde(with = "iso_date")]
     #[schemars(with = "IsoDateSchema")]
     pub date_from: Date,
+    /// Last departure date watched.
     #[serde(with = "iso_date")]
     #[schemars(with = "IsoDateSchema")]
     pub date_to: Date,
+    /// Travel class.
     pub cabin: Cabin,
+    /// Most miles (per traveller) an award seat may cost.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_miles: Option<u64>,
+    /// Highest cash fare, its currency upper case.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_price: Option<Money>,
     /// RFC 3339.
@@ -356,6 +364,7 @@ pub struct AlertMatch {
     /// Derived from the provider, the flight, its date and its price or miles: the same
     /// offer found again has the same key, a cheaper one a new key.
     pub key: String,
+    /// The flight, as kept.
     pub flight: AlertFlight,
     /// RFC 3339.
     pub found_at: String,
@@ -364,23 +373,33 @@ pub struct AlertMatch {
 /// What is kept of a matching flight: enough to show and recognise it, every text clipped.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct AlertFlight {
+    /// Which upstream found it.
     pub provider: Provider,
+    /// The airline, as the flight function wrote it.
     pub airline: String,
+    /// The outbound's flight numbers.
     pub flight_numbers: String,
+    /// The departure date.
     #[serde(with = "iso_date")]
     #[schemars(with = "IsoDateSchema")]
     pub date: Date,
+    /// Where and when it leaves.
     pub departure: FlightEndpoint,
+    /// Where and when it arrives.
     pub arrival: FlightEndpoint,
+    /// Connections of the outbound leg.
     pub stops: u32,
+    /// Display name of the cabin, e.g. "Business".
     pub cabin: String,
     /// As the flight function wrote it, e.g. "70,000 miles + $41.74".
     pub price: String,
+    /// An award seat's miles per person.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub miles: Option<u64>,
     /// A cash fare's total.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cash: Option<Money>,
+    /// Taxes and fees, as the flight's.
     #[serde(default)]
     pub taxes: Taxes,
 }
@@ -390,6 +409,8 @@ fn clip(text: &str) -> String {
 }
 
 impl AlertMatch {
+    /// `flight`, departing on `date` and found at `found_at` (RFC 3339), as a match: every text
+    /// clipped, its key derived from what identifies the offer and what it costs.
     pub fn of(flight: &FlightResult, date: Date, found_at: &str) -> Self {
         let endpoint = |e: &FlightEndpoint| FlightEndpoint {
             airport: clip(&e.airport),

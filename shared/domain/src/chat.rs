@@ -12,26 +12,38 @@ use super::ui::UiElement;
 /// A chat: its owner, its session state and the version that orders changes.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Chat {
+    /// The chat's id, a ULID.
     pub id: String,
+    /// The user who owns the chat; never serialised.
     #[serde(skip_serializing)]
     pub owner_id: String,
+    /// What the chat's turns keep between messages.
     pub session_state: SessionState,
+    /// Raised by every write of the session state; writes are conditioned on it.
     pub version: u64,
     /// How many messages the chat has: the next message's `seq`.
     #[serde(default)]
     pub message_count: u64,
+    /// When the chat was created.
     #[serde(with = "time::serde::rfc3339")]
     pub created_at: OffsetDateTime,
+    /// When the session state or the title last changed.
     #[serde(with = "time::serde::rfc3339")]
     pub updated_at: OffsetDateTime,
 }
 
+/// Who wrote a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Role {
+    /// Instructions to the model; the history a turn sends leaves stored ones out (the
+    /// system prompt comes from the agent profile).
     System,
+    /// The user.
     User,
+    /// The model: an answer, or tool calls it requested.
     Assistant,
+    /// A tool's result, answering one of the model's tool calls.
     Tool,
 }
 
@@ -40,6 +52,7 @@ pub enum Role {
 pub struct MessageToolCall {
     /// The LLM's id for the call (echoed by the tool message that answers it).
     pub id: String,
+    /// The tool the LLM called, by name.
     pub name: String,
     /// The arguments exactly as the LLM produced them (a JSON text).
     pub arguments: String,
@@ -48,8 +61,11 @@ pub struct MessageToolCall {
 /// A message to append to a chat.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct NewMessage {
+    /// Who wrote it.
     pub role: Role,
+    /// Its text; for a tool message, the result as the model is given it.
     pub content: String,
+    /// For assistant messages: the tool calls the model requested.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tool_calls: Vec<MessageToolCall>,
     /// For tool messages: the LLM's id of the call this answers.
@@ -75,6 +91,7 @@ pub struct NewMessage {
 }
 
 impl NewMessage {
+    /// A message the user wrote.
     pub fn user(content: impl Into<String>) -> Self {
         Self {
             role: Role::User,
@@ -89,6 +106,7 @@ impl NewMessage {
         }
     }
 
+    /// The model's message: its text and the tool calls it requested.
     pub fn assistant(content: impl Into<String>, tool_calls: Vec<MessageToolCall>) -> Self {
         Self {
             role: Role::Assistant,
@@ -103,6 +121,8 @@ impl NewMessage {
         }
     }
 
+    /// A tool's result, answering the LLM's call `tool_call_id`; `ledger_call_id` links it to
+    /// the call's record in the ledger.
     pub fn tool(
         tool_call_id: impl Into<String>,
         ledger_call_id: Option<String>,
@@ -149,11 +169,14 @@ impl NewMessage {
 /// A chat as its owner's chat list shows it (`GET /chats`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ChatSummary {
+    /// The chat's id.
     pub chat_id: String,
     /// The start of the chat's first user message (at most 80 characters); `None` before one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
+    /// How many messages the chat has, of every role.
     pub message_count: u64,
+    /// When the chat was created (UTC, RFC 3339).
     #[serde(with = "time::serde::rfc3339")]
     #[schemars(with = "DateTimeSchema")]
     pub created_at: OffsetDateTime,
@@ -168,20 +191,31 @@ pub const TITLE_CHARS: usize = 80;
 /// the write that stores it, so order never depends on a host's clock.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Message {
+    /// The message's id: a ULID that sorts in the order messages were written.
     pub id: String,
+    /// The chat the message belongs to.
     pub chat_id: String,
+    /// Its place in the chat (0, 1, 2, … as written).
     #[serde(default)]
     pub seq: u64,
+    /// Who wrote it.
     pub role: Role,
+    /// Its text; for a tool message, the result as the model is given it.
     pub content: String,
+    /// For assistant messages: the tool calls the model requested.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tool_calls: Vec<MessageToolCall>,
+    /// For tool messages: the LLM's id of the call this answers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_call_id: Option<String>,
+    /// For tool messages: the ledger's id of the tool call, linking to the audit log.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ledger_call_id: Option<String>,
+    /// For tool messages: the call finishes in the background, so its final result is in
+    /// the ledger.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub background: bool,
+    /// For the turn's answer: what the client renders with it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ui: Vec<UiElement>,
     /// An answer the user stopped: what the assistant had said until then.
@@ -190,6 +224,7 @@ pub struct Message {
     /// An answer: the language of its turn's texts for the user (`en`, `de`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub language: Option<Locale>,
+    /// When the message was stored (UTC, RFC 3339).
     #[serde(with = "time::serde::rfc3339")]
     #[schemars(with = "DateTimeSchema")]
     pub created_at: OffsetDateTime,

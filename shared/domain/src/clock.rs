@@ -6,10 +6,13 @@ use std::sync::Mutex;
 
 use time::{Duration, OffsetDateTime};
 
+/// Where the stores and the runtime read the current time.
 pub trait Clock: Send + Sync + 'static {
+    /// The current time.
     fn now(&self) -> OffsetDateTime;
 }
 
+/// The real time: the system clock, in UTC.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct SystemClock;
 
@@ -25,6 +28,7 @@ impl Clock for SystemClock {
 pub struct OffsetClock(Duration);
 
 impl OffsetClock {
+    /// A clock `offset` ahead of the system clock (behind, if negative).
     pub fn new(offset: Duration) -> Self {
         Self(offset)
     }
@@ -41,10 +45,12 @@ impl Clock for OffsetClock {
 pub struct ManualClock(Mutex<OffsetDateTime>);
 
 impl ManualClock {
+    /// A clock standing at `start`.
     pub fn new(start: OffsetDateTime) -> Self {
         Self(Mutex::new(start))
     }
 
+    /// Moves the clock forward by `by`.
     pub fn advance(&self, by: Duration) {
         let mut now = self
             .0

@@ -1,10 +1,12 @@
-//! The crate's one error type. HTTP handlers map it to the error envelope in
-//! the functions' HTTP error envelope; the `Display` texts are for logs, never sent to clients as-is.
+//! The crate's one error type. The functions' HTTP handlers map it to the error envelope
+//! once; the `Display` texts are for logs, never sent to clients as they are.
 
 use crate::tool_call::ToolCallStatus;
 
+/// A result whose error is, by default, the domain's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+/// Every way the backend's code fails; each function's HTTP layer maps it to a status.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// A required environment variable is missing or unparsable (raised at cold start).
@@ -27,16 +29,22 @@ pub enum Error {
     /// A tool-call status change the state machine does not allow.
     #[error("illegal transition of tool call {id}: {from} -> {to}")]
     IllegalTransition {
+        /// The tool call's id in the ledger.
         id: String,
+        /// The status the call is in.
         from: ToolCallStatus,
+        /// The status the change asked for.
         to: ToolCallStatus,
     },
 
     /// A finishing write from an attempt that no longer holds the call (fencing).
     #[error("tool call {id}: attempt {attempt} was superseded by attempt {current}")]
     Fenced {
+        /// The tool call's id in the ledger.
         id: String,
+        /// The attempt that tried to write.
         attempt: u32,
+        /// The attempt that holds the call now.
         current: u32,
     },
 
@@ -44,14 +52,20 @@ pub enum Error {
     /// `reset_at` (429).
     #[error("{what}: limit reached until {reset_at}")]
     Limited {
+        /// The limit's name, as a 429's `details.limit` gives it: a tool's name,
+        /// `chat_turns`, `daily_budget`, a public route.
         what: String,
+        /// When the limit frees up again.
         reset_at: time::OffsetDateTime,
     },
 
     /// Another turn of the chat is running (and its lease has not expired): one turn at a
     /// time per chat. `turn_id` names it, so a client can follow it instead (409).
     #[error("turn {turn_id} of this chat is still running")]
-    TurnInProgress { turn_id: String },
+    TurnInProgress {
+        /// The running turn.
+        turn_id: String,
+    },
 
     /// The turn a request would begin exists already (a resent request with the same
     /// `Idempotency-Key`): the record is the earlier one, to follow or refuse.
@@ -62,12 +76,23 @@ pub enum Error {
     #[error("too much contention updating {0}")]
     Contention(String),
 
+    /// A secret could not be read, written or parsed (Secrets Manager, the secrets cache).
     #[error("secret {name}: {message}")]
-    Secret { name: String, message: String },
+    Secret {
+        /// The secret's name.
+        name: String,
+        /// What went wrong; never the secret's value.
+        message: String,
+    },
 
     /// A DynamoDB call failed for a reason other than a checked condition.
     #[error("DynamoDB {op}: {message}")]
-    Dynamo { op: &'static str, message: String },
+    Dynamo {
+        /// The DynamoDB operation that failed (e.g. `TransactWriteItems`).
+        op: &'static str,
+        /// The SDK's error, as text.
+        message: String,
+    },
 
     /// A stored item that does not have the shape this code writes.
     #[error("malformed stored item: {0}")]
@@ -77,23 +102,32 @@ pub enum Error {
     /// answered garbage, or failed in a way that is not the caller's fault (502).
     #[error("upstream {service}: {message}")]
     Upstream {
+        /// Which upstream (e.g. `llm`, `jwks`, `s3`).
         service: &'static str,
+        /// What went wrong, for the log.
         message: String,
     },
 
     /// An upstream API did not answer within the time we had (504).
     #[error("upstream {service} timed out")]
-    UpstreamTimeout { service: &'static str },
+    UpstreamTimeout {
+        /// Which upstream.
+        service: &'static str,
+    },
 
     /// An upstream API rejected the request as the caller's fault (4xx). `message` is a
     /// short, safe summary (e.g. Amadeus' error title), never the upstream body.
     #[error("upstream {service} rejected the request ({status}): {message}")]
     UpstreamRejected {
+        /// Which upstream.
         service: &'static str,
+        /// The HTTP status it answered with.
         status: u16,
+        /// A short, safe summary of why.
         message: String,
     },
 
+    /// JSON that could not be read or written.
     #[error("JSON: {0}")]
     Json(#[from] serde_json::Error),
 }

@@ -17,11 +17,16 @@ use crate::Error;
 
 // Serde format `iso_date` for calendar dates as `YYYY-MM-DD`, the wire form of every date
 // here (`time`'s own serde form is a tuple unless `serde-human-readable` is enabled).
-time::serde::format_description!(
-    pub iso_date,
-    Date,
-    "[year]-[month]-[day]"
-);
+// The macro's module takes no doc comment, so a wrapper exempts it from `missing_docs`.
+#[allow(missing_docs)]
+mod iso_date_format {
+    time::serde::format_description!(
+        pub iso_date,
+        Date,
+        "[year]-[month]-[day]"
+    );
+}
+pub use iso_date_format::iso_date;
 
 /// Travel class. Accepts any case and spaced or hyphenated spellings on input because LLMs
 /// and callers are sloppy; always writes the canonical `SCREAMING_SNAKE_CASE` name.
@@ -29,13 +34,18 @@ time::serde::format_description!(
     Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, SerializeDisplay, DeserializeFromStr,
 )]
 pub enum Cabin {
+    /// The main cabin (Seats.aero's `Y`).
     Economy,
+    /// Premium economy (Seats.aero's `W`).
     PremiumEconomy,
+    /// Business class (Seats.aero's `J`).
     Business,
+    /// First class (Seats.aero's `F`).
     First,
 }
 
 impl Cabin {
+    /// Every cabin, from economy to first.
     pub const ALL: [Cabin; 4] = [
         Self::Economy,
         Self::PremiumEconomy,
@@ -147,6 +157,7 @@ impl IataCode {
         }
     }
 
+    /// The code, upper case.
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -313,7 +324,9 @@ fn canonical_list(list: Option<&[String]>) -> Vec<String> {
 }
 
 impl FlightSearchInput {
+    /// Adults when `pax` is not given.
     pub const DEFAULT_PAX: u8 = 1;
+    /// Seated passengers (adults and children) one search takes at most.
     pub const MAX_PAX: u8 = 9;
 
     /// The request with every default applied and every list normalised, so that two
@@ -419,7 +432,9 @@ impl FlightSearchInput {
 #[serde(rename_all = "lowercase")]
 #[schemars(inline)]
 pub enum Locale {
+    /// German.
     De,
+    /// English, the default.
     #[default]
     En,
 }
@@ -465,11 +480,16 @@ fn saturating_u8<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<u8
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct FlightSearchParams {
+    /// Departure airport.
     pub origin: IataCode,
+    /// Arrival airport.
     pub destination: IataCode,
+    /// Outbound travel date.
     #[serde(with = "iso_date")]
     #[schemars(with = "IsoDateSchema")]
     pub departure_date: Date,
+    /// Return date of a round trip; absent for one way. The award search searches it only with
+    /// `includeReturnAwards`.
     #[serde(
         default,
         with = "iso_date::option",
@@ -477,28 +497,36 @@ pub struct FlightSearchParams {
     )]
     #[schemars(with = "Option<IsoDateSchema>")]
     pub return_date: Option<Date>,
+    /// Cabin to search.
     pub travel_class: Cabin,
+    /// Adult passengers, at least 1; defaults to 1.
     #[serde(default = "default_adults")]
     #[schemars(range(min = 1, max = 9))]
     pub adults: u8,
+    /// Children with their own seat; adults and children together at most 9.
     #[serde(default)]
     pub children: u8,
+    /// Infants on an adult's lap, at most one per adult.
     #[serde(default)]
     pub infants: u8,
+    /// Only non-stop flights.
     #[serde(default)]
     pub non_stop: bool,
     /// Days searched either side of `departureDate` (clamped to 0..=3).
     #[serde(default, deserialize_with = "saturating_u8")]
     #[schemars(with = "i64")]
     pub flexibility: u8,
+    /// Whether the traveller pays with miles; accepted, but neither flight function reads it.
     #[serde(default)]
     pub use_miles: bool,
+    /// Award search: also search `returnDate` in the reverse direction.
     #[serde(default)]
     pub include_return_awards: bool,
     /// Results wanted (clamped to 1..=20).
     #[serde(default = "default_max_results", deserialize_with = "saturating_u8")]
     #[schemars(with = "i64")]
     pub max_results: u8,
+    /// Language and number format of the display texts; English when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub locale: Option<Locale>,
     /// Seats.aero programmes (source ids, e.g. `lufthansa`) to restrict the award search
@@ -632,8 +660,11 @@ impl From<&FlightSearchInput> for FlightSearchParams {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Provider {
+    /// Seats.aero: award seats, priced in miles.
     Seatsaero,
+    /// Amadeus flight offers: cash fares.
     Amadeus,
+    /// Duffel offers: cash fares.
     Duffel,
 }
 
@@ -649,22 +680,34 @@ impl Provider {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct FlightResult {
+    /// The offer's id from its upstream (cash ids prefixed with the provider, `amadeus-…`).
     pub id: String,
+    /// Which upstream found the offer.
     pub provider: Provider,
     /// Total price as shown to the user, e.g. "85,000 miles + $450.00".
     pub price: String,
+    /// The price for one passenger, formatted as `price`.
     pub price_per_person: String,
+    /// The airline (or airlines), by name or by IATA code, as the upstream gives it.
     pub airline: String,
     /// Display name of the cabin, e.g. "Business".
     pub cabin: String,
+    /// Short labels of the row: `direct`, `return`, `nonstop`, and the fare's terms as notes
+    /// (`fare: <brand>`, `ticket by <date>`).
     #[serde(default)]
     pub tags: Vec<String>,
+    /// Connections of the outbound leg.
     pub total_stops: u32,
+    /// Miles per person of an award seat; `None` for cash fares.
     pub miles: Option<u64>,
+    /// Taxes and fees: per person on award rows; for all travellers on cash rows.
     pub taxes: Taxes,
+    /// Seats left at this price, when the upstream reports a count.
     pub seats_left: Option<u32>,
+    /// Booking links of an award row, by label (label → URL).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub booking_links: Option<BTreeMap<String, String>>,
+    /// The outbound leg (for an award row of the return search, the return flight).
     pub outbound: FlightLeg,
     /// Return leg, when the offer covers one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -696,12 +739,18 @@ pub struct ProgramPrice {
     pub program: Option<String>,
     /// Total for all seated travellers, as `FlightResult::price`.
     pub price: String,
+    /// The price for one passenger, as `FlightResult::price_per_person`.
     pub price_per_person: String,
+    /// Miles per person.
     pub miles: Option<u64>,
+    /// Taxes and fees per person.
     pub taxes: Taxes,
+    /// Seats left at this price, when the programme reports a count.
     pub seats_left: Option<u32>,
+    /// When Seats.aero last saw this availability (RFC 3339).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seen_at: Option<String>,
+    /// Booking links, by label (label → URL).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub booking_links: Option<BTreeMap<String, String>>,
 }
@@ -725,7 +774,9 @@ impl ProgramPrice {
 /// Taxes and fees on top of the miles (or of the fare); both unknown for some sources.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Taxes {
+    /// In major units of `currency` (e.g. 41.74).
     pub amount: Option<f64>,
+    /// ISO 4217 code, e.g. `USD`.
     pub currency: Option<String>,
 }
 
@@ -733,16 +784,24 @@ pub struct Taxes {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct FlightLeg {
+    /// Where and when the leg leaves.
     pub departure: FlightEndpoint,
+    /// Where and when the leg arrives.
     pub arrival: FlightEndpoint,
+    /// Travel time as text, e.g. `9h 10m`.
     pub duration: String,
+    /// Stops as text in the request's language: `Nonstop`, `1 stop (MUC)`.
     pub stops: String,
+    /// Flight numbers, comma-separated, e.g. `LH100, OS112`.
     pub flight_numbers: String,
 }
 
+/// One end of a leg: an airport and a local time.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct FlightEndpoint {
+    /// IATA code of the airport.
     pub airport: String,
+    /// Local time at the airport, without a zone, e.g. `2027-03-15T14:00`.
     pub time: String,
 }
 
@@ -750,8 +809,11 @@ pub struct FlightEndpoint {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct FlightSearchResult {
+    /// Always true in a reply: a failed search answers with the HTTP error envelope.
     pub success: bool,
+    /// The flights found.
     pub results: FlightResults,
+    /// What the upstream search covered; award searches only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stats: Option<SearchStats>,
 }
@@ -759,9 +821,12 @@ pub struct FlightSearchResult {
 /// Award (Seats.aero) replies have the same shape and always carry `stats`.
 pub type AwardSearchResult = FlightSearchResult;
 
+/// The flights of a reply with their count.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct FlightResults {
+    /// How many flights `flights` holds.
     pub count: usize,
+    /// The normalised offers.
     pub flights: Vec<FlightResult>,
 }
 
@@ -769,10 +834,15 @@ pub struct FlightResults {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SearchStats {
+    /// Flights the upstream had for the search (both directions, when the return was searched).
     pub total_available: u64,
+    /// Whether the upstream had more than it returned.
     pub has_more: bool,
+    /// First date searched (`YYYY-MM-DD`): the departure date less the flexibility.
     pub start_date: String,
+    /// Last date searched (`YYYY-MM-DD`).
     pub end_date: String,
+    /// Display name of the cabin searched, e.g. "Business".
     pub cabin: String,
     /// When the requested cabin had nothing: the other cabins that have award seats on the
     /// route in the same window, with their lowest mileage cost.
@@ -784,7 +854,9 @@ pub struct SearchStats {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CabinFrom {
+    /// The cabin.
     pub cabin: Cabin,
+    /// Its lowest mileage cost per traveller.
     pub miles_from: u64,
 }
 

@@ -3,6 +3,8 @@
 //! one returns (each function maps it once to its HTTP error envelope); an injectable clock
 //! and ULIDs. Every other crate depends on this one; it depends on none of them.
 
+#![deny(missing_docs)]
+
 pub mod alert;
 pub mod chat;
 pub mod flight;

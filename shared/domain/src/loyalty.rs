@@ -170,9 +170,6 @@ pub const PROGRAMMES: &[Programme] = &[
     },
 ];
 
-/// The programmes `names` mean, as Seats.aero source ids (sorted, without repeats), and the
-/// names that matched none. A name matches a programme when it equals one of its names, or
-/// its source id, ignoring case, spaces and punctuation ("&" reads as "and").
 /// The name a row shows for a Seats.aero `source` id: the programme's first name, else the
 /// id itself (a programme Seats.aero added after this list).
 pub fn display_name(source: &str) -> String {
@@ -184,6 +181,9 @@ pub fn display_name(source: &str) -> String {
         .map_or_else(|| source.to_owned(), |name| (*name).to_owned())
 }
 
+/// The programmes `names` mean, as Seats.aero source ids (sorted, without repeats), and the
+/// names that matched none. A name matches a programme when it equals one of its names, or
+/// its source id, ignoring case, spaces and punctuation ("&" reads as "and").
 pub fn sources_for(names: &[String]) -> (Vec<&'static str>, Vec<String>) {
     let (found, unknown) = resolve(names, PROGRAMMES, |p| {
         std::iter::once(p.source)
@@ -207,6 +207,7 @@ pub struct Alliance {
     pub members: &'static [&'static str],
 }
 
+/// The three airline alliances and their members.
 pub const ALLIANCES: &[Alliance] = &[
     Alliance {
         name: "Star Alliance",

@@ -56,6 +56,7 @@ pub const PREFERENCE_NAMES: [&str; 6] = [
 ];
 
 impl TravelPreferences {
+    /// True when no preference is set.
     pub fn is_empty(&self) -> bool {
         self == &Self::default()
     }
@@ -116,7 +117,9 @@ impl TravelPreferences {
 /// Something the user wants remembered that is not a search preference.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct MemoryNote {
+    /// The note's id, a ULID; `DELETE /memory/{id}` takes it.
     pub id: String,
+    /// The note, in the user's words.
     pub content: String,
     /// RFC 3339.
     pub created_at: String,
@@ -125,8 +128,10 @@ pub struct MemoryNote {
 /// Everything remembered about one user.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct UserMemory {
+    /// The travel preferences.
     #[serde(default)]
     pub preferences: TravelPreferences,
+    /// The notes, oldest first.
     #[serde(default)]
     pub notes: Vec<MemoryNote>,
 }
@@ -136,7 +141,9 @@ pub struct UserMemory {
 pub enum MemoryChange {
     /// Sets the given preferences and appends a note (an identical note is kept once).
     Remember {
+        /// Preferences to set; those it leaves out stay as they are.
         preferences: TravelPreferences,
+        /// A note to append.
         note: Option<MemoryNote>,
     },
     /// Removes one preference (by name) or one note (by id).
@@ -144,6 +151,7 @@ pub enum MemoryChange {
 }
 
 impl UserMemory {
+    /// True when nothing is remembered.
     pub fn is_empty(&self) -> bool {
         self.preferences.is_empty() && self.notes.is_empty()
     }
@@ -179,6 +187,7 @@ impl UserMemory {
     description = "Remember what the user states about how they travel (home airport, usual cabin, programmes, who travels) or asks you to remember, for this and their later chats. Only call it for things the user said about themselves."
 )]
 pub struct RememberArgs {
+    /// Travel preferences the user stated; those left out stay as they are.
     #[serde(flatten)]
     pub preferences: TravelPreferences,
     /// Anything else the user asked to be remembered, in a short sentence, e.g. "prefers
@@ -189,6 +198,8 @@ pub struct RememberArgs {
 }
 
 impl RememberArgs {
+    /// Checks what the JSON Schema cannot express (or a caller may have skipped): something to
+    /// remember, the note's length, the bounds of `pax` and `loyalty_programs`.
     pub fn validate(&self) -> Result<(), Error> {
         let note = self.note.as_deref().map(str::trim);
         if self.preferences.is_empty() && note.is_none_or(str::is_empty) {

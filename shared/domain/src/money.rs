@@ -77,6 +77,7 @@ impl Amount {
         })
     }
 
+    /// The amount as a float: a figure to show (a flight's `taxes.amount`), never to compute with.
     pub fn to_f64(self) -> f64 {
         // Display-only figure (the `taxes.amount` of the shared result type).
         self.minor as f64 / 10f64.powi(i32::try_from(self.scale).unwrap_or(0))

@@ -20,8 +20,10 @@ pub enum Provider {
 }
 
 impl Provider {
+    /// Every provider, in declaration order.
     pub const ALL: [Self; 2] = [Self::OpenAi, Self::Bedrock];
 
+    /// The provider's name as configured and serialised (`openai`, `bedrock`).
     pub fn as_str(self) -> &'static str {
         match self {
             Self::OpenAi => "openai",

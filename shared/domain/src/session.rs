@@ -20,10 +20,13 @@ use super::schema::IsoDateSchema;
 #[serde_as]
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SessionState {
+    /// The last flight search that ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_flight_request: Option<FlightRequestSnapshot>,
+    /// A flight search still missing details, kept until the user gives them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pending_flight_request: Option<PendingFlightRequest>,
+    /// A question the knowledge base could not answer, for `ask_gpt` to take up.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pending_gpt_query: Option<PendingGptQuery>,
     /// The flights the last search listed, numbered as the user saw them, so
@@ -37,10 +40,12 @@ pub struct SessionState {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(with = "Vec<Value>")]
     pub selected_itineraries: Vec<Value>,
+    /// Preferences kept with the chat, by name; the turn's prompt shows them to the model.
     #[serde_as(as = "DefaultOnNull")]
     #[serde(default, skip_serializing_if = "Map::is_empty")]
     #[schemars(with = "Map<String, Value>")]
     pub preferences: Map<String, Value>,
+    /// Notes kept with the chat. Not what `remember` keeps for the user ([`crate::memory`]).
     #[serde_as(as = "DefaultOnNull")]
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(with = "Vec<MemoryEntry>")]
@@ -66,11 +71,15 @@ fn default_pax() -> u8 {
 /// First?") can fill in what the user did not repeat.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct FlightRequestSnapshot {
+    /// Departure airport.
     pub origin: IataCode,
+    /// Arrival airport.
     pub destination: IataCode,
+    /// Outbound travel date.
     #[serde(with = "iso_date")]
     #[schemars(with = "IsoDateSchema")]
     pub depart_date: Date,
+    /// Return date; `None` for one way.
     #[serde(
         default,
         with = "iso_date::option",
@@ -78,19 +87,27 @@ pub struct FlightRequestSnapshot {
     )]
     #[schemars(with = "Option<IsoDateSchema>")]
     pub return_date: Option<Date>,
+    /// Travel class.
     pub cabin: Cabin,
+    /// Adult passengers (the default applied).
     #[serde(default = "default_pax")]
     pub pax: u8,
+    /// Children with their own seat; `None` for none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub children: Option<u8>,
+    /// Infants on an adult's lap; `None` for none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub infants: Option<u8>,
+    /// Days either side of the departure date; `None` for that day only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flexibility: Option<u8>,
+    /// The search's `award_only`, as the model sent it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub award_only: Option<bool>,
+    /// The frequent-flyer programmes searched, as the model named them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub loyalty_programs: Option<Vec<String>>,
+    /// The search's extra filters.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub constraints: Option<FlightConstraints>,
 }
@@ -139,10 +156,13 @@ impl From<&FlightRequestSnapshot> for FlightSearchInput {
 /// A flight search the user has started but not fully specified yet.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct PendingFlightRequest {
+    /// Departure airport, once known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub origin: Option<IataCode>,
+    /// Arrival airport, once known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub destination: Option<IataCode>,
+    /// Outbound travel date, once known.
     #[serde(
         default,
         with = "iso_date::option",
@@ -150,6 +170,7 @@ pub struct PendingFlightRequest {
     )]
     #[schemars(with = "Option<IsoDateSchema>")]
     pub depart_date: Option<Date>,
+    /// Return date, if one was given.
     #[serde(
         default,
         with = "iso_date::option",
@@ -157,20 +178,28 @@ pub struct PendingFlightRequest {
     )]
     #[schemars(with = "Option<IsoDateSchema>")]
     pub return_date: Option<Date>,
+    /// Travel class, once known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cabin: Option<Cabin>,
+    /// Adult passengers, if given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pax: Option<u8>,
+    /// Children with their own seat, if given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub children: Option<u8>,
+    /// Infants on an adult's lap, if given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub infants: Option<u8>,
+    /// Days either side of the departure date, if given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flexibility: Option<u8>,
+    /// The search's `award_only`, if given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub award_only: Option<bool>,
+    /// Frequent-flyer programmes to search, if given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub loyalty_programs: Option<Vec<String>>,
+    /// Extra filters, if given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub constraints: Option<FlightConstraints>,
 }
@@ -178,23 +207,31 @@ pub struct PendingFlightRequest {
 /// One flight of a search's list, under the number shown to the user.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct OfferedFlight {
+    /// The number the user saw the flight under.
     pub option: u8,
+    /// The flight as the search returned it.
     pub flight: FlightResult,
 }
 
 /// A question the knowledge base could not answer, kept so `ask_gpt` can pick it up.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct PendingGptQuery {
+    /// The question, as the knowledge base was asked it.
     pub query: String,
+    /// When it was asked (RFC 3339).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub asked_at: Option<String>,
 }
 
+/// A note kept in a chat's session state.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct MemoryEntry {
+    /// What kind of note it is (`type` on the wire, e.g. `note`).
     #[serde(rename = "type")]
     pub kind: String,
+    /// The note's text.
     pub content: String,
+    /// When it was kept (RFC 3339).
     pub created_at: String,
 }
 
@@ -208,18 +245,21 @@ pub struct MemoryEntry {
 #[serde_as]
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SessionStatePatch {
+    /// Absent leaves it, `null` clears it, a value replaces it.
     #[serde(
         default,
         with = "::serde_with::rust::double_option",
         skip_serializing_if = "Option::is_none"
     )]
     pub last_flight_request: Option<Option<FlightRequestSnapshot>>,
+    /// Absent leaves it, `null` clears it, a value replaces it.
     #[serde(
         default,
         with = "::serde_with::rust::double_option",
         skip_serializing_if = "Option::is_none"
     )]
     pub pending_flight_request: Option<Option<PendingFlightRequest>>,
+    /// Absent leaves it, `null` clears it, a value replaces it.
     #[serde(
         default,
         with = "::serde_with::rust::double_option",
@@ -229,11 +269,14 @@ pub struct SessionStatePatch {
     /// Replaced when present.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub offered_flights: Option<Vec<OfferedFlight>>,
+    /// Replaced when present.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub selected_itineraries: Option<Vec<Value>>,
+    /// Merged key by key; a `null` value removes the key.
     #[serde_as(as = "DefaultOnNull")]
     #[serde(default, skip_serializing_if = "Map::is_empty")]
     pub preferences: Map<String, Value>,
+    /// Appended.
     #[serde_as(as = "DefaultOnNull")]
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub memory: Vec<MemoryEntry>,

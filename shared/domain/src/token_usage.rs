@@ -10,8 +10,11 @@ fn is_zero(n: &u64) -> bool {
 /// Token counts as an OpenAI-compatible API reports them.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TokenUsage {
+    /// Tokens of the request (the prompt), cached ones included.
     pub prompt_tokens: u64,
+    /// Tokens the model generated.
     pub completion_tokens: u64,
+    /// Prompt and completion tokens together, as reported (else their sum).
     pub total_tokens: u64,
     /// Of the prompt tokens, those the provider served from its prompt cache (OpenAI's
     /// `prompt_tokens_details.cached_tokens`); billed at a lower rate.

@@ -23,8 +23,11 @@ pub struct KnowledgeBaseArgs {
 }
 
 impl KnowledgeBaseArgs {
+    /// Passages returned when `top_k` is not given.
     pub const DEFAULT_TOP_K: u32 = 6;
+    /// The most passages one search returns.
     pub const MAX_TOP_K: u32 = 20;
+    /// The longest query, in characters.
     pub const MAX_QUERY_CHARS: usize = 2000;
 
     /// `top_k` clamped to 1..=20, default 6.
@@ -34,6 +37,7 @@ impl KnowledgeBaseArgs {
             .clamp(1, Self::MAX_TOP_K)
     }
 
+    /// Checks the query: not blank, at most [`Self::MAX_QUERY_CHARS`] characters.
     pub fn validate(&self) -> Result<(), Error> {
         check_text("query", &self.query, Self::MAX_QUERY_CHARS)
     }
@@ -68,8 +72,11 @@ pub struct AskGptArgs {
 }
 
 impl AskGptArgs {
+    /// Temperature when none (or NaN) is given.
     pub const DEFAULT_TEMPERATURE: f64 = 0.2;
+    /// The longest question, in characters.
     pub const MAX_QUERY_CHARS: usize = 4000;
+    /// The longest context, in characters.
     pub const MAX_CONTEXT_CHARS: usize = 8000;
 
     /// Temperature clamped to 0..=1 (default 0.2); NaN falls back to the default.
@@ -80,6 +87,8 @@ impl AskGptArgs {
         }
     }
 
+    /// Checks the query (not blank, at most [`Self::MAX_QUERY_CHARS`] characters) and the
+    /// context's length.
     pub fn validate(&self) -> Result<(), Error> {
         check_text("query", &self.query, Self::MAX_QUERY_CHARS)?;
         match self.context.as_deref() {
@@ -93,6 +102,8 @@ impl AskGptArgs {
         }
     }
 
+    /// Trimmed query and context (a blank context dropped), the clamped temperature and
+    /// `web_search` with its default: for dedupe and execution alike.
     pub fn canonical(&self) -> Value {
         let context = self
             .context
@@ -142,6 +153,7 @@ pub struct HandoffArgs {
 
 /// The most quick replies `suggest_replies` offers, and the fewest.
 pub const MAX_QUICK_REPLIES: usize = 4;
+/// The fewest quick replies `suggest_replies` offers.
 pub const MIN_QUICK_REPLIES: usize = 2;
 
 /// `suggest_replies`: answers the user can send with one tap, shown under the answer.

@@ -13,11 +13,17 @@ use super::schema::DateTimeSchema;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ToolCallStatus {
+    /// Recorded for the tool worker, not started yet.
     Queued,
+    /// An attempt is executing, held by its worker's lease.
     Running,
+    /// Ended with a result.
     Succeeded,
+    /// Ended with an error.
     Failed,
+    /// Did not end in time, or its worker's lease ran out and another attempt took over.
     Timeout,
+    /// Stopped before it ended: by the chat's owner, by the system, or denied by the user.
     Canceled,
     /// Recorded, not run: the tool needs the user's approval first (`approval = "always"`).
     AwaitingApproval,
@@ -32,6 +38,7 @@ impl fmt::Display for ToolCallStatus {
 }
 
 impl ToolCallStatus {
+    /// The status's name as serialised (`queued`, `awaiting_approval`, ...).
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Queued => "queued",
@@ -89,8 +96,11 @@ static PARSED_NAMES: std::sync::Mutex<std::collections::BTreeSet<&'static str>> 
     std::sync::Mutex::new(std::collections::BTreeSet::new());
 
 impl ToolName {
+    /// Flight search: award seats and cash fares.
     pub const SEARCH_FLIGHTS: Self = Self::new("search_flights");
+    /// Search of the knowledge base.
     pub const SEARCH_KNOWLEDGE_BASE: Self = Self::new("search_knowledge_base");
+    /// A question answered by the general model, without tools.
     pub const ASK_GPT: Self = Self::new("ask_gpt");
     /// Client-rendered: 2 to 4 quick replies (`ui` event `quick_replies`).
     pub const SUGGEST_REPLIES: Self = Self::new("suggest_replies");
@@ -157,6 +167,7 @@ impl ToolName {
         Ok(Self(kept))
     }
 
+    /// The name as the model calls the tool.
     pub fn as_str(self) -> &'static str {
         self.0
     }
@@ -212,8 +223,11 @@ impl JsonSchema for ToolName {
 /// One execution attempt of a tool call, kept for the audit log.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct AttemptRecord {
+    /// Its number, from 1.
     pub attempt: u32,
+    /// How it stands or how it ended.
     pub status: ToolCallStatus,
+    /// When it was queued for the tool worker; `None` for an attempt that ran at once.
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
@@ -221,6 +235,7 @@ pub struct AttemptRecord {
     )]
     #[schemars(with = "Option<DateTimeSchema>")]
     pub queued_at: Option<OffsetDateTime>,
+    /// When it started running.
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
@@ -228,6 +243,7 @@ pub struct AttemptRecord {
     )]
     #[schemars(with = "Option<DateTimeSchema>")]
     pub started_at: Option<OffsetDateTime>,
+    /// When it ended.
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
@@ -235,6 +251,7 @@ pub struct AttemptRecord {
     )]
     #[schemars(with = "Option<DateTimeSchema>")]
     pub finished_at: Option<OffsetDateTime>,
+    /// Why it failed, timed out or was canceled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
 }
@@ -250,23 +267,35 @@ impl AttemptRecord {
 /// every attempt, newest first, in `attempts`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ToolCallRecord {
+    /// The call's id (`tc_` and the start of its dedupe key): the `job_id` of the turn's events.
     pub id: String,
+    /// The chat the call was made in.
     pub chat_id: String,
+    /// The tool called.
     pub tool: ToolName,
+    /// The latest attempt's status.
     pub status: ToolCallStatus,
+    /// The latest attempt's number, from 1.
     pub attempt: u32,
+    /// The tool's canonical arguments (defaults applied, normalised), as hashed for dedupe.
     pub request: Value,
+    /// The result of the latest attempt, once it succeeded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub response: Option<Value>,
+    /// Why the latest attempt failed, timed out or was canceled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// Hex SHA-256 over the chat, the tool and the canonical request: identical calls share it.
     pub dedupe_key: String,
+    /// When the call was first recorded.
     #[serde(with = "time::serde::rfc3339")]
     #[schemars(with = "DateTimeSchema")]
     pub created_at: OffsetDateTime,
+    /// When its status last changed.
     #[serde(with = "time::serde::rfc3339")]
     #[schemars(with = "DateTimeSchema")]
     pub updated_at: OffsetDateTime,
+    /// When the latest attempt started running.
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
@@ -274,6 +303,7 @@ pub struct ToolCallRecord {
     )]
     #[schemars(with = "Option<DateTimeSchema>")]
     pub started_at: Option<OffsetDateTime>,
+    /// When the latest attempt ended.
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
@@ -281,6 +311,7 @@ pub struct ToolCallRecord {
     )]
     #[schemars(with = "Option<DateTimeSchema>")]
     pub finished_at: Option<OffsetDateTime>,
+    /// Every attempt, newest first.
     pub attempts: Vec<AttemptRecord>,
     /// Until when a `running` attempt's worker holds the call; past it, that worker is
     /// gone. Internal (history reads it), not part of the audit API.
@@ -314,11 +345,13 @@ pub struct ApprovalRecord {
     #[serde(with = "time::serde::rfc3339")]
     #[schemars(with = "DateTimeSchema")]
     pub expires_at: OffsetDateTime,
+    /// What the user decided; `None` while undecided.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub decision: Option<ApprovalDecision>,
     /// The reason the user gave with a denial.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// When the user decided.
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
@@ -328,10 +361,13 @@ pub struct ApprovalRecord {
     pub decided_at: Option<OffsetDateTime>,
 }
 
+/// The user's answer to an approval request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ApprovalDecision {
+    /// The user let the call run.
     Approved,
+    /// The user refused it; the call is canceled.
     Denied,
 }
 
@@ -360,6 +396,7 @@ pub enum RefusalReason {
 }
 
 impl RefusalReason {
+    /// The reason's name as serialised (`unknown_tool`, `over_cap`, ...).
     pub fn as_str(self) -> &'static str {
         match self {
             Self::UnknownTool => "unknown_tool",
@@ -379,14 +416,20 @@ impl RefusalReason {
 /// shortened; they are shown to the chat's owner only and never executed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct RefusedCall {
+    /// The refusal's id, a ULID.
     pub id: String,
+    /// The chat the call was made in.
     pub chat_id: String,
     /// The tool as the model named it (may name no real tool).
     pub tool: String,
+    /// The arguments as the model sent them, at most [`RefusedCall::MAX_ARGUMENT_CHARS`]
+    /// characters.
     pub arguments: String,
+    /// Why the call was refused.
     pub reason: RefusalReason,
     /// What the model was told.
     pub message: String,
+    /// When it was refused.
     #[serde(with = "time::serde::rfc3339")]
     #[schemars(with = "DateTimeSchema")]
     pub created_at: OffsetDateTime,

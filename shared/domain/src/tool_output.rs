@@ -26,6 +26,7 @@ pub struct FlightSearchOutput {
 /// What `search_knowledge_base` found, best first (kb-retrieve's reply, as the tool keeps it).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct KnowledgeBaseOutput {
+    /// The passages found, best first.
     pub results: Vec<KnowledgeBasePassage>,
     /// How the passages were ranked: `hybrid` (keywords and meaning), `bm25` (keywords) or
     /// `bedrock` (by an Amazon Bedrock knowledge base).
@@ -36,8 +37,11 @@ pub struct KnowledgeBaseOutput {
 /// One passage of a knowledge-base document.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct KnowledgeBasePassage {
+    /// The id of the passage's chunk in the knowledge base.
     pub id: String,
+    /// The document the passage comes from.
     pub document_id: String,
+    /// The passage's text.
     pub content: String,
     /// Ranking score; higher is better.
     #[serde(default)]

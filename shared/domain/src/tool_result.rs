@@ -12,11 +12,14 @@ use super::tool_call::ToolCallStatus;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ExecutionStatus {
+    /// The tool did its work.
     Succeeded,
+    /// The tool could not do it; `message` says why.
     Failed,
 }
 
 impl ExecutionStatus {
+    /// The status's name as serialised (`succeeded`, `failed`).
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Succeeded => "succeeded",
@@ -35,8 +38,10 @@ impl From<ExecutionStatus> for ToolCallStatus {
     }
 }
 
+/// What one tool execution hands back.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolExecutionResult {
+    /// Whether the tool did its work.
     pub status: ExecutionStatus,
     /// Text for the chat (and the LLM's tool message); also set on failure so the model
     /// can explain or correct.
@@ -47,19 +52,25 @@ pub struct ToolExecutionResult {
     /// leaves the rows to the tables. The model always reads `message`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub answer: Option<String>,
+    /// The result's structured data ([`crate::tool_output`]): what the ledger keeps and the
+    /// client's tables render.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub raw: Option<Value>,
+    /// Changes to the chat's session state, written with the turn's step.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state_patch: Option<SessionStatePatch>,
+    /// Tool-specific facts for the `tool_result` event's `metadata`.
     #[serde(default, skip_serializing_if = "Map::is_empty")]
     pub metadata: Map<String, Value>,
 }
 
 impl ToolExecutionResult {
+    /// A success with `message` for the chat.
     pub fn succeeded(message: impl Into<String>) -> Self {
         Self::new(ExecutionStatus::Succeeded, message)
     }
 
+    /// A failure; `message` tells the model what went wrong.
     pub fn failed(message: impl Into<String>) -> Self {
         Self::new(ExecutionStatus::Failed, message)
     }
@@ -75,10 +86,12 @@ impl ToolExecutionResult {
         }
     }
 
+    /// Whether the tool did its work.
     pub fn is_success(&self) -> bool {
         self.status == ExecutionStatus::Succeeded
     }
 
+    /// Sets what the user reads instead of `message` (see [`ToolExecutionResult::answer`]).
     pub fn with_answer(mut self, answer: impl Into<String>) -> Self {
         self.answer = Some(answer.into());
         self
@@ -92,6 +105,7 @@ impl ToolExecutionResult {
         }
     }
 
+    /// Attaches the structured data.
     pub fn with_raw(mut self, raw: Value) -> Self {
         self.raw = Some(raw);
         self
@@ -103,6 +117,7 @@ impl ToolExecutionResult {
         self
     }
 
+    /// Adds one `metadata` entry.
     pub fn with_metadata(mut self, key: impl Into<String>, value: impl Into<Value>) -> Self {
         self.metadata.insert(key.into(), value.into());
         self

@@ -10,6 +10,7 @@ pub const RETENTION: time::Duration = time::Duration::DAY;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
+/// Where a turn is in its life, as its record keeps it.
 pub enum TurnStatus {
     /// Begun; its events may still grow.
     Running,
@@ -26,27 +27,36 @@ pub enum TurnStatus {
 /// One stored event: its place in the turn, its SSE name and its `data` JSON as sent.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StoredEvent {
+    /// Its sequence number in the turn, `init` being 0.
     pub seq: u64,
+    /// The SSE event name (`init`, `tool_result`, `done`, ...).
     pub event: String,
+    /// The event's `data` line: its JSON, serialised as sent.
     pub data: String,
 }
 
 /// A turn as begun.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TurnRecord {
+    /// The turn's id, a ULID; derived from the user and a key ([`turn_id_for_key`]) when a
+    /// resend must find the same turn.
     pub turn_id: String,
+    /// The user who began the turn and owns its chat.
     pub owner_id: String,
+    /// The chat the turn belongs to.
     pub chat_id: String,
     /// Whether the turn creates its chat (the `init` event's `created`).
     pub created: bool,
     /// A hash of the request that began it: a resend with the same key must match it.
     pub fingerprint: String,
+    /// Where the turn is in its life.
     pub status: TurnStatus,
     /// Set by a cancel; the turn stops at its next safe point.
     pub cancel_requested: bool,
     /// When the turn must be over; past it, a `running` turn was ended by its host.
     #[serde(with = "time::serde::rfc3339")]
     pub deadline: OffsetDateTime,
+    /// When the turn was begun.
     #[serde(with = "time::serde::rfc3339")]
     pub created_at: OffsetDateTime,
     /// The error a refused turn was refused with (the HTTP error envelope's `error`).

@@ -21,6 +21,7 @@ pub enum UiKind {
 }
 
 impl UiKind {
+    /// The kind's name as serialised (`quick_replies`, `flight_options`, `approval`).
     pub fn as_str(self) -> &'static str {
         match self {
             Self::QuickReplies => "quick_replies",
@@ -33,6 +34,8 @@ impl UiKind {
 /// One client-rendered element of a turn.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct UiElement {
+    /// Which widget it is.
     pub kind: UiKind,
+    /// The widget's data, shaped as its [`UiKind`] describes.
     pub payload: Value,
 }

@@ -76,6 +76,7 @@ pub fn dynamodb_config(config: &SdkConfig) -> aws_sdk_dynamodb::config::Builder 
         )
 }
 
+/// A Secrets Manager client on `config`, with the SDK's own retries.
 pub fn secrets_manager(config: &SdkConfig) -> aws_sdk_secretsmanager::Client {
     aws_sdk_secretsmanager::Client::new(config)
 }

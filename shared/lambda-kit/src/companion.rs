@@ -49,6 +49,7 @@ impl Companion {
         })
     }
 
+    /// The write, as an action of a transaction.
     pub fn action(&self) -> TransactWriteItem {
         self.action.clone()
     }

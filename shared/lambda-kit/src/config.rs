@@ -34,6 +34,7 @@ pub enum VarDefault {
 }
 
 impl Env {
+    /// The process's environment, as it is now.
     pub fn from_process() -> Self {
         Self {
             vars: std::env::vars().collect(),
@@ -41,6 +42,7 @@ impl Env {
         }
     }
 
+    /// An environment of exactly these variables (for tests).
     pub fn from_pairs<K: Into<String>, V: Into<String>>(
         pairs: impl IntoIterator<Item = (K, V)>,
     ) -> Self {
@@ -115,6 +117,7 @@ impl EnvReader<'_> {
         }
     }
 
+    /// A variable that may be unset.
     pub fn optional(&mut self, name: &str) -> Option<String> {
         self.env.get(name).map(str::to_owned)
     }
@@ -137,6 +140,7 @@ impl EnvReader<'_> {
         }
     }
 
+    /// A variable with a default when unset.
     pub fn or(&mut self, name: &str, default: &str) -> String {
         self.env.note(name, VarDefault::Value(default.to_owned()));
         self.env.get(name).unwrap_or(default).to_owned()
@@ -195,14 +199,20 @@ impl EnvReader<'_> {
 /// DynamoDB table names; set by template.yaml, locally by `infra/local/emulators.sh`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StorageConfig {
+    /// The tool-call ledger's table (`TOOL_CALLS_TABLE`).
     pub tool_calls_table: String,
+    /// The table of chats and their messages (`CHATS_TABLE`).
     pub chats_table: String,
+    /// The LLM usage table (`USAGE_TABLE`).
     pub usage_table: String,
+    /// The rate limiters' table (`RATE_LIMITS_TABLE`).
     pub rate_limits_table: String,
+    /// The knowledge base's table (`KB_TABLE`).
     pub kb_table: String,
 }
 
 impl StorageConfig {
+    /// Reads the table names; every one is required.
     pub fn from_env(env: &Env) -> Result<Self> {
         const HINT: &str = "set by template.yaml; locally `source .local/run/env`";
         let mut r = env.reader();
@@ -246,6 +256,7 @@ impl Default for LedgerConfig {
 }
 
 impl LedgerConfig {
+    /// Reads the ledger's settings; each has a default.
     pub fn from_env(env: &Env) -> Result<Self> {
         let mut r = env.reader();
         let config = Self {
@@ -277,6 +288,7 @@ impl Default for RetentionConfig {
 }
 
 impl RetentionConfig {
+    /// Reads the retention periods; each has a default.
     pub fn from_env(env: &Env) -> Result<Self> {
         let mut r = env.reader();
         let config = Self {

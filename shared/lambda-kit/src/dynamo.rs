@@ -11,6 +11,7 @@ use time::OffsetDateTime;
 
 use crate::{Error, Result};
 
+/// A DynamoDB item: attribute names and their values.
 pub type Item = HashMap<String, AttributeValue>;
 
 /// Service error codes that say "try again": a transaction holds the item, or the table or
@@ -54,14 +55,18 @@ where
 /// How a transaction ended, short of an error: written, or canceled with one reason per
 /// action (code `"None"` for actions that were fine, `"ConditionalCheckFailed"`, …).
 pub enum Transaction {
+    /// Every action was applied.
     Written,
+    /// Nothing was applied; one reason per action, in the actions' order.
     Canceled(Vec<CancelReason>),
 }
 
 /// Why one action of a canceled transaction failed, with the item as it was when the
 /// action asked for it (`ReturnValuesOnConditionCheckFailure`).
 pub struct CancelReason {
+    /// DynamoDB's reason code (`"None"`, `"ConditionalCheckFailed"`, …).
     pub code: String,
+    /// The item as it was, when the action asked for it and had one.
     pub item: Option<Item>,
 }
 
@@ -245,26 +250,32 @@ pub fn invalid_action(e: aws_sdk_dynamodb::error::BuildError) -> Error {
     }
 }
 
+/// `value` as an attribute value; an encoding failure is `Error::Corrupt`.
 pub fn to_av<T: Serialize + ?Sized>(value: &T) -> Result<AttributeValue> {
     serde_dynamo::to_attribute_value(value).map_err(|e| Error::Corrupt(format!("encode: {e}")))
 }
 
+/// A stored item as `T`; an item of another shape is `Error::Corrupt`.
 pub fn from_item<T: DeserializeOwned>(item: Item) -> Result<T> {
     serde_dynamo::from_item(item).map_err(|e| Error::Corrupt(e.to_string()))
 }
 
+/// `value` as an item (it must serialise to a map); a failure is `Error::Corrupt`.
 pub fn to_item<T: Serialize>(value: &T) -> Result<Item> {
     serde_dynamo::to_item(value).map_err(|e| Error::Corrupt(format!("encode: {e}")))
 }
 
+/// A string attribute.
 pub fn s(value: impl Into<String>) -> AttributeValue {
     AttributeValue::S(value.into())
 }
 
+/// A number attribute.
 pub fn n(value: impl ToString) -> AttributeValue {
     AttributeValue::N(value.to_string())
 }
 
+/// A timestamp as an RFC 3339 string attribute.
 pub fn rfc3339(t: OffsetDateTime) -> AttributeValue {
     // Formatting a valid OffsetDateTime as RFC 3339 only fails for years outside 0..=9999.
     AttributeValue::S(
@@ -273,6 +284,7 @@ pub fn rfc3339(t: OffsetDateTime) -> AttributeValue {
     )
 }
 
+/// Milliseconds since the Unix epoch: how leases and windows are compared in conditions.
 pub fn epoch_millis(t: OffsetDateTime) -> i128 {
     t.unix_timestamp_nanos() / 1_000_000
 }
@@ -358,6 +370,7 @@ mod tests {
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 #[schemars(rename = "{T}Page")]
 pub struct Page<T> {
+    /// The page's items, in the listing's order.
     pub items: Vec<T>,
     /// Pass back to get the next page; absent on the last one.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -383,6 +396,7 @@ impl Cursor {
         Ok(hex::encode(serde_json::to_vec(self)?))
     }
 
+    /// Reads a cursor a client sent back; anything that is not one is `Error::Invalid`.
     pub fn decode(text: &str) -> Result<Self> {
         let bytes = hex::decode(text).map_err(|_| Error::Invalid("malformed cursor".into()))?;
         serde_json::from_slice(&bytes).map_err(|_| Error::Invalid("malformed cursor".into()))
@@ -393,6 +407,7 @@ impl Cursor {
         self.0.get(name).map(String::as_str)
     }
 
+    /// The cursor as the exclusive start key of the next query.
     pub fn into_key(self) -> Item {
         self.0.into_iter().map(|(k, v)| (k, s(v))).collect()
     }

@@ -8,6 +8,8 @@
 //!
 //! Errors are the domain's [`Error`]: the kit fails the ways the calls it wraps do.
 
+#![deny(missing_docs)]
+
 pub mod aws;
 pub mod bootstrap;
 pub mod companion;

@@ -19,25 +19,34 @@ use domain::tool_call::ToolName;
 /// At most `max` calls per `window`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RateLimit {
+    /// Calls allowed per window; 0 allows none.
     pub max: u32,
+    /// The window's length; windows are aligned to the Unix epoch.
     pub window: Duration,
 }
 
+/// What a limit check decided.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "decision", rename_all = "snake_case")]
 pub enum Decision {
+    /// The use was counted.
     Allowed {
+        /// Uses left in this window.
         remaining: u32,
+        /// When the window ends.
         #[serde(with = "time::serde::rfc3339")]
         reset_at: OffsetDateTime,
     },
+    /// The window is full; nothing was counted.
     Limited {
+        /// When the window ends and the limit frees up.
         #[serde(with = "time::serde::rfc3339")]
         reset_at: OffsetDateTime,
     },
 }
 
 impl Decision {
+    /// Whether the use was counted.
     pub fn is_allowed(&self) -> bool {
         matches!(self, Self::Allowed { .. })
     }
@@ -80,6 +89,7 @@ impl LimitScope {
     }
 }
 
+/// Counts uses against per-user limits.
 #[async_trait]
 pub trait RateLimiter: Send + Sync {
     /// Counts one use of `scope` by `user_id` if the window has room.
@@ -107,6 +117,8 @@ pub trait RateLimiter: Send + Sync {
     }
 }
 
+/// [`RateLimiter`] on DynamoDB: one counter item per user, scope and window, removed by TTL
+/// after its window.
 #[derive(Clone)]
 pub struct DynamoRateLimiter {
     client: Client,
@@ -115,10 +127,12 @@ pub struct DynamoRateLimiter {
 }
 
 impl DynamoRateLimiter {
+    /// A limiter on `table`, with the system clock.
     pub fn new(client: Client, table: impl Into<String>) -> Self {
         Self::with_clock(client, table, Arc::new(SystemClock))
     }
 
+    /// A limiter on `table` that reads the time from `clock` (tests move it).
     pub fn with_clock(client: Client, table: impl Into<String>, clock: Arc<dyn Clock>) -> Self {
         Self {
             client,

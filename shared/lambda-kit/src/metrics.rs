@@ -19,7 +19,9 @@ pub const DEFAULT_NAMESPACE: &str = "ToolCalling";
 /// What a metric is measured in, as CloudWatch names the unit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Unit {
+    /// A number of events.
     Count,
+    /// A duration.
     Milliseconds,
     /// A plain number (e.g. USD).
     None,
@@ -49,17 +51,25 @@ pub enum Metric {
     ToolRetries,
     /// An LLM call ended.
     LlmCalls,
+    /// From an LLM call's start to its first streamed token.
     LlmTimeToFirstToken,
+    /// An LLM call, from start to end.
     LlmDuration,
+    /// An LLM call's prompt tokens.
     LlmInputTokens,
+    /// An LLM call's completion tokens.
     LlmOutputTokens,
+    /// What an LLM call cost, in USD, when its price is known.
     LlmCostUsd,
     /// An LLM call failed (by `kind`).
     LlmErrors,
     /// A chat turn ended (by `status`).
     Turns,
+    /// A chat turn, from start to end.
     TurnDuration,
+    /// A turn's model steps.
     TurnSteps,
+    /// A turn's tool calls.
     TurnToolCalls,
     /// A request was refused for its credentials (by `reason`).
     AuthFailures,
@@ -69,17 +79,21 @@ pub enum Metric {
     WorkerDeadLetters,
     /// A knowledge-base query (by `mode`).
     KbQueries,
+    /// A knowledge-base query, from start to end.
     KbQueryLatency,
     /// A flight search against an upstream ended (by `status`).
     SearchRequests,
+    /// A flight search against an upstream, from start to end.
     SearchLatency,
 }
 
 impl Metric {
+    /// The metric's name in CloudWatch (the variant's name).
     pub fn name(self) -> &'static str {
         self.into()
     }
 
+    /// What the metric is measured in.
     pub fn unit(self) -> Unit {
         match self {
             Self::ToolLatency
@@ -99,8 +113,11 @@ impl Metric {
 pub enum Dimension {
     /// Set on every point: which function emitted it.
     Function,
+    /// The tool called.
     Tool,
+    /// The agent profile that ran the turn.
     Agent,
+    /// How something ended (`succeeded`, `ok`, an error's kind, …).
     Status,
     /// What kind of error (`timeout`, `upstream`, …).
     Kind,
@@ -113,6 +130,7 @@ pub enum Dimension {
 }
 
 impl Dimension {
+    /// The dimension's name in the EMF document.
     pub fn name(self) -> &'static str {
         match self {
             Self::Function => "function",
@@ -138,10 +156,12 @@ pub struct Point {
 }
 
 impl Point {
+    /// An empty point.
     pub fn new() -> Self {
         Self::default()
     }
 
+    /// Adds a dimension and its value.
     pub fn dimension(mut self, dimension: Dimension, value: impl Into<String>) -> Self {
         self.dimensions.push((dimension, value.into()));
         self
@@ -154,15 +174,18 @@ impl Point {
         self
     }
 
+    /// Adds a value of `metric`.
     pub fn value(mut self, metric: Metric, value: f64) -> Self {
         self.values.push((metric, value));
         self
     }
 
+    /// Adds a count of `metric`.
     pub fn count(self, metric: Metric, n: usize) -> Self {
         self.value(metric, n as f64)
     }
 
+    /// Adds a duration of `metric`, in milliseconds.
     pub fn millis(self, metric: Metric, elapsed: Duration) -> Self {
         self.value(metric, elapsed.as_secs_f64() * 1000.0)
     }
@@ -277,6 +300,7 @@ impl Metrics {
         }
     }
 
+    /// Writes `point` to the sink; a point without values is dropped.
     pub fn emit(&self, point: Point) {
         if matches!(self.0.sink, Sink::Discard) || point.values.is_empty() {
             return;

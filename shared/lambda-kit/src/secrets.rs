@@ -18,10 +18,12 @@ use crate::{Error, Result};
 pub struct SecretString(Arc<str>);
 
 impl SecretString {
+    /// Wraps a secret's value.
     pub fn new(value: impl Into<Arc<str>>) -> Self {
         Self(value.into())
     }
 
+    /// The value itself; use it where it is needed, never in a log.
     pub fn expose(&self) -> &str {
         &self.0
     }
@@ -42,15 +44,19 @@ impl fmt::Display for SecretString {
 /// Where secrets come from: Secrets Manager in production and against moto in tests.
 #[async_trait]
 pub trait SecretSource: Send + Sync + 'static {
+    /// The current value of the secret `name`.
     async fn fetch(&self, name: &str) -> Result<SecretString>;
+    /// Writes `value` as the secret `name`'s new value.
     async fn store(&self, name: &str, value: &str) -> Result<()>;
 }
 
+/// [`SecretSource`] on Secrets Manager.
 pub struct AwsSecretSource {
     client: aws_sdk_secretsmanager::Client,
 }
 
 impl AwsSecretSource {
+    /// A source reading and writing through `client`.
     pub fn new(client: aws_sdk_secretsmanager::Client) -> Self {
         Self { client }
     }
@@ -101,6 +107,8 @@ pub struct SecretsCache {
 }
 
 impl SecretsCache {
+    /// A cache over `source` that keeps each value `ttl` after it was fetched (256 secrets at
+    /// most).
     pub fn new(source: Arc<dyn SecretSource>, ttl: Duration) -> Self {
         Self {
             source,

@@ -14,11 +14,14 @@ use serde_json::Value;
 
 use crate::{Error, Result};
 
+/// How often and how patiently an upstream call is retried.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RetryPolicy {
     /// Attempts in all, the first included.
     pub max_attempts: u32,
+    /// The longest pause before the second attempt; it doubles with each further attempt.
     pub base_delay: Duration,
+    /// The cap on a backoff pause (a `Retry-After` is waited as the upstream asks).
     pub max_delay: Duration,
     /// Longest wait for one attempt (the deadline may cut it shorter).
     pub attempt_timeout: Duration,

@@ -43,6 +43,7 @@ const SCHEDULE_PK: &str = "ALERT_SCHEDULE";
 /// Rounds a delete retries when a check moved the alert meanwhile.
 const MAX_ROUNDS: u32 = 8;
 
+/// Users' fare alerts, their matches and the schedule of their checks.
 #[async_trait]
 pub trait AlertStore: Send + Sync {
     /// Keeps a new alert for `owner`, due for its first check at once. `Error::Invalid`
@@ -73,7 +74,9 @@ pub trait AlertStore: Send + Sync {
 /// An alert the schedule says is due.
 #[derive(Debug, Clone)]
 pub struct DueAlert {
+    /// The user who keeps the alert.
     pub owner: String,
+    /// The alert, without its matches.
     pub alert: FareAlert,
     /// The schedule item's sort key, which the next move replaces.
     schedule: String,
@@ -111,6 +114,7 @@ struct ScheduleItem {
     alert_id: String,
 }
 
+/// [`AlertStore`] on the chats table.
 #[derive(Clone)]
 pub struct DynamoAlertStore {
     client: Client,

@@ -33,6 +33,7 @@ pub const MAX_CACHED_BYTES: usize = 350 * 1024;
 pub struct CacheKey(String);
 
 impl CacheKey {
+    /// The key of `tool`'s `canonical_request`, answered in `variant` (e.g. the language).
     pub fn new(tool: ToolName, variant: &str, canonical_request: &Value) -> Self {
         Self(hash_call(
             b"tool-result/v1",
@@ -42,11 +43,13 @@ impl CacheKey {
         ))
     }
 
+    /// The key as hex (SHA-256).
     pub fn as_str(&self) -> &str {
         &self.0
     }
 }
 
+/// Tool results shared across chats and users for a while.
 #[async_trait]
 pub trait ResultCache: Send + Sync {
     /// The stored result, if one is there and not expired.
@@ -70,6 +73,7 @@ pub trait ResultCache: Send + Sync {
     ) -> Result<Option<Companion>>;
 }
 
+/// [`ResultCache`] on the tool-calls table.
 #[derive(Clone)]
 pub struct DynamoResultCache {
     client: Client,
@@ -83,6 +87,7 @@ impl DynamoResultCache {
         Self::with_clock(client, table, Arc::new(SystemClock))
     }
 
+    /// The same, reading the time from `clock` (tests move it).
     pub fn with_clock(client: Client, table: impl Into<String>, clock: Arc<dyn Clock>) -> Self {
         Self {
             client,

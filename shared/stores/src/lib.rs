@@ -4,6 +4,8 @@
 //! implementation on the kit's one table helper (`lambda_kit::dynamo`). The flight and
 //! knowledge functions never compile this crate.
 
+#![deny(missing_docs)]
+
 pub mod alerts;
 pub mod cache;
 pub mod chats;

@@ -23,6 +23,7 @@ use lambda_kit::dynamo::{
 /// Enough for a user's chats all remembering at once.
 const MAX_ROUNDS: u32 = 32;
 
+/// What each user asked to be remembered, across their chats.
 #[async_trait]
 pub trait MemoryStore: Send + Sync {
     /// What is remembered about `user_id`; empty when nothing is.
@@ -44,6 +45,7 @@ struct MemoryItem {
     version: u64,
 }
 
+/// [`MemoryStore`] on the chats table.
 #[derive(Clone)]
 pub struct DynamoMemoryStore {
     client: Client,

@@ -24,7 +24,9 @@ use lambda_kit::dynamo::{
 /// USD per million tokens.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct ModelPrice {
+    /// A million prompt tokens (cached ones at `cached_input_per_million`, when set).
     pub input_per_million: f64,
+    /// A million completion tokens.
     pub output_per_million: f64,
     /// Input tokens the provider served from its prompt cache; unset: the input price.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -137,16 +139,24 @@ fn is_zero(n: &u64) -> bool {
     *n == 0
 }
 
+/// One LLM call's usage as stored: who made it, which model, the tokens and the cost.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct UsageRecord {
+    /// The record's id, a ULID.
     pub id: String,
+    /// The user the call was made for.
     pub user_id: String,
+    /// The chat it was made in; `None` outside a chat.
     pub chat_id: Option<String>,
+    /// The model, as the provider names it; its price is looked up by prefix.
     pub model: String,
     /// What the call was for, e.g. `chat`, `ask_gpt`, `embedding`.
     pub operation: String,
+    /// Tokens of the prompt, cached ones included.
     pub prompt_tokens: u64,
+    /// Tokens the model generated.
     pub completion_tokens: u64,
+    /// Prompt and completion tokens together (at least their sum).
     pub total_tokens: u64,
     /// Prompt tokens served from the provider's cache (see [`TokenUsage::cached_tokens`]).
     #[serde(default, skip_serializing_if = "is_zero")]
@@ -154,7 +164,9 @@ pub struct UsageRecord {
     /// The token counts are our estimate (see [`TokenUsage::estimated`]).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub estimated: bool,
+    /// What the call cost in USD; `None` for a model without a price.
     pub cost_usd: Option<f64>,
+    /// When the call was recorded.
     #[serde(with = "time::serde::rfc3339")]
     pub created_at: OffsetDateTime,
 }
@@ -163,9 +175,11 @@ pub struct UsageRecord {
 /// once it has ended (see [`UsageStore::reserve`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Reservation {
+    /// The user whose budget is held.
     pub user_id: String,
     /// The UTC day the hold counts against (`YYYY-MM-DD`), also when settled after midnight.
     pub day: String,
+    /// The amount held, in USD.
     pub amount_usd: f64,
 }
 
@@ -177,9 +191,13 @@ pub enum Hold {
     /// The call may run; settle the reservation when it has ended.
     Reserved(Reservation),
     /// The day's budget cannot take the call: it must not run.
-    Refused { reset_at: OffsetDateTime },
+    Refused {
+        /// When the day ends (UTC) and the budget frees up.
+        reset_at: OffsetDateTime,
+    },
 }
 
+/// Usage records of LLM calls and the users' daily budget.
 #[async_trait]
 pub trait UsageStore: Send + Sync {
     /// The record of one LLM call (with its cost), not yet written.
@@ -240,6 +258,7 @@ pub trait UsageStore: Send + Sync {
     }
 }
 
+/// [`UsageStore`] on the usage table.
 #[derive(Clone)]
 pub struct DynamoUsageStore {
     client: Client,
@@ -252,6 +271,7 @@ pub struct DynamoUsageStore {
 }
 
 impl DynamoUsageStore {
+    /// A store on `table` (the usage table) pricing with `prices`, without a daily budget.
     pub fn new(client: Client, table: impl Into<String>, prices: PriceTable) -> Self {
         Self {
             client,

@@ -8,30 +8,47 @@ use serde_json::Value;
 
 use crate::Error;
 
+/// The machine-readable `code` of an error; each has one HTTP status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ErrorCode {
+    /// A request that is wrong in another way than those below (400).
     BadRequest,
+    /// An empty or malformed body, or one that is not a JSON object (400).
     InvalidJson,
+    /// Input of the wrong shape or breaking a rule (the message names the field), or a
+    /// search the upstream rejected (400).
     ValidationFailed,
+    /// A missing or bad bearer token (401).
     Unauthorized,
     /// Authenticated, but this caller may not use this route (403).
     Forbidden,
+    /// A missing or foreign resource, an unknown path, or an upstream's 404 (404).
     NotFound,
+    /// The route does not take this method (405).
     MethodNotAllowed,
+    /// The request contradicts the current state, or changes kept colliding (409).
     Conflict,
+    /// Another turn of the chat is running; `details.turn_id` names it (409).
     TurnInProgress,
     /// The `Idempotency-Key` was used before with a different request (422).
     IdempotencyKeyReused,
+    /// The body is larger than [`super::MAX_BODY_BYTES`] (413).
     PayloadTooLarge,
+    /// The body's content type is not one the route takes (415).
     UnsupportedMediaType,
+    /// A limit is used up; `details` says which and until when (429).
     RateLimited,
+    /// Anything on our side; the log has the details (500).
     Internal,
+    /// An upstream was unavailable, answered garbage or refused our credentials (502).
     UpstreamError,
+    /// An upstream did not answer in time (504).
     UpstreamTimeout,
 }
 
 impl ErrorCode {
+    /// The HTTP status the code is answered with.
     pub fn status(self) -> u16 {
         match self {
             Self::BadRequest | Self::InvalidJson | Self::ValidationFailed => 400,
@@ -54,8 +71,11 @@ impl ErrorCode {
 /// An error as a client sees it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ApiError {
+    /// What kind of error it is.
     pub code: ErrorCode,
+    /// A short, safe text for people.
     pub message: String,
+    /// More facts where there are some (e.g. `turn_id`, `limit` and `reset_at`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub details: Option<Value>,
 }
@@ -63,10 +83,12 @@ pub struct ApiError {
 /// The wire form: `{"error": ApiError}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ErrorEnvelope {
+    /// The error.
     pub error: ApiError,
 }
 
 impl ApiError {
+    /// An error with `code` and `message`, without details.
     pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
         Self {
             code,
@@ -75,15 +97,18 @@ impl ApiError {
         }
     }
 
+    /// Adds `details`.
     pub fn with_details(mut self, details: Value) -> Self {
         self.details = Some(details);
         self
     }
 
+    /// The HTTP status of the error's code.
     pub fn status(&self) -> u16 {
         self.code.status()
     }
 
+    /// The error in its wire form.
     pub fn envelope(self) -> ErrorEnvelope {
         ErrorEnvelope { error: self }
     }
@@ -98,6 +123,7 @@ impl ApiError {
         })
     }
 
+    /// 413 for a body above [`super::MAX_BODY_BYTES`].
     pub fn payload_too_large() -> Self {
         Self::new(
             ErrorCode::PayloadTooLarge,

@@ -88,6 +88,7 @@ pub fn json_response<T: Serialize, B: From<String>>(status: u16, value: &T) -> R
     }
 }
 
+/// `error`'s envelope as a JSON response with the error's status.
 pub fn error_response<B: From<String>>(error: &ApiError) -> Response<B> {
     build(error.status(), error.body())
 }

@@ -46,6 +46,8 @@ pub struct AccessConfig {
 }
 
 impl AccessConfig {
+    /// Reads the settings; `RATE_LIMITS_TABLE` is required only with public routes on, and
+    /// their calls per minute must be 1 to 10000.
     pub fn from_env(env: &Env) -> Result<Self> {
         let mut r = env.reader();
         let public_routes = r.parse_or("PUBLIC_TOOL_ROUTES", false);
@@ -80,11 +82,20 @@ impl AccessConfig {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Admitted {
     /// This project's router or worker (IAM), acting for `user_id` when it named one.
-    Internal { user_id: Option<String> },
+    Internal {
+        /// The user named in [`ON_BEHALF_OF_HEADER`], if one was.
+        user_id: Option<String>,
+    },
     /// A user's own call on a public route (JWT subject), counted against their limit.
-    Public { user_id: String },
+    Public {
+        /// The token's subject.
+        user_id: String,
+    },
     /// No authorizer in front (local stack only).
-    Unauthenticated { user_id: Option<String> },
+    Unauthenticated {
+        /// The user named in [`ON_BEHALF_OF_HEADER`], if one was.
+        user_id: Option<String>,
+    },
 }
 
 impl Admitted {
@@ -160,13 +171,13 @@ impl RouteAccess {
         self
     }
 
-    /// Also serves requests no authorizer vouched for (the local stack, tests).
     /// Refusals counted in `metrics`.
     pub fn with_metrics(mut self, metrics: Metrics) -> Self {
         self.metrics = metrics;
         self
     }
 
+    /// Also serves requests no authorizer vouched for (the local stack, tests).
     pub fn allowing_unauthenticated(mut self) -> Self {
         self.allow_unauthenticated = true;
         self

@@ -35,6 +35,7 @@ const MAX_PATCH_ROUNDS: u32 = 64;
 /// DynamoDB allows 100 actions per transaction; one is the owner check.
 const MESSAGES_PER_TRANSACTION: usize = 99;
 
+/// [`ChatStore`](super::ChatStore) on the chats table.
 #[derive(Clone)]
 pub struct DynamoChatStore {
     client: Client,
@@ -45,10 +46,12 @@ pub struct DynamoChatStore {
 }
 
 impl DynamoChatStore {
+    /// A store on `table` (the chats table), with the system clock and the default retention.
     pub fn new(client: Client, table: impl Into<String>) -> Self {
         Self::with_clock(client, table, Arc::new(SystemClock))
     }
 
+    /// The same, reading the time from `clock` (tests move it).
     pub fn with_clock(client: Client, table: impl Into<String>, clock: Arc<dyn Clock>) -> Self {
         Self {
             client,

@@ -19,15 +19,19 @@ use lambda_kit::dynamo::Page;
 /// releases it or, if its host ended the turn, at `until` (the turn's deadline).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TurnLease {
+    /// The turn that holds the chat.
     pub turn_id: String,
+    /// When the hold ends at the latest: the turn's deadline.
     pub until: time::OffsetDateTime,
 }
 
+/// Chats with their session state and messages; another user's chat reads as missing.
 #[async_trait]
 pub trait ChatStore: Send + Sync {
     /// A new, empty chat owned by `owner_id`.
     async fn create(&self, owner_id: &str) -> Result<Chat>;
 
+    /// The chat; `Error::NotFound` for a missing or foreign one.
     async fn get(&self, owner_id: &str, chat_id: &str) -> Result<Chat>;
 
     /// Merges `patch` into the session state with optimistic concurrency: concurrent

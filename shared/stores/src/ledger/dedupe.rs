@@ -16,10 +16,12 @@ use domain::tool_call::ToolName;
 pub struct DedupeKey(String);
 
 impl DedupeKey {
+    /// The key of `tool` called in `chat_id` with `canonical_request`.
     pub fn new(chat_id: &str, tool: ToolName, canonical_request: &Value) -> Self {
         Self(hash_call(b"tool-call/v1", chat_id, tool, canonical_request))
     }
 
+    /// The key as hex.
     pub fn as_str(&self) -> &str {
         &self.0
     }

@@ -41,6 +41,7 @@ const RECENT_INDEX: &str = "by_recent";
 /// rather than failing the finishing write and losing the status.
 const MAX_STORED_RESPONSE_BYTES: usize = 300 * 1024;
 
+/// [`ToolCallLedger`] on the tool-calls table.
 #[derive(Clone)]
 pub struct DynamoLedger {
     client: Client,
@@ -50,10 +51,12 @@ pub struct DynamoLedger {
 }
 
 impl DynamoLedger {
+    /// A ledger on `table` (the tool-calls table), with the system clock.
     pub fn new(client: Client, table: impl Into<String>, config: LedgerConfig) -> Self {
         Self::with_clock(client, table, config, Arc::new(SystemClock))
     }
 
+    /// The same, reading the time from `clock` (tests move it).
     pub fn with_clock(
         client: Client,
         table: impl Into<String>,

@@ -25,33 +25,50 @@ use domain::tool_call::{ApprovalRecord, RefusedCall, ToolCallRecord, ToolCallSta
 /// What a caller asks the ledger for before executing a tool.
 #[derive(Debug, Clone)]
 pub struct ClaimRequest {
+    /// The user the call is for: the chat's owner.
     pub owner_id: String,
+    /// The chat the call is made in.
     pub chat_id: String,
+    /// The tool to call.
     pub tool: ToolName,
     /// The tool's canonical arguments (defaults applied, normalised); hashed for dedupe.
     pub request: Value,
+    /// How the claimed attempt starts.
     pub mode: ClaimMode,
 }
 
+/// How a claimed attempt starts: run now, queued, or waiting for the user's approval.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ClaimMode {
     /// Claim for immediate execution: status `running` with a lease; after `lease` without
     /// a finishing write, another caller may take the call over.
-    Run { lease: Duration },
+    Run {
+        /// How long the caller holds the attempt without finishing it.
+        lease: Duration,
+    },
     /// Record as `queued` for the tool worker.
     Enqueue,
     /// Record as `awaiting_approval` until the user decides or `approval.expires_at`
     /// passes (then an identical call starts a new attempt).
-    AwaitApproval { approval: ApprovalRecord },
+    AwaitApproval {
+        /// What the user is asked, and until when.
+        approval: ApprovalRecord,
+    },
 }
 
 /// What the user decided about a call awaiting approval.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ApprovalChoice {
     /// Run it now: the attempt becomes `running` under `lease`, held by the caller.
-    Approve { lease: Duration },
+    Approve {
+        /// How long the caller holds the attempt without finishing it.
+        lease: Duration,
+    },
     /// Do not run it; the reason (the user's text) is kept.
-    Deny { reason: Option<String> },
+    Deny {
+        /// Why, in the user's words, if they gave a reason.
+        reason: Option<String>,
+    },
 }
 
 /// How [`ToolCallLedger::decide`] went.
@@ -64,6 +81,7 @@ pub enum Decided {
 }
 
 // The record is moved once per call and never stored in bulk: boxing it buys nothing.
+/// What [`ToolCallLedger::record_and_claim`] got: the attempt, or the identical call.
 #[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
 pub enum Claim {
@@ -77,11 +95,17 @@ pub enum Claim {
 /// A claimed attempt: the fencing token for finishing writes.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ClaimedCall {
+    /// The call's id.
     pub id: String,
+    /// The chat the call was made in.
     pub chat_id: String,
+    /// The tool called.
     pub tool: ToolName,
+    /// The attempt's number: the fencing token of its finishing writes.
     pub attempt: u32,
+    /// The attempt's status as claimed: `running`, `queued` or `awaiting_approval`.
     pub status: ToolCallStatus,
+    /// The call's dedupe key.
     pub dedupe_key: String,
     /// True when this claim took over a `running` attempt whose lease had expired.
     pub took_over: bool,
@@ -90,13 +114,18 @@ pub struct ClaimedCall {
 /// How an attempt ended.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Outcome {
+    /// The tool's result, kept as the call's response.
     Succeeded(Value),
+    /// It failed; the text is kept as the call's error.
     Failed(String),
+    /// It ran out of time; the text is kept as the call's error.
     Timeout(String),
+    /// It was stopped; the text, why, is kept as the call's error.
     Canceled(String),
 }
 
 impl Outcome {
+    /// The status the attempt ends with.
     pub fn status(&self) -> ToolCallStatus {
         match self {
             Self::Succeeded(_) => ToolCallStatus::Succeeded,
@@ -112,6 +141,7 @@ pub use lambda_kit::dynamo::Page;
 
 use lambda_kit::companion::Companion;
 
+/// The tool-call ledger: records, claims and ends tool calls, and lists them for the audit.
 #[async_trait]
 pub trait ToolCallLedger: Send + Sync {
     /// Records the call and claims its next attempt in one conditional write, or reports the

@@ -23,6 +23,7 @@ use lambda_kit::dynamo::{
     sortable_time, to_av, to_item, transact,
 };
 
+/// [`TurnStore`] on the chats table.
 #[derive(Clone)]
 pub struct DynamoTurnStore {
     client: Client,
@@ -51,10 +52,12 @@ struct ChunkItem {
 }
 
 impl DynamoTurnStore {
+    /// A store on `table` (the chats table), with the system clock.
     pub fn new(client: Client, table: impl Into<String>) -> Self {
         Self::with_clock(client, table, Arc::new(SystemClock))
     }
 
+    /// The same, reading the time from `clock` (tests move it).
     pub fn with_clock(client: Client, table: impl Into<String>, clock: Arc<dyn Clock>) -> Self {
         Self {
             client,

@@ -17,6 +17,7 @@ use lambda_kit::companion::Companion;
 
 use crate::Result;
 
+/// Turns' records and event logs: what lets a client resume, resend or cancel a turn.
 #[async_trait]
 pub trait TurnStore: Send + Sync {
     /// Creates `record` unless a live turn with its id exists (then that one comes back).
