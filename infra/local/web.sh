@@ -36,7 +36,7 @@ $(log_tail "$BUILD_LOG" 15)"
 build() {
   packages
   if [ ! -f web/dist/index.html ] || [ -n "$(find web/src web/public web/index.html web/package-lock.json \
-    web/vite.config.ts -newer web/dist/index.html -print -quit)" ]; then
+    web/vite.config.ts docs/openapi.json -newer web/dist/index.html -print -quit)" ]; then
     log "building the web chat (web/dist)"
     (cd web && npm run build) >>"$BUILD_LOG" 2>&1 \
       || die "building the web chat failed; the end of .local/run/web-build.log:

@@ -1,55 +1,39 @@
 // The chat-router's SSE events (docs/api.md#event-stream), typed as the client reads them.
-// Fields the client does not use are left out; unknown events and unknown fields are
-// ignored, so a newer router does not break an older page.
+// The types come from the OpenAPI document (`npm run types` generates src/generated/api.ts
+// from docs/openapi.json, which the router's Rust types generate): a field renamed or
+// removed there fails this build. Unknown events and unknown fields are ignored, so a newer
+// router does not break an older page.
 
+import type { components } from "./generated/api";
 import type { SseMessage } from "./sse";
 
-export type CallStatus =
-  | "succeeded"
-  | "failed"
-  | "timeout"
-  | "rate_limited"
-  | "rejected"
-  | "skipped"
-  | "queued"
-  | "canceled"
-  | "awaiting_approval";
+type Schemas = components["schemas"];
+/** An event as the router serialises it: `{event, data}`. */
+type WireEvent = Schemas["TurnEvent"];
+type Name = WireEvent["event"];
+type DataOf<N extends Name> = Extract<WireEvent, { event: N }>["data"];
+/** An event as the page reads it: its data, its name as `type`, its place in the turn. */
+type Flat<N extends Name> = { type: N; id?: number } & DataOf<N>;
 
-export interface ApprovalRequest {
-  job_id: string;
-  tool: string;
-  arguments: unknown;
-  summary: string;
-  expires_at: string;
-}
+export type CallStatus = Schemas["CallStatus"];
+export type ApprovalRequest = DataOf<"approval_required">;
 
 export type RouterEvent =
-  | { type: "init"; id?: number; chat_id: string; created: boolean; turn_id: string; language?: string }
-  | { type: "tool_started"; id?: number; tool: string; job_id: string; deduped: boolean; status: "running" | "queued" }
-  | { type: "tool_progress"; id?: number; tool: string; job_id: string; message: string }
-  | {
-      type: "tool_result";
-      id?: number;
-      tool: string;
-      job_id: string | null;
-      status: CallStatus;
-      metadata: Record<string, unknown>;
-      result?: unknown;
-    }
-  | { type: "assistant_token"; id?: number; content: string }
-  | { type: "handoff"; id?: number; from: string; to: string; reason: string }
-  | { type: "ui"; id?: number; kind: string; payload: unknown }
-  | ({ type: "approval_required"; id?: number } & ApprovalRequest)
-  | {
-      type: "final";
-      id?: number;
-      message: { role: "assistant"; content: string; stopped?: boolean };
-      session_state: Record<string, unknown>;
-      tool_result: unknown;
-      metadata?: { notice?: string };
-    }
-  | { type: "error"; id?: number; code: string; message: string; details?: unknown }
-  | { type: "debug"; id?: number; kind: string; payload: unknown }
+  // An `init` replayed from the turn's record has no language.
+  | (Omit<Flat<"init">, "language"> & Partial<Pick<DataOf<"init">, "language">>)
+  | Flat<"tool_started">
+  | Flat<"tool_progress">
+  | Flat<"tool_result">
+  | Flat<"assistant_token">
+  | Flat<"handoff">
+  // A newer router may send a kind this page does not know; it shows nothing for it.
+  | (Omit<Flat<"ui">, "kind"> & { kind: DataOf<"ui">["kind"] | (string & {}) })
+  | Flat<"approval_required">
+  | Flat<"final">
+  | Flat<"error">
+  // `debug`'s own `type` field is read as `kind`: `type` names the event here.
+  | ({ type: "debug"; id?: number; kind: DataOf<"debug">["type"] } & Omit<DataOf<"debug">, "type">)
+  // `done` has no data.
   | { type: "done"; id?: number };
 
 export type EventType = RouterEvent["type"];
@@ -86,7 +70,7 @@ export function decodeEvent(message: SseMessage): RouterEvent | null {
             chat_id: d.chat_id,
             turn_id: d.turn_id,
             created: d.created === true,
-            ...(str(d.language) ? { language: d.language } : {}),
+            ...(str(d.language) ? { language: d.language as DataOf<"init">["language"] } : {}),
           }
         : null;
     case "tool_started":
@@ -150,7 +134,7 @@ export function decodeEvent(message: SseMessage): RouterEvent | null {
     }
     case "error":
       return str(d.code)
-        ? { type: "error", id, code: d.code, message: str(d.message) ? d.message : "", details: d.details }
+        ? { type: "error", id, code: d.code as DataOf<"error">["code"], message: str(d.message) ? d.message : "", details: d.details }
         : null;
     case "debug":
       return str(d.type) ? { type: "debug", id, kind: d.type, payload: d.payload } : null;

@@ -5,6 +5,7 @@
 // from the router.
 
 import { createContext } from "preact";
+import { toolTitles } from "./generated/toolTitles";
 
 export type Lang = "en" | "de";
 
@@ -18,6 +19,11 @@ export function browserLang(): Lang {
   const tags = typeof navigator === "undefined" ? [] : (navigator.languages ?? [navigator.language]);
   for (const tag of tags) if (/^(de|en)(?:[-_]|$)/i.test(tag)) return langOf(tag);
   return "en";
+}
+
+/** The tools' headings in `lang`, by name, as the router's tool catalog declares them. */
+function titles(lang: Lang): Record<string, string> {
+  return Object.fromEntries(Object.entries(toolTitles).map(([name, title]) => [name, title[lang]]));
 }
 
 const en = {
@@ -96,17 +102,7 @@ const en = {
     timeout: "The server did not answer in time.",
     unauthorized: "Your sign-in is not valid (any more).",
   } as Record<string, string>,
-  tools: {
-    search_flights: "Flight search",
-    search_knowledge_base: "Knowledge base",
-    ask_gpt: "General answer",
-    award_value: "Award value",
-    remember: "Remember",
-    select_flight: "Select flight",
-    suggest_replies: "Suggested replies",
-    show_flight_options: "Flight options",
-    create_fare_alert: "Fare alert",
-  } as Record<string, string>,
+  tools: titles("en"),
   otherTool: "Assistant tool",
   phases: { pending: "Waiting", running: "Working…", succeeded: "Done", deduplicated: "Done", failed: "Didn't work" },
   limited: (until: string) => `Too many requests; possible again at ${until}.`,
@@ -229,17 +225,7 @@ const de: Texts = {
     timeout: "Der Server hat nicht rechtzeitig geantwortet.",
     unauthorized: "Deine Anmeldung ist nicht (mehr) gültig.",
   },
-  tools: {
-    search_flights: "Flugsuche",
-    search_knowledge_base: "Wissensdatenbank",
-    ask_gpt: "Allgemeine Antwort",
-    award_value: "Meilenwert",
-    remember: "Merken",
-    select_flight: "Flug auswählen",
-    suggest_replies: "Antwortvorschläge",
-    show_flight_options: "Flugoptionen",
-    create_fare_alert: "Preisalarm",
-  },
+  tools: titles("de"),
   otherTool: "Werkzeug des Assistenten",
   phases: { pending: "Wartet", running: "Läuft…", succeeded: "Fertig", deduplicated: "Fertig", failed: "Hat nicht geklappt" },
   limited: (until) => `Zu viele Anfragen; wieder möglich um ${until}.`,

@@ -8,8 +8,6 @@
 
 use std::sync::{Arc, OnceLock};
 
-use serde::Serialize;
-use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use shared::secrets::SecretsCache;
@@ -149,104 +147,48 @@ impl PayloadGuard {
         }
     }
 
-    /// A typed payload checked through its JSON form; `None` if the checked form no longer
-    /// reads as `T` (then it must not be sent).
-    fn typed<T: Serialize + DeserializeOwned>(&self, item: T) -> Option<T> {
-        let mut value = serde_json::to_value(&item).ok()?;
-        if self.value(&mut value) == 0 {
-            return Some(item);
+    /// `event` with its payloads checked; `None` when it cannot be sent safely. The guard
+    /// walks the event's serialised form, the one the client gets, so a field added to an
+    /// event is checked without a line here; only what needs no check is named
+    /// ([`UNCHECKED_EVENTS`], [`UNCHECKED_FIELDS`]). An event with nothing changed is sent
+    /// as it was; a changed one is read back from its checked form.
+    pub fn event(&self, event: TurnEvent) -> Option<TurnEvent> {
+        let name = event.name();
+        if UNCHECKED_EVENTS.contains(&name) {
+            return Some(event);
         }
-        serde_json::from_value(value)
+        let mut wire = serde_json::to_value(&event).ok()?;
+        let Some(Value::Object(data)) = wire.get_mut("data") else {
+            return Some(event);
+        };
+        let changed: usize = data
+            .iter_mut()
+            .filter(|(field, _)| !UNCHECKED_FIELDS.contains(&(name, field.as_str())))
+            .map(|(_, value)| self.value(value))
+            .sum();
+        if changed == 0 {
+            return Some(event);
+        }
+        serde_json::from_value(wire)
             .inspect_err(|e| tracing::error!(error = %e, "a checked payload no longer reads"))
             .ok()
     }
-
-    /// `event` with its payloads checked; `None` when it cannot be sent safely. The answer's
-    /// tokens and `final.content` passed the stream guard already; ids, names of our own and
-    /// fixed texts need no check.
-    pub fn event(&self, event: TurnEvent) -> Option<TurnEvent> {
-        Some(match event {
-            TurnEvent::ToolResult {
-                tool,
-                job_id,
-                status,
-                mut metadata,
-                mut result,
-            } => {
-                metadata.values_mut().for_each(|v| {
-                    self.value(v);
-                });
-                if let Some(result) = &mut result {
-                    self.value(result);
-                }
-                TurnEvent::ToolResult {
-                    tool,
-                    job_id,
-                    status,
-                    metadata,
-                    result,
-                }
-            }
-            TurnEvent::ToolRefused {
-                tool,
-                status,
-                reason,
-                message,
-                mut metadata,
-            } => {
-                metadata.values_mut().for_each(|v| {
-                    self.value(v);
-                });
-                TurnEvent::ToolRefused {
-                    tool: self.text(&tool).unwrap_or(tool),
-                    status,
-                    reason,
-                    message: self.text(&message).unwrap_or(message),
-                    metadata,
-                }
-            }
-            TurnEvent::ToolProgress {
-                tool,
-                job_id,
-                message,
-            } => TurnEvent::ToolProgress {
-                tool,
-                job_id,
-                message: self.text(&message).unwrap_or(message),
-            },
-            TurnEvent::Handoff { from, to, reason } => TurnEvent::Handoff {
-                from,
-                to,
-                reason: self.text(&reason).unwrap_or(reason),
-            },
-            TurnEvent::Final {
-                content,
-                session_state,
-                mut tool_result,
-                notice,
-                stopped,
-            } => {
-                self.value(&mut tool_result);
-                TurnEvent::Final {
-                    content,
-                    session_state: Box::new(self.typed(*session_state)?),
-                    tool_result,
-                    notice,
-                    stopped,
-                }
-            }
-            TurnEvent::Ui(element) => TurnEvent::Ui(self.typed(element)?),
-            TurnEvent::ApprovalRequired(mut request) => {
-                self.value(&mut request.arguments);
-                if let Some(summary) = self.text(&request.summary) {
-                    request.summary = summary;
-                }
-                TurnEvent::ApprovalRequired(request)
-            }
-            other => other,
-        })
-    }
 }
+
+/// Events sent as they are: ids, names of our own and fixed texts, and (`assistant_token`)
+/// the answer, which passed the stream guard as it streamed.
+pub const UNCHECKED_EVENTS: [&str; 6] = [
+    "init",
+    "tool_started",
+    "assistant_token",
+    "error",
+    "debug",
+    "done",
+];
+
+/// Fields of checked events sent as they are: `final.message` is the answer, which passed
+/// the stream guard (and is not capped like a payload's string).
+pub const UNCHECKED_FIELDS: [(&str, &str); 1] = [("final", "message")];
 
 /// An [`EventSink`] that checks each event's payloads ([`PayloadGuard::event`]) before the
 /// client gets it.
@@ -309,6 +251,50 @@ mod tests {
         assert!(image.contains("https://seats.aero/a"), "{image}");
         assert_eq!(value["nested"][0]["carrier"], json!("Swiss"));
         assert_eq!(changed, 6);
+    }
+
+    #[test]
+    fn events_are_checked_in_their_serialised_form_but_the_answer_is_not() {
+        use crate::call_status::CallStatus;
+        use crate::events::{AssistantRole, FinalData, FinalMessage, ToolResultData};
+        use shared::domain::tool_call::ToolName;
+
+        let guard = guard();
+        let metadata = json!({"airline": "key sk-proj-abcdefghijklmnopqrstuvwxyz0123"});
+        let result = TurnEvent::ToolResult(ToolResultData::ended(
+            ToolName::SEARCH_FLIGHTS,
+            Some("tc_1".into()),
+            CallStatus::Succeeded,
+            metadata.as_object().cloned().unwrap_or_default(),
+            Some(&json!({"carrier": "CANARY-1234"})),
+        ));
+        let Some(TurnEvent::ToolResult(checked)) = guard.event(result) else {
+            panic!("the checked tool_result is not sent");
+        };
+        assert_eq!(checked.metadata["airline"], json!(CUT_MARKER));
+        assert_eq!(checked.result, Some(json!({"carrier": CUT_MARKER})));
+        assert_eq!(checked.job_id.as_deref(), Some("tc_1"));
+
+        // The answer passed the stream guard already and is not capped like a field.
+        let answer = "a".repeat(MAX_FIELD_CHARS * 2);
+        let ended = TurnEvent::Final(FinalData {
+            message: FinalMessage {
+                role: AssistantRole::Assistant,
+                content: answer.clone(),
+                stopped: false,
+            },
+            session_state: Box::default(),
+            tool_result: json!({"note": "CANARY-1234"}),
+            metadata: None,
+        });
+        let Some(TurnEvent::Final(checked)) = guard.event(ended) else {
+            panic!("the checked final is not sent");
+        };
+        assert_eq!(checked.message.content, answer);
+        assert_eq!(checked.tool_result, json!({"note": CUT_MARKER}));
+
+        let token = TurnEvent::token("CANARY-1234 streamed before");
+        assert_eq!(guard.event(token.clone()), Some(token));
     }
 
     #[test]

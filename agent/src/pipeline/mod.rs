@@ -36,7 +36,7 @@ use shared::metrics::{Dimension, Metric, Metrics, Point};
 pub use crate::call_status::CallStatus;
 pub use job::JobReport;
 
-use crate::events::{self, EventSink, TurnEvent};
+use crate::events::{self, EventSink, ToolResultData, TurnEvent};
 use crate::jobs::{JobQueue, RetrySchedule};
 use crate::llm::ToolCallRequest;
 use crate::profiles::ToolPolicy;
@@ -97,13 +97,13 @@ impl CallOutcome {
     /// Tells the client how the call ended.
     fn announce(&self, events: &dyn EventSink) {
         if let Some(tool) = self.tool {
-            events.emit(TurnEvent::ToolResult {
+            events.emit(TurnEvent::ToolResult(ToolResultData::ended(
                 tool,
-                job_id: self.job_id.clone(),
-                status: self.status,
-                metadata: self.result.metadata.clone(),
-                result: crate::events::event_result(self.result.raw.as_ref()),
-            });
+                self.job_id.clone(),
+                self.status,
+                self.result.metadata.clone(),
+                self.result.raw.as_ref(),
+            )));
         }
     }
 }

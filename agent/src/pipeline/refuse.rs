@@ -8,7 +8,7 @@ use shared::domain::tool_call::{RefusalReason, RefusedCall};
 use shared::domain::tool_result::ToolExecutionResult;
 
 use super::{CallOutcome, CallStatus, Pipeline};
-use crate::events::{EventSink, TurnEvent};
+use crate::events::{EventSink, ToolResultData, TurnEvent};
 use crate::llm::ToolCallRequest;
 use crate::tools::ToolContext;
 
@@ -28,13 +28,13 @@ impl Pipeline {
         events: &dyn EventSink,
     ) {
         let tool = clip(&outcome.call.name, RefusedCall::MAX_TOOL_CHARS);
-        events.emit(TurnEvent::ToolRefused {
-            tool: tool.clone(),
-            status: outcome.status,
+        events.emit(TurnEvent::ToolResult(ToolResultData::refused(
+            tool.clone(),
+            outcome.status,
             reason,
-            message: outcome.result.message.clone(),
-            metadata: outcome.result.metadata.clone(),
-        });
+            outcome.result.message.clone(),
+            outcome.result.metadata.clone(),
+        )));
         let refused = RefusedCall {
             id: shared::ids::new_id(),
             chat_id: ctx.chat_id.clone(),

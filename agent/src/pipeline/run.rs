@@ -13,7 +13,7 @@ use shared::ledger::{ClaimedCall, Outcome};
 
 use super::admit::{Admission, Claimed};
 use super::{CallOutcome, CallStatus, Pipeline, lease_for};
-use crate::events::{self, EventSink, TurnEvent};
+use crate::events::{self, EventSink, StartedStatus, ToolProgressData, ToolStartedData, TurnEvent};
 use crate::guard::detect;
 use crate::jobs::JobKind;
 use crate::llm::ToolCallRequest;
@@ -74,12 +74,12 @@ impl Pipeline {
                 record,
                 wait_until,
             } => {
-                events.emit(TurnEvent::ToolStarted {
+                events.emit(TurnEvent::ToolStarted(ToolStartedData {
                     tool: record.tool,
                     job_id: record.id.clone(),
                     deduped: true,
-                    queued: false,
-                });
+                    status: StartedStatus::Running,
+                }));
                 let reused = self.reuse(ctx, call, *record, wait_until).await;
                 reused.announce(events);
                 reused
@@ -119,12 +119,12 @@ impl Pipeline {
             .await
         {
             Ok(()) => {
-                events.emit(TurnEvent::ToolStarted {
+                events.emit(TurnEvent::ToolStarted(ToolStartedData {
                     tool: name,
                     job_id: claimed.id.clone(),
                     deduped: false,
-                    queued: true,
-                });
+                    status: StartedStatus::Queued,
+                }));
                 let result = ToolExecutionResult::failed(format!(
                     "{name} runs in the background as job {}. Its result is not available in this turn; it will be on a later one. Tell the user it is in progress.",
                     claimed.id
@@ -189,12 +189,12 @@ impl Pipeline {
     ) -> CallOutcome {
         let name = admitted.tool.tool.name();
         let claimed = &admitted.claimed;
-        events.emit(TurnEvent::ToolStarted {
+        events.emit(TurnEvent::ToolStarted(ToolStartedData {
             tool: name,
             job_id: claimed.id.clone(),
             deduped: false,
-            queued: false,
-        });
+            status: StartedStatus::Running,
+        }));
         let tool_ctx = ToolContext {
             deadline: admitted.deadline,
             ..ctx.clone()
@@ -247,11 +247,11 @@ impl Pipeline {
             ),
             updates,
             |message| {
-                events.emit(TurnEvent::ToolProgress {
+                events.emit(TurnEvent::ToolProgress(ToolProgressData {
                     tool: name,
                     job_id: claimed.id.clone(),
                     message,
-                })
+                }))
             },
         );
         let executed = tokio::select! {

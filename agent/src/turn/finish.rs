@@ -9,7 +9,9 @@ use shared::domain::chat::NewMessage;
 use shared::domain::session::SessionStatePatch;
 
 use super::{Agent, Ending, TurnState};
-use crate::events::{EventSink, TurnErrorCode, TurnEvent};
+use crate::events::{
+    AssistantRole, EventSink, FinalData, FinalMessage, FinalMetadata, TurnErrorCode, TurnEvent,
+};
 use crate::pipeline::CallOutcome;
 use crate::texts::{self, UserText};
 use shared::domain::ui::UiKind;
@@ -70,13 +72,20 @@ impl Agent {
         state.unsaved.push(answer);
         self.save_last(state, &SessionStatePatch::default()).await?;
         tracing::debug!(chat_id = %state.chat.id, agent = %state.profile.name, "turn answered");
-        events.emit(TurnEvent::Final {
-            content,
+        events.emit(TurnEvent::Final(FinalData {
+            message: FinalMessage {
+                role: AssistantRole::Assistant,
+                content,
+                stopped,
+            },
             session_state: Box::new(state.chat.session_state.clone()),
             tool_result: tool_result(&state.last_results),
-            notice: self.settings.stack_notice.clone(),
-            stopped,
-        });
+            metadata: self
+                .settings
+                .stack_notice
+                .clone()
+                .map(|notice| FinalMetadata { notice }),
+        }));
         Ok(())
     }
 }
@@ -112,19 +121,14 @@ impl Agent {
             .unsaved
             .push(NewMessage::assistant(answer.clone(), Vec::new()).in_language(state.locale));
         self.save_last(state, &SessionStatePatch::default()).await?;
-        events.emit(TurnEvent::Error {
-            code,
-            message: answer,
-        });
+        events.emit(TurnEvent::error(code, answer));
         Ok(())
     }
 }
 
 /// Streams a text the model did not stream itself, and returns it.
 fn streamed(events: &dyn EventSink, text: String) -> String {
-    events.emit(TurnEvent::Token {
-        content: text.clone(),
-    });
+    events.emit(TurnEvent::token(text.clone()));
     text
 }
 

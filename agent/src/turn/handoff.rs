@@ -15,7 +15,7 @@ use shared::domain::tool_result::ToolExecutionResult;
 use shared::ledger::{Claim, ClaimMode, ClaimRequest, Outcome};
 
 use super::{Agent, TurnState, prompt};
-use crate::events::{EventSink, TurnEvent};
+use crate::events::{EventSink, HandoffData, TurnEvent};
 use crate::llm::{PromptMessage, ToolCallRequest, ToolSpec};
 use crate::pipeline::{CallOutcome, CallStatus};
 use crate::profiles::{AgentCatalog, AgentProfile};
@@ -142,11 +142,11 @@ impl Agent {
         let to = target.name.clone();
         let job_id = self.record_handoff(ctx, state, &from, &to, &reason).await;
         tracing::info!(chat_id = %ctx.chat_id, from, to, "handoff");
-        events.emit(TurnEvent::Handoff {
+        events.emit(TurnEvent::Handoff(HandoffData {
             from: from.clone(),
             to: to.clone(),
             reason: reason.clone(),
-        });
+        }));
         let result = ToolExecutionResult::succeeded(format!(
             "Handed over from {from} to {to}. You are now the {to} agent: continue the conversation."
         ))

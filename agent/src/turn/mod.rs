@@ -46,7 +46,7 @@ use shared::{Error, Result};
 
 use self::decide::Decision;
 use self::usage::TurnUsage;
-use crate::events::{EventSink, TurnErrorCode, TurnEvent};
+use crate::events::{EventSink, InitData, TurnErrorCode, TurnEvent};
 use crate::guard::fence::Fence;
 use crate::guard::output::Violation;
 use crate::guard::output::echo::{EchoIndex, EchoIndexes};
@@ -278,12 +278,12 @@ impl Agent {
 
     /// Runs `turn` to its end and emits `Done` last, always.
     pub async fn run_turn(&self, turn: OpenTurn, events: &dyn EventSink) {
-        events.emit(TurnEvent::Init {
+        events.emit(TurnEvent::Init(InitData {
             chat_id: turn.chat.id.clone(),
             created: turn.created,
             turn_id: turn.turn_id.clone(),
             language: turn.language(),
-        });
+        }));
         // External MCP servers still being listed (a cold start) get their bounded wait.
         if let Some(external) = self.pipeline.registry.external() {
             external.ready().await;
@@ -314,10 +314,10 @@ impl Agent {
             self.save_unsaved(&mut state).await;
             tracing::error!(chat_id = %state.chat.id, error = %e, "chat turn failed");
             let code = error_code(&e);
-            events.emit(TurnEvent::Error {
+            events.emit(TurnEvent::error(
                 code,
-                message: UserText::for_error(code).text(state.locale),
-            });
+                UserText::for_error(code).text(state.locale),
+            ));
         }
         // Usage no chat write took (one failed, or there was none) is written on its own.
         state.usage.flush().await;
@@ -329,7 +329,7 @@ impl Agent {
             tracing::error!(chat_id = %state.chat.id, error = %e, "releasing the chat failed; it frees itself at the turn's deadline");
         }
         self.observe_turn(&state, status);
-        events.emit(TurnEvent::Done);
+        events.emit(TurnEvent::DONE);
     }
 
     /// The turn's metrics: duration, model steps and tool calls, by agent and status.

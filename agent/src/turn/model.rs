@@ -166,7 +166,7 @@ impl Agent {
         let show = |text: String, shown: &mut String| {
             if !text.is_empty() {
                 shown.push_str(&text);
-                events.emit(TurnEvent::Token { content: text });
+                events.emit(TurnEvent::token(text));
             }
         };
         let mut on_token = |text: &str| show(guard.push(text), &mut shown);

@@ -221,7 +221,7 @@ async fn a_text_turn_streams_in_contract_order_and_writes_the_chat_once(llm: Pro
     let streamed: String = events
         .iter()
         .filter_map(|e| match e {
-            TurnEvent::Token { content } => Some(content.as_str()),
+            TurnEvent::AssistantToken(token) => Some(token.content.as_str()),
             _ => None,
         })
         .collect();
@@ -271,20 +271,16 @@ async fn invalid_tool_calls_get_one_repair_round_then_an_error_and_an_apology(ll
         .filter(|e| {
             matches!(
                 e,
-                TurnEvent::ToolRefused {
-                    reason: RefusalReason::InvalidArguments,
-                    ..
-                }
+                TurnEvent::ToolResult(result)
+                    if result.job_id.is_none()
+                        && result.metadata.get("reason") == Some(&serde_json::json!(RefusalReason::InvalidArguments))
             )
         })
         .count();
     assert_eq!(refused, 2, "{events:?}");
     assert!(events.iter().any(|e| matches!(
         e,
-        TurnEvent::Error {
-            code: TurnErrorCode::InvalidToolCall,
-            ..
-        }
+        TurnEvent::Error(error) if error.code == TurnErrorCode::InvalidToolCall
     )));
     assert_eq!(
         rig.llm.request_count(),
@@ -363,7 +359,7 @@ async fn today_is_the_users_date_in_their_time_zone() {
     let refused: Vec<String> = events
         .iter()
         .filter_map(|e| match e {
-            TurnEvent::ToolRefused { message, .. } => Some(message.clone()),
+            TurnEvent::ToolResult(result) => result.refusal_message().map(str::to_owned),
             _ => None,
         })
         .collect();

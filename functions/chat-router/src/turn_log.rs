@@ -38,10 +38,11 @@ pub const GRACE: time::Duration = time::Duration::seconds(5);
 
 /// The event as stored (and framed) with its sequence number.
 pub fn stored(seq: u64, event: &TurnEvent) -> StoredEvent {
+    let (name, data) = event.to_wire();
     StoredEvent {
         seq,
-        event: event.name().to_owned(),
-        data: events::data(event).to_string(),
+        event: name.to_owned(),
+        data: data.to_string(),
     }
 }
 
@@ -87,7 +88,7 @@ pub async fn record(
         let event = match tokio::time::timeout(wait, queue.recv()).await {
             Ok(Some(event)) => event,
             // The turn ended without `done` (it panicked): end the log as it would have.
-            Ok(None) => TurnEvent::Done,
+            Ok(None) => TurnEvent::DONE,
             // Due: write what is pending, or (nothing pending) just read for a cancel.
             Err(_) => {
                 let _ = batches.send(Batch {
@@ -273,12 +274,9 @@ async fn interrupt(store: &dyn TurnStore, turn: &TurnRecord, last: u64, message:
     let ending = [
         stored(
             last + 1,
-            &TurnEvent::Error {
-                code: TurnErrorCode::Interrupted,
-                message: message.to_owned(),
-            },
+            &TurnEvent::error(TurnErrorCode::Interrupted, message),
         ),
-        stored(last + 2, &TurnEvent::Done),
+        stored(last + 2, &TurnEvent::DONE),
     ];
     if let Err(e) = store.interrupt(turn, &ending).await {
         tracing::error!(turn_id = %turn.turn_id, error = %e, "marking the turn interrupted failed");
@@ -290,7 +288,7 @@ async fn interrupt(store: &dyn TurnStore, turn: &TurnRecord, last: u64, message:
 async fn end_with(client: &mut Sender, error: serde_json::Value) {
     let error = Bytes::from(format!("event: error\ndata: {error}\n\n"));
     let _ = client.send_data(error).await;
-    let _ = client.send_data(unlogged(&TurnEvent::Done)).await;
+    let _ = client.send_data(unlogged(&TurnEvent::DONE)).await;
 }
 
 /// The answer of `POST …/turns/{turn_id}/cancel`.

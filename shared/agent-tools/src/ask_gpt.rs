@@ -56,6 +56,10 @@ impl Tool for AskGptTool {
             en: "the research assistant",
             de: "die Recherche",
         },
+        title: Label {
+            en: "General answer",
+            de: "Allgemeine Antwort",
+        },
         mcp: McpExposure::NotServed("answers from the model's own knowledge, never served"),
     };
     type Args = AskGptArgs;

@@ -106,6 +106,10 @@ impl Tool for AwardValueTool {
             en: "the miles value calculator",
             de: "die Meilenwert-Berechnung",
         },
+        title: Label {
+            en: "Award value",
+            de: "Meilenwert",
+        },
         mcp: McpExposure::Served,
     };
     type Args = AwardValueArgs;

@@ -12,22 +12,26 @@ pub struct ToolInfo {
     pub name: ToolName,
     /// How users call it mid-sentence.
     pub label: Label,
+    /// Its heading on the web chat's tool cards ("Flight search"); the web's build reads it
+    /// from the OpenAPI document's `x-tool-titles`.
+    pub title: Label,
     /// Whether an MCP client may call it through mcp-server.
     pub mcp: McpExposure,
 }
 
-/// A tool as users call it mid-sentence, lower-case: "the flight search", "die Flugsuche".
-/// German labels take "die" (every one is feminine), so they fit either case.
+/// A text about a tool in each language a turn speaks. As a label, how users call it
+/// mid-sentence, lower-case: "the flight search", "die Flugsuche" (German labels take "die",
+/// every one is feminine, so they fit either case); as a title, a heading: "Flight search".
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Label {
-    /// In English: "the flight search".
+    /// The English text.
     pub en: &'static str,
-    /// In German: "die Flugsuche".
+    /// The German text.
     pub de: &'static str,
 }
 
 impl Label {
-    /// The label in `locale`'s language.
+    /// The text in `locale`'s language.
     pub fn in_language(self, locale: Locale) -> &'static str {
         match locale {
             Locale::En => self.en,
@@ -53,6 +57,10 @@ const BUILT_IN: &[ToolInfo] = &[
             en: "the handoff",
             de: "die Weitergabe",
         },
+        title: Label {
+            en: "Handoff",
+            de: "Weitergabe",
+        },
         mcp: McpExposure::NotServed("works only inside a chat"),
     },
     ToolInfo {
@@ -60,6 +68,10 @@ const BUILT_IN: &[ToolInfo] = &[
         label: Label {
             en: "the external service",
             de: "die Anfrage beim externen Dienst",
+        },
+        title: Label {
+            en: "External service",
+            de: "Externer Dienst",
         },
         mcp: McpExposure::NotServed(
             "stands for other MCP servers' tools, which are theirs to serve",

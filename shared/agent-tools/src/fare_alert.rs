@@ -38,6 +38,10 @@ impl Tool for CreateFareAlertTool {
             en: "the fare alert",
             de: "die Preisalarm-Funktion",
         },
+        title: Label {
+            en: "Fare alert",
+            de: "Preisalarm",
+        },
         mcp: McpExposure::Served,
     };
     type Args = CreateFareAlertArgs;

@@ -177,6 +177,10 @@ impl Tool for SearchFlightsTool {
             en: "the flight search",
             de: "die Flugsuche",
         },
+        title: Label {
+            en: "Flight search",
+            de: "Flugsuche",
+        },
         mcp: McpExposure::Served,
     };
     /// The model's object as sent: a complete search or part of one (see `prepare`).

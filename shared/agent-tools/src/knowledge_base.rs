@@ -43,6 +43,10 @@ impl Tool for SearchKnowledgeBaseTool {
             en: "the knowledge base search",
             de: "die Suche in der Wissensdatenbank",
         },
+        title: Label {
+            en: "Knowledge base",
+            de: "Wissensdatenbank",
+        },
         mcp: McpExposure::Served,
     };
     type Args = KnowledgeBaseArgs;

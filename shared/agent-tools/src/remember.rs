@@ -26,6 +26,10 @@ impl Tool for RememberTool {
             en: "remembering",
             de: "die Merkfunktion",
         },
+        title: Label {
+            en: "Remember",
+            de: "Merken",
+        },
         mcp: McpExposure::NotServed("works only inside a chat"),
     };
     type Args = RememberArgs;

@@ -35,6 +35,10 @@ impl Tool for SelectFlightTool {
             en: "the flight selection",
             de: "die Flugauswahl",
         },
+        title: Label {
+            en: "Select flight",
+            de: "Flug auswählen",
+        },
         mcp: McpExposure::NotServed("works only inside a chat"),
     };
     type Args = SelectFlightArgs;

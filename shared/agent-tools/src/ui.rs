@@ -43,6 +43,10 @@ impl Tool for SuggestRepliesTool {
             en: "the reply suggestions",
             de: "die Antwortvorschläge",
         },
+        title: Label {
+            en: "Suggested replies",
+            de: "Antwortvorschläge",
+        },
         mcp: McpExposure::NotServed("works only inside a chat"),
     };
     type Args = SuggestRepliesArgs;
@@ -81,6 +85,10 @@ impl Tool for ShowFlightOptionsTool {
         label: Label {
             en: "the flight cards",
             de: "die Flugkarten",
+        },
+        title: Label {
+            en: "Flight options",
+            de: "Flugoptionen",
         },
         mcp: McpExposure::NotServed("works only inside a chat"),
     };

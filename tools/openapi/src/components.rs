@@ -58,8 +58,8 @@ impl Components {
 
     /// The turn stream's events: name and the schema of its `data`. Also adds `SseEvent`,
     /// one frame of the stream.
-    pub fn events(&mut self) -> Vec<(&'static str, Value)> {
-        let events: Vec<(&'static str, Value)> = chat_router::events::schemas(&mut self.responses)
+    pub fn events(&mut self) -> Vec<(String, Value)> {
+        let events: Vec<(String, Value)> = chat_router::events::schemas(&mut self.responses)
             .into_iter()
             .map(|(name, schema)| (name, schema.to_value()))
             .collect();

@@ -43,6 +43,18 @@ pub enum Error {
 }
 
 /// The whole document.
+/// Each tool of the catalog by name: its heading for users, `{"en": …, "de": …}`.
+fn tool_titles() -> Value {
+    agent::tools::CATALOG
+        .iter()
+        .map(|info| {
+            let title = json!({ "en": info.title.en, "de": info.title.de });
+            (info.name.as_str().to_owned(), title)
+        })
+        .collect::<Map<String, Value>>()
+        .into()
+}
+
 pub fn document() -> Result<Value, Error> {
     let mut components = Components::new();
     let mut paths = Map::new();
@@ -60,7 +72,7 @@ pub fn document() -> Result<Value, Error> {
             "title": "Tool-calling chat backend",
             "version": "1",
             "summary": "The chat-router's streaming chat API and the flight and knowledge-base tool functions.",
-            "description": "Generated from the Rust types by `cargo run -p openapi`; do not edit by hand. The prose reference is docs/api.md. Every error is the JSON envelope `ErrorEnvelope`. An event stream (`text/event-stream`) has the schema `SseEvent`, one event (`id`, `event`, `data`) whose `data` is JSON with the `contentSchema` of its event, and lists its events in `x-sse-events`: event name to the schema of its `data`.",
+            "description": "Generated from the Rust types by `cargo run -p openapi`; do not edit by hand. The prose reference is docs/api.md. Every error is the JSON envelope `ErrorEnvelope`. An event stream (`text/event-stream`) has the schema `SseEvent`, one event (`id`, `event`, `data`) whose `data` is JSON with the `contentSchema` of its event, and lists its events in `x-sse-events`: event name to the schema of its `data`. `x-tool-titles` gives each built-in tool's heading for users, in English and German (the web chat's tool cards).",
             "license": {"name": "MIT OR Apache-2.0", "identifier": "MIT OR Apache-2.0"}
         },
         "servers": [router::server_local(), router::server_deployed()],
@@ -75,6 +87,7 @@ pub fn document() -> Result<Value, Error> {
             {"name": "knowledge base", "description": "Knowledge-base retrieval function"}
         ],
         "paths": paths,
+        "x-tool-titles": tool_titles(),
         "components": {
             "schemas": schemas,
             "securitySchemes": {

@@ -78,12 +78,9 @@ impl Operation {
     }
 
     /// `200 text/event-stream`: the events' names with their `data` schemas.
-    pub fn event_stream(mut self, description: &str, events: &[(&'static str, Value)]) -> Self {
-        let names: Vec<&str> = events.iter().map(|(name, _)| *name).collect();
-        let by_name: Map<String, Value> = events
-            .iter()
-            .map(|(name, schema)| ((*name).to_owned(), schema.clone()))
-            .collect();
+    pub fn event_stream(mut self, description: &str, events: &[(String, Value)]) -> Self {
+        let names: Vec<&str> = events.iter().map(|(name, _)| name.as_str()).collect();
+        let by_name: Map<String, Value> = events.iter().cloned().collect();
         self.responses.insert(
             "200".into(),
             json!({

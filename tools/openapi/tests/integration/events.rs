@@ -1,7 +1,10 @@
 //! Every event the router sends validates against the schema the document gives its name:
 //! the event streams are not checked by the contract run (schemathesis reads JSON only).
 
-use agent::events::ApprovalRequest;
+use agent::events::{
+    ApprovalRequest, AssistantRole, DebugData, FinalData, FinalMessage, FinalMetadata, HandoffData,
+    InitData, StartedStatus, ToolProgressData, ToolResultData, ToolStartedData,
+};
 use agent::pipeline::CallStatus;
 use agent::{TurnErrorCode, TurnEvent};
 use serde_json::{Map, Value, json};
@@ -22,70 +25,73 @@ fn samples() -> Vec<TurnEvent> {
     }))
     .unwrap();
     vec![
-        TurnEvent::Init {
+        TurnEvent::Init(InitData {
             chat_id: "c1".into(),
             created: true,
             turn_id: "t1".into(),
             language: shared::domain::flight::Locale::De,
-        },
-        TurnEvent::ToolStarted {
+        }),
+        TurnEvent::ToolStarted(ToolStartedData {
             tool: ToolName::SEARCH_FLIGHTS,
             job_id: "tc_1".into(),
             deduped: false,
-            queued: true,
-        },
-        TurnEvent::ToolProgress {
+            status: StartedStatus::Queued,
+        }),
+        TurnEvent::ToolProgress(ToolProgressData {
             tool: ToolName::SEARCH_FLIGHTS,
             job_id: "tc_1".into(),
             message: "halfway".into(),
-        },
-        TurnEvent::ToolResult {
-            tool: ToolName::SEARCH_FLIGHTS,
-            job_id: Some("tc_1".into()),
-            status: CallStatus::Succeeded,
-            metadata: metadata.clone(),
-            result: Some(json!({"seatsResult": null})),
-        },
-        TurnEvent::ToolResult {
-            tool: ToolName::ASK_GPT,
-            job_id: Some("tc_2".into()),
-            status: CallStatus::Failed,
-            metadata: Map::new(),
-            result: None,
-        },
-        TurnEvent::ToolRefused {
-            tool: "book_hotel".into(),
-            status: CallStatus::Rejected,
-            reason: RefusalReason::UnknownTool,
-            message: "Unknown tool".into(),
-            metadata: Map::new(),
-        },
-        TurnEvent::Token {
-            content: "Hallo".into(),
-        },
-        TurnEvent::Final {
-            content: "Hallo".into(),
+        }),
+        TurnEvent::ToolResult(ToolResultData::ended(
+            ToolName::SEARCH_FLIGHTS,
+            Some("tc_1".into()),
+            CallStatus::Succeeded,
+            metadata.clone(),
+            Some(&json!({"seatsResult": null})),
+        )),
+        TurnEvent::ToolResult(ToolResultData::ended(
+            ToolName::ASK_GPT,
+            Some("tc_2".into()),
+            CallStatus::Failed,
+            Map::new(),
+            None,
+        )),
+        TurnEvent::ToolResult(ToolResultData::refused(
+            "book_hotel".into(),
+            CallStatus::Rejected,
+            RefusalReason::UnknownTool,
+            "Unknown tool".into(),
+            Map::new(),
+        )),
+        TurnEvent::token("Hallo"),
+        TurnEvent::Final(FinalData {
+            message: FinalMessage {
+                role: AssistantRole::Assistant,
+                content: "Hallo".into(),
+                stopped: false,
+            },
             session_state: Box::new(state),
             tool_result: json!([{"tool": "ask_gpt", "job_id": "tc_2", "status": "failed", "raw": null}]),
-            notice: Some("local stack".into()),
-            stopped: false,
-        },
-        TurnEvent::Final {
-            content: String::new(),
+            metadata: Some(FinalMetadata {
+                notice: "local stack".into(),
+            }),
+        }),
+        TurnEvent::Final(FinalData {
+            message: FinalMessage {
+                role: AssistantRole::Assistant,
+                content: String::new(),
+                stopped: true,
+            },
             session_state: Box::default(),
             tool_result: Value::Null,
-            notice: None,
-            stopped: true,
-        },
-        TurnEvent::Error {
-            code: TurnErrorCode::Guardrail,
-            message: "no".into(),
-        },
-        TurnEvent::Handoff {
+            metadata: None,
+        }),
+        TurnEvent::error(TurnErrorCode::Guardrail, "no"),
+        TurnEvent::Handoff(HandoffData {
             from: "travel".into(),
             to: "support".into(),
             reason: "kb".into(),
-        },
+        }),
         TurnEvent::Ui(UiElement {
             kind: UiKind::QuickReplies,
             payload: json!({"replies": ["a", "b"]}),
@@ -97,11 +103,11 @@ fn samples() -> Vec<TurnEvent> {
             summary: "Fare alert".into(),
             expires_at: time::OffsetDateTime::UNIX_EPOCH,
         }),
-        TurnEvent::Debug {
-            kind: "llm_choice",
+        TurnEvent::Debug(DebugData {
+            kind: "llm_choice".into(),
             payload: json!({"step": 1}),
-        },
-        TurnEvent::Done,
+        }),
+        TurnEvent::DONE,
     ]
 }
 
@@ -119,7 +125,7 @@ fn every_event_matches_its_schema() {
         assert!(schema.is_object(), "no schema for the event `{name}`");
         schema["components"] = doc["components"].clone();
         let validator = jsonschema::validator_for(&schema).unwrap();
-        let data = chat_router::events::data(&event);
+        let (_, data) = event.to_wire();
         let errors: Vec<String> = validator
             .iter_errors(&data)
             .map(|e| e.to_string())
