@@ -1,14 +1,12 @@
 //! `POST /flights/cash`: a `FlightSearchParams` body in, `{success, results}` out.
 
 use domain::flight::{FlightSearchParams, FlightSearchResult};
-use std::convert::Infallible;
 
 use lambda_http::http::Method;
-use lambda_http::tower::{ServiceExt, service_fn};
 use lambda_http::{Body, Request, Response};
 use lambda_kit::http::ApiError;
 use lambda_kit::http::lambda::{error_response, json_body, json_response};
-use lambda_kit::layers::{Handler, deadline_of, tool_route};
+use lambda_kit::layers::{Handler, call, deadline_of, tool_function};
 
 use crate::deps::Deps;
 use crate::search::search;
@@ -19,21 +17,20 @@ pub const ROUTE: &str = "/flights/cash";
 /// The function as the runtime serves it: the shared layers (trace span, `POST` only, the
 /// deadline, the access gate) around [`admitted`].
 pub fn service(deps: Deps) -> Handler {
-    let access = deps.access.clone();
-    let fallback = deps.config.fallback_budget;
-    let handler = service_fn(move |req: Request| {
-        let deps = deps.clone();
-        async move { Ok::<_, Infallible>(admitted(&deps, req).await) }
-    });
-    tool_route(ROUTE, Method::POST, access, fallback, handler)
+    let (access, fallback) = (deps.access.clone(), deps.config.fallback_budget);
+    tool_function(
+        ROUTE,
+        Method::POST,
+        access,
+        fallback,
+        deps,
+        |deps: Deps, req| async move { admitted(&deps, req).await },
+    )
 }
 
 /// Serves one request through [`service`] (what tests and benches call).
 pub async fn handle(deps: &Deps, req: Request) -> Response<Body> {
-    match service(deps.clone()).oneshot(req).await {
-        Ok(response) => response,
-        Err(never) => match never {},
-    }
+    call(service(deps.clone()), req).await
 }
 
 /// An admitted `POST`, run until the invocation's deadline.

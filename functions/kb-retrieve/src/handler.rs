@@ -1,7 +1,6 @@
 //! `POST /kb/search`: `{query, top_k?}` → `{results, mode, kb_version}`. Every failure is
 //! mapped once, by `lambda_kit::http::ApiError`, to the error envelope.
 
-use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -10,14 +9,13 @@ use knowledge::kb::DynamoKbStore;
 use knowledge::kb::KbStore;
 use knowledge::kb::snapshots::S3Snapshots;
 use lambda_http::http::Method;
-use lambda_http::tower::{ServiceExt, service_fn};
 use lambda_http::{Body, Request, Response};
 use lambda_kit::bootstrap::Basics;
 use lambda_kit::config::Env;
 use lambda_kit::http::ApiError;
 use lambda_kit::http::lambda::{error_response, json_body, json_response};
 use lambda_kit::http::route_access::RouteAccess;
-use lambda_kit::layers::{Handler, deadline_of, tool_route};
+use lambda_kit::layers::{Handler, call, deadline_of, tool_function};
 use lambda_kit::metrics::{Dimension, Metric, Metrics, Point};
 use lambda_kit::secrets::SecretsCache;
 use schemars::JsonSchema;
@@ -177,21 +175,20 @@ pub const ROUTE: &str = "/kb/search";
 /// The function as the runtime serves it: the shared layers (trace span, `POST` only, the
 /// deadline, the access gate) around [`admitted`].
 pub fn service(deps: Deps) -> Handler {
-    let access = deps.access.clone();
-    let fallback = deps.config.deadline_fallback;
-    let handler = service_fn(move |req: Request| {
-        let deps = deps.clone();
-        async move { Ok::<_, Infallible>(admitted(&deps, req).await) }
-    });
-    tool_route(ROUTE, Method::POST, access, fallback, handler)
+    let (access, fallback) = (deps.access.clone(), deps.config.deadline_fallback);
+    tool_function(
+        ROUTE,
+        Method::POST,
+        access,
+        fallback,
+        deps,
+        |deps: Deps, req| async move { admitted(&deps, req).await },
+    )
 }
 
 /// Serves one request through [`service`] (what tests and benches call).
 pub async fn handle(deps: &Deps, req: Request) -> Response<Body> {
-    match service(deps.clone()).oneshot(req).await {
-        Ok(response) => response,
-        Err(never) => match never {},
-    }
+    call(service(deps.clone()), req).await
 }
 
 /// An admitted `POST`, run until the invocation's deadline.

@@ -1,14 +1,11 @@
 //! `POST /flights/award`: body → validated `FlightSearchParams` → award search → reply.
 //! Every failure is mapped once, by `lambda_kit::http::ApiError`, to the error envelope.
 
-use std::convert::Infallible;
-
 use lambda_http::http::Method;
-use lambda_http::tower::{ServiceExt, service_fn};
 use lambda_http::{Body, Request, Response};
 use lambda_kit::http::ApiError;
 use lambda_kit::http::lambda::{error_response, json_response};
-use lambda_kit::layers::{Handler, deadline_of, tool_route};
+use lambda_kit::layers::{Handler, call, deadline_of, tool_function};
 
 use crate::deps::Deps;
 use crate::{request, search};
@@ -19,21 +16,20 @@ pub const ROUTE: &str = "/flights/award";
 /// The function as the runtime serves it: the shared layers (trace span, `POST` only, the
 /// deadline, the access gate) around [`search`].
 pub fn service(deps: Deps) -> Handler {
-    let access = deps.access.clone();
-    let fallback = deps.config.deadline_fallback;
-    let handler = service_fn(move |req: Request| {
-        let deps = deps.clone();
-        async move { Ok::<_, Infallible>(search(&deps, req).await) }
-    });
-    tool_route(ROUTE, Method::POST, access, fallback, handler)
+    let (access, fallback) = (deps.access.clone(), deps.config.deadline_fallback);
+    tool_function(
+        ROUTE,
+        Method::POST,
+        access,
+        fallback,
+        deps,
+        |deps: Deps, req| async move { search(&deps, req).await },
+    )
 }
 
 /// Serves one request through [`service`] (what tests and benches call).
 pub async fn handle(deps: &Deps, req: Request) -> Response<Body> {
-    match service(deps.clone()).oneshot(req).await {
-        Ok(response) => response,
-        Err(never) => match never {},
-    }
+    call(service(deps.clone()), req).await
 }
 
 /// An admitted `POST`: the body's search, run until the invocation's deadline.

@@ -1,7 +1,8 @@
 //! The concerns every tool function's handler opens with, as `tower` layers around a handler
 //! that knows nothing of them (the way the Lambda runtime composes its own): the request's
 //! trace span, the method (405 with `Allow`), the access gate and the deadline. A function
-//! stacks them with [`tool_route`] and serves one route:
+//! stacks them with [`tool_function`] (or [`tool_route`] around a service of its own) and
+//! serves one route:
 //!
 //! ```text
 //! trace span → method → deadline (into the request's extensions) → access gate → handler
@@ -62,6 +63,36 @@ where
             .layer(access_layer(access, route))
             .service(handler),
     )
+}
+
+/// A tool function's one route ([`tool_route`]) around `admitted`: what the function does
+/// with an admitted request, given its dependencies `deps` (cloned per request).
+pub fn tool_function<D, F, Fut>(
+    route: &'static str,
+    method: Method,
+    access: RouteAccess,
+    fallback: Duration,
+    deps: D,
+    admitted: F,
+) -> Handler
+where
+    D: Clone + Send + Sync + 'static,
+    F: Fn(D, Request) -> Fut + Clone + Send + 'static,
+    Fut: Future<Output = Response<Body>> + Send + 'static,
+{
+    let handler = service_fn(move |req: Request| {
+        let answer = admitted(deps.clone(), req);
+        async move { Ok::<_, Infallible>(answer.await) }
+    });
+    tool_route(route, method, access, fallback, handler)
+}
+
+/// One request through `handler`, as the runtime serves it (what tests and benches call).
+pub async fn call(handler: Handler, req: Request) -> Response<Body> {
+    match handler.oneshot(req).await {
+        Ok(response) => response,
+        Err(never) => match never {},
+    }
 }
 
 /// Runs the rest of the stack inside a span that carries the caller's X-Ray trace id, so
