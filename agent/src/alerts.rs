@@ -22,6 +22,8 @@ const PARALLEL_SEARCHES: usize = 4;
 /// Days either side of an award search's date (the flight functions' widest).
 const WINDOW: i64 = FlightSearchParams::MAX_FLEXIBILITY_DAYS as i64;
 
+/// Checks fare alerts: the flight searches of an alert's range, through the award and cash
+/// search routes `search_flights` uses.
 #[derive(Debug, Clone)]
 pub struct FareChecker {
     functions: FunctionClient,
@@ -37,6 +39,8 @@ enum Kind {
 }
 
 impl FareChecker {
+    /// A checker calling the award search at `award_url` and the cash search at `cash_url`
+    /// through `functions`.
     pub fn new(functions: FunctionClient, award_url: String, cash_url: String) -> Self {
         Self {
             functions,

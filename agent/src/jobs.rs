@@ -31,9 +31,14 @@ pub enum JobKind {
 pub struct ToolJob {
     /// Message format version; a worker refuses versions it does not know.
     pub v: u32,
+    /// Why the job was sent: a retry or a background call.
     pub kind: JobKind,
+    /// The user the call is for (the chat's owner): the worker reads the record as theirs
+    /// and runs the tool for them.
     pub owner_id: String,
+    /// The chat the call was made in.
     pub chat_id: String,
+    /// The call's id in the ledger (`job_id` in the turn's events).
     pub call_id: String,
     /// The queued attempt this job runs.
     pub attempt: u32,
@@ -42,6 +47,7 @@ pub struct ToolJob {
 }
 
 impl ToolJob {
+    /// The message format version this code writes and accepts (`v`).
     pub const VERSION: u32 = 1;
 
     /// Parses a message body; the error says what is wrong (for logs and the DLQ).
@@ -71,7 +77,7 @@ pub trait JobQueue: Send + Sync {
     async fn send(&self, job: &ToolJob, delay: Duration) -> Result<()>;
 }
 
-/// [`JobQueue`] on SQS, plus the dead-letter queue the worker parks failed jobs in.
+/// [`JobQueue`] on SQS: sends jobs to the tool queue (failed ones are parked by [`DeadLetters`]).
 #[derive(Clone)]
 pub struct SqsJobQueue {
     client: aws_sdk_sqs::Client,
@@ -79,6 +85,7 @@ pub struct SqsJobQueue {
 }
 
 impl SqsJobQueue {
+    /// The queue at `queue_url` (the tool queue's URL).
     pub fn new(client: aws_sdk_sqs::Client, queue_url: impl Into<String>) -> Self {
         Self {
             client,
@@ -119,6 +126,7 @@ pub struct DeadLetters {
 }
 
 impl DeadLetters {
+    /// The dead-letter queue at `queue_url`.
     pub fn new(client: aws_sdk_sqs::Client, queue_url: impl Into<String>) -> Self {
         Self {
             client,

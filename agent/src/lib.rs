@@ -38,7 +38,7 @@
 //! - [`profiles`]: agent profiles from `config/agents.toml` (prompt, model, tools, choice).
 //! - [`pipeline`]: admit → run → record; [`pipeline::Pipeline::run_job`] for the worker.
 //! - [`jobs`]: tool jobs on the SQS tool queue, the retry schedule, the dead-letter queue.
-//! - [`runtime`]: configuration and wiring shared by chat-router and tool-worker.
+//! - [`runtime`]: configuration and wiring shared by chat-router, tool-worker and mcp-server.
 //! - [`alerts`]: checking a fare alert's searches (tool-worker runs it on a schedule).
 //! - [`guard`]: the input guard, data blocks for untrusted text, the output guard on the
 //!   stream.
@@ -47,6 +47,8 @@
 //!
 //! Errors are `shared::Error`: the runtime fails the same ways the stores and upstream
 //! calls it wraps do, and each function maps that one type once to its HTTP envelope.
+
+#![deny(missing_docs)]
 
 pub mod alerts;
 pub mod guard;

@@ -21,13 +21,18 @@ use shared::domain::tool_call::ToolName;
 pub const BUILT_IN: &str = include_str!("../../config/agents.toml");
 
 /// How the model may use the profile's tools. Forcing (`required` or a named tool) applies
-/// to the first step of a turn only; later steps are `auto`, so the model can answer in
-/// text once it has results (seed 002's follow-up without `mode: ANY`).
+/// to the first step of each agent that holds the turn (a handoff starts again); later
+/// steps are `auto`, so the model can answer in text once it has results (seed 002's
+/// follow-up without `mode: ANY`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ToolChoiceMode {
+    /// `auto`: the model decides whether to call a tool.
     Auto,
+    /// `required`: the first step must call a tool.
     Required,
+    /// `none`: no step may call a tool.
     None,
+    /// A tool's name: the first step must call that tool.
     Tool(ToolName),
 }
 
@@ -59,10 +64,15 @@ impl ToolChoiceMode {
     }
 }
 
+/// One agent profile (`[agents.<name>]`): how the turns it answers are prompted, which
+/// model answers them and which tools they may call.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AgentProfile {
+    /// The profile's key in the file: what requests and handoffs name it by.
     pub name: String,
+    /// What the profile is for (`description`); the handoff tools to it show it to the model.
     pub description: String,
+    /// The system prompt of its turns (`system_prompt`, trimmed).
     pub system_prompt: String,
     /// Who answers this profile's turns (`provider`: `openai` or `bedrock`); `None`: the
     /// deployment's `LLM_PROVIDER`.
@@ -74,11 +84,15 @@ pub struct AgentProfile {
     pub decision_model: Option<String>,
     /// The model that writes the answer (a stronger one); `None`: `model`.
     pub answer_model: Option<String>,
+    /// The tools it offers (`tools`); its MCP servers' tools and handoffs come on top.
     pub tools: Vec<ToolName>,
     /// Tools of `tools` that run in the background through the tool queue: the turn records
     /// them as `queued` and goes on; the result reaches the model on a later turn.
     pub async_tools: Vec<ToolName>,
+    /// How hard the model is pushed to call a tool (`tool_choice`, default `auto`).
     pub tool_choice: ToolChoiceMode,
+    /// The sampling temperature of its model calls (`temperature`); `None` leaves it out of
+    /// the request.
     pub temperature: Option<f32>,
     /// What the input guard does with a message that looks like an attack (`guard`:
     /// `flag`, the default, or `block`).
@@ -96,6 +110,7 @@ pub struct AgentProfile {
 }
 
 impl AgentProfile {
+    /// Whether `tool` is among the profile's `tools`.
     pub fn allows(&self, tool: ToolName) -> bool {
         self.tools.contains(&tool)
     }
@@ -134,6 +149,7 @@ impl AgentProfile {
 /// The deployment's provider (`LLM_PROVIDER`) and each provider's default model.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ModelDefaults {
+    /// The provider of profiles that name none (`LLM_PROVIDER`).
     pub provider: Provider,
     /// `OPENAI_MODEL`.
     pub openai: String,
@@ -173,7 +189,10 @@ impl StepModels {
 /// Which tools a step may call, and which of them run in the background.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ToolPolicy<'a> {
+    /// The tools the step may call.
     pub allowed: &'a [ToolName],
+    /// Tools of `allowed` whose calls go to the tool queue (when there is one) instead of
+    /// running in the step.
     pub background: &'a [ToolName],
     /// The profile's approval overrides of the tools' own `approval`.
     pub approval: Option<&'a BTreeMap<ToolName, Approval>>,
@@ -503,10 +522,12 @@ impl AgentCatalog {
         self.agents.get(name.unwrap_or(&self.default_agent))
     }
 
+    /// The profiles' names, in alphabetical order.
     pub fn names(&self) -> impl Iterator<Item = &str> {
         self.agents.keys().map(String::as_str)
     }
 
+    /// Every profile, in the order of their names.
     pub fn profiles(&self) -> impl Iterator<Item = &AgentProfile> {
         self.agents.values()
     }

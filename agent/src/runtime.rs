@@ -1,6 +1,6 @@
-//! Wiring of the tool runtime that chat-router and tool-worker share: the LLM client, the
-//! stores, the registry with every tool and its settings, and the pipeline. One place, so
-//! both functions run a tool call the same way.
+//! Wiring of the tool runtime that chat-router, tool-worker and mcp-server share: the LLM
+//! client, the stores, the registry with every tool and its settings, and the pipeline. One
+//! place, so every function runs a tool call the same way.
 
 use crate::guard::payload::StoredTexts;
 use std::sync::Arc;
@@ -55,6 +55,8 @@ pub struct LlmSettings {
     /// `max_tokens` of every LLM call whose agent profile sets none (`LLM_MAX_TOKENS`,
     /// default 1024): no call goes out without a bound on what it may cost.
     pub max_tokens: u32,
+    /// What each model's tokens cost, for usage records and the daily budget
+    /// (`LLM_PRICES_JSON`, default the built-in table).
     pub prices: PriceTable,
     /// What one user's LLM calls may cost per UTC day, in USD (`USER_DAILY_BUDGET_USD`;
     /// unset: no budget). Each call is held against it before it runs.
@@ -101,14 +103,20 @@ impl LlmSettings {
 /// Everything a tool runner reads from the environment.
 #[derive(Debug, Clone)]
 pub struct ToolsConfig {
+    /// The DynamoDB tables.
     pub storage: StorageConfig,
+    /// The tool-call ledger's dedupe window, retention and queue deadline.
     pub ledger: LedgerConfig,
+    /// How long chats and usage records are kept.
     pub retention: RetentionConfig,
+    /// The LLM providers, models, prices and budget.
     pub llm: LlmSettings,
     /// Where the tool functions answer (`TOOL_FUNCTION_URLS`).
     pub function_urls: FunctionUrls,
     /// The tool queue (`TOOL_QUEUE_URL`); unset: no retries, background tools run inline.
     pub tool_queue_url: Option<String>,
+    /// The retries of tools that set no schedule of their own (`TOOL_MAX_ATTEMPTS`,
+    /// `TOOL_RETRY_BASE_SECS`).
     pub retry: RetrySchedule,
     /// Hosts answers and tool results may link to (`ANSWER_LINK_HOSTS`, default
     /// [`DEFAULT_LINK_HOSTS`]; `.example.com` allows its subdomains).
@@ -126,6 +134,8 @@ fn list(text: &str) -> Vec<String> {
 }
 
 impl ToolsConfig {
+    /// Reads the configuration from `env`: the table names and `TOOL_FUNCTION_URLS` are
+    /// required, the rest is optional or has a default; an invalid value is an error.
     pub fn from_env(env: &Env) -> Result<Self> {
         let storage = StorageConfig::from_env(env)?;
         let ledger = LedgerConfig::from_env(env)?;
@@ -206,9 +216,13 @@ impl ToolsConfig {
 
 /// The clients a tool runtime is built from (once per container).
 pub struct ToolClients {
+    /// The DynamoDB client of the ledger, the stores, the result cache and the rate limiter.
     pub dynamodb: aws_sdk_dynamodb::Client,
+    /// The SQS client of the tool queue (and the tool-worker's dead-letter queue).
     pub sqs: aws_sdk_sqs::Client,
+    /// The container's secrets (the OpenAI key, MCP servers' tokens).
     pub secrets: Arc<SecretsCache>,
+    /// The HTTP client of the tool functions, the LLM providers and the MCP servers.
     pub http: reqwest::Client,
     /// Builds the model clients the deployment's profiles use (the `llm` crate's `Clients`;
     /// `NoClients` in a function that never calls a model).
@@ -248,9 +262,13 @@ impl ToolClients {
 /// The shared parts of a function that runs tools.
 #[derive(Clone)]
 pub struct ToolRuntime {
+    /// The providers the deployment's default and its profiles use.
     pub llm: Arc<dyn LlmProvider>,
+    /// LLM usage and cost, with the users' daily budget.
     pub usage: Arc<dyn UsageStore>,
+    /// The tool-call ledger the pipeline records calls in.
     pub ledger: Arc<dyn ToolCallLedger>,
+    /// Runs tool calls, in turns and from the tool queue.
     pub pipeline: Arc<Pipeline>,
     /// What users asked to be remembered (`remember`, `GET/DELETE /memory`).
     pub memory: Arc<dyn MemoryStore>,
@@ -260,6 +278,7 @@ pub struct ToolRuntime {
     pub fares: Arc<FareChecker>,
     /// The container's secrets; the output guard keeps their values out of answers.
     pub secrets: Arc<SecretsCache>,
+    /// Where tool, LLM and turn metrics go.
     pub metrics: Metrics,
 }
 
@@ -405,6 +424,9 @@ fn external_tools(
 }
 
 impl ToolRuntime {
+    /// Builds the runtime from `config`, the profiles and tool settings of `agents`, and
+    /// `clients`; at most `max_parallel` calls of a step run. Starts the external MCP
+    /// servers' discovery when a Tokio runtime is running.
     pub fn new(
         config: &ToolsConfig,
         agents: &AgentCatalog,

@@ -28,42 +28,56 @@ pub enum UserText {
     Refusal,
     /// The user's limit for `tool` is used up until `reset`.
     RateLimited {
+        /// The tool whose limit it is.
         tool: ToolName,
+        /// When the limit resets, if the call's result says (`reset_at`).
         reset: Option<Reset>,
     },
     /// The tool failed or timed out, or its checks could not run.
     Unavailable {
+        /// The tool called.
         tool: ToolName,
     },
     /// The call goes on in the background (queued, or a retry was scheduled).
     InBackground {
+        /// The tool called.
         tool: ToolName,
     },
     /// Not run: the turn's time or calls were used up.
     NotRun {
+        /// The tool called.
         tool: ToolName,
     },
     /// Canceled by its owner while it ran.
     Canceled {
+        /// The tool called.
         tool: ToolName,
     },
     /// `error` events without an answer of their own.
     LlmUnavailable,
+    /// `not_found`: the chat does not exist or is not the caller's.
     ChatNotFound,
+    /// `conflict`: another turn holds the chat, or the request contradicts its state.
     ChatChanged,
+    /// `rate_limited`: the user's turn or budget limit is used up.
     TooManyRequests,
+    /// `interrupted`: the turn's host ended it before it finished.
     Interrupted,
+    /// `internal`: anything else.
     Failed,
 }
 
 /// When a limit resets; the date is shown only when it is not today (UTC).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Reset {
+    /// When the limit resets.
     pub at: OffsetDateTime,
+    /// Whether `at` is on the current UTC day: then only its time is shown.
     pub today: bool,
 }
 
 impl UserText {
+    /// The text in `locale`'s language.
     pub fn text(&self, locale: Locale) -> String {
         match locale {
             Locale::De => self.german(),

@@ -37,6 +37,7 @@ impl UserTimeZone {
         })
     }
 
+    /// The zone's IANA name, as given.
     pub fn name(&self) -> &str {
         &self.name
     }

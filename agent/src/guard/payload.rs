@@ -36,6 +36,8 @@ pub struct StoredTexts {
 }
 
 impl StoredTexts {
+    /// The checks for `prompts` (every profile's system prompt), the secrets `secrets`
+    /// holds at each check, and the `hosts` links may point to (a host or a `.suffix`).
     pub fn new(prompts: Vec<String>, secrets: Arc<SecretsCache>, hosts: Vec<String>) -> Self {
         Self {
             prompts: Arc::new(prompts),
@@ -91,6 +93,8 @@ pub struct PayloadGuard {
 }
 
 impl PayloadGuard {
+    /// A turn's checks: its `canary`, the system prompts' `echo` index, the `secrets` no
+    /// string may contain, and the `hosts` links may point to (a host or a `.suffix`).
     pub fn new(
         canary: &str,
         echo: Arc<EchoIndex>,
@@ -193,7 +197,9 @@ pub const UNCHECKED_FIELDS: [(&str, &str); 1] = [("final", "message")];
 /// An [`EventSink`] that checks each event's payloads ([`PayloadGuard::event`]) before the
 /// client gets it.
 pub struct GuardedEvents<'a> {
+    /// The sink that gets the checked events.
     pub inner: &'a dyn EventSink,
+    /// The checks each event passes first.
     pub guard: PayloadGuard,
 }
 

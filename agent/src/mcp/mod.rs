@@ -58,6 +58,8 @@ struct Listing {
 }
 
 impl McpTools {
+    /// The tools of `servers`, none listed yet (see [`McpTools::start`]); `http` and
+    /// `secrets` connect to the servers.
     pub fn new(
         servers: &[McpServerConfig],
         http: reqwest::Client,
@@ -90,6 +92,7 @@ impl McpTools {
         Self { servers }
     }
 
+    /// Whether the deployment has no external server.
     pub fn is_empty(&self) -> bool {
         self.servers.is_empty()
     }

@@ -23,6 +23,7 @@ const MAX_DESCRIPTION_CHARS: usize = 600;
 /// Longest result text passed on; the history cuts tool messages further.
 const MAX_RESULT_CHARS: usize = 16_000;
 
+/// One allowed tool of an external MCP server, offered as `<server>__<tool>`.
 pub struct ExternalTool {
     server: Arc<Server>,
     /// The tool's own name on its server.

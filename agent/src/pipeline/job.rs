@@ -22,9 +22,13 @@ use crate::tools::ToolContext;
 pub enum JobReport {
     /// The attempt ran. `retry` is the next attempt and its delay when one was scheduled.
     Ran {
+        /// How the attempt ended.
         status: CallStatus,
+        /// The attempt that ran: the job's, or a new one when it took over an expired lease.
         attempt: u32,
+        /// The next attempt's number and delay, if one was queued.
         retry: Option<(u32, Duration)>,
+        /// The tool's result, with a note on the retry when one was queued.
         result: Box<ToolExecutionResult>,
     },
     /// The attempt had succeeded already (a redelivery): its stored result, so the worker

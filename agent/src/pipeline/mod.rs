@@ -50,10 +50,15 @@ pub const DEFAULT_MAX_PARALLEL: usize = 5;
 pub struct CallOutcome {
     /// The call as the LLM made it.
     pub call: ToolCallRequest,
+    /// The tool the call named (`mcp` for an external one); `None` when it named no tool
+    /// we know.
     pub tool: Option<ToolName>,
     /// The ledger's id; `None` when the call was never recorded (rejected, limited, skipped).
     pub job_id: Option<String>,
+    /// How the call ended, as the client and the LLM see it.
     pub status: CallStatus,
+    /// An identical call's record answered it (its stored result, or that it still runs)
+    /// instead of a run of its own.
     pub deduped: bool,
     /// Worth retrying later (upstream unavailable or slow).
     pub retryable: bool,
@@ -108,6 +113,7 @@ impl CallOutcome {
     }
 }
 
+/// One step's calls, finished, and what they change in the session state.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct StepOutcome {
     /// In the order the LLM made the calls.
@@ -138,10 +144,15 @@ impl StepOutcome {
     }
 }
 
+/// Runs tool calls: the admit, run and record phases, with everything they need.
 pub struct Pipeline {
+    /// The tools that can be called, with their settings, and the external MCP servers'.
     pub registry: Arc<ToolRegistry>,
+    /// Where every call is recorded, claimed, deduped and finished.
     pub ledger: Arc<dyn ToolCallLedger>,
+    /// Counts each user's calls against the tools' rate limits.
     pub limiter: Arc<dyn RateLimiter>,
+    /// At most this many calls of one step run; the ones after are skipped.
     pub max_parallel: usize,
     /// The tool queue for retries and background calls; `None` runs everything inline and
     /// retries nothing.
@@ -163,7 +174,9 @@ pub const DEFAULT_APPROVAL_WINDOW: Duration = Duration::from_secs(24 * 3600);
 /// The tool queue and the retry schedule.
 #[derive(Clone)]
 pub struct JobScheduler {
+    /// Where retries and background calls are sent.
     pub queue: Arc<dyn JobQueue>,
+    /// The deployment's retry schedule, for tools that set none of their own.
     pub retry: RetrySchedule,
 }
 

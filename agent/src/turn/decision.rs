@@ -19,6 +19,7 @@ use crate::pipeline::CallOutcome;
 pub struct CallDecision {
     /// The ledger's id of the call (the `approval_required` event's `job_id`).
     pub job_id: String,
+    /// `true`: the user approved the call, which then runs; `false`: they denied it.
     pub approve: bool,
     /// With a denial: the user's reason (their text, shown to the model as data).
     pub reason: Option<String>,

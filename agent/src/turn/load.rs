@@ -26,6 +26,9 @@ use shared::domain::memory::UserMemory;
 use shared::domain::session::{SessionState, SessionStatePatch};
 
 impl Agent {
+    /// Opens `input`'s turn: holds the caller's chat and reads its recent messages, or
+    /// creates the chat; counts the turn and takes the decision it continues with. A turn
+    /// that may not run fails here, before any event.
     pub async fn open(&self, mut input: TurnInput) -> Result<OpenTurn> {
         // Everything after this reads the normalised message (the input guard's first step).
         let normalised = input::normalise(&input.message);

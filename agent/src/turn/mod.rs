@@ -92,6 +92,7 @@ pub struct TurnSettings {
 
 /// A turn as the caller asks for it (already authenticated and validated).
 pub struct TurnInput {
+    /// The caller: the chat's owner, whose limits, budget and memory the turn uses.
     pub user_id: String,
     /// `None` starts a new chat.
     pub chat_id: Option<String>,
@@ -100,6 +101,7 @@ pub struct TurnInput {
     /// Whether the request named `profile`; if not, the chat's active agent (the last
     /// handoff's target) answers when it has one.
     pub agent_named: bool,
+    /// The user's message as sent; [`Agent::open`] normalises it.
     pub message: String,
     /// When the whole turn must be over (the Lambda deadline, less a margin).
     pub deadline: Instant,
@@ -141,10 +143,12 @@ pub struct OpenTurn {
 }
 
 impl OpenTurn {
+    /// The turn's chat: the one named, or the one just created.
     pub fn chat_id(&self) -> &str {
         &self.chat.id
     }
 
+    /// This turn's id, under which it holds the chat.
     pub fn turn_id(&self) -> &str {
         &self.turn_id
     }
@@ -248,6 +252,8 @@ impl Ending {
 }
 
 impl Agent {
+    /// An agent on `runtime`'s stores, model clients and pipeline, with `chats`, the
+    /// profiles of `agents` (for handoffs) and `settings`; it reads the system clock.
     pub fn new(
         runtime: &ToolRuntime,
         chats: Arc<dyn ChatStore>,
