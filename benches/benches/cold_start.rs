@@ -23,7 +23,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use benchmarks::process::{cpu_time, peak_rss_kib_of};
+use benchmarks::process::{Resident, cpu_time, peak_rss_kib_of, resident_of};
 use benchmarks::runtime_api::RuntimeApi;
 use benchmarks::{Percentiles, full_run};
 use serde_json::{Value, json};
@@ -71,6 +71,8 @@ struct Sample {
     warm_cpu: Duration,
     warm_latency: Vec<Duration>,
     peak_rss_kib: u64,
+    /// What is resident after the last invocation.
+    resident: Resident,
 }
 
 /// The fakes and emulator resources every run shares; dropping them stops the fakes.
@@ -483,6 +485,7 @@ async fn run_once(bin: &Path, function: &Function, warm: usize) -> Result<Sample
     }
     let warm_cpu = cpu_time(pid).map_err(|e| format!("CPU time: {e}"))?;
     let peak_rss_kib = peak_rss_kib_of(pid).ok_or("VmHWM not readable")?;
+    let resident = resident_of(pid).ok_or("/proc/PID/status not readable")?;
     drop(running);
 
     Ok(Sample {
@@ -496,6 +499,7 @@ async fn run_once(bin: &Path, function: &Function, warm: usize) -> Result<Sample
             .unwrap_or_default(),
         warm_latency,
         peak_rss_kib,
+        resident,
     })
 }
 
@@ -558,6 +562,16 @@ fn report(function: &Function, samples: &[Sample]) -> Vec<String> {
         "peak RSS",
         rss_p50 as f64 / 1024.0,
         rss_max as f64 / 1024.0
+    );
+    let mut by_anon: Vec<Resident> = samples.iter().map(|s| s.resident).collect();
+    by_anon.sort_unstable_by_key(|r| r.anon_kib);
+    let median = by_anon.get(by_anon.len() / 2).copied().unwrap_or_default();
+    println!(
+        "  {:<40} heap and stacks {:.1} MiB, binary and libraries {:.1} MiB, {} threads",
+        "resident at the end (median by heap)",
+        median.anon_kib as f64 / 1024.0,
+        median.file_kib as f64 / 1024.0,
+        median.threads
     );
 
     let verdict = |what: &str, value: f64, target: f64, unit: &str| {

@@ -57,6 +57,22 @@ pub fn peak_rss_kib() -> Option<u64> {
     vm_hwm(&status)
 }
 
+/// The resident kinds of a `/proc/PID/status` text (absent fields read as 0).
+fn resident(status: &str) -> process::Resident {
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|line| line.strip_prefix(name))
+            .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap_or_default()
+    };
+    process::Resident {
+        anon_kib: field("RssAnon:"),
+        file_kib: field("RssFile:"),
+        threads: field("Threads:"),
+    }
+}
+
 /// `VmHWM` of a `/proc/PID/status` text, in KiB.
 fn vm_hwm(status: &str) -> Option<u64> {
     status

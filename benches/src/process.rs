@@ -33,6 +33,25 @@ pub fn peak_rss_kib_of(pid: u32) -> Option<u64> {
     crate::vm_hwm(&status)
 }
 
+/// What process `pid` holds resident now, in KiB, by kind: its heap and stacks (`RssAnon`),
+/// its binary's and libraries' pages (`RssFile`), and its thread count: what a peak RSS is
+/// made of.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Resident {
+    /// Anonymous memory: heap, stacks, allocator arenas.
+    pub anon_kib: u64,
+    /// File-backed pages: the code and data of the binary and its libraries that were read.
+    pub file_kib: u64,
+    /// Threads of the process.
+    pub threads: u64,
+}
+
+/// [`Resident`] of process `pid`, from `/proc/PID/status`.
+pub fn resident_of(pid: u32) -> Option<Resident> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    Some(crate::resident(&status))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
