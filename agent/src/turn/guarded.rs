@@ -23,7 +23,7 @@ impl Agent {
         state: &TurnState,
         events: &dyn EventSink,
     ) -> Option<String> {
-        let findings = detect::scan(&input.message);
+        let findings = detect::scan(input.message.as_str());
         if findings.is_empty() {
             return None;
         }

@@ -14,7 +14,6 @@ use super::decision::TakenDecision;
 use super::usage::TurnUsage;
 use super::{Agent, OpenTurn, TurnInput, TurnState, history, prompt};
 use crate::guard::fence::Fence;
-use crate::guard::input;
 use crate::language;
 use crate::llm::PromptMessage;
 use crate::profiles::AgentProfile;
@@ -29,16 +28,7 @@ impl Agent {
     /// Opens `input`'s turn: holds the caller's chat and reads its recent messages, or
     /// creates the chat; counts the turn and takes the decision it continues with. A turn
     /// that may not run fails here, before any event.
-    pub async fn open(&self, mut input: TurnInput) -> Result<OpenTurn> {
-        // Everything after this reads the normalised message (the input guard's first step).
-        let normalised = input::normalise(&input.message);
-        if normalised.removed_invisible > 0 {
-            tracing::warn!(
-                removed = normalised.removed_invisible,
-                "input guard: invisible format characters removed from the message"
-            );
-        }
-        input.message = normalised.text;
+    pub async fn open(&self, input: TurnInput) -> Result<OpenTurn> {
         let owner = &input.user_id;
         // One turn at a time per chat: the turn holds its chat until it ends, or until its
         // deadline if its host ends it first.
@@ -185,8 +175,8 @@ impl Agent {
         let unsaved = if input.decision.is_some() {
             Vec::new()
         } else {
-            prompt.push(PromptMessage::user(input.message.clone()));
-            vec![NewMessage::user(input.message.clone())]
+            prompt.push(PromptMessage::user(input.message.as_str().to_owned()));
+            vec![NewMessage::user(input.message.as_str().to_owned())]
         };
         let mut state = TurnState {
             chat: turn.chat.clone(),
@@ -247,7 +237,7 @@ impl OpenTurn {
 /// `language` field, else `Accept-Language`), else English. Only a message's language is
 /// remembered: it is what the user writes in, where the request's is only a default.
 fn turn_language(input: &TurnInput, remembered: Option<Locale>) -> (Locale, Option<Locale>) {
-    let written = language::from_message(&input.message);
+    let written = language::from_message(input.message.as_str());
     let locale = written
         .or(remembered)
         .or(input.language)

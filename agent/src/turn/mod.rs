@@ -27,6 +27,7 @@ use std::time::{Duration, Instant};
 
 use time::Date;
 
+use crate::guard::input::UserMessage;
 use shared::chats::ChatStore;
 use shared::clock::{Clock, SystemClock};
 use shared::companion::Companion;
@@ -101,8 +102,8 @@ pub struct TurnInput {
     /// Whether the request named `profile`; if not, the chat's active agent (the last
     /// handoff's target) answers when it has one.
     pub agent_named: bool,
-    /// The user's message as sent; [`Agent::open`] normalises it.
-    pub message: String,
+    /// The user's message, normalised where the request was checked.
+    pub message: UserMessage,
     /// When the whole turn must be over (the Lambda deadline, less a margin).
     pub deadline: Instant,
     /// The user's time zone as sent with this message; remembered in the chat.

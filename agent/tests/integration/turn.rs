@@ -149,7 +149,7 @@ impl Rig {
                 .cloned()
                 .unwrap_or_else(|| panic!("no default profile")),
             agent_named: false,
-            message: message.to_owned(),
+            message: agent::guard::input::UserMessage::new(message),
             deadline: Instant::now() + Duration::from_secs(20),
             timezone: None,
             language: None,

@@ -25,6 +25,7 @@ use crate::Deps;
 use crate::chats::chat_still_there;
 use crate::respond::{accept_language, error, follow, stream};
 use crate::validate;
+use agent::guard::input::UserMessage;
 use agent::language;
 use agent::profiles::AgentProfile;
 use agent::timezone::UserTimeZone;
@@ -150,7 +151,7 @@ pub(crate) async fn chat(deps: &Deps, req: &Request, user: AuthenticatedUser) ->
 struct ValidChat {
     body: ChatRequest,
     /// The message, normalised and trimmed.
-    message: String,
+    message: UserMessage,
     profile: AgentProfile,
     timezone: Option<UserTimeZone>,
     /// The language the request asks for, if it names a supported one.
@@ -167,14 +168,7 @@ fn validate_chat(deps: &Deps, req: &Request) -> Result<ValidChat, ApiError> {
     }
     // Emptiness and length hold for the text that is stored and sent to the model: NFKC can
     // multiply a message's length, and an invisible-only message normalises to nothing.
-    let normalised = agent::guard::input::normalise(&body.message);
-    if normalised.removed_invisible > 0 {
-        tracing::warn!(
-            removed = normalised.removed_invisible,
-            "input guard: invisible format or control characters removed from the message"
-        );
-    }
-    let message = normalised.text.trim().to_owned();
+    let message = UserMessage::new(&body.message);
     if message.is_empty() {
         return Err(ApiError::new(
             ErrorCode::ValidationFailed,
@@ -182,7 +176,7 @@ fn validate_chat(deps: &Deps, req: &Request) -> Result<ValidChat, ApiError> {
         ));
     }
     let max = deps.config.max_message_chars;
-    if message.chars().count() > max {
+    if message.as_str().chars().count() > max {
         return Err(ApiError::new(
             ErrorCode::PayloadTooLarge,
             format!("message: at most {max} characters are allowed"),
@@ -243,7 +237,7 @@ fn new_turn_record(user_id: &str, chat: &ValidChat, deadline: std::time::Instant
             .clone()
             .unwrap_or_else(shared::ids::new_id),
         created: chat.body.chat_id.is_none(),
-        fingerprint: fingerprint(&chat.body, &chat.message),
+        fingerprint: fingerprint(&chat.body, chat.message.as_str()),
         status: TurnStatus::Running,
         cancel_requested: false,
         deadline: now + deadline.saturating_duration_since(std::time::Instant::now()),

@@ -22,6 +22,7 @@ use shared::turns::{Begun, TurnRecord, TurnStatus, turn_id_for_key};
 
 use crate::Deps;
 use crate::respond::{accept_language, error, follow, stream};
+use agent::guard::input::UserMessage;
 use agent::{CallDecision, StopSignal, TurnInput};
 
 /// Longest reason kept with a denial.
@@ -78,7 +79,7 @@ pub async fn decide(
         chat_id: Some(chat_id.to_owned()),
         profile,
         agent_named: false,
-        message: String::new(),
+        message: UserMessage::default(),
         deadline: turn_deadline,
         timezone: None,
         language: accept_language(req),

@@ -16,6 +16,43 @@ pub struct Normalised {
     pub removed_invisible: usize,
 }
 
+/// A user's message as everything after its arrival reads it: [`normalise`]d and trimmed,
+/// once, by [`UserMessage::new`] where the request is checked (its length limit holds for
+/// this form), never again.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct UserMessage(String);
+
+impl UserMessage {
+    /// `raw` normalised and trimmed; a warning says how many invisible or control characters
+    /// were removed (an attack hides text with them).
+    pub fn new(raw: &str) -> Self {
+        let normalised = normalise(raw);
+        if normalised.removed_invisible > 0 {
+            tracing::warn!(
+                removed = normalised.removed_invisible,
+                "input guard: invisible format or control characters removed from the message"
+            );
+        }
+        let text = normalised.text;
+        let trimmed = text.trim();
+        Self(if trimmed.len() == text.len() {
+            text
+        } else {
+            trimmed.to_owned()
+        })
+    }
+
+    /// The text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// Nothing is left after normalising and trimming.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
 /// Control characters but the line breaks and tabs a message may hold. A lone carriage
 /// return is kept here and becomes a line break in [`normalise`].
 fn is_unwanted_control(c: char) -> bool {
