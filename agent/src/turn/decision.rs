@@ -5,6 +5,8 @@
 //! an approved call runs here, a denied one is reported, and the model is told the outcome
 //! and answers as in any turn.
 
+use std::sync::Arc;
+
 use shared::Result;
 use shared::domain::tool_call::ToolCallRecord;
 use shared::ledger::{ApprovalChoice, Decided};
@@ -103,7 +105,7 @@ impl Agent {
         }
         let source = format!("tool {}, job {}", record.tool, record.id);
         let max_chars = self.settings.tool_result_max_chars;
-        state.prompt.push(PromptMessage::system(format!(
+        Arc::make_mut(&mut state.prompt).push(PromptMessage::system(format!(
             "The user {verdict} the call of {} that waited for their approval (job {}). Its outcome is in the data block below; tell the user briefly.\n{}",
             record.tool,
             record.id,

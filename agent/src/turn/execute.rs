@@ -4,6 +4,8 @@
 //! calls run aborts them: their calls in the ledger are cancelled (so a late finish is
 //! fenced off) and nothing of the step is written.
 
+use std::sync::Arc;
+
 use shared::Result;
 use shared::domain::chat::{MessageToolCall, NewMessage};
 use shared::domain::tool_call::ToolCallStatus;
@@ -102,11 +104,12 @@ impl Agent {
         }));
         state.unsaved_patch.merge(outcome.state_patch.clone());
 
-        state
-            .prompt
-            .push(PromptMessage::assistant(reply.content, reply.tool_calls));
+        // The step's request has ended: the turn holds the prompt alone again, so it grows
+        // in place.
+        let prompt = Arc::make_mut(&mut state.prompt);
+        prompt.push(PromptMessage::assistant(reply.content, reply.tool_calls));
         let max_chars = self.settings.tool_result_max_chars;
-        state.prompt.extend(outcome.calls.iter().map(|call| {
+        prompt.extend(outcome.calls.iter().map(|call| {
             PromptMessage::tool(
                 call.call.id.clone(),
                 prompt::fenced_tool_message(call, &state.fence, max_chars),

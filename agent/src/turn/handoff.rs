@@ -8,6 +8,8 @@
 //! A name outside the current profile's list is not a handoff: it reaches the pipeline,
 //! which refuses it as an unknown tool.
 
+use std::sync::Arc;
+
 use serde_json::json;
 use shared::domain::tool_args::HandoffArgs;
 use shared::domain::tool_call::{RefusalReason, ToolName};
@@ -230,13 +232,13 @@ impl Agent {
     pub(super) fn switch_agent(&self, state: &mut TurnState, to: AgentProfile) {
         state.handoffs += 1;
         state.agent_step = 0;
-        if let Some(first) = state.prompt.first_mut() {
+        if let Some(first) = Arc::make_mut(&mut state.prompt).first_mut() {
             *first = PromptMessage::system(prompt::static_prompt(&to));
         }
         state.echo = self.echo_indexes.get(&prompt::system_prompt_parts(&to));
         state.unsaved_patch.active_agent = Some(to.name.clone());
         state.profile = to;
-        state.tools = self.offered_tools(state);
+        state.tools = Arc::new(self.offered_tools(state));
     }
 
     /// The tools the current agent offers: its registry tools, and its handoffs while the

@@ -189,8 +189,8 @@ impl Agent {
             cut: None,
             locale,
             memory: turn.memory.clone(),
-            prompt,
-            tools: Vec::new(),
+            prompt: Arc::new(prompt),
+            tools: Arc::default(),
             tool_budget: (Instant::now() + settings.tool_budget).min(input.deadline),
             unsaved,
             repaired: false,
@@ -206,7 +206,7 @@ impl Agent {
             tool_calls: 0,
             usage: TurnUsage::new(self.usage.clone()),
         };
-        state.tools = self.offered_tools(&state);
+        state.tools = Arc::new(self.offered_tools(&state));
         state
     }
 

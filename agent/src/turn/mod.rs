@@ -194,8 +194,8 @@ struct TurnState {
     /// The language of every text this turn writes for the user.
     locale: Locale,
     memory: Arc<UserMemory>,
-    prompt: Vec<PromptMessage>,
-    tools: Vec<ToolSpec>,
+    prompt: Arc<Vec<PromptMessage>>,
+    tools: Arc<Vec<ToolSpec>>,
     tool_budget: Instant,
     /// Messages of this turn not yet written (the user's until the first step ends).
     unsaved: Vec<NewMessage>,

@@ -263,7 +263,7 @@ impl Agent {
                 profile.tool_choice.for_step(state.agent_step),
             )
         } else {
-            (Vec::new(), ToolChoice::None)
+            (Arc::default(), ToolChoice::None)
         };
         CompletionRequest {
             provider: Some(call.provider),

@@ -49,15 +49,17 @@ fn request(tools: bool) -> CompletionRequest {
         messages: vec![
             PromptMessage::system("You help with flights."),
             PromptMessage::user("Flights from Zurich to London?"),
-        ],
+        ]
+        .into(),
         tools: if tools {
             vec![ToolSpec {
                 name: "search_flights".into(),
                 description: "Search award and cash flights".into(),
                 parameters: json!({"type": "object", "properties": {"origin": {"type": "string"}}}),
             }]
+            .into()
         } else {
-            vec![]
+            Default::default()
         },
         tool_choice: ToolChoice::Auto,
         temperature: Some(0.3),
@@ -170,7 +172,7 @@ async fn tools_go_as_tool_config_and_results_as_tool_result_blocks() {
     fake.push(Reply::text("Nothing found."));
     let mut req = request(true);
     req.tool_choice = ToolChoice::Tool("search_flights".into());
-    req.messages.push(PromptMessage::assistant(
+    std::sync::Arc::make_mut(&mut req.messages).push(PromptMessage::assistant(
         "",
         vec![
             ToolCallRequest {
@@ -185,9 +187,9 @@ async fn tools_go_as_tool_config_and_results_as_tool_result_blocks() {
             },
         ],
     ));
-    req.messages
+    std::sync::Arc::make_mut(&mut req.messages)
         .push(PromptMessage::tool("tooluse_a", r#"{"flights":[]}"#));
-    req.messages
+    std::sync::Arc::make_mut(&mut req.messages)
         .push(PromptMessage::tool("tooluse_b", "arguments are not valid JSON").with_failure(true));
     let (result, _) = complete(&client(&fake), &req).await;
     result.unwrap_or_else(|e| panic!("{e}"));

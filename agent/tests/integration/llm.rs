@@ -48,15 +48,17 @@ fn request(tools: bool) -> CompletionRequest {
         messages: vec![
             PromptMessage::system("You help with flights."),
             PromptMessage::user("Flights from Zurich to London?"),
-        ],
+        ]
+        .into(),
         tools: if tools {
             vec![ToolSpec {
                 name: "search_flights".into(),
                 description: "Search award and cash flights".into(),
                 parameters: json!({"type": "object", "properties": {"origin": {"type": "string"}}}),
             }]
+            .into()
         } else {
-            vec![]
+            Default::default()
         },
         tool_choice: ToolChoice::Auto,
         temperature: None,
@@ -410,7 +412,7 @@ async fn request_body_shape() {
     with_tools.tool_choice = ToolChoice::Tool("search_flights".into());
     with_tools.temperature = Some(0.5);
     with_tools.max_tokens = Some(256);
-    with_tools.messages.push(PromptMessage::assistant(
+    std::sync::Arc::make_mut(&mut with_tools.messages).push(PromptMessage::assistant(
         "",
         vec![ToolCallRequest {
             id: "call_a".into(),
@@ -418,8 +420,7 @@ async fn request_body_shape() {
             arguments: r#"{"origin":"ZRH"}"#.into(),
         }],
     ));
-    with_tools
-        .messages
+    std::sync::Arc::make_mut(&mut with_tools.messages)
         .push(PromptMessage::tool("call_a", r#"{"flights":[]}"#));
     complete(&client, &with_tools).await.0.unwrap();
     // Usage not requested from servers that reject `stream_options`.

@@ -146,10 +146,11 @@ pub struct CompletionRequest {
     pub provider: Option<Provider>,
     /// The provider's model id.
     pub model: String,
-    /// The prompt, in order.
-    pub messages: Vec<PromptMessage>,
-    /// Empty: no tools are sent (and no `tool_choice`).
-    pub tools: Vec<ToolSpec>,
+    /// The prompt, in order. Shared with the turn, which appends to it after the call: a
+    /// request does not copy the prompt.
+    pub messages: Arc<Vec<PromptMessage>>,
+    /// Empty: no tools are sent (and no `tool_choice`). Shared as `messages` is.
+    pub tools: Arc<Vec<ToolSpec>>,
     /// How the model may use `tools`.
     pub tool_choice: ToolChoice,
     /// Left out of the request when `None` (some models reject any value).

@@ -103,8 +103,8 @@ impl Tool for AskGptTool {
             // The deployment's default provider and its model.
             provider: None,
             model: self.config.model.clone(),
-            messages,
-            tools: Vec::new(),
+            messages: messages.into(),
+            tools: Default::default(),
             tool_choice: ToolChoice::None,
             temperature: self
                 .config

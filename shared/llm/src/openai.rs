@@ -405,12 +405,14 @@ mod tests {
                 ),
                 PromptMessage::tool("call_1", r#"{"results":[]}"#),
                 PromptMessage::assistant("nothing found", vec![]),
-            ],
+            ]
+            .into(),
             tools: vec![ToolSpec {
                 name: "search_flights".into(),
                 description: "Search flights".into(),
                 parameters: json!({"type":"object"}),
-            }],
+            }]
+            .into(),
             tool_choice: ToolChoice::Tool("search_flights".into()),
             temperature: Some(0.25),
             max_tokens: Some(300),
@@ -450,7 +452,7 @@ mod tests {
     #[test]
     fn optional_fields_are_left_out() {
         let mut req = request();
-        req.tools.clear();
+        req.tools = Default::default();
         req.temperature = None;
         req.max_tokens = None;
         let body = serde_json::to_value(wire_request(&req, false)).unwrap();

@@ -67,7 +67,7 @@ pub fn converse_parts(request: &CompletionRequest) -> Result<ConverseParts> {
     let with_tools = tool_config.is_some();
     let mut system = Vec::new();
     let mut turns: Vec<(ConversationRole, Vec<ContentBlock>)> = Vec::new();
-    for message in &request.messages {
+    for message in request.messages.iter() {
         // Leading system messages are the system prompt; a later one (a notice the turn
         // adds) is read by the model as text of the user's side.
         if message.role == PromptRole::System && turns.is_empty() {
@@ -317,15 +317,17 @@ mod tests {
                 PromptMessage::tool("t1", r#"{"results":[]}"#),
                 PromptMessage::tool("t2", "not valid JSON").with_failure(true),
                 PromptMessage::system("answer now"),
-            ],
+            ]
+            .into(),
             tools: if tools {
                 vec![ToolSpec {
                     name: "search_flights".into(),
                     description: "Search flights".into(),
                     parameters: j!({"type": "object", "properties": {"origin": {"type": "string"}}}),
                 }]
+                .into()
             } else {
-                Vec::new()
+                Default::default()
             },
             tool_choice: choice,
             temperature: Some(0.25),
@@ -424,7 +426,8 @@ mod tests {
             PromptMessage::assistant("earlier answer", vec![]),
             PromptMessage::user("   "),
             PromptMessage::user("next"),
-        ];
+        ]
+        .into();
         let parts = converse_parts(&req).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(parts.messages.len(), 3);
         assert_eq!(parts.messages[0].role, ConversationRole::User);
@@ -459,7 +462,7 @@ mod tests {
         assert_eq!(parts.messages, messages);
 
         let mut bare = request(false, ToolChoice::Auto);
-        bare.messages.remove(0);
+        std::sync::Arc::make_mut(&mut bare.messages).remove(0);
         let mut parts = converse_parts(&bare).unwrap_or_else(|e| panic!("{e}"));
         parts
             .cache_system_prompt()

@@ -53,8 +53,9 @@ async fn the_stand_in_calls_tools_and_relays_results_over_bedrock() {
                 "Business flights from Frankfurt to New York on {}",
                 test_support::future_date()
             )),
-        ],
-        tools: vec![tool("search_flights"), tool("search_knowledge_base")],
+        ]
+        .into(),
+        tools: vec![tool("search_flights"), tool("search_knowledge_base")].into(),
         tool_choice: ToolChoice::Auto,
         temperature: None,
         max_tokens: Some(512),
@@ -77,10 +78,9 @@ async fn the_stand_in_calls_tools_and_relays_results_over_bedrock() {
         (Some("FRA"), Some("JFK"))
     );
 
-    request
-        .messages
+    std::sync::Arc::make_mut(&mut request.messages)
         .push(PromptMessage::assistant("", vec![call.clone()]));
-    request.messages.push(PromptMessage::tool(
+    std::sync::Arc::make_mut(&mut request.messages).push(PromptMessage::tool(
         call.id,
         "Here are the flights I found for FRA → JFK.",
     ));
