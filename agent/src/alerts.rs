@@ -12,10 +12,10 @@ use std::time::Instant;
 use futures::StreamExt as _;
 use time::{Date, Duration};
 
-use crate::tools::{FunctionClient, ToolContext};
-use crate::{Error, Result};
+use agent_tools::{FunctionClient, ToolContext};
 use shared::domain::alert::{AlertMatch, FareAlert};
 use shared::domain::flight::{FlightSearchParams, FlightSearchResult, Locale};
+use shared::{Error, Result};
 
 /// Searches of one alert that run at the same time.
 const PARALLEL_SEARCHES: usize = 4;

@@ -11,9 +11,9 @@ use async_trait::async_trait;
 use aws_sdk_sqs::types::MessageAttributeValue;
 use serde::{Deserialize, Serialize};
 
-pub use crate::tools::{DEFAULT_RETRY_BASE_SECS, MAX_DELAY, RetrySchedule};
-use crate::{Error, Result};
+pub use agent_tools::{DEFAULT_RETRY_BASE_SECS, MAX_DELAY, RetrySchedule};
 use shared::domain::flight::Locale;
+use shared::{Error, Result};
 
 /// Why a job exists.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -59,6 +59,7 @@ pub mod mcp;
 pub mod pipeline;
 pub mod profiles;
 pub mod runtime;
+mod system_prompt;
 pub mod texts;
 pub mod timezone;
 pub mod turn;

@@ -13,9 +13,9 @@ use serde::Deserialize;
 use crate::guard::GuardMode;
 use crate::llm::{Provider, ToolChoice};
 use crate::mcp::config::McpServerConfig;
-use crate::tools::{Approval, RateLimitEntry, ToolSettings};
-use crate::{Error, Result};
+use agent_tools::{Approval, RateLimitEntry, ToolSettings};
 use shared::domain::tool_call::ToolName;
+use shared::{Error, Result};
 
 /// The profiles shipped with the repository.
 pub const BUILT_IN: &str = include_str!("../../config/agents.toml");
@@ -342,7 +342,7 @@ fn tool_settings(name: ToolName, entry: ToolEntry, source: &str) -> Result<ToolS
             base_delay: Duration::from_secs(base_secs),
         });
         if let Some(on) = retry.on {
-            settings.retry_on = crate::tools::RetryOn {
+            settings.retry_on = agent_tools::RetryOn {
                 upstream: on.contains(&RetryFailure::Upstream),
                 timeout: on.contains(&RetryFailure::Timeout),
             };

@@ -6,7 +6,6 @@ use crate::guard::payload::StoredTexts;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::Result;
 use crate::alerts::FareChecker;
 use crate::guard::links::{DEFAULT_LINK_HOSTS, LinkPolicy};
 use crate::jobs::{RetrySchedule, SqsJobQueue};
@@ -14,9 +13,10 @@ use crate::llm::{ClientSettings, LlmClients, LlmProvider, Provider, Providers};
 use crate::mcp::McpTools;
 use crate::pipeline::{JobScheduler, Pipeline};
 use crate::profiles::{AgentCatalog, ModelDefaults};
-use crate::tools::ask_gpt::AskGptConfig;
-use crate::tools::flights;
-use crate::tools::{DynTool, FunctionClient, FunctionUrls, SigV4Signer, ToolDeps, ToolRegistry};
+use agent_tools::ask_gpt::AskGptConfig;
+use agent_tools::flights;
+use agent_tools::{DynTool, FunctionClient, FunctionUrls, SigV4Signer, ToolDeps, ToolRegistry};
+use shared::Result;
 use shared::alerts::{AlertStore, DynamoAlertStore};
 use shared::cache::DynamoResultCache;
 use shared::config::{Env, LedgerConfig, RetentionConfig, StorageConfig};
@@ -400,7 +400,7 @@ fn stored_texts(
 ) -> StoredTexts {
     let prompts = agents
         .profiles()
-        .flat_map(crate::turn::prompt::system_prompt_parts)
+        .flat_map(crate::system_prompt::system_prompt_parts)
         .map(str::to_owned)
         .collect();
     StoredTexts::new(prompts, secrets, config.link_hosts.clone())
@@ -475,7 +475,7 @@ impl ToolRuntime {
             alerts.clone(),
             clients.metrics.clone(),
         );
-        let tools = crate::tools::build_all(&deps)?;
+        let tools = agent_tools::build_all(&deps)?;
         let mut registry = registry(agents, tools)?;
         if let Some(external) = external_tools(agents, http, secrets.clone()) {
             registry.with_external(external);

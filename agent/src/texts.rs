@@ -12,8 +12,8 @@ use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 use time::macros::format_description;
 
-use crate::events::TurnErrorCode;
 use crate::pipeline::{CallOutcome, CallStatus};
+use agent_core::events::TurnErrorCode;
 
 /// A user text, with what it needs filled in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -251,13 +251,13 @@ pub fn approval_question(summaries: &[&str], locale: Locale) -> String {
 
 /// A tool as English users call it, mid-sentence (declared on the tool).
 fn tool_en(tool: ToolName) -> &'static str {
-    crate::tools::catalog::label(tool).en
+    agent_tools::label(tool).en
 }
 
 /// A tool as German users call it, mid-sentence; every name takes "die", which fits both
 /// the nominative and the accusative.
 fn tool_de(tool: ToolName) -> &'static str {
-    crate::tools::catalog::label(tool).de
+    agent_tools::label(tool).de
 }
 
 fn capitalised(text: &str) -> String {

@@ -30,7 +30,7 @@ pub fn cpu_time(pid: u32) -> std::io::Result<Duration> {
 /// Peak resident set size of process `pid` so far (`VmHWM`), in KiB.
 pub fn peak_rss_kib_of(pid: u32) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    crate::vm_hwm(&status)
+    test_support::figures::status_kib(&status, "VmHWM:")
 }
 
 /// What process `pid` holds resident now, in KiB, by kind: its heap and stacks (`RssAnon`),

@@ -17,6 +17,7 @@ pub mod clock;
 pub mod duffel;
 pub mod dynamo_faults;
 pub mod fake_llm;
+pub mod figures;
 pub mod fuzz;
 pub mod gateway;
 pub mod queues;

@@ -15,7 +15,7 @@ use shared::secrets::SecretsCache;
 use super::input;
 use super::output::StreamGuard;
 use super::output::echo::EchoIndex;
-use crate::events::{EventSink, TurnEvent};
+use agent_core::events::{EventSink, TurnEvent};
 
 /// What the client sees in place of a string the guard cut.
 pub const CUT_MARKER: &str = "[removed by the output guard]";
@@ -261,8 +261,8 @@ mod tests {
 
     #[test]
     fn events_are_checked_in_their_serialised_form_but_the_answer_is_not() {
-        use crate::call_status::CallStatus;
-        use crate::events::{AssistantRole, FinalData, FinalMessage, ToolResultData};
+        use agent_core::call_status::CallStatus;
+        use agent_core::events::{AssistantRole, FinalData, FinalMessage, ToolResultData};
         use shared::domain::tool_call::ToolName;
 
         let guard = guard();

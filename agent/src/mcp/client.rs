@@ -13,7 +13,7 @@ use shared::Error;
 use shared::secrets::SecretsCache;
 
 use super::config::McpServerConfig;
-use crate::Result;
+use shared::Result;
 
 /// Largest answer taken from a server: tool lists and results are read whole.
 const MAX_RESPONSE_BYTES: usize = 1 << 20;

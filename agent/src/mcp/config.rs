@@ -7,8 +7,8 @@ use std::time::Duration;
 use serde::Deserialize;
 use shared::limits::RateLimit;
 
-use crate::tools::Approval;
-use crate::{Error, Result};
+use agent_tools::Approval;
+use shared::{Error, Result};
 
 /// Longest tool name the providers accept (OpenAI and Bedrock: 64).
 const MAX_OFFERED_NAME: usize = 64;
@@ -33,7 +33,7 @@ pub(crate) struct McpServerEntry {
     #[serde(default)]
     ttl_secs: Option<u64>,
     #[serde(default)]
-    rate_limit: Option<crate::tools::RateLimitEntry>,
+    rate_limit: Option<agent_tools::RateLimitEntry>,
     #[serde(default)]
     approval: Approval,
 }

@@ -20,11 +20,11 @@ use rmcp::model::JsonObject;
 use shared::secrets::SecretsCache;
 use tokio::sync::{Mutex, watch};
 
-use crate::Result;
 use crate::llm::ToolSpec;
-use crate::tools::{ExternalTools, RegisteredTool, ToolSettings};
+use agent_tools::{ExternalTools, RegisteredTool, ToolSettings};
 use client::Connection;
 use config::{McpServerConfig, SEPARATOR};
+use shared::Result;
 use tool::ExternalTool;
 
 /// After a failed discovery, how long a server's tools stay out before it is asked again.

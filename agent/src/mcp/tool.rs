@@ -14,8 +14,8 @@ use shared::limits::LimitScope;
 
 use super::Server;
 use crate::guard::detect;
-use crate::tools::{DynTool, ToolContext, ToolSchema};
-use crate::{Error, Result};
+use agent_tools::{DynTool, ToolContext, ToolSchema};
+use shared::{Error, Result};
 
 /// Longest description taken from a server; the rest is cut.
 const MAX_DESCRIPTION_CHARS: usize = 600;

@@ -19,10 +19,10 @@ use shared::ledger::{Claim, ClaimMode, ClaimRequest, ClaimedCall, Outcome};
 use shared::limits::{Decision, RateLimit};
 
 use super::{CallOutcome, CallStatus, Pipeline, StepLimits, lease_for};
-use crate::events::{self, EventSink};
 use crate::llm::ToolCallRequest;
 use crate::profiles::ToolPolicy;
-use crate::tools::{RegisteredTool, ToolContext};
+use agent_core::events::{self, EventSink};
+use agent_tools::{RegisteredTool, ToolContext};
 
 /// Less time than this left in the budget: the call is not started at all.
 const MIN_TOOL_TIME: Duration = Duration::from_millis(50);

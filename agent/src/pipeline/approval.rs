@@ -12,9 +12,9 @@ use shared::ledger::ClaimedCall;
 
 use super::admit::Claimed;
 use super::{CallOutcome, CallStatus, Pipeline};
-use crate::events::{ApprovalRequest, EventSink, TurnEvent};
 use crate::llm::ToolCallRequest;
-use crate::tools::{RegisteredTool, ToolContext, ToolRegistry};
+use agent_core::events::{ApprovalRequest, EventSink, TurnEvent};
+use agent_tools::{RegisteredTool, ToolContext, ToolRegistry};
 
 impl Pipeline {
     /// What the user is asked, and until when.

@@ -12,8 +12,8 @@ use shared::domain::flight::Locale;
 use shared::domain::tool_result::ToolExecutionResult;
 
 use super::Pipeline;
-use crate::Result;
-use crate::tools::{RegisteredTool, ToolContext};
+use agent_tools::{RegisteredTool, ToolContext};
+use shared::Result;
 
 impl Pipeline {
     /// Runs the tool, or serves the cached result of the same request. A fresh successful

@@ -13,9 +13,9 @@ use shared::observability::Trace;
 
 use super::record::with_retry_note;
 use super::{CallStatus, Pipeline, lease_for};
-use crate::events::NoEvents;
 use crate::jobs::ToolJob;
-use crate::tools::ToolContext;
+use agent_core::events::NoEvents;
+use agent_tools::ToolContext;
 
 /// What the worker did with a job.
 #[derive(Debug, Clone, PartialEq)]

@@ -33,14 +33,14 @@ use shared::ledger::ToolCallLedger;
 use shared::limits::RateLimiter;
 use shared::metrics::{Dimension, Metric, Metrics, Point};
 
-pub use crate::call_status::CallStatus;
+pub use agent_core::call_status::CallStatus;
 pub use job::JobReport;
 
-use crate::events::{self, EventSink, ToolResultData, TurnEvent};
 use crate::jobs::{JobQueue, RetrySchedule};
 use crate::llm::ToolCallRequest;
 use crate::profiles::ToolPolicy;
-use crate::tools::{ToolContext, ToolRegistry};
+use agent_core::events::{self, EventSink, ToolResultData, TurnEvent};
+use agent_tools::{ToolContext, ToolRegistry};
 
 /// Seed 001: at most 5 tools per message.
 pub const DEFAULT_MAX_PARALLEL: usize = 5;

@@ -14,7 +14,7 @@ use crate::guard::payload::{CUT_MARKER, cut_fields};
 /// The flag of a call whose result had fields the output guard cut before it was stored.
 pub const STORED_CUT_FLAG: &str = "output_guard_cut";
 use crate::jobs::{JobKind, ToolJob};
-use crate::tools::ToolContext;
+use agent_tools::ToolContext;
 
 /// Tells the LLM (and the client, in metadata) that a failed call will be tried again.
 pub(super) fn with_retry_note(

@@ -8,9 +8,9 @@ use shared::domain::tool_call::{RefusalReason, RefusedCall};
 use shared::domain::tool_result::ToolExecutionResult;
 
 use super::{CallOutcome, CallStatus, Pipeline};
-use crate::events::{EventSink, ToolResultData, TurnEvent};
 use crate::llm::ToolCallRequest;
-use crate::tools::ToolContext;
+use agent_core::events::{EventSink, ToolResultData, TurnEvent};
+use agent_tools::ToolContext;
 
 /// The model's text, cut to `max` characters (it is untrusted and may be long).
 fn clip(text: &str, max: usize) -> String {

@@ -13,11 +13,13 @@ use shared::ledger::{ClaimedCall, Outcome};
 
 use super::admit::{Admission, Claimed};
 use super::{CallOutcome, CallStatus, Pipeline, lease_for};
-use crate::events::{self, EventSink, StartedStatus, ToolProgressData, ToolStartedData, TurnEvent};
 use crate::guard::detect;
 use crate::jobs::JobKind;
 use crate::llm::ToolCallRequest;
-use crate::tools::{Progress, RegisteredTool, ToolContext};
+use agent_core::events::{
+    self, EventSink, StartedStatus, ToolProgressData, ToolStartedData, TurnEvent,
+};
+use agent_tools::{Progress, RegisteredTool, ToolContext};
 
 /// Runs `execution`, emitting each progress report it sends meanwhile (reports first, so
 /// none sent before it ended is lost).

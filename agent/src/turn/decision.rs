@@ -12,9 +12,9 @@ use shared::domain::tool_call::ToolCallRecord;
 use shared::ledger::{ApprovalChoice, Decided};
 
 use super::{Agent, TurnInput, TurnState, prompt};
-use crate::events::EventSink;
 use crate::llm::PromptMessage;
 use crate::pipeline::CallOutcome;
+use agent_core::events::EventSink;
 
 /// The user's say over a call awaiting approval.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -12,12 +12,12 @@ use shared::domain::tool_call::ToolCallStatus;
 use time::OffsetDateTime;
 
 use super::{Agent, TurnInput, TurnState, handoff, prompt};
-use crate::events::{EventSink, TurnEvent};
 use crate::llm::{Completion, PromptMessage};
 use crate::pipeline::CallStatus;
 use crate::pipeline::{StepLimits, StepOutcome};
 use crate::profiles::AgentProfile;
-use crate::tools::ToolContext;
+use agent_core::events::{EventSink, TurnEvent};
+use agent_tools::ToolContext;
 use shared::domain::ui::{UiElement, UiKind};
 
 /// Tool calls of one model step that are stored and answered (run or "skipped"); more are

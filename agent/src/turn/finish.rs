@@ -9,11 +9,11 @@ use shared::domain::chat::NewMessage;
 use shared::domain::session::SessionStatePatch;
 
 use super::{Agent, Ending, TurnState};
-use crate::events::{
-    AssistantRole, EventSink, FinalData, FinalMessage, FinalMetadata, TurnErrorCode, TurnEvent,
-};
 use crate::pipeline::CallOutcome;
 use crate::texts::{self, UserText};
+use agent_core::events::{
+    AssistantRole, EventSink, FinalData, FinalMessage, FinalMetadata, TurnErrorCode, TurnEvent,
+};
 use shared::domain::ui::UiKind;
 
 impl Agent {
@@ -137,7 +137,7 @@ fn streamed(events: &dyn EventSink, text: String) -> String {
 fn tool_result(calls: &[CallOutcome]) -> Value {
     match calls {
         [] => Value::Null,
-        [one] => crate::events::event_result(one.result.raw.as_ref()).unwrap_or(Value::Null),
+        [one] => agent_core::events::event_result(one.result.raw.as_ref()).unwrap_or(Value::Null),
         many => Value::Array(
             many.iter()
                 .map(|c| {
@@ -145,7 +145,7 @@ fn tool_result(calls: &[CallOutcome]) -> Value {
                         "tool": c.tool,
                         "job_id": c.job_id,
                         "status": c.status,
-                        "raw": crate::events::event_result(c.result.raw.as_ref()),
+                        "raw": agent_core::events::event_result(c.result.raw.as_ref()),
                     })
                 })
                 .collect(),

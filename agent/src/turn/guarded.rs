@@ -6,10 +6,10 @@
 use serde_json::json;
 
 use super::{Agent, TurnInput, TurnState};
-use crate::events::{self, EventSink};
 use crate::guard::GuardMode;
 use crate::guard::detect::{self, Finding};
 use crate::guard::output::Violation;
+use agent_core::events::{self, EventSink};
 
 fn names(findings: &[Finding]) -> Vec<&'static str> {
     findings.iter().map(|f| f.as_str()).collect()

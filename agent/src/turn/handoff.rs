@@ -17,11 +17,11 @@ use shared::domain::tool_result::ToolExecutionResult;
 use shared::ledger::{Claim, ClaimMode, ClaimRequest, Outcome};
 
 use super::{Agent, TurnState, prompt};
-use crate::events::{EventSink, HandoffData, TurnEvent};
 use crate::llm::{PromptMessage, ToolCallRequest, ToolSpec};
 use crate::pipeline::{CallOutcome, CallStatus};
 use crate::profiles::{AgentCatalog, AgentProfile};
-use crate::tools::{ToolContext, ToolSchema};
+use agent_core::events::{EventSink, HandoffData, TurnEvent};
+use agent_tools::{ToolContext, ToolSchema};
 
 /// Handoffs one turn may make; a further one is refused and the current agent answers.
 pub const MAX_HANDOFFS_PER_TURN: usize = 2;

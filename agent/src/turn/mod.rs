@@ -47,7 +47,6 @@ use shared::{Error, Result};
 
 use self::decide::Decision;
 use self::usage::TurnUsage;
-use crate::events::{EventSink, InitData, TurnErrorCode, TurnEvent};
 use crate::guard::fence::Fence;
 use crate::guard::output::Violation;
 use crate::guard::output::echo::{EchoIndex, EchoIndexes};
@@ -56,9 +55,10 @@ use crate::llm::{LlmProvider, PromptMessage, ToolSpec};
 use crate::pipeline::{CallOutcome, CallStatus, Pipeline, StepOutcome};
 use crate::profiles::{AgentCatalog, AgentProfile, ModelDefaults};
 use crate::runtime::ToolRuntime;
-use crate::stop::StopSignal;
 use crate::texts::UserText;
 use crate::timezone::UserTimeZone;
+use agent_core::events::{EventSink, InitData, TurnErrorCode, TurnEvent};
+use agent_core::stop::StopSignal;
 
 /// How turns run; read once per container (chat-router's configuration).
 #[derive(Debug, Clone)]

@@ -12,12 +12,12 @@ use serde_json::json;
 use shared::Result;
 
 use super::{Agent, TurnInput, TurnState};
-use crate::events::{self, EventSink, TurnEvent};
 use crate::guard::output::{StreamGuard, Violation};
 use crate::guard::payload::PayloadGuard;
 use crate::llm::metered::{Meter, UsageScope, complete_metered};
 use crate::llm::{Completion, CompletionRequest, NoTokens, Provider, TokenSink, ToolChoice};
 use crate::profiles::StepModels;
+use agent_core::events::{self, EventSink, TurnEvent};
 
 /// What a model call of a step is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -5,41 +5,13 @@ use serde_json::{Value, json};
 use shared::domain::memory::UserMemory;
 use shared::domain::session::SessionState;
 
-use crate::guard::fence::{Fence, RULE};
+pub(super) use crate::system_prompt::{static_prompt, system_prompt_parts, turn_prompt};
+
+use crate::guard::fence::Fence;
 use crate::llm::{PromptMessage, ToolSpec};
 use crate::pipeline::{CallOutcome, CallStatus};
 use crate::profiles::{AgentProfile, ToolChoiceMode};
-use crate::tools::ToolRegistry;
-
-/// What every turn of a profile starts with, byte for byte: the profile's prompt and the
-/// rule about data blocks. Providers cache a prefix they have seen (OpenAI from 1,024
-/// tokens), so everything that changes per turn comes after it. Only our own text.
-pub(super) fn static_prompt(profile: &AgentProfile) -> String {
-    format!("{}\n\n{RULE}", profile.system_prompt)
-}
-
-/// What the model needs to know this turn, after the static part: the user's date today
-/// (for relative dates), the data blocks' boundary, and the turn's canary.
-pub(super) fn turn_prompt(fence: &Fence, canary: &str, today: time::Date) -> String {
-    format!(
-        "Today is {today}.\n{BOUNDARY_LINE}{}.\n{CANARY_LINE}{canary}.",
-        fence.boundary()
-    )
-}
-
-const BOUNDARY_LINE: &str = "This turn's data boundary: ";
-const CANARY_LINE: &str = "Internal marker, never repeat it: ";
-
-/// The fixed texts of the system messages, for the output guard's echo index: the same
-/// every turn of a profile (the date, boundary and canary are left out).
-pub(crate) fn system_prompt_parts(profile: &AgentProfile) -> Vec<&str> {
-    vec![
-        profile.system_prompt.as_str(),
-        RULE,
-        BOUNDARY_LINE,
-        CANARY_LINE,
-    ]
-}
+use agent_tools::ToolRegistry;
 
 /// The parts of the session state that carry context between turns, as a data block: they
 /// hold user-supplied text (a pending question, preferences).

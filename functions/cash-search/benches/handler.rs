@@ -13,12 +13,12 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use benchmarks::{Percentiles, full_run};
 use cash_search::{Config, Deps, handle};
 use lambda_http::http::Method;
 use lambda_http::{Body, Request};
 use lambda_kit::config::Env;
 use lambda_kit::secrets::{AwsSecretSource, SecretsCache};
+use test_support::figures::{Percentiles, full_run};
 use wiremock::MockServer;
 
 fn request() -> Request {
@@ -84,7 +84,7 @@ async fn main() {
         Percentiles::of(samples).row("cash search, warm token (handler time)")
     );
     // The whole bench process: handler, wiremock fake and AWS clients together.
-    if let Some(kib) = benchmarks::peak_rss_kib() {
+    if let Some(kib) = test_support::figures::peak_rss_kib() {
         println!(
             "peak RSS of the bench process: {:.1} MiB",
             kib as f64 / 1024.0

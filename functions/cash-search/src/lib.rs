@@ -18,6 +18,4 @@ pub mod token;
 pub use config::Config;
 pub use deps::Deps;
 pub use handler::{handle, service};
-
-/// Upstream name in errors and logs ("Amadeus is unavailable; try again later").
-pub const SERVICE: &str = "Amadeus";
+pub use token::SERVICE;

@@ -9,13 +9,13 @@ use domain::flight::{FlightResult, FlightSearchParams};
 use lambda_kit::upstream;
 use reqwest::{Response, StatusCode};
 
-use crate::SERVICE;
 use crate::config::CashProvider;
 use crate::deps::Deps;
 use crate::duffel;
 use crate::normalise;
 use crate::offers::OffersReply;
 use crate::token::AccessToken;
+use crate::token::SERVICE;
 
 /// Searches the deployment's provider and returns the normalised offers. `flexibility` is
 /// not applied: both providers search one departure date.

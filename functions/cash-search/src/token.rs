@@ -18,9 +18,11 @@ use reqwest::StatusCode;
 use serde::{Deserialize, Serialize};
 use time::{Duration, OffsetDateTime};
 
-use crate::SERVICE;
 use crate::config::{AmadeusEnv, Config};
 use crate::lenient;
+
+/// Upstream name in errors and logs ("Amadeus is unavailable; try again later").
+pub const SERVICE: &str = "Amadeus";
 
 /// Lifetime assumed when the token endpoint does not say (Amadeus issues 1799 s).
 const DEFAULT_LIFETIME_SECS: u64 = 600;

@@ -19,12 +19,12 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use benchmarks::{Percentiles, full_run, peak_rss_kib};
 use common::{Rig, Turn, flight_args, post_chat};
 use futures::future::join_all;
 use serde_json::{Value, json};
 use shared::domain::chat::Role;
 use test_support::fake_llm::Reply;
+use test_support::figures::{Percentiles, full_run, peak_rss_kib};
 
 /// The turns of one chat, in order: (message, whether it searches flights).
 fn script(chat: usize) -> [(String, bool); 3] {

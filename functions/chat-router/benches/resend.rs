@@ -20,12 +20,12 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use benchmarks::{Percentiles, full_run};
 use common::{Event, Rig, Turn, flight_args, post_chat};
 use futures::StreamExt;
 use serde_json::{Value, json};
 use shared::domain::chat::Role;
 use test_support::fake_llm::{Reply, matchers};
+use test_support::figures::{Percentiles, full_run};
 
 const PARALLEL: usize = 8;
 

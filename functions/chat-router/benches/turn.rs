@@ -20,11 +20,11 @@ mod common;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use benchmarks::{Percentiles, full_run, peak_rss_kib};
 use common::{Rig, Turn, flight_args, post_chat};
 use serde_json::json;
 use shared::turns::DynamoTurnStore;
 use test_support::fake_llm::Reply;
+use test_support::figures::{Percentiles, full_run, peak_rss_kib};
 
 struct Sample {
     init: Duration,

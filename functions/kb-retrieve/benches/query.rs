@@ -18,10 +18,10 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use benchmarks::{Percentiles, full_run, peak_rss_kib};
 use futures::StreamExt;
 use kb_retrieve::index::{EmbeddingSpec, Index};
 use knowledge::kb::{Chunk, DocumentManifest, DynamoKbStore, KbStore, KbVersion};
+use test_support::figures::{Percentiles, full_run, peak_rss_kib};
 
 const VOCABULARY: usize = 20_000;
 const WORDS_PER_CHUNK: usize = 120;

@@ -19,12 +19,12 @@
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use benchmarks::{Percentiles, full_run, peak_rss_kib};
 use kb_retrieve::config::DEFAULT_RESCORE_MAX_MB;
 use kb_retrieve::index::{EmbeddingSpec, Index, fusion_depth};
 use kb_retrieve::snapshot;
 use knowledge::kb::snapshots::S3Snapshots;
 use knowledge::kb::{Chunk, KbVersion};
+use test_support::figures::{Percentiles, full_run, peak_rss_kib};
 
 const MODEL: &str = "synthetic";
 const TOP_K: usize = 6;

@@ -27,7 +27,7 @@ impl ServedTools {
 fn servable(name: &str) -> Result<ToolName, String> {
     let unknown = || format!("{name:?} is not a tool of this deployment");
     let tool = ToolName::parse(name).map_err(|_| unknown())?;
-    match agent::tools::catalog::info(tool).map(|info| info.mcp) {
+    match agent::tools::info(tool).map(|info| info.mcp) {
         Some(McpExposure::Served) => Ok(tool),
         Some(McpExposure::NotServed(why)) => Err(format!("{name} {why}")),
         None => Err(unknown()),

@@ -19,13 +19,13 @@ use agent::jobs::{JobKind, ToolJob};
 use agent::profiles::AgentCatalog;
 use agent::runtime::{ToolClients, ToolsConfig};
 use aws_lambda_events::event::sqs::SqsEvent;
-use benchmarks::{Percentiles, full_run, peak_rss_kib};
 use serde_json::{Value, json};
 use shared::config::Env;
 use shared::domain::flight::Locale;
 use shared::domain::tool_call::ToolName;
 use shared::ledger::{Claim, ClaimMode, ClaimRequest};
 use shared::secrets::{AwsSecretSource, SecretsCache};
+use test_support::figures::{Percentiles, full_run, peak_rss_kib};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 

@@ -6,9 +6,16 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
+use crate::catalog::Label;
+use crate::catalog::McpExposure;
+use crate::catalog::ToolInfo;
+use crate::context::ToolContext;
+use crate::deps::ToolDeps;
 use crate::metered::{Meter, UsageScope, complete_metered};
-use crate::{Error, Label, McpExposure, Result, Tool, ToolContext, ToolDeps, ToolInfo};
+use crate::typed::Tool;
 use agent_core::llm::{CompletionRequest, LlmProvider, NoTokens, PromptMessage, ToolChoice};
+use shared::Error;
+use shared::Result;
 use shared::domain::session::SessionStatePatch;
 use shared::domain::tool_args::AskGptArgs;
 use shared::domain::tool_call::ToolName;
@@ -16,29 +23,7 @@ use shared::domain::tool_result::ToolExecutionResult;
 use shared::metrics::Metrics;
 use shared::usage::UsageStore;
 
-/// `ask_gpt`'s model and prompt, from the deployment's LLM settings.
-#[derive(Debug, Clone)]
-pub struct AskGptConfig {
-    /// The model that answers (the deployment's default, not the profile's).
-    pub model: String,
-    /// Prepended to the question; says how to answer.
-    pub system_prompt: String,
-    /// Model-name prefixes that reject a custom temperature (e.g. `gpt-5`, `o1`): for them
-    /// the parameter is left out (seed 000 §8.5).
-    pub fixed_temperature_models: Vec<String>,
-    /// `max_tokens` of the answer (`LLM_MAX_TOKENS`).
-    pub max_tokens: u32,
-}
-
-impl AskGptConfig {
-    fn accepts_temperature(&self) -> bool {
-        let model = self.model.to_ascii_lowercase();
-        !self
-            .fixed_temperature_models
-            .iter()
-            .any(|prefix| model.starts_with(&prefix.to_ascii_lowercase()))
-    }
-}
+pub use crate::deps::AskGptConfig;
 
 /// `ask_gpt`: one completion without tools, from the model's own knowledge.
 pub struct AskGptTool {

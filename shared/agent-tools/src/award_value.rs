@@ -7,7 +7,14 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::{Error, Label, McpExposure, Result, Tool, ToolContext, ToolDeps, ToolInfo};
+use crate::catalog::Label;
+use crate::catalog::McpExposure;
+use crate::catalog::ToolInfo;
+use crate::context::ToolContext;
+use crate::deps::ToolDeps;
+use crate::typed::Tool;
+use shared::Error;
+use shared::Result;
 use shared::domain::flight::Locale;
 use shared::domain::tool_call::ToolName;
 use shared::domain::tool_result::ToolExecutionResult;
@@ -224,7 +231,8 @@ mod tests {
     use std::time::{Duration, Instant};
 
     use super::*;
-    use crate::{DynTool, TypedTool};
+    use crate::dyn_tool::DynTool;
+    use crate::typed::TypedTool;
     use shared::domain::session::SessionState;
 
     fn tool() -> TypedTool<AwardValueTool> {

@@ -1,6 +1,6 @@
 //! What each tool says about itself besides its schema: its name, how users call it, and
 //! whether mcp-server may serve it. Declared once, on the tool (`Tool::INFO`); the texts,
-//! mcp-server, the OpenAPI document and the docs read it from [`CATALOG`].
+//! mcp-server, the OpenAPI document and the docs read it from the crate's `CATALOG`.
 
 use shared::domain::flight::Locale;
 use shared::domain::tool_call::ToolName;
@@ -50,7 +50,7 @@ pub enum McpExposure {
 }
 
 /// The turn's own mechanisms, recorded under a name of their own (`ToolName::BUILT_IN`).
-const BUILT_IN: &[ToolInfo] = &[
+pub(crate) const BUILT_IN: &[ToolInfo] = &[
     ToolInfo {
         name: ToolName::HANDOFF,
         label: Label {
@@ -78,47 +78,3 @@ const BUILT_IN: &[ToolInfo] = &[
         ),
     },
 ];
-
-/// The facts of `name`: a tool of [`CATALOG`] or one of the turn's own.
-pub fn info(name: ToolName) -> Option<&'static ToolInfo> {
-    crate::CATALOG
-        .iter()
-        .chain(BUILT_IN)
-        .find(|info| info.name == name)
-}
-
-/// How users call `name`; "the tool" for a name nobody declared.
-pub fn label(name: ToolName) -> Label {
-    info(name).map_or(
-        Label {
-            en: "the tool",
-            de: "die Funktion",
-        },
-        |info| info.label,
-    )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The names the turn and the stores refer to are tools of the catalog, and no two
-    /// tools share a name.
-    #[test]
-    fn the_names_the_code_refers_to_are_registered_tools_each_once() {
-        for name in [
-            ToolName::SEARCH_FLIGHTS,
-            ToolName::SEARCH_KNOWLEDGE_BASE,
-            ToolName::ASK_GPT,
-            ToolName::SUGGEST_REPLIES,
-        ] {
-            assert!(crate::CATALOG.iter().any(|t| t.name == name), "{name}");
-        }
-        let mut names: Vec<ToolName> = crate::CATALOG.iter().map(|t| t.name).collect();
-        names.extend(ToolName::BUILT_IN);
-        let count = names.len();
-        names.sort();
-        names.dedup();
-        assert_eq!(names.len(), count, "a name is declared twice");
-    }
-}

@@ -9,8 +9,9 @@ use shared::memory::MemoryStore;
 use shared::metrics::Metrics;
 use shared::usage::UsageStore;
 
-use crate::ask_gpt::AskGptConfig;
-use crate::{Error, FunctionClient, Result};
+use crate::functions::FunctionClient;
+use shared::Error;
+use shared::Result;
 
 /// The container's clients and the deployment's settings, for every tool to take what it
 /// needs from. A tool with a setting of its own adds a field here.
@@ -150,5 +151,30 @@ mod tests {
         for bad in ["kb-retrieve=ftp://x", "not a url", "https://a,https://b"] {
             assert!(bad.parse::<FunctionUrls>().is_err(), "{bad}");
         }
+    }
+}
+
+/// `ask_gpt`'s model and prompt, from the deployment's LLM settings.
+#[derive(Debug, Clone)]
+pub struct AskGptConfig {
+    /// The model that answers (the deployment's default, not the profile's).
+    pub model: String,
+    /// Prepended to the question; says how to answer.
+    pub system_prompt: String,
+    /// Model-name prefixes that reject a custom temperature (e.g. `gpt-5`, `o1`): for them
+    /// the parameter is left out (seed 000 §8.5).
+    pub fixed_temperature_models: Vec<String>,
+    /// `max_tokens` of the answer (`LLM_MAX_TOKENS`).
+    pub max_tokens: u32,
+}
+
+impl AskGptConfig {
+    /// Whether the model takes a custom temperature.
+    pub(crate) fn accepts_temperature(&self) -> bool {
+        let model = self.model.to_ascii_lowercase();
+        !self
+            .fixed_temperature_models
+            .iter()
+            .any(|prefix| model.starts_with(&prefix.to_ascii_lowercase()))
     }
 }

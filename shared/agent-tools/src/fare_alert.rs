@@ -8,7 +8,13 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde_json::Value;
 
-use crate::{Label, McpExposure, Result, Tool, ToolContext, ToolDeps, ToolInfo};
+use crate::catalog::Label;
+use crate::catalog::McpExposure;
+use crate::catalog::ToolInfo;
+use crate::context::ToolContext;
+use crate::deps::ToolDeps;
+use crate::typed::Tool;
+use shared::Result;
 use shared::alerts::AlertStore;
 use shared::domain::alert::CreateFareAlertArgs;
 use shared::domain::flight::{Cabin, Locale};
@@ -104,7 +110,9 @@ mod tests {
     use std::sync::Mutex;
 
     use super::*;
-    use crate::{DynTool, Error, TypedTool};
+    use crate::dyn_tool::DynTool;
+    use crate::typed::TypedTool;
+    use shared::Error;
 
     /// Keeps created alerts in memory; the DynamoDB store has its own tests.
     #[derive(Default)]

@@ -11,11 +11,17 @@ use serde_json::{Value, json};
 
 use super::flight_message::format_message;
 use super::flight_rows;
-use crate::{
-    Error, FunctionClient, Label, McpExposure, Result, Tool, ToolContext, ToolDeps, ToolInfo,
-    ToolSchema,
-};
+use crate::catalog::Label;
+use crate::catalog::McpExposure;
+use crate::catalog::ToolInfo;
+use crate::context::ToolContext;
+use crate::deps::ToolDeps;
+use crate::functions::FunctionClient;
+use crate::schema::ToolSchema;
+use crate::typed::Tool;
 use guardrails::links::LinkPolicy;
+use shared::Error;
+use shared::Result;
 use shared::domain::flight::{
     Cabin, FlightResult, FlightSearchInput, FlightSearchParams, FlightSearchResult, Locale,
 };

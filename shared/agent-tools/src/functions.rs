@@ -18,8 +18,9 @@ use aws_smithy_runtime_api::client::identity::Identity;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use super::ToolContext;
-use crate::{Error, Result};
+use crate::context::ToolContext;
+use shared::Error;
+use shared::Result;
 use shared::http::route_access::ON_BEHALF_OF_HEADER;
 use shared::observability::TRACE_HEADER;
 use shared::upstream::{self, RetryPolicy};

@@ -5,7 +5,14 @@
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
-use crate::{FunctionClient, Label, McpExposure, Result, Tool, ToolContext, ToolDeps, ToolInfo};
+use crate::catalog::Label;
+use crate::catalog::McpExposure;
+use crate::catalog::ToolInfo;
+use crate::context::ToolContext;
+use crate::deps::ToolDeps;
+use crate::functions::FunctionClient;
+use crate::typed::Tool;
+use shared::Result;
 use shared::domain::flight::Locale;
 use shared::domain::session::{PendingGptQuery, SessionStatePatch};
 use shared::domain::tool_args::KnowledgeBaseArgs;

@@ -7,7 +7,13 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde_json::Value;
 
-use crate::{Label, McpExposure, Result, Tool, ToolContext, ToolDeps, ToolInfo};
+use crate::catalog::Label;
+use crate::catalog::McpExposure;
+use crate::catalog::ToolInfo;
+use crate::context::ToolContext;
+use crate::deps::ToolDeps;
+use crate::typed::Tool;
+use shared::Result;
 use shared::domain::memory::{MemoryChange, MemoryNote, RememberArgs};
 use shared::domain::tool_call::ToolName;
 use shared::domain::tool_result::ToolExecutionResult;

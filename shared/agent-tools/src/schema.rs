@@ -7,8 +7,9 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::{Error, Result};
 use agent_core::llm::ToolSpec;
+use shared::Error;
+use shared::Result;
 use shared::domain::tool_call::ToolName;
 
 /// Most validation errors reported back to the LLM at once; more only add noise.

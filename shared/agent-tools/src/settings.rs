@@ -6,8 +6,9 @@ use std::time::Duration;
 use serde::Deserialize;
 use shared::limits::RateLimit;
 
-use crate::{Error, Result};
 use agent_core::call_status::CallStatus;
+use shared::Error;
+use shared::Result;
 use shared::config::Env;
 
 /// Whether a tool's calls wait for the user's approval before they run (`approval`).

@@ -11,7 +11,13 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::{DynTool, Error, Result, ToolContext, ToolDeps, ToolInfo, ToolSchema};
+use crate::catalog::ToolInfo;
+use crate::context::ToolContext;
+use crate::deps::ToolDeps;
+use crate::dyn_tool::DynTool;
+use crate::schema::ToolSchema;
+use shared::Error;
+use shared::Result;
 use shared::domain::flight::Locale;
 use shared::domain::tool_call::ToolName;
 use shared::domain::tool_result::ToolExecutionResult;
@@ -165,7 +171,9 @@ impl<T: Tool> DynTool for TypedTool<T> {
         Self::stored(request)
             .ok()
             .and_then(|typed| self.tool.approval_summary(&typed, locale))
-            .unwrap_or_else(|| crate::default_approval_summary(T::INFO.name, request, locale))
+            .unwrap_or_else(|| {
+                crate::dyn_tool::default_approval_summary(T::INFO.name, request, locale)
+            })
     }
 
     fn ui_kind(&self) -> Option<UiKind> {

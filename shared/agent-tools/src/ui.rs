@@ -10,7 +10,14 @@ use async_trait::async_trait;
 
 use serde::{Deserialize, Serialize};
 
-use crate::{Error, Label, McpExposure, Result, Tool, ToolContext, ToolDeps, ToolInfo};
+use crate::catalog::Label;
+use crate::catalog::McpExposure;
+use crate::catalog::ToolInfo;
+use crate::context::ToolContext;
+use crate::deps::ToolDeps;
+use crate::typed::Tool;
+use shared::Error;
+use shared::Result;
 use shared::domain::session::OfferedFlight;
 use shared::domain::tool_args::{ShowFlightOptionsArgs, SuggestRepliesArgs};
 use shared::domain::tool_call::ToolName;

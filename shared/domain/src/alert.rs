@@ -18,7 +18,7 @@ use super::flight::{
 use super::flight_notes::grouped;
 use super::money::Amount;
 use super::schema::IsoDateSchema;
-use crate::Error;
+use crate::error::Error;
 
 /// The widest date range of one alert, in days (both ends included).
 pub const MAX_RANGE_DAYS: i64 = 31;

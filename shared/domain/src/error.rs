@@ -1,7 +1,7 @@
 //! The crate's one error type. The functions' HTTP handlers map it to the error envelope
 //! once; the `Display` texts are for logs, never sent to clients as they are.
 
-use crate::tool_call::ToolCallStatus;
+use crate::tool_call_status::ToolCallStatus;
 
 /// A result whose error is, by default, the domain's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;

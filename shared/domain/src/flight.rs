@@ -13,7 +13,7 @@ use serde_with::{DeserializeFromStr, SerializeDisplay};
 use time::Date;
 
 use super::schema::IsoDateSchema;
-use crate::Error;
+use crate::error::Error;
 
 // Serde format `iso_date` for calendar dates as `YYYY-MM-DD`, the wire form of every date
 // here (`time`'s own serde form is a tuple unless `serde-human-readable` is enabled).

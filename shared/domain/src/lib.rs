@@ -18,6 +18,7 @@ pub mod session;
 pub mod token_usage;
 pub mod tool_args;
 pub mod tool_call;
+mod tool_call_status;
 pub mod tool_output;
 pub mod tool_result;
 pub mod turn;

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::flight::{Cabin, IataCode};
-use crate::Error;
+use crate::error::Error;
 
 /// The most notes kept per user; a new note beyond it replaces the oldest.
 pub const MAX_NOTES: usize = 20;

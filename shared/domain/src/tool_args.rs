@@ -7,7 +7,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::Error;
+use crate::error::Error;
 
 /// Search the knowledge base (help articles, programme rules, FAQs).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

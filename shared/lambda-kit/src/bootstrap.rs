@@ -5,12 +5,12 @@
 
 use std::sync::Arc;
 
-use crate::Result;
 use crate::config::Env;
 use crate::http::route_access::{AccessConfig, RouteAccess};
 use crate::layers::Handler;
 use crate::metrics::Metrics;
 use crate::secrets::{AwsSecretSource, SecretsCache};
+use domain::Result;
 
 /// What every tool function builds at cold start, the same way.
 pub struct Basics {

@@ -12,8 +12,8 @@ use std::sync::Arc;
 
 use aws_sdk_dynamodb::types::TransactWriteItem;
 
-use crate::Error;
 use crate::dynamo::{Item, Transaction};
+use domain::Error;
 
 /// What a companion's failed condition means, from the item as it was (when returned).
 type Refusal = Arc<dyn Fn(Option<Item>) -> Error + Send + Sync>;

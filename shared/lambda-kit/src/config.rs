@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 
 use time::Duration;
 
-use crate::{Error, Result};
+use domain::{Error, Result};
 
 /// A snapshot of the environment (the process's, or a map in tests).
 #[derive(Debug, Clone, Default)]

@@ -9,7 +9,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use time::OffsetDateTime;
 
-use crate::{Error, Result};
+use domain::{Error, Result};
 
 /// A DynamoDB item: attribute names and their values.
 pub type Item = HashMap<String, AttributeValue>;

@@ -12,9 +12,9 @@ use time::{Duration, OffsetDateTime};
 
 use crate::companion::Companion;
 use crate::dynamo::{ConditionFailure, invalid_action, n, s, sdk_error};
-use crate::{Error, Result};
 use domain::clock::{Clock, SystemClock};
 use domain::tool_call::ToolName;
+use domain::{Error, Result};
 
 /// At most `max` calls per `window`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

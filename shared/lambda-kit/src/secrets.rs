@@ -10,7 +10,7 @@ use async_trait::async_trait;
 use moka::future::Cache;
 use serde::de::DeserializeOwned;
 
-use crate::{Error, Result};
+use domain::{Error, Result};
 
 /// A secret value. `Debug` and `Display` never print it, so it cannot leak into logs by a
 /// stray `{:?}`; call [`SecretString::expose`] where the value is really needed.

@@ -20,7 +20,7 @@ use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
 use base64::Engine;
 use rustls::RootCertStore;
 
-use crate::{Error, Result};
+use domain::{Error, Result};
 
 /// The roots as rustls wants them: already-parsed trust anchors, nothing to decode.
 fn root_store() -> RootCertStore {

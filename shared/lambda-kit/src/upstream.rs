@@ -12,7 +12,7 @@ use reqwest::{RequestBuilder, Response, StatusCode};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::{Error, Result};
+use domain::{Error, Result};
 
 /// How often and how patiently an upstream call is retried.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

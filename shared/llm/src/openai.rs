@@ -14,10 +14,10 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::stream::StreamAssembler;
-use crate::{Error, Result};
 use agent_core::llm::{
     Completion, CompletionRequest, LlmProvider, PromptMessage, PromptRole, TokenSink, ToolChoice,
 };
+use domain::{Error, Result};
 use lambda_kit::secrets::{SecretString, SecretsCache};
 use lambda_kit::upstream::{self, RetryPolicy};
 

@@ -14,9 +14,9 @@
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::{Error, Result};
 use agent_core::llm::{Completion, FinishReason, ToolCallRequest};
 use domain::token_usage::TokenUsage;
+use domain::{Error, Result};
 
 const SERVICE: &str = "llm";
 

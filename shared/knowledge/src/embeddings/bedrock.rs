@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 pub use aws_sdk_bedrockruntime::Client;
 
 use super::SERVICE;
-use crate::{Error, Result};
+use domain::{Error, Result};
 
 /// Texts embedded at once: Titan takes one per call, so a batch is a few calls in flight.
 const IN_FLIGHT: usize = 8;

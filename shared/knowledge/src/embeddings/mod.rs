@@ -17,7 +17,7 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
-use crate::{Error, Result};
+use domain::{Error, Result};
 use lambda_kit::config::Env;
 use lambda_kit::secrets::SecretString;
 use lambda_kit::upstream::{self, RetryPolicy};

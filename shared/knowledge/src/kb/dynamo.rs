@@ -21,8 +21,8 @@ use aws_sdk_dynamodb::types::{
 use futures::{StreamExt, TryStreamExt};
 
 use super::{Chunk, DocumentManifest, KbStore, KbVersion, SnapshotRef, chunk_id};
-use crate::{Error, Result};
 use domain::clock::{Clock, SystemClock};
+use domain::{Error, Result};
 use lambda_kit::dynamo::{ConditionFailure, Item, n, rfc3339, s, sdk_error};
 
 /// Parallel Scan segments of `load_all`/`documents`: enough to overlap round trips without

@@ -15,7 +15,7 @@ use sha2::{Digest, Sha256};
 
 pub use dynamo::DynamoKbStore;
 
-use crate::Result;
+use domain::Result;
 
 /// One retrievable piece of a document.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

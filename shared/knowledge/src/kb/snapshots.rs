@@ -13,7 +13,7 @@ use aws_sdk_s3::primitives::ByteStream;
 use time::OffsetDateTime;
 
 use super::SnapshotRef;
-use crate::{Error, Result};
+use domain::{Error, Result};
 
 /// Tag (key, value) of an object that belongs to no current snapshot; the template's
 /// lifecycle rule filters on it.

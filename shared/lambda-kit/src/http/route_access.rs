@@ -24,7 +24,7 @@ use super::{ApiError, ErrorCode};
 use crate::config::Env;
 use crate::limits::{Decision, DynamoRateLimiter, LimitScope, RateLimit, RateLimiter};
 use crate::metrics::Metrics;
-use crate::{Error, Result};
+use domain::{Error, Result};
 
 /// The header in which the router and the worker name the user a tool call is for.
 pub const ON_BEHALF_OF_HEADER: &str = "x-tool-user";

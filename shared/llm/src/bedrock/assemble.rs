@@ -14,9 +14,9 @@ use aws_sdk_bedrockruntime::types::{
 };
 
 use super::SERVICE;
-use crate::{Error, Result};
 use agent_core::llm::{Completion, FinishReason, ToolCallRequest};
 use domain::token_usage::TokenUsage;
+use domain::{Error, Result};
 
 /// An answer larger than this (text and tool inputs together) is not a model's answer,
 /// and must not grow memory without bound.

@@ -33,8 +33,8 @@ use aws_sdk_bedrockruntime::types::error::ConverseStreamOutputError;
 pub use assemble::ConverseAssembler;
 pub use request::{ConverseParts, converse_parts, document, json};
 
-use crate::{Error, Result};
 use agent_core::llm::{Completion, CompletionRequest, LlmProvider, TokenSink};
+use domain::{Error, Result};
 use lambda_kit::upstream::RetryPolicy;
 
 pub(crate) const SERVICE: &str = "llm";

@@ -22,8 +22,8 @@ use aws_sdk_bedrockruntime::types::{
 use aws_smithy_types::{Document, Number};
 use serde_json::Value;
 
-use crate::{Error, Result};
 use agent_core::llm::{CompletionRequest, PromptMessage, PromptRole, ToolChoice};
+use domain::{Error, Result};
 
 /// Stands in for the start of a conversation whose first kept message is the model's.
 const EARLIER: &str = "(earlier messages omitted)";
