@@ -567,10 +567,11 @@ fn report(function: &Function, samples: &[Sample]) -> Vec<String> {
     by_anon.sort_unstable_by_key(|r| r.anon_kib);
     let median = by_anon.get(by_anon.len() / 2).copied().unwrap_or_default();
     println!(
-        "  {:<40} heap and stacks {:.1} MiB, binary and libraries {:.1} MiB, {} threads",
+        "  {:<40} heap and stacks {:.1} MiB, binary {:.1} MiB, libraries {:.1} MiB, {} threads",
         "resident at the end (median by heap)",
         median.anon_kib as f64 / 1024.0,
-        median.file_kib as f64 / 1024.0,
+        median.binary_kib as f64 / 1024.0,
+        median.file_kib.saturating_sub(median.binary_kib) as f64 / 1024.0,
         median.threads
     );
 

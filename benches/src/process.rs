@@ -42,6 +42,8 @@ pub struct Resident {
     pub anon_kib: u64,
     /// File-backed pages: the code and data of the binary and its libraries that were read.
     pub file_kib: u64,
+    /// The part of `file_kib` that is the executable's own pages (the rest is shared libraries).
+    pub binary_kib: u64,
     /// Threads of the process.
     pub threads: u64,
 }
@@ -49,7 +51,11 @@ pub struct Resident {
 /// [`Resident`] of process `pid`, from `/proc/PID/status`.
 pub fn resident_of(pid: u32) -> Option<Resident> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    Some(crate::resident(&status))
+    let mut resident = crate::resident(&status);
+    let exe = std::fs::read_link(format!("/proc/{pid}/exe")).ok()?;
+    let smaps = std::fs::read_to_string(format!("/proc/{pid}/smaps")).ok()?;
+    resident.binary_kib = crate::mapped_rss_kib(&smaps, &exe.to_string_lossy());
+    Some(resident)
 }
 
 #[cfg(test)]
