@@ -25,12 +25,8 @@ use agent::profiles::AgentCatalog;
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::json;
 
-/// The allow-list's default (`ANSWER_LINK_HOSTS`): Seats.aero and the programmes' sites.
-const LINK_HOSTS: &str = "seats.aero,.aa.com,.aeromexico.com,.aircanada.com,.alaskaair.com,\
-.copaair.com,.delta.com,.emirates.com,.ethiopianairlines.com,.etihad.com,.finnair.com,\
-.flyingblue.com,.flysas.com,.jetblue.com,.lifemiles.com,.qantas.com,.qatarairways.com,\
-.saudia.com,.singaporeair.com,.smiles.com.br,.turkishairlines.com,.united.com,\
-.velocityfrequentflyer.com,.virginatlantic.com,.voeazul.com.br";
+/// The allow-list's default (`ANSWER_LINK_HOSTS`).
+const LINK_HOSTS: &str = guardrails::links::DEFAULT_LINK_HOSTS;
 
 /// A user's message of about 300 characters, English with German words.
 const MESSAGE: &str = "Hi! I'd like to fly from Frankfurt to New York (JFK) in business class on \

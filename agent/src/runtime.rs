@@ -26,6 +26,7 @@ use shared::limits::DynamoRateLimiter;
 use shared::memory::{DynamoMemoryStore, MemoryStore};
 use shared::metrics::Metrics;
 use shared::secrets::{AwsSecretSource, SecretsCache};
+use shared::support::{DynamoSupportRequests, SupportRequests};
 use shared::upstream::RetryPolicy;
 use shared::usage::{DynamoUsageStore, PriceTable, UsageStore};
 
@@ -123,6 +124,9 @@ pub struct ToolsConfig {
     pub link_hosts: Vec<String>,
     /// How long a call may wait for approval (`APPROVAL_WINDOW_SECS`, default a day).
     pub approval_window: Duration,
+    /// How users reach support outside the chat (`SUPPORT_CONTACT`: an address, a page),
+    /// which `contact_support` tells them; unset, it names the operator of the service.
+    pub support_contact: Option<String>,
 }
 
 fn list(text: &str) -> Vec<String> {
@@ -179,6 +183,10 @@ impl ToolsConfig {
                 r.parse_or("APPROVAL_WINDOW_SECS", 86_400u64)
                     .clamp(1, 7 * 86_400),
             ),
+            support_contact: r
+                .optional("SUPPORT_CONTACT")
+                .map(|c| c.trim().to_owned())
+                .filter(|c| !c.is_empty()),
         };
         if config
             .llm
@@ -325,16 +333,28 @@ fn llm_client(
     Ok(providers)
 }
 
+/// The stores tools keep users' things in.
+struct ToolStores {
+    usage: Arc<dyn UsageStore>,
+    memory: Arc<dyn MemoryStore>,
+    alerts: Arc<dyn AlertStore>,
+    support: Arc<dyn SupportRequests>,
+}
+
 /// What the tools are built from (`agent_tools::build_all`, where a new tool is listed).
 fn tool_deps(
     config: &ToolsConfig,
     functions: FunctionClient,
     llm: Arc<dyn LlmProvider>,
-    usage: Arc<dyn UsageStore>,
-    memory: Arc<dyn MemoryStore>,
-    alerts: Arc<dyn AlertStore>,
+    stores: ToolStores,
     metrics: Metrics,
 ) -> ToolDeps {
+    let ToolStores {
+        usage,
+        memory,
+        alerts,
+        support,
+    } = stores;
     ToolDeps {
         functions,
         urls: config.function_urls.clone(),
@@ -343,6 +363,8 @@ fn tool_deps(
         usage,
         memory,
         alerts,
+        support,
+        support_contact: config.support_contact.clone(),
         metrics,
         ask_gpt: AskGptConfig {
             model: config.llm.default_model().to_owned(),
@@ -451,6 +473,10 @@ impl ToolRuntime {
             clients.dynamodb.clone(),
             storage.chats_table.clone(),
         ));
+        let support: Arc<dyn SupportRequests> = Arc::new(DynamoSupportRequests::new(
+            clients.dynamodb.clone(),
+            storage.chats_table.clone(),
+        ));
         let cache = Arc::new(DynamoResultCache::new(
             clients.dynamodb.clone(),
             storage.tool_calls_table.clone(),
@@ -466,13 +492,17 @@ impl ToolRuntime {
             urls.url(flights::AWARD_FUNCTION, flights::AWARD_ROUTE)?,
             urls.url(flights::CASH_FUNCTION, flights::CASH_ROUTE)?,
         ));
+        let stores = ToolStores {
+            usage: usage.clone(),
+            memory: memory.clone(),
+            alerts: alerts.clone(),
+            support,
+        };
         let deps = tool_deps(
             config,
             functions,
             llm.clone(),
-            usage.clone(),
-            memory.clone(),
-            alerts.clone(),
+            stores,
             clients.metrics.clone(),
         );
         let tools = agent_tools::build_all(&deps)?;

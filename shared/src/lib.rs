@@ -10,13 +10,14 @@ pub use lambda_kit::{
     MAX_TRANSIENT_ROUNDS, aws, companion, config, limits, metrics, observability, runtime_loop,
     secrets, tls, upstream,
 };
-pub use stores::{alerts, cache, chats, ledger, memory, turns, usage};
+pub use stores::{alerts, cache, chats, ledger, memory, support, turns, usage};
 
 /// Plain domain types (the `domain` crate's modules).
 pub mod domain {
     pub use ::domain::{
-        alert, chat, flight, flight_notes, flight_text, loyalty, memory, money, schema, session,
-        tool_args, tool_call, tool_output, tool_result, turn, ui,
+        alert, award_booking, carrier_sites, chat, flight, flight_notes, flight_text, loyalty,
+        memory, money, schema, session, support, tool_args, tool_call, tool_output, tool_result,
+        turn, ui,
     };
 }
 

@@ -7,13 +7,17 @@
 // `ANSWER_LINK_HOSTS` does at the router (docs/web.md#configjson).
 
 /** `ANSWER_LINK_HOSTS`' default, the same as the router's `DEFAULT_LINK_HOSTS` (a unit test
- * compares the two): Seats.aero and the booking sites of the programmes it searches. */
+ * compares the two): Seats.aero, the booking sites of the programmes it searches and the airlines' own sites. */
 export const DEFAULT_LINK_HOSTS =
-  "seats.aero,.aa.com,.aeromexico.com,.aircanada.com," +
-  ".alaskaair.com,.copaair.com,.delta.com,.emirates.com,.ethiopianairlines.com,.etihad.com," +
-  ".finnair.com,.flyingblue.com,.flysas.com,.jetblue.com,.lifemiles.com,.qantas.com," +
-  ".qatarairways.com,.saudia.com,.singaporeair.com,.smiles.com.br,.turkishairlines.com," +
-  ".united.com,.velocityfrequentflyer.com,.virginatlantic.com,.voeazul.com.br";
+  "seats.aero,.aa.com,.aerlingus.com,.aeromexico.com,.aircanada.com,.airfrance.com," +
+  ".alaskaair.com,.ana.co.jp,.austrian.com,.britishairways.com," +
+  ".brusselsairlines.com,.cathaypacific.com,.condor.com,.copaair.com,.delta.com," +
+  ".emirates.com,.ethiopianairlines.com,.etihad.com,.eurowings.com,.finnair.com," +
+  ".flyingblue.com,.flysas.com,.flytap.com,.iberia.com,.ita-airways.com,.jal.co.jp," +
+  ".jetblue.com,.klm.com,.lifemiles.com,.lot.com,.lufthansa.com," +
+  ".miles-and-more.com,.qantas.com,.qatarairways.com,.saudia.com,.singaporeair.com," +
+  ".smiles.com.br,.swiss.com,.turkishairlines.com,.united.com," +
+  ".velocityfrequentflyer.com,.virginatlantic.com,.voeazul.com.br";
 
 const asciiLower = (s: string) => s.replace(/[A-Z]+/g, (c) => c.toLowerCase());
 

@@ -1,6 +1,6 @@
 //! `POST /flights/cash`: a `FlightSearchParams` body in, `{success, results}` out.
 
-use domain::flight::{FlightSearchParams, FlightSearchResult};
+use domain::flight::FlightSearchParams;
 
 use lambda_http::http::Method;
 use lambda_http::{Body, Request, Response};
@@ -9,7 +9,7 @@ use lambda_kit::http::lambda::{error_response, json_body, json_response};
 use lambda_kit::layers::{Handler, call, deadline_of, tool_function};
 
 use crate::deps::Deps;
-use crate::search::search;
+use crate::search::search_window;
 
 /// The route this function serves (behind `/internal` for IAM callers).
 pub const ROUTE: &str = "/flights/cash";
@@ -45,17 +45,18 @@ async fn admitted(deps: &Deps, req: Request) -> Response<Body> {
         Err(e) => return error_response(&ApiError::from(&e)),
     };
     let started = std::time::Instant::now();
-    let result = search(deps, &params, deadline).await;
+    let today = deps.clock.now().date();
+    let result = search_window(deps, &params, today, deadline).await;
     deps.metrics.search(started, result.as_ref().err());
     match result {
-        Ok(flights) => {
+        Ok(found) => {
             tracing::info!(
                 origin = %params.origin,
                 destination = %params.destination,
-                count = flights.len(),
+                count = found.results.count,
                 "cash search done"
             );
-            json_response(200, &FlightSearchResult::new(flights, None))
+            json_response(200, &found)
         }
         Err(e) => error_response(&ApiError::from(&e)),
     }

@@ -17,6 +17,7 @@
 use std::collections::BTreeMap;
 use std::str::FromStr;
 
+use domain::carrier_sites;
 use domain::flight::{
     Cabin, FlightEndpoint, FlightLeg, FlightResult, FlightSearchParams, Locale, Provider, Taxes,
 };
@@ -110,7 +111,9 @@ fn flight(
             currency: (!currency.is_empty()).then_some(currency),
         },
         seats_left: offer.number_of_bookable_seats,
-        booking_links: None,
+        // Amadeus finds fares and sells none: the selling airline's site books it.
+        booking_links: carrier_sites::link(seller(offer, outbound_itinerary))
+            .map(|link| BTreeMap::from([link])),
         outbound,
         inbound,
         program: None,
@@ -121,14 +124,19 @@ fn flight(
 }
 
 /// The validating carrier (else the outbound's first), by its name when the reply lists it.
-fn airline(offer: &Offer, outbound: &Itinerary, carriers: &BTreeMap<String, String>) -> String {
-    let code = offer
+/// The airline that sells the offer: the validating one, else the first flight's.
+fn seller<'a>(offer: &'a Offer, outbound: &'a Itinerary) -> &'a str {
+    offer
         .validating_airline_codes
         .iter()
         .map(|c| c.trim())
         .find(|c| !c.is_empty())
         .or_else(|| outbound.segments.first().map(|s| s.carrier_code.trim()))
-        .unwrap_or_default();
+        .unwrap_or_default()
+}
+
+fn airline(offer: &Offer, outbound: &Itinerary, carriers: &BTreeMap<String, String>) -> String {
+    let code = seller(offer, outbound);
     carriers
         .get(code)
         .cloned()

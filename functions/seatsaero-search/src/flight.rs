@@ -10,12 +10,15 @@
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
+use domain::award_booking::{self, AwardTrip, Party};
 use domain::flight::{Cabin, FlightEndpoint, FlightLeg, FlightResult, Locale, Provider, Taxes};
 use domain::flight_text::stops_text;
 use domain::loyalty;
+use time::Date;
+use time::format_description::well_known::Iso8601;
 
 use crate::format;
-use crate::payload::{Availability, BookingLink, CabinOffer, Entries, Segment, Trip, TripsReply};
+use crate::payload::{Availability, CabinOffer, Entries, Segment, Trip, TripsReply};
 
 /// Seats.aero left `TaxesCurrency` empty before it reported other currencies; its taxes
 /// were US dollars then.
@@ -35,11 +38,18 @@ pub(crate) struct Candidate<'a> {
 pub(crate) struct Shape {
     pub cabin: Cabin,
     pub locale: Locale,
-    /// Adults + children.
-    pub seated: u64,
+    /// Who travels: the price is for the seated ones, the booking link takes them all.
+    pub party: Party,
     pub non_stop: bool,
     /// Flights of the reverse search are tagged "return".
     pub return_leg: bool,
+}
+
+impl Shape {
+    /// Adults and children: who has a seat, and so a price.
+    fn seated(&self) -> u64 {
+        u64::from(self.party.adults) + u64::from(self.party.children)
+    }
 }
 
 /// The flight, or why the entry is dropped.
@@ -80,7 +90,7 @@ pub(crate) fn build(
         miles: Some(price.miles),
         taxes: price.taxes,
         seats_left: seats_left(&trip, offer),
-        booking_links: booking_links(reply.booking_links),
+        booking_links: own_booking_link(source, &outbound, shape.party),
         outbound,
         inbound: None,
         program: source.map(loyalty::display_name),
@@ -186,8 +196,8 @@ impl Price {
         let per_person = format::price(shape.locale, miles, taxes_text(1));
         let total = format::price(
             shape.locale,
-            miles.saturating_mul(shape.seated),
-            taxes_text(shape.seated),
+            miles.saturating_mul(shape.seated()),
+            taxes_text(shape.seated()),
         );
         Self {
             miles,
@@ -287,21 +297,23 @@ fn airline(trip: &Trip<'_>, segments: &[Segment<'_>], offer: &CabinOffer<'_>) ->
     }
 }
 
-/// `booking_links` as label → link; the first link of a label wins.
-fn booking_links(links: Entries<BookingLink<'_>>) -> Option<BTreeMap<String, String>> {
-    let mut map = BTreeMap::new();
-    for link in links {
-        let Ok(BookingLink {
-            label: Some(label),
-            link: Some(link),
-        }) = link
-        else {
-            continue;
-        };
-        map.entry(label.into_owned())
-            .or_insert_with(|| link.into_owned());
-    }
-    (!map.is_empty()).then_some(map)
+/// The booking page of the programme that priced the seat, filled with the leg and the
+/// party: an award seat is booked with that programme's miles.
+fn own_booking_link(
+    source: Option<&str>,
+    leg: &FlightLeg,
+    party: Party,
+) -> Option<BTreeMap<String, String>> {
+    let day = leg.departure.time.get(..10)?;
+    let date = Date::parse(day, &Iso8601::DATE).ok()?;
+    let trip = AwardTrip {
+        origin: &leg.departure.airport,
+        destination: &leg.arrival.airport,
+        date,
+        party,
+    };
+    let (label, url) = award_booking::link(source?, &trip)?;
+    Some(BTreeMap::from([(label, url)]))
 }
 
 /// An owned copy of a text read from a reply.
@@ -318,7 +330,11 @@ mod tests {
         Shape {
             cabin: Cabin::Business,
             locale: Locale::En,
-            seated: 2,
+            party: Party {
+                adults: 2,
+                children: 0,
+                infants: 0,
+            },
             non_stop: false,
             return_leg: false,
         }
@@ -365,7 +381,19 @@ mod tests {
         assert_eq!(flight.taxes, Taxes::default());
         assert_eq!(flight.tags, vec!["direct"]);
         assert_eq!(flight.program.as_deref(), Some("Air Canada Aeroplan"));
-        assert_eq!(flight.booking_links, None);
+        // Its own programme's page, for the trip and both adults; not the upstream's list.
+        let links = flight.booking_links.unwrap_or_default();
+        let keys: Vec<&String> = links.keys().collect();
+        assert_eq!(keys, ["Book with Air Canada Aeroplan"]);
+        let url = links.values().next().cloned().unwrap_or_default();
+        for part in [
+            "org0=FRA",
+            "dest0=YUL",
+            "departureDate0=2025-06-01",
+            "ADT=2",
+        ] {
+            assert!(url.contains(part), "{part} in {url}");
+        }
     }
 
     #[test]
@@ -436,13 +464,12 @@ mod tests {
         assert_eq!(flight.miles, Some(50_000));
         assert_eq!(flight.airline, "AC");
         assert_eq!(flight.outbound.departure.time, "2025-06-01T10:00");
-        // The link given twice is null; the first usable link of a label wins.
-        assert_eq!(
-            flight.booking_links,
-            Some(BTreeMap::from([
-                ("A".to_owned(), "https://c.example/".to_owned()),
-                ("B".to_owned(), "https://b.example/".to_owned()),
-            ]))
+        // The upstream's own links, odd or not, are not passed on.
+        let links = flight.booking_links.unwrap_or_default();
+        assert!(
+            links
+                .values()
+                .all(|url| url.starts_with("https://www.aircanada.com/"))
         );
     }
 }

@@ -256,42 +256,35 @@ impl<'a> Availability<'a> {
     }
 }
 
-/// `GET /trips/{id}`.
+/// `GET /trips/{id}`. Its `booking_links` are not read: they list the same partner pages
+/// for every trip, for one adult; rows link to their own programme (`award_booking`).
 #[derive(Debug, Default)]
 pub(crate) struct TripsReply<'a> {
     pub data: Entries<Trip<'a>>,
-    pub booking_links: Entries<BookingLink<'a>>,
 }
 
-/// The shape of a `GET /trips/{id}` reply, `D` its trips and `L` its links: typed or raw.
+/// The shape of a `GET /trips/{id}` reply, `D` its trips: typed or raw.
 #[derive(Deserialize)]
 #[serde(
     expecting = "struct TripsReply",
-    bound(deserialize = "D: Deserialize<'de> + Default, L: Deserialize<'de> + Default")
+    bound(deserialize = "D: Deserialize<'de> + Default")
 )]
-struct TripsShape<D, L> {
+struct TripsShape<D> {
     #[serde(default, deserialize_with = "null_as_default")]
     data: D,
-    #[serde(default, deserialize_with = "null_as_default")]
-    booking_links: L,
 }
 
 impl<'a> TripsReply<'a> {
-    /// The reply, in one pass when every trip and link reads, else entry by entry.
+    /// The reply, in one pass when every trip reads, else entry by entry.
     pub fn parse(body: &'a [u8]) -> serde_json::Result<Self> {
-        if let Ok(reply) =
-            serde_json::from_slice::<TripsShape<Vec<Trip<'a>>, Vec<BookingLink<'a>>>>(body)
-        {
+        if let Ok(reply) = serde_json::from_slice::<TripsShape<Vec<Trip<'a>>>>(body) {
             return Ok(Self {
                 data: reply.data.into_iter().map(Ok).collect(),
-                booking_links: reply.booking_links.into_iter().map(Ok).collect(),
             });
         }
-        let reply =
-            serde_json::from_slice::<TripsShape<Vec<&'a RawValue>, Vec<&'a RawValue>>>(body)?;
+        let reply = serde_json::from_slice::<TripsShape<Vec<&'a RawValue>>>(body)?;
         Ok(Self {
             data: reply.data.into_iter().map(entry).collect(),
-            booking_links: reply.booking_links.into_iter().map(entry).collect(),
         })
     }
 }
@@ -369,15 +362,6 @@ pub(crate) struct Segment<'a> {
     pub arrives_at: Option<Cow<'a, str>>,
     #[serde(rename = "Order", deserialize_with = "lenient_u64")]
     pub order: Option<u64>,
-}
-
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(default)]
-pub(crate) struct BookingLink<'a> {
-    #[serde(borrow, deserialize_with = "lenient_string")]
-    pub label: Option<Cow<'a, str>>,
-    #[serde(borrow, deserialize_with = "lenient_string")]
-    pub link: Option<Cow<'a, str>>,
 }
 
 /// An entry that must be a JSON object: serde would also read an array into a struct, field
@@ -692,7 +676,6 @@ mod tests {
                 "Stops":null,"Extra":1}],"booking_links":null}"#,
         )
         .unwrap_or_else(|e| panic!("{e}"));
-        assert!(reply.booking_links.is_empty());
         let Some(Ok(trip)) = reply.data.first() else {
             panic!("{:?}", reply.data)
         };
@@ -731,11 +714,10 @@ mod tests {
         }
 
         let text = test_support::fixture("seatsaero/get_trips_response.docs-example.json");
-        let typed = serde_json::from_str::<TripsShape<Vec<Trip>, Vec<BookingLink>>>(&text);
+        let typed = serde_json::from_str::<TripsShape<Vec<Trip>>>(&text);
         assert!(typed.is_ok_and(|reply| reply.data.len() == 3));
         let one_pass = TripsReply::parse(text.as_bytes()).unwrap_or_else(|e| panic!("{e}"));
         assert!(one_pass.data.iter().all(Result::is_ok));
-        assert_eq!(one_pass.booking_links.len(), 3);
         let with_odd = text.replacen(
             r#""data": ["#,
             r#""data": [{"AvailabilitySegments": "none"}, "#,

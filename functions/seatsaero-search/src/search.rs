@@ -15,6 +15,7 @@ use crate::client::{SERVICE, SearchQuery, SeatsAero};
 use crate::deps::Deps;
 use crate::flight::{self, Candidate, Shape};
 use crate::payload::{SearchReply, TripsReply};
+use domain::award_booking::Party;
 
 /// One direction of the search.
 struct Direction<'a> {
@@ -110,7 +111,11 @@ fn outbound_shape(params: &FlightSearchParams) -> Shape {
     Shape {
         cabin: params.travel_class,
         locale: params.locale.unwrap_or_default(),
-        seated: u64::from(params.adults) + u64::from(params.children),
+        party: Party {
+            adults: params.adults,
+            children: params.children,
+            infants: params.infants,
+        },
         non_stop: params.non_stop,
         return_leg: false,
     }
@@ -380,7 +385,11 @@ mod tests {
         let shape = Shape {
             cabin: Cabin::First,
             locale: domain::flight::Locale::En,
-            seated: 1,
+            party: Party {
+                adults: 1,
+                children: 0,
+                infants: 0,
+            },
             non_stop: false,
             return_leg: false,
         };
@@ -410,7 +419,11 @@ mod tests {
         let shape = Shape {
             cabin: domain::flight::Cabin::Business,
             locale: domain::flight::Locale::En,
-            seated: 1,
+            party: Party {
+                adults: 1,
+                children: 0,
+                infants: 0,
+            },
             non_stop: false,
             return_leg: false,
         };

@@ -7,6 +7,7 @@ use guardrails::links::LinkPolicy;
 use shared::alerts::AlertStore;
 use shared::memory::MemoryStore;
 use shared::metrics::Metrics;
+use shared::support::SupportRequests;
 use shared::usage::UsageStore;
 
 use crate::functions::FunctionClient;
@@ -31,6 +32,10 @@ pub struct ToolDeps {
     pub memory: Arc<dyn MemoryStore>,
     /// Users' fare alerts.
     pub alerts: Arc<dyn AlertStore>,
+    /// Requests for a person, for the operator (`contact_support`).
+    pub support: Arc<dyn SupportRequests>,
+    /// How users reach support outside the chat (`SUPPORT_CONTACT`), when the operator says.
+    pub support_contact: Option<String>,
     /// Where tool metrics go.
     pub metrics: Metrics,
     /// `ask_gpt`'s model and prompt.

@@ -46,23 +46,23 @@ impl List {
     fn title(self, de: bool) -> &'static str {
         match (self, de) {
             (Self::Award, false) => "Award flights (miles)",
-            (Self::Award, true) => "Award-Flüge (Meilen)",
+            (Self::Award, true) => "Prämienflüge (Meilen)",
             (Self::Cash, false) => "Cash fares",
-            (Self::Cash, true) => "Cash-Tarife",
+            (Self::Cash, true) => "Tarife",
         }
     }
 
-    /// "3 award flights", "1 Cash-Tarif".
+    /// "3 award flights", "1 Tarif".
     fn counted(self, n: usize, de: bool) -> String {
         let word = match (self, de, n == 1) {
             (Self::Award, false, true) => "award flight",
             (Self::Award, false, false) => "award flights",
-            (Self::Award, true, true) => "Award-Flug",
-            (Self::Award, true, false) => "Award-Flüge",
+            (Self::Award, true, true) => "Prämienflug",
+            (Self::Award, true, false) => "Prämienflüge",
             (Self::Cash, false, true) => "cash fare",
             (Self::Cash, false, false) => "cash fares",
-            (Self::Cash, true, true) => "Cash-Tarif",
-            (Self::Cash, true, false) => "Cash-Tarife",
+            (Self::Cash, true, true) => "Tarif",
+            (Self::Cash, true, false) => "Tarife",
         };
         format!("{n} {word}")
     }
@@ -148,6 +148,18 @@ pub(super) fn format_message(
     message.push_str(&sections.join("\n\n"));
     let mut answer = summary(&ctx, &route, &ordered);
     let mut notes: Vec<String> = empty.into_iter().map(|note| note.text).collect();
+    notes.extend(narrowed_window(input, cash, de));
+    if input.children.unwrap_or(0) > 0 && award.is_some_and(|a| a.results.count > 0) {
+        // Seats.aero prices one traveller; a child's seat is counted at that price.
+        notes.push(
+            if de {
+                "(Kinder sind in den Prämienflügen zum Erwachsenenpreis gerechnet; manche Programme geben Kindern Rabatt.)"
+            } else {
+                "(Award prices count each child at the adult price; some programmes discount children.)"
+            }
+            .to_owned(),
+        );
+    }
     if award.is_none() || cash.is_none() {
         notes.push(
             if de {
@@ -165,6 +177,74 @@ pub(super) fn format_message(
         }
     }
     (FlightMessage { message, answer }, offered)
+}
+
+/// What `select_flight` answers: the picked row as the list showed it (with what it costs
+/// everyone who has a seat), and where to book it.
+pub(super) fn picked(
+    input: &FlightSearchInput,
+    chosen: &OfferedFlight,
+    locale: Locale,
+    now: OffsetDateTime,
+) -> String {
+    let de = locale == Locale::De;
+    let ctx = Context {
+        input,
+        locale,
+        de,
+        seated: u32::from(input.pax.unwrap_or(1)) + u32::from(input.children.unwrap_or(0)),
+        now,
+    };
+    let f = &chosen.flight;
+    let mut out = if de {
+        format!("Du hast Option {} gewählt: {}", chosen.option, row(&ctx, f))
+    } else {
+        format!("You picked option {}: {}", chosen.option, row(&ctx, f))
+    };
+    match f.booking_links.as_ref().filter(|links| !links.is_empty()) {
+        Some(links) => {
+            out.push_str(if de { "\n\nBuchen:" } else { "\n\nBook it:" });
+            for (name, url) in links {
+                let _ = write!(out, "\n- [{name}]({url})");
+            }
+        }
+        None => out.push_str(if de {
+            "\n\nFür diesen Flug habe ich keinen Buchungslink; buche ihn direkt bei der Airline."
+        } else {
+            "\n\nI have no booking link for this flight; book it on the airline's own site."
+        }),
+    }
+    out
+}
+
+/// A note when the cash search covered fewer days than the window asked for (it searches
+/// the days nearest the asked one; the award search covers the whole window).
+fn narrowed_window(
+    input: &FlightSearchInput,
+    cash: Option<&FlightSearchResult>,
+    de: bool,
+) -> Option<String> {
+    let flexibility = i64::from(input.flexibility.unwrap_or(0));
+    let stats = cash?.stats.as_ref()?;
+    let (start, end) = (stats.start_date.as_str(), stats.end_date.as_str());
+    let searched =
+        |d: &str| time::Date::parse(d, &time::format_description::well_known::Iso8601::DATE).ok();
+    let days = (searched(end)? - searched(start)?).whole_days() + 1;
+    if flexibility == 0 || days > 2 * flexibility {
+        return None;
+    }
+    let asked = input.depart_date;
+    Some(if de {
+        format!(
+            "(Tarife habe ich nur vom {start} bis {end} gesucht, an den Tagen um den {asked}; \
+             Prämienflüge für die ganzen ±{flexibility} Tage.)"
+        )
+    } else {
+        format!(
+            "(Cash fares were searched from {start} to {end} only, the days nearest {asked}; \
+             award flights for the whole ±{flexibility} days.)"
+        )
+    })
 }
 
 /// The answer beside the tables: how many of each kind, the best of each by its number,
@@ -221,7 +301,7 @@ fn summary(ctx: &Context<'_>, route: &str, ordered: &[(List, &FlightSearchResult
                 ),
                 (List::Award, true) => write!(
                     out,
-                    " Keine Award-Plätze in {cabin}; die Tabelle zeigt die nächsten Klassen."
+                    " Keine Prämienplätze in {cabin}; die Tabelle zeigt die nächsten Klassen."
                 ),
                 (List::Cash, false) => write!(
                     out,
@@ -282,7 +362,7 @@ fn empty_cabin_notes(
             .map(|s| s.other_cabins.as_slice())
             .unwrap_or_default();
         let mut text = if ctx.de {
-            format!("Keine Award-Plätze in {cabin} gefunden")
+            format!("Keine Prämienplätze in {cabin} gefunden")
         } else {
             format!("No {cabin} award seats found")
         };
@@ -299,7 +379,7 @@ fn empty_cabin_notes(
     if cash.is_some_and(|r| r.results.count == 0) {
         notes.push(EmptyNote {
             text: if ctx.de {
-                format!("Keine Cash-Tarife in {cabin} gefunden.")
+                format!("Keine Tarife in {cabin} gefunden.")
             } else {
                 format!("No {cabin} cash fares found.")
             },
@@ -563,7 +643,7 @@ mod tests {
         );
         let de = de.message;
         assert!(
-            de.contains("Keine Award-Plätze in First gefunden; Economy ab 25.000 Meilen, Business ab 55.000 Meilen."),
+            de.contains("Keine Prämienplätze in First gefunden; Economy ab 25.000 Meilen, Business ab 55.000 Meilen."),
             "{de}"
         );
         // Cash rows of another cabin are marked as such.
@@ -651,9 +731,9 @@ mod tests {
         );
         assert!(
             said.answer.starts_with(
-                "Für FRA → JFK, 2027-03-01, First habe ich 1 Award-Flug gefunden. \
+                "Für FRA → JFK, 2027-03-01, First habe ich 1 Prämienflug gefunden. \
                  Die wenigsten Meilen: Nr. 1, Miles & More (LH), 120,000 miles + $83.48, Business. \
-                 Keine Award-Plätze in First; die Tabelle zeigt die nächsten Klassen. \
+                 Keine Prämienplätze in First; die Tabelle zeigt die nächsten Klassen. \
                  Nenne mir eine Nummer"
             ),
             "{}",
@@ -668,6 +748,84 @@ mod tests {
             !said.answer.contains("1. "),
             "no list in the answer: {}",
             said.answer
+        );
+    }
+
+    #[test]
+    fn a_search_that_differs_from_the_ask_says_so() {
+        let mut asked = input("BUSINESS", 2);
+        asked.flexibility = Some(3);
+        asked.children = Some(1);
+        let mut award = result(vec![flight(json!({}))], vec![]);
+        let mut cash = result(
+            vec![flight(
+                json!({"id": "c", "provider": "amadeus", "program": null, "miles": null}),
+            )],
+            vec![],
+        );
+        if let Some(stats) = cash.stats.as_mut() {
+            stats.start_date = "2027-02-28".into();
+            stats.end_date = "2027-03-02".into();
+        }
+        for (locale, window, child) in [
+            (
+                Locale::En,
+                "Cash fares were searched from 2027-02-28 to 2027-03-02 only",
+                "each child at the adult price",
+            ),
+            (
+                Locale::De,
+                "Tarife habe ich nur vom 2027-02-28 bis 2027-03-02 gesucht",
+                "zum Erwachsenenpreis",
+            ),
+        ] {
+            let (message, _) = format_message(
+                &asked,
+                Some(&mut award.clone()),
+                Some(&mut cash.clone()),
+                locale,
+                now(),
+            );
+            for text in [&message.message, &message.answer] {
+                assert!(text.contains(window), "{text}");
+                assert!(text.contains(child), "{text}");
+            }
+        }
+        // As asked: no note.
+        let plain = input("BUSINESS", 2);
+        let (message, _) =
+            format_message(&plain, Some(&mut award), Some(&mut cash), Locale::En, now());
+        assert!(!message.answer.contains("only"), "{}", message.answer);
+        assert!(!message.answer.contains("child"), "{}", message.answer);
+    }
+
+    #[test]
+    fn a_pick_says_the_row_the_partys_price_and_where_to_book_in_both_languages() {
+        let mut links = std::collections::BTreeMap::new();
+        links.insert(
+            "Book with Miles & More".to_owned(),
+            "https://www.miles-and-more.com/x".to_owned(),
+        );
+        let mut row = flight(json!({}));
+        row.booking_links = Some(links);
+        let chosen = OfferedFlight {
+            option: 2,
+            flight: row,
+        };
+        let en = picked(&input("BUSINESS", 2), &chosen, Locale::En, now());
+        assert!(en.starts_with("You picked option 2: Miles & More (LH): 120,000 miles + $83.48 for 2 (60,000 miles + $41.74 per person)"), "{en}");
+        assert!(
+            en.contains("Book it:\n- [Book with Miles & More](https://www.miles-and-more.com/x)"),
+            "{en}"
+        );
+        let de = picked(&input("BUSINESS", 2), &chosen, Locale::De, now());
+        assert!(de.starts_with("Du hast Option 2 gewählt: "), "{de}");
+        assert!(de.contains("für 2 ("), "{de}");
+        let mut bare = chosen.clone();
+        bare.flight.booking_links = None;
+        assert!(
+            picked(&input("BUSINESS", 1), &bare, Locale::En, now())
+                .contains("book it on the airline's own site")
         );
     }
 }

@@ -358,25 +358,25 @@ fn first_done(done: Search, count: Option<usize>, locale: Locale) -> String {
     let de = locale == Locale::De;
     match (done, count, de) {
         (Search::Award, Some(n), true) => {
-            format!("Award-Suche fertig: {n} Treffer. Die Cash-Tarife laufen noch …")
+            format!("Prämiensuche fertig: {n} Treffer. Die Tarifsuche läuft noch …")
         }
         (Search::Award, Some(n), false) => {
             format!("Award search done: {n} found. Still checking cash fares …")
         }
         (Search::Award, None, true) => {
-            "Award-Suche nicht erreichbar. Die Cash-Tarife laufen noch …".into()
+            "Prämiensuche nicht erreichbar. Die Tarifsuche läuft noch …".into()
         }
         (Search::Award, None, false) => {
             "Award search unavailable. Still checking cash fares …".into()
         }
         (Search::Cash, Some(n), true) => {
-            format!("Cash-Tarife fertig: {n} Treffer. Die Award-Suche läuft noch …")
+            format!("Tarifsuche fertig: {n} Treffer. Die Prämiensuche läuft noch …")
         }
         (Search::Cash, Some(n), false) => {
             format!("Cash fares done: {n} found. Still searching award seats …")
         }
         (Search::Cash, None, true) => {
-            "Cash-Tarife nicht erreichbar. Die Award-Suche läuft noch …".into()
+            "Tarifsuche nicht erreichbar. Die Prämiensuche läuft noch …".into()
         }
         (Search::Cash, None, false) => {
             "Cash fares unavailable. Still searching award seats …".into()

@@ -12,6 +12,7 @@
 pub mod ask_gpt;
 pub mod award_value;
 pub mod catalog;
+pub mod contact_support;
 mod context;
 mod deps;
 mod dyn_tool;
@@ -73,6 +74,7 @@ tools! {
     ui::SuggestRepliesTool,
     ui::ShowFlightOptionsTool,
     fare_alert::CreateFareAlertTool,
+    contact_support::ContactSupportTool,
 }
 
 /// The facts of `name`: a tool of [`CATALOG`] or one of the turn's own.

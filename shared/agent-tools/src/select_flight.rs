@@ -15,7 +15,8 @@ use crate::deps::ToolDeps;
 use crate::typed::Tool;
 use shared::Error;
 use shared::Result;
-use shared::domain::session::{OfferedFlight, SessionStatePatch};
+use shared::domain::flight::FlightSearchInput;
+use shared::domain::session::{FlightRequestSnapshot, OfferedFlight, SessionStatePatch};
 use shared::domain::tool_args::SelectFlightArgs;
 use shared::domain::tool_call::ToolName;
 use shared::domain::tool_result::ToolExecutionResult;
@@ -23,11 +24,12 @@ use shared::domain::tool_result::ToolExecutionResult;
 /// Picks kept per chat; the oldest goes first.
 const MAX_SELECTED: usize = 10;
 
-/// The checked request: the flight picked and the chat's picks with it.
-/// The canonical request: the chosen flight and the chat's selections with it.
+/// The checked request: the flight picked, the search that listed it (whose party the price
+/// is for) and the chat's picks with it.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct Selection {
     chosen: OfferedFlight,
+    search: FlightRequestSnapshot,
     selected: Vec<Value>,
 }
 
@@ -58,7 +60,10 @@ impl Tool for SelectFlightTool {
 
     fn prepare(&self, args: SelectFlightArgs, ctx: &ToolContext) -> Result<Selection> {
         let offered = &ctx.session_state.offered_flights;
-        let Some(chosen) = offered.iter().find(|o| o.option == args.option) else {
+        let search = ctx.session_state.last_flight_request.clone();
+        let (Some(chosen), Some(search)) =
+            (offered.iter().find(|o| o.option == args.option), search)
+        else {
             return Err(Error::Invalid(match offered.len() {
                 0 => "there is no flight list to choose from: search flights first".into(),
                 n => format!("option {} is not in the last list (1 to {n})", args.option),
@@ -76,29 +81,20 @@ impl Tool for SelectFlightTool {
         selected.drain(..excess);
         Ok(Selection {
             chosen: chosen.clone(),
+            search,
             selected,
         })
     }
 
-    async fn run(&self, _: &ToolContext, selection: Selection) -> Result<ToolExecutionResult> {
-        let f = &selection.chosen.flight;
-        let leg = &f.outbound;
-        let mut message = format!(
-            "Recorded the user's choice, option {}: {}, {}, {} {} → {} {} ({}), {}.",
-            selection.chosen.option,
-            f.airline,
-            f.price,
-            leg.departure.airport,
-            leg.departure.time,
-            leg.arrival.airport,
-            leg.arrival.time,
-            leg.flight_numbers,
-            f.cabin,
+    async fn run(&self, ctx: &ToolContext, selection: Selection) -> Result<ToolExecutionResult> {
+        // The party and cabin of the search that listed the flight: the price is theirs.
+        let input = FlightSearchInput::from(&selection.search);
+        let message = crate::flight_message::picked(
+            &input,
+            &selection.chosen,
+            ctx.locale,
+            time::OffsetDateTime::now_utc(),
         );
-        if let Some(links) = &f.booking_links {
-            let list: Vec<String> = links.iter().map(|(k, v)| format!("{k}: {v}")).collect();
-            message.push_str(&format!(" Booking: {}.", list.join(", ")));
-        }
         let patch = SessionStatePatch {
             selected_itineraries: Some(selection.selected),
             ..Default::default()

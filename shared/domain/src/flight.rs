@@ -704,7 +704,9 @@ pub struct FlightResult {
     pub taxes: Taxes,
     /// Seats left at this price, when the upstream reports a count.
     pub seats_left: Option<u32>,
-    /// Booking links of an award row, by label (label → URL).
+    /// Where to book the row, by label (label → URL): an award row's own programme, filled
+    /// with the trip and travellers where its site takes them (`award_booking`); a cash
+    /// row's selling airline (`carrier_sites`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub booking_links: Option<BTreeMap<String, String>>,
     /// The outbound leg (for an award row of the return search, the return flight).

@@ -6,6 +6,8 @@
 #![deny(missing_docs)]
 
 pub mod alert;
+pub mod award_booking;
+pub mod carrier_sites;
 pub mod chat;
 pub mod flight;
 pub mod flight_notes;
@@ -15,6 +17,7 @@ pub mod memory;
 pub mod money;
 pub mod schema;
 pub mod session;
+pub mod support;
 pub mod token_usage;
 pub mod tool_args;
 pub mod tool_call;

@@ -2,13 +2,18 @@
 //! (`ANSWER_LINK_HOSTS`). A link elsewhere in a rendered answer or a flight card could send
 //! the chat's data to a third party, or run script (`javascript:`).
 
-/// `ANSWER_LINK_HOSTS`' default: Seats.aero and the booking sites of the mileage
-/// programmes Seats.aero searches, where its booking links point.
-pub const DEFAULT_LINK_HOSTS: &str = "seats.aero,.aa.com,.aeromexico.com,.aircanada.com,\
-.alaskaair.com,.copaair.com,.delta.com,.emirates.com,.ethiopianairlines.com,.etihad.com,\
-.finnair.com,.flyingblue.com,.flysas.com,.jetblue.com,.lifemiles.com,.qantas.com,\
-.qatarairways.com,.saudia.com,.singaporeair.com,.smiles.com.br,.turkishairlines.com,\
-.united.com,.velocityfrequentflyer.com,.virginatlantic.com,.voeazul.com.br";
+/// `ANSWER_LINK_HOSTS`' default: Seats.aero, the booking sites of the mileage programmes
+/// Seats.aero searches (`domain::award_booking`) and the airlines' own sites where cash
+/// fares are booked (`domain::carrier_sites`).
+pub const DEFAULT_LINK_HOSTS: &str = "seats.aero,.aa.com,.aerlingus.com,.aeromexico.com,.aircanada.com,.airfrance.com,\
+.alaskaair.com,.ana.co.jp,.austrian.com,.britishairways.com,.brusselsairlines.com,\
+.cathaypacific.com,.condor.com,.copaair.com,.delta.com,.emirates.com,\
+.ethiopianairlines.com,.etihad.com,.eurowings.com,.finnair.com,.flyingblue.com,\
+.flysas.com,.flytap.com,.iberia.com,.ita-airways.com,.jal.co.jp,.jetblue.com,.klm.com,\
+.lifemiles.com,.lot.com,.lufthansa.com,.miles-and-more.com,.qantas.com,\
+.qatarairways.com,.saudia.com,.singaporeair.com,.smiles.com.br,.swiss.com,\
+.turkishairlines.com,.united.com,.velocityfrequentflyer.com,.virginatlantic.com,\
+.voeazul.com.br";
 
 /// The allow-list: exact hosts, or `.example.com` for a domain and its subdomains.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -93,6 +98,29 @@ mod tests {
             "https://evil%2eexample.seats.aero/",
         ] {
             assert!(!policy.allows(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn every_programmes_and_airlines_booking_page_is_on_the_default_list() {
+        use domain::award_booking::{AwardTrip, Party, link};
+        let policy = LinkPolicy::new(DEFAULT_LINK_HOSTS.split(','));
+        let trip = AwardTrip {
+            origin: "FRA",
+            destination: "JFK",
+            date: time::macros::date!(2027 - 02 - 26),
+            party: Party {
+                adults: 2,
+                children: 1,
+                infants: 0,
+            },
+        };
+        for programme in domain::loyalty::PROGRAMMES {
+            let (_, url) = link(programme.source, &trip).unwrap_or_default();
+            assert!(policy.allows(&url), "{}: {url}", programme.source);
+        }
+        for url in domain::carrier_sites::all() {
+            assert!(policy.allows(url), "{url}");
         }
     }
 }

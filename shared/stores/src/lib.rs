@@ -11,6 +11,7 @@ pub mod cache;
 pub mod chats;
 pub mod ledger;
 pub mod memory;
+pub mod support;
 pub mod turns;
 pub mod usage;
 

@@ -22,5 +22,6 @@ mod limits_and_usage;
 mod memory;
 mod retention;
 mod secrets;
+mod support;
 mod turns;
 mod upstream;

@@ -29,7 +29,8 @@ pub fn local_router_url() -> String {
 #[command(name = "chat", version)]
 pub struct Args {
     /// The message to send. Without it: interactive mode, one turn per stdin line until
-    /// EOF or `/quit`; a number answers with that quick reply, and calls that need approval
+    /// EOF or `/quit`; a letter answers with that quick reply (a number is sent as typed, so
+    /// it picks a flight from the table), and calls that need approval
     /// are asked about after the turn (when stdin is a terminal).
     pub message: Option<String>,
 

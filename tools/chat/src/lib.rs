@@ -3,7 +3,8 @@
 //! calls as status lines, flight results as a table), and remembers the chat for follow-ups.
 //! Each message carries an `Idempotency-Key`; a lost connection is retried without a second
 //! turn and without showing anything twice (see [`client`]). Specialists' handoffs show as
-//! status lines, quick replies can be sent by number, and a tool call that needs the user's
+//! status lines, quick replies can be sent by their letter (a number stays a pick
+//! from the flight table), and a tool call that needs the user's
 //! approval is asked about after the turn (or decided with `--approve` / `--deny`).
 
 pub mod args;
@@ -153,7 +154,8 @@ pub async fn waiting_job(client: &Client, session: &Session, job: &str) -> Resul
 
 /// The interactive loop: one turn per line of `input` (until EOF or `/quit`), the chat id
 /// kept in `session` across lines, `template` for everything but the message. A line that
-/// is just a number `1`..`n` sends the last turn's quick reply of that number. After each
+/// is just a letter `a`.. sends the last turn's quick reply of that letter; a number is sent
+/// as typed, because the flight tables are numbered and "2" picks a flight. After each
 /// turn, with `asks`, every call waiting for approval is asked about on the next lines of
 /// `input`; without it, how to decide it is printed instead. Failed turns and decisions are
 /// reported and the loop goes on.
@@ -178,8 +180,8 @@ pub async fn converse<R: BufRead, W: Write, E: Write>(
             continue;
         }
         let replies = renderer.take_quick_replies();
-        let message = match line.parse::<usize>() {
-            Ok(n) if (1..=replies.len()).contains(&n) => replies[n - 1].clone(),
+        let message = match render::reply_index(&line) {
+            Some(n) if n < replies.len() => replies[n].clone(),
             _ => line,
         };
         let request = TurnRequest {

@@ -409,7 +409,8 @@ impl<W: Write, E: Write> Renderer<W, E> {
         });
     }
 
-    /// `ui` `quick_replies`: the replies as they will be shown and sent.
+    /// `ui` `quick_replies`: the replies as they will be shown and sent (by letter, see
+    /// [`reply_index`]).
     fn quick_replies(&mut self, data: &Value) {
         let replies = data["payload"]["replies"].as_array();
         self.replies = replies
@@ -432,9 +433,9 @@ impl<W: Write, E: Write> Renderer<W, E> {
             self.write_out(&format!("\n{table}\n"))?;
         }
         if std::mem::take(&mut self.replies_pending) {
-            let numbered: Vec<String> = (1..)
+            let numbered: Vec<String> = ('a'..='z')
                 .zip(&self.replies)
-                .map(|(n, reply)| format!("[{n}] {reply}"))
+                .map(|(letter, reply)| format!("[{letter}] {reply}"))
                 .collect();
             self.line(&self.paint(CYAN, &numbered.join("  ")))?;
         }
@@ -511,6 +512,19 @@ fn spinner_key(data: &Value) -> String {
         .as_str()
         .map(str::to_owned)
         .unwrap_or_else(|| tool_name(data))
+}
+
+/// The quick reply a typed line sends: one letter `a`.. (upper case too) is the reply of that
+/// letter. Quick replies are lettered, not numbered, so a number stays a pick of the flight
+/// with that number.
+pub fn reply_index(line: &str) -> Option<usize> {
+    let mut chars = line.trim().chars();
+    match (chars.next(), chars.next()) {
+        (Some(c), None) if c.is_ascii_alphabetic() => {
+            Some(usize::from(c.to_ascii_lowercase() as u8 - b'a'))
+        }
+        _ => None,
+    }
 }
 
 #[cfg(test)]
@@ -716,7 +730,7 @@ Two options.
 -  ------  ---------  --------  --------------------  --------------------  --------  -------  ------------
 1  award   Lufthansa  Business  FRA 2027-03-15 10:05  JFK 2027-03-15 12:55  8h 50m    Nonstop  70,000 miles
 2  cash    United     Business  FRA 2027-03-15 11:00  EWR 2027-03-15 16:10  11h 10m   1        €2,310.00
-[1] Book option 1  [2] ]0;xShow more
+[a] Book option 1  [b] ]0;xShow more
 ";
         assert_eq!(out, expected, "\n{out}");
         assert_eq!(err, "");

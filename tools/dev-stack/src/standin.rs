@@ -8,7 +8,8 @@
 //!   Miles & More", "mit Aeroplan") it finds, with `suggest_replies` beside it (follow-ups
 //!   that work: another cabin, a day later, a fare alert); without a date it asks which
 //!   day, and a message with only a date then searches that route. "And in first class?"
-//!   or "a day later" after a search changes the last search;
+//!   or "a day later" after a search changes the last search; a pick from its list ("2",
+//!   "option 2", "Nr. 2", "die zweite") calls `select_flight`;
 //! - "Alert me when FRA to JFK in March drops below 60,000 miles" calls `create_fare_alert`
 //!   (the runtime then asks the user to approve it); once approved or denied, it says how
 //!   that ended;
@@ -25,7 +26,9 @@
 
 mod alert;
 mod knowledge;
+mod pick;
 mod support;
+mod window;
 
 use std::time::Duration;
 
@@ -330,6 +333,8 @@ pub struct FlightIntent {
     pub destination: Option<String>,
     pub depart_date: Option<Date>,
     pub return_date: Option<Date>,
+    /// Days either side of `depart_date` (a flexible date, or the middle of a range).
+    pub flexibility: Option<u8>,
     pub cabin: Option<&'static str>,
     pub pax: Option<u8>,
     pub children: Option<u8>,
@@ -619,12 +624,23 @@ fn answer_user(message: &str, ask: &Ask<'_>) -> Reply {
     if let Some(call) = external_tool_call(message, &ask.offered) {
         return call;
     }
+    // "2" or "die zweite" after a list: that flight.
+    if ask.offers("select_flight")
+        && ask.context.has_last_search
+        && let Some(option) = pick::option_in(message)
+    {
+        return Reply::tool_call("select_flight", json!({ "option": option }));
+    }
     if let Some(topic) = support::Topic::of(message) {
         if ask.offers(TO_SUPPORT) {
             return Reply::tool_call(TO_SUPPORT, json!({ "reason": topic.reason(ask.german) }));
         }
-        // Support answers what it cannot look up; a question goes to the knowledge base.
+        // Support passes what it cannot do to a person (a request the operator sees), or
+        // says who can; a question goes to the knowledge base.
         if ask.is_support() && !is_question(message) {
+            if ask.offers("contact_support") {
+                return Reply::tool_call("contact_support", json!({ "summary": message }));
+            }
             return text(topic.answer(ask.german));
         }
     }
@@ -692,6 +708,14 @@ fn flight_search(message: &str, intent: &FlightIntent, ask: &Ask<'_>) -> Option<
             return Some(new_search(&route, date, ask));
         }
     }
+    // "What about a return on 5 March?" after a search: that search with the way back.
+    if let (Some(last), Some(back)) = (&ask.context.last, intent.depart_date)
+        && window::is_about_return(&message.to_lowercase())
+        && back > last.depart_date
+    {
+        let args = json!({"reuse_last_request": true, "return_date": back.to_string()});
+        return Some(search_call(args, last.cabin.as_str(), ask));
+    }
     // "A day later" after a search: the same search on the day after.
     if let (Some(last), Some(days)) = (&ask.context.last, day_shift(message)) {
         let shift = time::Duration::days(days);
@@ -743,6 +767,9 @@ fn new_search(intent: &FlightIntent, date: Date, ask: &Ask<'_>) -> Reply {
     });
     if let Some(back) = intent.return_date {
         args["return_date"] = json!(back.to_string());
+    }
+    if let Some(days) = intent.flexibility.filter(|d| *d > 0) {
+        args["flexibility"] = json!(days);
     }
     add_travellers_and_programmes(&mut args, intent);
     search_call(args, cabin, ask)
@@ -1060,14 +1087,20 @@ pub fn flight_intent(message: &str, today: Date) -> FlightIntent {
     airports.sort();
     airports.dedup_by(|a, b| a.1 == b.1);
     let dates = dates_in(&lower, today);
+    // A range is searched from its middle, the days either side covering it.
+    let range = window::range_in(&lower, &dates).map(|(start, end)| window::centred(start, end));
+    let flexibility = window::flexibility_in(&lower).map(|d| d.min(window::MAX_FLEXIBILITY));
     FlightIntent {
         origin: airports.first().map(|a| a.1.clone()),
         destination: airports.get(1).map(|a| a.1.clone()),
-        depart_date: dates.first().copied(),
+        depart_date: range
+            .map(|(middle, _, _)| middle)
+            .or(dates.first().copied()),
         return_date: dates
             .get(1)
             .copied()
-            .filter(|d| Some(*d) > dates.first().copied()),
+            .filter(|d| range.is_none() && Some(*d) > dates.first().copied()),
+        flexibility: range.map(|(_, days, _)| days).or(flexibility),
         cabin: cabin_in(&lower),
         pax: count_of(&lower, ADULT_WORDS).map(|n| n.clamp(1, 9)),
         children: count_of(&lower, CHILD_WORDS).map(|n| n.min(8)),
@@ -1257,6 +1290,8 @@ fn month_of(word: &str) -> Option<Month> {
 }
 
 fn day_of(word: &str) -> Option<u8> {
+    // "12-18 march": the range's last day is the date; `window` reads the first.
+    let word = word.rsplit(['-', '–']).next().unwrap_or(word);
     let digits = word.trim_end_matches(|c: char| !c.is_ascii_digit());
     let digits = digits.trim_end_matches(['s', 't', 'n', 'd', 'r', 'h']);
     digits.parse().ok().filter(|d| (1..=31).contains(d))
@@ -1547,6 +1582,7 @@ mod tests {
     const SUPPORT: &[&str] = &[
         "search_knowledge_base",
         "suggest_replies",
+        "contact_support",
         "transfer_to_travel",
     ];
 
@@ -1740,6 +1776,27 @@ mod tests {
         // Without a route and without a last search: which route?
         let (asked, calls) = answer(&[user("Alert me below 50k miles")], TRAVEL);
         assert!(calls.is_empty() && asked.content().starts_with("Which route"));
+        // Without days and without a last search: which days, never a month picked for them.
+        for (message, question, days) in [
+            (
+                "Alert me when FRA to JFK drops below 60,000 miles",
+                "Which days",
+                "1 to 15 March",
+            ),
+            (
+                "Benachrichtige mich, wenn FRA nach JFK unter 60.000 Meilen fällt",
+                "Welche Tage",
+                "im März",
+            ),
+        ] {
+            let (asked, calls) = answer(&[user(message)], TRAVEL);
+            assert!(calls.is_empty(), "{calls:?}");
+            assert!(asked.content().starts_with(question), "{}", asked.content());
+            let history = [user(message), assistant(asked.content()), user(days)];
+            let alert = alert_of(&answer(&history, TRAVEL).1);
+            assert_eq!(alert.date_from.month(), time::Month::March, "{message}");
+            assert_eq!(alert.max_miles, Some(60_000), "{message}");
+        }
         // After a search: its route, cabin and week.
         let mut history = after_search();
         history.push(user("Alert me below 60,000 miles"));
@@ -1834,26 +1891,39 @@ mod tests {
     }
 
     #[test]
-    fn a_refund_goes_to_support_which_answers_it_in_english_and_german() {
+    fn a_refund_goes_to_support_which_passes_it_to_a_person_in_english_and_german() {
         for (message, reason, answer_text) in [
             (
                 "I need help with a refund",
                 "Help with a refund",
-                "This is support.",
+                "I am the support assistant, not a person.",
             ),
             (
                 "Ich brauche Hilfe bei einer Erstattung",
                 "Hilfe bei einer Erstattung",
-                "Hier ist der Support.",
+                "Ich bin der Support-Assistent, kein Mensch.",
             ),
         ] {
             let (_, calls) = answer(&[user(message)], TRAVEL);
             assert_eq!(called(&calls), ["transfer_to_support"]);
             assert_eq!(args_of(&calls, "transfer_to_support")["reason"], reason);
-            // The turn goes on as support, which answers and does not hand it back.
+            // The turn goes on as support, which records a request for a person and does
+            // not hand it back.
             let mut history = vec![user(message)];
             history.extend(handoff_result("travel", "support"));
-            let (reply, calls) = answer(&history, SUPPORT);
+            let (_, calls) = answer(&history, SUPPORT);
+            assert_eq!(called(&calls), ["contact_support"], "{calls:?}");
+            assert_eq!(
+                args_of(&calls, "contact_support")["summary"],
+                json!(message)
+            );
+            // Without contact_support, it says who can help, and that it is no person.
+            let without: Vec<&str> = SUPPORT
+                .iter()
+                .copied()
+                .filter(|t| *t != "contact_support")
+                .collect();
+            let (reply, calls) = answer(&history, &without);
             assert!(calls.is_empty(), "{calls:?}");
             assert!(
                 reply.content().starts_with(answer_text),
@@ -1925,6 +1995,69 @@ mod tests {
         // Without suggest_replies offered: the search alone.
         let (_, calls) = answer(&[user("FRA to JFK on 2027-03-15")], &["search_flights"]);
         assert_eq!(called(&calls), ["search_flights"]);
+    }
+
+    #[test]
+    fn flexible_dates_and_ranges_search_the_window_and_a_return_the_way_back() {
+        for (message, day, flexibility) in [
+            ("FRA to JFK ±3 days around 15 March", "2027-03-15", 3),
+            ("FRA to JFK between 12 and 18 March", "2027-03-15", 3),
+            (
+                "FRA nach JFK zwischen dem 12. und 18. März",
+                "2027-03-15",
+                3,
+            ),
+            (
+                "FRA to JFK on 15 March, 2 days either side",
+                "2027-03-15",
+                2,
+            ),
+            ("FRA to JFK 14-15 March", "2027-03-14", 1),
+        ] {
+            let (_, calls) = answer(&[user(message)], TRAVEL);
+            let args = args_of(&calls, "search_flights");
+            assert_eq!(args["depart_date"], json!(day), "{message}: {args}");
+            assert_eq!(args["flexibility"], json!(flexibility), "{message}: {args}");
+            assert_eq!(args.get("return_date"), None, "{message}: {args}");
+        }
+        for message in [
+            "What about a return on 22 March?",
+            "Und der Rückflug am 22. März?",
+        ] {
+            let mut history = after_search();
+            history.push(user(message));
+            let (_, calls) = answer(&history, TRAVEL);
+            let args = args_of(&calls, "search_flights");
+            assert_eq!(args["reuse_last_request"], json!(true), "{message}: {args}");
+            assert_eq!(
+                args["return_date"],
+                json!("2027-03-22"),
+                "{message}: {args}"
+            );
+            assert_eq!(args.get("depart_date"), None, "{message}: {args}");
+        }
+    }
+
+    #[test]
+    fn a_pick_after_a_list_selects_that_flight_in_english_and_german() {
+        for (message, option) in [
+            ("#2", 2),
+            ("2", 2),
+            ("option 2", 2),
+            ("I'll take number 3", 3),
+            ("Nr. 2", 2),
+            ("Ich nehme Option 2", 2),
+            ("die zweite", 2),
+        ] {
+            let mut history = after_search();
+            history.push(user(message));
+            let (_, calls) = answer(&history, TRAVEL);
+            assert_eq!(called(&calls), ["select_flight"], "{message}");
+            assert_eq!(args_of(&calls, "select_flight")["option"], json!(option));
+        }
+        // Without a list before it, "2" is no pick.
+        let (_, calls) = answer(&[user("2")], TRAVEL);
+        assert!(!called(&calls).contains(&"select_flight"), "{calls:?}");
     }
 
     #[test]

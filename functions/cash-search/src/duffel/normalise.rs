@@ -11,8 +11,10 @@
 //!   departure, with their fee when there is one, in the request's locale ([`crate::tags`]).
 //! - Sorted cheapest first (Duffel does not sort), at most `maxResults`.
 
+use std::collections::BTreeMap;
 use std::str::FromStr;
 
+use domain::carrier_sites;
 use domain::flight::{
     Cabin, FlightEndpoint, FlightLeg, FlightResult, FlightSearchParams, Locale, Provider, Taxes,
 };
@@ -113,7 +115,9 @@ fn flight(
             currency: (!tax_currency.is_empty()).then_some(tax_currency),
         },
         seats_left: None,
-        booking_links: None,
+        // The offer's owner sells it: its site books it.
+        booking_links: carrier_sites::link(&offer.owner.iata_code)
+            .map(|link| BTreeMap::from([link])),
         outbound,
         inbound,
         program: None,

@@ -30,7 +30,9 @@ async fn happy_path_normalises_the_fixture() {
     let (status, body, _) = search(&deps).await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["success"], json!(true));
-    assert!(body.get("stats").is_none());
+    // One day asked, one day searched.
+    assert_eq!(body["stats"]["startDate"], json!("2027-08-01"), "{body}");
+    assert_eq!(body["stats"]["endDate"], json!("2027-08-01"), "{body}");
     assert_eq!(body["results"]["count"], json!(2));
     let flight = &body["results"]["flights"][0];
     assert_eq!(flight["id"], json!("amadeus-1"));
@@ -39,6 +41,11 @@ async fn happy_path_normalises_the_fixture() {
     assert_eq!(flight["price"], json!("$3,842.10"));
     assert_eq!(flight["pricePerPerson"], json!("$2,178.55"));
     assert_eq!(flight["seatsLeft"], json!(7));
+    // The selling airline's own site books it.
+    assert_eq!(
+        flight["bookingLinks"],
+        json!({"Book with British Airways": "https://www.britishairways.com/"})
+    );
     assert_eq!(flight["cabin"], json!("Business"));
     assert_eq!(flight["totalStops"], json!(1));
     assert_eq!(flight["miles"], Value::Null);
@@ -70,19 +77,23 @@ async fn happy_path_normalises_the_fixture() {
 }
 
 #[tokio::test]
-async fn german_locale_and_clamped_max_results() {
+async fn german_locale_clamped_max_results_and_a_flexible_window() {
     let fake = fake().await;
     token_endpoint().expect(1).mount(&fake.server).await;
-    offers_for(FIXTURE_TOKEN)
-        .and(query_param("max", "20"))
-        .and(query_param("nonStop", "true"))
-        .and(query_param("infants", "1"))
-        .and(query_param_is_missing("children"))
-        .and(query_param_is_missing("returnDate"))
-        .respond_with(offers_reply())
-        .expect(1)
-        .mount(&fake.server)
-        .await;
+    // ±9 days is clamped to ±3, of which the asked day and the days either side are searched.
+    for day in ["2027-07-31", "2027-08-01", "2027-08-02"] {
+        offers_for(FIXTURE_TOKEN)
+            .and(query_param("departureDate", day))
+            .and(query_param("max", "20"))
+            .and(query_param("nonStop", "true"))
+            .and(query_param("infants", "1"))
+            .and(query_param_is_missing("children"))
+            .and(query_param_is_missing("returnDate"))
+            .respond_with(offers_reply())
+            .expect(1)
+            .mount(&fake.server)
+            .await;
+    }
     let deps = deps(&fake).await;
     let body = r#"{"origin":"GIG","destination":"MAD","departureDate":"2027-08-01",
         "travelClass":"business","infants":1,"nonStop":true,"maxResults":50,"flexibility":9,"locale":"de"}"#;
@@ -93,6 +104,26 @@ async fn german_locale_and_clamped_max_results() {
     assert_eq!(flight["pricePerPerson"], json!("2.178,55 $"));
     assert_eq!(flight["outbound"]["stops"], json!("1 Stopp (LHR)"));
     assert_eq!(flight["tags"], json!(["Ticketausstellung bis 2020-01-16"]));
+    assert_eq!(body["stats"]["startDate"], json!("2027-07-31"), "{body}");
+    assert_eq!(body["stats"]["endDate"], json!("2027-08-02"), "{body}");
+    // Each day's best first, ids unique across the days.
+    let ids: Vec<&str> = body["results"]["flights"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|f| f["id"].as_str())
+        .collect();
+    assert_eq!(
+        ids,
+        [
+            "amadeus-1@2027-07-31",
+            "amadeus-1@2027-08-01",
+            "amadeus-1@2027-08-02",
+            "amadeus-2@2027-07-31",
+            "amadeus-2@2027-08-01",
+            "amadeus-2@2027-08-02"
+        ]
+    );
 }
 
 #[tokio::test]

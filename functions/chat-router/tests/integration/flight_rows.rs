@@ -88,12 +88,22 @@ async fn one_flight_from_two_programmes_is_one_row_with_two_options() {
         json!("United MileagePlus")
     );
     assert_eq!(row["otherPrograms"][0]["miles"], json!(70_000));
-    // The link for another route and date is not shown; the row's own is.
+    // Its own programme's page, for this trip; Seats.aero's list (another route's United
+    // link among it) is not passed on. The other programme carries its own link.
     let links: Vec<&String> = row["bookingLinks"]
         .as_object()
         .map(|m| m.keys().collect())
         .unwrap_or_default();
-    assert_eq!(links, ["Book via Air Canada Aeroplan"], "{row}");
+    assert_eq!(links, ["Book with Air Canada Aeroplan"], "{row}");
+    let url = row["bookingLinks"]["Book with Air Canada Aeroplan"].to_string();
+    assert!(url.contains(&format!("departureDate0={date}")), "{url}");
+    assert!(url.contains("org0=FRA&dest0=JFK"), "{url}");
+    assert!(!row.to_string().contains("CUN"), "{row}");
+    let other: Vec<&String> = row["otherPrograms"][0]["bookingLinks"]
+        .as_object()
+        .map(|m| m.keys().collect())
+        .unwrap_or_default();
+    assert_eq!(other, ["Book with United MileagePlus"], "{row}");
     assert_eq!(row["option"], json!(1), "the row carries its number: {row}");
     let text = rig.tool_message(&user, &turn).await;
     assert!(
@@ -145,7 +155,7 @@ async fn an_empty_cabin_is_said_with_what_exists_in_english_and_german() {
         ),
         (
             "Und in der First Class von Frankfurt nach New York?",
-            "Keine Award-Plätze in First gefunden; Business ab 60.000 Meilen.",
+            "Keine Prämienplätze in First gefunden; Business ab 60.000 Meilen.",
         ),
     ] {
         let token = rig.token(&test_support::unique("empty"));

@@ -354,9 +354,16 @@ async fn debug_events_are_a_privilege() {
     assert!(!admin.all("debug").is_empty(), "{:?}", admin.names());
 }
 
+/// Seats.aero's own booking links, hostile or not, are never read: a row links to its own
+/// programme. Those links still pass the allow-list: a deployment that narrows it
+/// (`ANSWER_LINK_HOSTS`) has them dropped and counted.
 #[tokio::test]
-async fn booking_links_off_the_allow_list_never_reach_the_client() {
-    let rig = Rig::start().await;
+async fn upstream_booking_links_never_reach_the_client_and_ours_pass_the_allow_list() {
+    let rig = Rig::with(
+        |vars| vars.push(("ANSWER_LINK_HOSTS".into(), "seats.aero,.united.com".into())),
+        None,
+    )
+    .await;
     let seats = &rig.functions.seats_upstream;
     seats.reset().await;
     let read = |name: &str| test_support::fixture_json(&format!("seatsaero/{name}"));
@@ -390,18 +397,24 @@ async fn booking_links_off_the_allow_list_never_reach_the_client() {
         .await;
     assert_eq!(turn.status, 200);
     let everything: String = turn.events.iter().map(|e| e.data.to_string()).collect();
-    for bad in ["javascript:", "evil.example", "http://www.united.com"] {
+    for bad in [
+        "javascript:",
+        "evil.example",
+        "http://www.united.com",
+        "https://www.united.com/en/us/fsr/choose-flights\"",
+    ] {
         assert!(!everything.contains(bad), "{bad} reached the client");
     }
     let result = turn.first("tool_result");
     assert_eq!(result["status"], json!("succeeded"));
+    // The fixture's trips are LifeMiles': their own link is off this narrowed list.
+    assert!(!everything.contains("lifemiles.com"), "{result}");
     assert!(
         result["metadata"]["links_dropped"]
             .as_u64()
-            .is_some_and(|n| n >= 3),
+            .is_some_and(|n| n >= 1),
         "{result}"
     );
-    assert!(everything.contains("https://www.united.com/en/us/fsr/choose-flights"));
 }
 
 #[tokio::test]

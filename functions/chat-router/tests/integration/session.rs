@@ -177,10 +177,14 @@ async fn a_preference_stated_in_one_chat_shapes_a_search_in_another_never_anothe
 async fn a_flight_picked_by_its_number_is_recorded_in_the_chat() {
     let rig = Rig::start().await;
     let token = rig.token(&test_support::unique("kim"));
-    rig.llm
-        .push(Reply::tool_call("search_flights", common::flight_args()));
+    let mut for_two = common::flight_args();
+    for_two["pax"] = json!(2);
+    rig.llm.push(Reply::tool_call("search_flights", for_two));
     let listed = rig
-        .chat(Some(&token), json!({"message": "FRA to JFK in business"}))
+        .chat(
+            Some(&token),
+            json!({"message": "FRA to JFK in business for two"}),
+        )
         .await;
     let offered = listed.first("final")["session_state"]["offered_flights"].clone();
     let second = offered
@@ -219,6 +223,37 @@ async fn a_flight_picked_by_its_number_is_recorded_in_the_chat() {
     assert_eq!(selected.as_array().map(Vec::len), Some(1), "{selected}");
     assert_eq!(selected[0]["flight"]["id"], second["flight"]["id"]);
     assert_eq!(picked.text(), "Good choice.");
+    // What the model is told: the row, its price for the two of them, where to book it.
+    let told = rig
+        .llm
+        .requests()
+        .last()
+        .map(Value::to_string)
+        .unwrap_or_default();
+    assert!(told.contains("You picked option 2: "), "{told}");
+    assert!(told.contains(" for 2 ("), "the party's price: {told}");
+    assert!(
+        told.contains("Book it:") || told.contains("no booking link"),
+        "{told}"
+    );
+
+    // In German, the same pick reads in German.
+    rig.llm
+        .push(Reply::tool_call("select_flight", json!({"option": 1})));
+    rig.llm.push(Reply::text("Gut."));
+    rig.chat(
+        Some(&token),
+        json!({"message": "Ich nehme die erste", "chat_id": listed.chat_id(), "language": "de"}),
+    )
+    .await;
+    let told = rig
+        .llm
+        .requests()
+        .last()
+        .map(Value::to_string)
+        .unwrap_or_default();
+    assert!(told.contains("Du hast Option 1 gewählt: "), "{told}");
+    assert!(told.contains(" für 2 ("), "{told}");
 }
 
 /// Seed 001's result cache: the same award search from two users within `cache_secs` makes

@@ -62,6 +62,7 @@ async fn a_turn_hands_over_and_back_and_the_next_turn_starts_at_the_stored_agent
         [
             "search_knowledge_base",
             "suggest_replies",
+            "contact_support",
             "transfer_to_travel"
         ],
         "support's own tools and handoffs"
@@ -308,4 +309,63 @@ async fn a_handed_over_agents_prompt_is_cut_from_payloads() {
     let all: String = turn.events.iter().map(|e| e.data.to_string()).collect();
     assert!(!all.contains(SUPPORT), "{all}");
     assert!(all.contains(agent::guard::payload::CUT_MARKER), "{all}");
+}
+
+/// "I want to talk to a human": support records a request the operator sees (the chats
+/// table; the template's pipe sends each new one to the support topic) and tells the user
+/// the reference, that a person answers outside the chat, and how to reach support.
+#[tokio::test]
+async fn a_wish_for_a_person_is_recorded_for_the_operator_and_said_honestly() {
+    use shared::support::{DynamoSupportRequests, SupportRequests};
+    let rig = Rig::with(
+        |vars| vars.push(("SUPPORT_CONTACT".into(), "help@example.com".into())),
+        None,
+    )
+    .await;
+    let user = test_support::unique("human");
+    let token = rig.token(&user);
+    let words = "I want to talk to a human about my cancelled flight";
+    rig.llm
+        .push(Reply::tool_call(
+            "transfer_to_support",
+            json!({"reason": "wants a person"}),
+        ))
+        .push(Reply::tool_call(
+            "contact_support",
+            json!({"summary": words}),
+        ))
+        .push(Reply::text("Done: your request is with the support team."));
+    let turn = rig.chat(Some(&token), json!({"message": words})).await;
+    assert_eq!(turn.status, 200);
+    let result = turn
+        .all("tool_result")
+        .into_iter()
+        .find(|r| r["tool"] == json!("contact_support"))
+        .unwrap_or_else(|| panic!("no contact_support result: {:?}", turn.names()));
+    assert_eq!(result["status"], json!("succeeded"), "{result}");
+    let reference = result["result"]["reference"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(reference.starts_with("SR-"), "{result}");
+    // What the model read and relays: the reference, a person outside this chat, the contact.
+    let told = rig.tool_message(&user, &turn).await;
+    for part in [reference.as_str(), "outside this chat", "help@example.com"] {
+        assert!(told.contains(part), "{part} not in {told}");
+    }
+    // The operator's record.
+    let table = shared::config::StorageConfig::from_env(&shared::config::Env::from_process())
+        .unwrap_or_else(|e| panic!("{e}"))
+        .chats_table;
+    let requests = DynamoSupportRequests::new(test_support::dynamodb().await, table);
+    let kept = requests.newest(100).await.unwrap_or_else(|e| panic!("{e}"));
+    let mine = kept
+        .iter()
+        .find(|r| r.id == reference)
+        .unwrap_or_else(|| panic!("{reference} not recorded"));
+    assert_eq!(
+        (mine.owner.as_str(), mine.summary.as_str()),
+        (user.as_str(), words)
+    );
+    assert_eq!(mine.chat_id, turn.chat_id());
 }

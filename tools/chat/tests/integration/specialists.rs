@@ -128,18 +128,18 @@ fn continuation(status: &str, answer: &str) -> String {
 }
 
 #[tokio::test]
-async fn a_handoff_and_quick_replies_are_shown_and_a_number_sends_its_reply() {
+async fn a_handoff_and_quick_replies_are_shown_and_a_letter_sends_its_reply() {
     let (server, seen) = router(|_, n| match n {
         0 => Reply::Stream(replies_turn()),
         _ => Reply::Stream(turn("turn-2", &[], "Fine.")),
     })
     .await;
-    // "2" picks the second reply; the next turn offers none, so "1" is sent as typed.
-    let (out, err) = converse_with(&server, "hi\n2\n1\n", true).await;
+    // "b" picks the second reply; the next turn offers none, so "a" is sent as typed.
+    let (out, err) = converse_with(&server, "hi\nb\na\n", true).await;
     let expected = "\
 you> → support (loyalty question)
 Shall I search?
-[1] Yes, search  [2] No thanks
+[a] Yes, search  [b] No thanks
 you> Fine.
 you> Fine.
 you> \n";
@@ -147,19 +147,19 @@ you> \n";
     assert_eq!(err, "");
     let seen = seen.lock().unwrap().clone();
     let messages: Vec<&Value> = seen.iter().map(|s| &s.body["message"]).collect();
-    assert_eq!(messages, [&json!("hi"), &json!("No thanks"), &json!("1")]);
+    assert_eq!(messages, [&json!("hi"), &json!("No thanks"), &json!("a")]);
     assert!(seen.iter().all(|s| s.path == chat_path()));
 }
 
 #[tokio::test]
-async fn a_number_outside_the_replies_is_sent_as_typed() {
+async fn a_number_is_a_flight_pick_sent_as_typed_and_a_letter_outside_the_replies_too() {
     let (server, seen) = router(|_, _| Reply::Stream(replies_turn())).await;
-    let (_, err) = converse_with(&server, "hi\n3\n0\n", true).await;
+    let (_, err) = converse_with(&server, "hi\n2\nc\n", true).await;
     assert_eq!(err, "");
     let seen = seen.lock().unwrap().clone();
     let messages: Vec<&Value> = seen.iter().map(|s| &s.body["message"]).collect();
-    // "3" is no reply of the first turn; "0" none of the second.
-    assert_eq!(messages, [&json!("hi"), &json!("3"), &json!("0")]);
+    // "2" picks flight 2 of a table, never the second quick reply; "c" is no reply.
+    assert_eq!(messages, [&json!("hi"), &json!("2"), &json!("c")]);
 }
 
 #[tokio::test]

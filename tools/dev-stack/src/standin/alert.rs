@@ -56,11 +56,13 @@ const MONTH_LEADS: &[&str] = &["in", "im", "during", "throughout", "for", "für"
 
 /// How the stand-in's questions for a missing route and a missing limit begin (English,
 /// German): the next message may answer them.
-const ASKED: [&str; 4] = [
+const ASKED: [&str; 6] = [
     "Which route should I watch",
     "Welche Strecke soll ich",
     "Below how many miles",
     "Unter wie vielen Meilen",
+    "Which days should I watch",
+    "Welche Tage soll ich",
 ];
 
 /// The widest range of one alert, in days after its first (31 days in all).
@@ -85,7 +87,12 @@ impl Limits {
 pub(super) fn request(message: &str, intent: &FlightIntent, ask: &Ask<'_>) -> Option<Reply> {
     let (text_all, intent) = match super::asked_after(ask.messages, &ASKED) {
         // Only when the message gives what was asked: a route or a limit.
-        Some(earlier) if intent.destination.is_some() || limits_in(message).any() => {
+        Some(earlier)
+            if intent.destination.is_some()
+                || limits_in(message).any()
+                || intent.depart_date.is_some()
+                || month_range(&message.to_lowercase(), ask.today).is_some() =>
+        {
             let both = format!("{earlier}\n{message}");
             let intent = flight_intent(&both, ask.today);
             (both, intent)
@@ -137,6 +144,21 @@ pub(super) fn request(message: &str, intent: &FlightIntent, ask: &Ask<'_>) -> Op
     } else {
         last.map(|l| l.depart_date)
     };
+    // No days named and no search to take them from: ask, rather than pick a month.
+    if month_range(&lower, ask.today).is_none()
+        && intent.depart_date.is_none()
+        && last_day.is_none()
+    {
+        return Some(text(if ask.german {
+            format!(
+                "Welche Tage soll ich für {origin} → {destination} beobachten, etwa „im März“ oder „1. bis 15. März“ (höchstens 31 Tage)?"
+            )
+        } else {
+            format!(
+                "Which days should I watch {origin} → {destination} for, say \"in March\" or \"1 to 15 March\" (31 days at most)?"
+            )
+        }));
+    }
     let (from, to) = days(&lower, &intent, last_day, ask.today);
     let mut args = json!({
         "origin": origin,
@@ -180,7 +202,10 @@ pub(super) fn quick_reply(cabin: &str, german: bool) -> String {
 /// dates named (one day, or from the first to the second), the week from the last search's
 /// day, else the next 31 days; never more than 31 days.
 fn days(lower: &str, intent: &FlightIntent, last_day: Option<Date>, today: Date) -> (Date, Date) {
+    let named = super::dates_in(lower, today);
     let (from, to) = if let Some(range) = month_range(lower, today) {
+        range
+    } else if let Some(range) = super::window::range_in(lower, &named) {
         range
     } else if let Some(from) = intent.depart_date {
         (from, intent.return_date.unwrap_or(from))

@@ -112,11 +112,11 @@ impl Topic {
         };
         if german {
             format!(
-                "Hier ist der Support. In dieser Offline-Demo kann ich keine Buchungen einsehen: Wende dich für {what} bitte mit deiner Buchungsnummer an die Airline oder das Reisebüro, bei dem du gebucht hast. Fragen zu Meilen und Programmen beantworte ich aus der Wissensdatenbank."
+                "Ich bin der Support-Assistent, kein Mensch. In dieser Offline-Demo kann ich keine Buchungen einsehen: Wende dich für {what} bitte mit deiner Buchungsnummer an die Airline oder das Reisebüro, bei dem du gebucht hast. Fragen zu Meilen und Programmen beantworte ich aus der Wissensdatenbank."
             )
         } else {
             format!(
-                "This is support. In this offline demo I cannot look into bookings: for {what}, please contact the airline or travel agency you booked with, your booking reference at hand. Questions about miles and programmes I answer from the knowledge base."
+                "I am the support assistant, not a person. In this offline demo I cannot look into bookings: for {what}, please contact the airline or travel agency you booked with, your booking reference at hand. Questions about miles and programmes I answer from the knowledge base."
             )
         }
     }
