@@ -143,7 +143,9 @@ describe("the web chat when the router hangs", () => {
     expect(await error.getAttribute("data-code")).toBe("timeout");
     expect(await error.textContent()).toContain("The server did not answer in time.");
     expect(await page.getByText("Sending…").count()).toBe(0);
-    expect(await page.locator("button.send").isDisabled()).toBe(true); // empty box, nothing running
+    // The message is back in the box, to send again; nothing runs.
+    expect(await box.inputValue()).toBe("Hello, anyone there?");
+    expect(await page.locator("button.send").isDisabled()).toBe(false);
     expect(await page.getByRole("button", { name: "Stop" }).count()).toBe(0);
     await page.screenshot({ path: path.join(SHOTS, "t2-turn-timed-out.png") });
   });

@@ -9,7 +9,7 @@
 import { createHmac } from "node:crypto";
 import { mkdirSync, readFileSync } from "node:fs";
 import path from "node:path";
-import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core";
+import { type Browser, type BrowserContext, chromium, type Locator, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 const WEB_URL = process.env.WEB_URL ?? "http://127.0.0.1:5173/";
@@ -125,6 +125,72 @@ async function assertNoInternalWords(target: Page = page) {
 /** The newest turn section of the page. */
 const lastTurn = (target: Page = page) => target.locator(".live .turn").last();
 
+/** The first flight row's booking control (its first link, else its cell) lies inside the
+ * window and inside the visible part of its table, whose wrapper is not scrolled: no
+ * sideways scrolling needed to book. */
+async function assertBookOnScreen(card: Locator) {
+  const at = await card.locator("table.flights").first().evaluate((table) => {
+    const wrap = table.closest(".table-wrap") ?? table;
+    const cell = table.querySelector("tbody tr td.book");
+    const control = cell?.querySelector("a") ?? cell;
+    if (!control) return null;
+    const w = wrap.getBoundingClientRect();
+    const b = control.getBoundingClientRect();
+    return { scrollLeft: wrap.scrollLeft, left: b.left, right: b.right, wrapLeft: w.left, wrapRight: w.right, inner: window.innerWidth };
+  });
+  expect(at, "a booking cell in the first row").not.toBeNull();
+  expect(at!.scrollLeft).toBe(0);
+  expect(at!.left).toBeGreaterThanOrEqual(Math.max(0, at!.wrapLeft) - 1);
+  expect(at!.right).toBeLessThanOrEqual(Math.min(at!.inner, at!.wrapRight) + 1);
+}
+
+/** Nothing of the page is wider than the window: not the page, not the conversation (which
+ * would scroll sideways inside), no tool card (nor anything sticking out of one), no flight
+ * card, no cell of one (nor its text cut off inside it). The page's own scroll width alone
+ * would not tell: the page never scrolls, its conversation does. */
+async function assertFitsWidth(target: Page = page) {
+  const fit = await target.evaluate(() => {
+    const box = (e: Element) => e.getBoundingClientRect();
+    const conversation = document.querySelector(".conversation")!;
+    return {
+      inner: window.innerWidth,
+      scrollWidth: document.documentElement.scrollWidth,
+      conversation: conversation.scrollWidth - conversation.clientWidth,
+      cards: [...document.querySelectorAll(".tool-card")].map((c) => ({ left: box(c).left, right: box(c).right, overflow: c.scrollWidth - c.clientWidth })),
+      rows: [...document.querySelectorAll("table.flights tbody tr")].map((r) => ({ left: box(r).left, right: box(r).right, width: box(r).width })),
+      cells: [...document.querySelectorAll<HTMLElement>("table.flights tbody td")]
+        .filter((td) => getComputedStyle(td).display !== "none")
+        .map((td) => ({
+          name: td.className,
+          right: box(td).right,
+          // the card (or, for offered flights outside one, the conversation) it belongs to
+          frame: box(td.closest(".tool-card") ?? conversation).right,
+          cut: td.scrollWidth - td.clientWidth,
+        })),
+    };
+  });
+  expect(fit.scrollWidth).toBeLessThanOrEqual(fit.inner);
+  expect(fit.conversation, "the conversation scrolls sideways").toBeLessThanOrEqual(0);
+  expect(fit.rows.length).toBeGreaterThan(0);
+  for (const c of fit.cards) {
+    expect(c.right, "a tool card").toBeLessThanOrEqual(fit.inner);
+    expect(c.overflow, "something sticks out of a tool card").toBeLessThanOrEqual(1);
+  }
+  for (const r of fit.rows) {
+    expect(r.width, "a flight card").toBeLessThanOrEqual(fit.inner);
+    expect(r.left, "a flight card").toBeGreaterThanOrEqual(0);
+    expect(r.right, "a flight card").toBeLessThanOrEqual(fit.inner);
+  }
+  for (const c of fit.cells) {
+    expect(c.right, c.name).toBeLessThanOrEqual(fit.inner);
+    expect(c.right, `${c.name} sticks out of its card`).toBeLessThanOrEqual(c.frame + 1);
+    expect(c.cut, `${c.name}: text cut off`).toBeLessThanOrEqual(1);
+  }
+}
+
+/** A fare alert the offline stand-in makes (`create_fare_alert`, which waits for approval). */
+const ALERT_QUESTION = "Alert me when business class FRA to JFK in March drops below 60,000 miles";
+
 beforeAll(async () => {
   mkdirSync(SHOTS, { recursive: true });
   browser = await chromium.launch({
@@ -189,6 +255,9 @@ describe("the web chat against the local stack", () => {
       .locator("tbody tr")
       .evaluateAll((rows) => rows.map((r) => `${r.querySelector("td.carrier")?.textContent} ${r.querySelector("td.route")?.textContent}`));
     expect(new Set(itineraries).size).toBe(itineraries.length);
+
+    // At 1280 × 900 Book is on screen without scrolling sideways.
+    await assertBookOnScreen(card);
 
     // The table sorts; the card speaks plain words.
     await card.locator('table[data-kind="award"] button[data-sort="duration"]').click();
@@ -303,6 +372,14 @@ describe("the web chat against the local stack", () => {
     expect(prices).not.toMatch(/\bUSD\b|\$\d/); // "41,74 $", never "41,74 USD" or "$41.74"
     const stops = (await card.locator("td.leg-stops").allTextContents()).join(" ");
     expect(stops).not.toMatch(/\bstops?\b/);
+    // Dates and durations in German: "26. Feb. 2027", "8 Std. 15 Min.", no ISO dates.
+    const dates = await card.locator("td.route .date").allTextContents();
+    expect(dates.length).toBeGreaterThan(0);
+    for (const d of dates) expect(d).toMatch(/^\d{1,2}\.\s\S+\s\d{4}$/);
+    const durations = (await card.locator("td.leg-duration").allTextContents()).join(" ");
+    expect(durations).toMatch(/Std\.|Min\./);
+    expect(durations).not.toMatch(/\d+h\b|\d+m\b/);
+    await assertBookOnScreen(card);
     expect(await lastTurn().locator(".msg.assistant").textContent()).toMatch(/Ich habe|gefunden|Flüge/);
     expect(await page.locator(".new-chat").textContent()).toBe("+ New chat"); // the frame: English
     await shot("11-german-turn-english-browser");
@@ -472,6 +549,164 @@ describe("the web chat against the local stack", () => {
     expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
     await row.scrollIntoViewIfNeeded();
     await shot("15-phone-flight-cards");
+    await context.close();
+  });
+
+  it("fits flight cards on a 360 px screen, in English and in German: nothing wider than the screen", async () => {
+    for (const [locale, lang, question] of [
+      ["en-GB", "en", `Business class from ${FROM} to ${TO} on ${DATE}`],
+      ["de-DE", "de", `Business Class von ${FROM} nach ${TO} am ${DATE} bitte`],
+    ] as const) {
+      page = await newPage({ width: 360, height: 800 }, locale, `${USER}-narrow-${lang}`);
+      await page.goto(WEB_URL);
+      await send(question);
+      await expect.poll(() => lastTurn().getAttribute("data-phase"), PATIENT).toBe("done");
+      expect(await lastTurn().getAttribute("lang")).toBe(lang);
+      await lastTurn().locator("table.flights tbody tr").first().waitFor();
+      await assertFitsWidth();
+      // Price, stops and booking of each card in full on screen.
+      const row = lastTurn().locator("table.flights tbody tr").first();
+      for (const cell of ["td.price", "td.leg-stops", "td.book"]) {
+        const box = await row.locator(cell).boundingBox();
+        expect(box, cell).not.toBeNull();
+        expect(box!.x + box!.width, cell).toBeLessThanOrEqual(360);
+      }
+      await row.scrollIntoViewIfNeeded();
+      await shot(`20-phone-360-${lang}`);
+      await context.close();
+    }
+  });
+
+  it("chooses a flight with one click: Choose sends “Option 2” as if typed, in English at 1280 px and in German on a 360 px phone", async () => {
+    for (const [viewport, locale, lang, question, name, picked] of [
+      [{ width: 1280, height: 900 }, "en-GB", "en", `Business class from ${FROM} to ${TO} on ${DATE}`, "Choose flight 2", "You picked option 2"],
+      [{ width: 360, height: 800 }, "de-DE", "de", `Business Class von ${FROM} nach ${TO} am ${DATE} bitte`, "Flug 2 auswählen", "Du hast Option 2 gewählt"],
+    ] as const) {
+      page = await newPage(viewport, locale, `${USER}-choose-${lang}`);
+      await page.goto(WEB_URL);
+      await send(question);
+      await expect.poll(() => lastTurn().getAttribute("data-phase"), PATIENT).toBe("done");
+      expect(await lastTurn().getAttribute("lang")).toBe(lang);
+      // The search's turn, found by position: lastTurn() moves on to the pick's turn.
+      const search = page.locator(".live .turn").first();
+      const choose = search.getByRole("button", { name, exact: true });
+      expect(await choose.count()).toBe(1);
+      await expect.poll(() => choose.isEnabled(), PATIENT).toBe(true);
+      await choose.scrollIntoViewIfNeeded();
+      const box = await choose.boundingBox();
+      expect(box, name).not.toBeNull();
+      expect(box!.x + box!.width, `${name} on screen without scrolling sideways`).toBeLessThanOrEqual(viewport.width);
+      await choose.click();
+      await expect.poll(() => page.locator(".live .turn").count(), PATIENT).toBe(2);
+      await expect.poll(() => lastTurn().getAttribute("data-phase"), PATIENT).toBe("done");
+      // Sent as if typed: the user's message of a new turn, in the chat's language.
+      expect(await lastTurn().locator(".msg.user p").textContent()).toBe("Option 2");
+      expect(await lastTurn().getAttribute("lang")).toBe(lang);
+      const answer = lastTurn().locator(".msg.assistant").last();
+      expect(await answer.textContent()).toContain(picked);
+      if (lang === "en") {
+        const links = await answer.locator("a[href]").allTextContents();
+        expect(links.some((l) => l.startsWith("Book with")), links.join(" | ")).toBe(true);
+      }
+      await answer.scrollIntoViewIfNeeded();
+      await shot(`26-chose-flight-${lang}`);
+      await context.close();
+    }
+  });
+
+  it("counts a long message's characters near the limit and keeps it unsent above it, in English and German", async () => {
+    // 8,100 characters, as if pasted: the router takes 8,000 (MAX_MESSAGE_CHARS).
+    const text = "Lorem ipsum dolor sit amet, consectetur adipiscing elit. ".repeat(150).slice(0, 8099) + ".";
+    for (const [locale, count, tooLong] of [
+      ["en-GB", "8,100 / 8,000", "Too long: at most 8,000 characters."],
+      ["de-DE", "8.100 / 8.000", "Zu lang: höchstens 8.000 Zeichen."],
+    ] as const) {
+      page = await newPage(undefined, locale, `${USER}-paste`);
+      await page.goto(WEB_URL);
+      const box = page.locator("#composer-input");
+      await box.waitFor();
+      await box.focus();
+      await page.keyboard.insertText(text); // what a paste does: one input event
+      expect(await page.locator(".composer .char-count").textContent()).toContain(count);
+      expect(await page.locator(".composer .too-long").textContent()).toContain(tooLong);
+      expect(await page.locator(".composer button.send").isDisabled()).toBe(true);
+      await box.press("Enter");
+      await page.waitForTimeout(500);
+      expect(await page.locator(".live .turn").count()).toBe(0);
+      expect(await box.inputValue()).toBe(text);
+      await shot(`21-long-message-${locale}`);
+      // One character under the limit, the counter stays and sending is possible again.
+      await box.fill(text.slice(0, 8000));
+      expect(await page.locator(".composer .too-long").count()).toBe(0);
+      expect(await page.locator(".composer button.send").isEnabled()).toBe(true);
+      await context.close();
+    }
+  });
+
+  it("shows a denied fare alert as not created, also after a reload, and lists and deletes an approved one in Fare alerts", async () => {
+    page = await newPage(undefined, "en-GB", `${USER}-alerts`);
+    await page.goto(WEB_URL);
+    const open = page.getByRole("button", { name: "Fare alerts", exact: true });
+    const panel = page.locator("#alerts-panel");
+    await open.click();
+    await panel.locator(".empty-alerts").waitFor(PATIENT);
+    expect(await panel.locator("h2").textContent()).toBe("Fare alerts");
+    expect(await panel.locator(".empty-alerts").textContent()).toContain("No fare alerts yet.");
+    await panel.getByRole("button", { name: "Back to the chat" }).click();
+    expect(await panel.count()).toBe(0);
+
+    // Denied: the card that waited for approval says "Not created", neutrally, once.
+    await send(ALERT_QUESTION);
+    await expect.poll(() => lastTurn().getAttribute("data-phase"), PATIENT).toBe("done");
+    const card = page.locator('.tool-card[data-tool="create_fare_alert"]');
+    expect(await card.locator(".badge").textContent()).toBe("Waiting for your approval");
+    await lastTurn().locator(".approval").getByRole("button", { name: "Deny" }).click();
+    await expect.poll(() => page.locator(".live .turn").count(), PATIENT).toBe(2);
+    await expect.poll(() => lastTurn().getAttribute("data-phase"), PATIENT).toBe("done");
+    expect(await card.count()).toBe(1);
+    expect(await card.getAttribute("data-status")).toBe("declined");
+    expect(await card.locator(".badge").textContent()).toBe("Not created");
+    expect(await card.locator(".tool-error").count()).toBe(0);
+    expect(await page.locator(".conversation").textContent()).not.toContain("Didn't work");
+    expect(await page.locator(".approval").textContent()).toContain("You declined this.");
+    await shot("22-alert-denied");
+    await page.reload();
+    await page.locator('.history .tool-card[data-tool="create_fare_alert"]').waitFor(PATIENT);
+    expect(await card.count()).toBe(1);
+    expect(await card.locator(".badge").textContent()).toBe("Not created");
+    expect(await page.locator(".conversation").textContent()).not.toContain("Didn't work");
+    expect(await page.locator(".history .approval").textContent()).toContain("You declined this.");
+    await shot("23-alert-denied-reloaded");
+
+    // Approved, in a new chat: the card says Done; the panel lists the alert and deletes it
+    // after a second Delete.
+    await page.locator(".new-chat").click();
+    await send(ALERT_QUESTION);
+    await expect.poll(() => lastTurn().getAttribute("data-phase"), PATIENT).toBe("done");
+    await lastTurn().locator(".approval").getByRole("button", { name: "Approve" }).click();
+    await expect.poll(() => page.locator(".live .turn").count(), PATIENT).toBe(2);
+    await expect.poll(() => lastTurn().getAttribute("data-phase"), PATIENT).toBe("done");
+    expect(await card.locator(".badge").textContent()).toBe("Done");
+    await open.click();
+    const item = panel.locator(".alert-item", { hasText: "FRA → JFK" });
+    await item.waitFor(PATIENT);
+    expect(await item.locator(".alert-terms").textContent()).toContain("Business · at most 60,000 miles");
+    expect(await item.locator(".alert-found").textContent()).toMatch(/Nothing found yet\.|Found \d+ flights?:/);
+    await shot("24-fare-alerts-panel");
+    await item.getByRole("button", { name: "Delete" }).click();
+    expect(await item.getByRole("group").textContent()).toContain("Delete this fare alert?");
+    await item.getByRole("group").getByRole("button", { name: "Delete" }).click();
+    await expect.poll(() => panel.locator(".alert-item").count(), PATIENT).toBe(0);
+    await context.close();
+
+    // The panel in German.
+    page = await newPage(undefined, "de-DE", `${USER}-alerts`);
+    await page.goto(WEB_URL);
+    await page.getByRole("button", { name: "Preisalarme", exact: true }).click();
+    await page.locator("#alerts-panel .empty-alerts").waitFor(PATIENT);
+    expect(await page.locator("#alerts-panel h2").textContent()).toBe("Preisalarme");
+    expect(await page.locator("#alerts-panel .empty-alerts").textContent()).toContain("Noch keine Preisalarme.");
+    await shot("25-fare-alerts-panel-de");
     await context.close();
   });
 });

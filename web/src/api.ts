@@ -4,6 +4,12 @@
 // gives up after `requestMs`, a stream's request when no byte came within `firstByteMs`
 // (src/stream.ts), both from config.json.
 
+import type { components } from "./generated/api";
+
+/** A fare alert with what it found (`GET /alerts`), as the OpenAPI document has it. */
+export type FareAlert = components["schemas"]["FareAlert"];
+export type AlertMatch = components["schemas"]["AlertMatch"];
+
 export class ApiError extends Error {
   constructor(
     readonly status: number,
@@ -219,6 +225,16 @@ export class Api {
 
   deleteChat(chatId: string): Promise<void> {
     return this.json("DELETE", ["chats", chatId]);
+  }
+
+  /** `GET /alerts`: the user's fare alerts, oldest first, each with its matches. */
+  listAlerts(): Promise<components["schemas"]["AlertList"]> {
+    return this.json("GET", ["alerts"]);
+  }
+
+  /** `DELETE /alerts/{alert_id}`. */
+  deleteAlert(alertId: string): Promise<void> {
+    return this.json("DELETE", ["alerts", alertId]);
   }
 
   /** `POST /chat`: the stream's response, whatever its status. */

@@ -1,5 +1,6 @@
 // A reloaded chat: its stored messages (oldest first) and its tool calls' audit records
-// become the same blocks a live turn shows, with each call's stored result and duration.
+// become the same blocks a live turn shows, with each call's stored result and duration,
+// and each approval box with its outcome.
 
 import type { StoredMessage, ToolCallRecord } from "./api";
 import { type Lang, langOf } from "./i18n";
@@ -11,17 +12,19 @@ export function durationOf(record: ToolCallRecord): number | undefined {
   return Number.isFinite(ms) && ms >= 0 ? ms : undefined;
 }
 
-/** The card of a stored call. */
+/** The card of a stored call. A call the user denied is `canceled` with the approval's
+ * decision `denied`: the same card as the live `tool_result` (`metadata.denied`). */
 export function cardOf(record: ToolCallRecord): ToolCard {
   const response = record.response ?? undefined;
-  const metadata = { ...(response?.metadata ?? {}) };
+  const metadata: Record<string, unknown> = { ...(response?.metadata ?? {}) };
   if (record.status !== "succeeded" && record.error && metadata.error === undefined) {
     metadata.error = record.error;
   }
+  if (record.approval?.decision === "denied") metadata.denied = true;
   return {
     jobId: record.id,
     tool: record.tool,
-    phase: phaseOf(record.status),
+    phase: phaseOf(record.status, false, metadata.denied === true),
     status: record.status,
     deduped: false,
     metadata,
@@ -29,6 +32,16 @@ export function cardOf(record: ToolCallRecord): ToolCard {
     durationMs: durationOf(record),
     args: record.request,
   };
+}
+
+/** What became of a call that asked for approval, as an approval box says it: `approved` or
+ * `declined` (the user's decision, as the page marks it when they click), else
+ * `status:<status>` once it no longer waits (expired); undefined while it waits. */
+export function decisionOf(record: ToolCallRecord | undefined): string | undefined {
+  if (!record) return undefined;
+  if (record.approval?.decision === "approved") return "approved";
+  if (record.approval?.decision === "denied") return "declined";
+  return record.status === "awaiting_approval" ? undefined : `status:${record.status}`;
 }
 
 /** Blocks of a chat's history. `messages` oldest first; `records` by call id. */
@@ -43,7 +56,15 @@ export function historyBlocks(messages: StoredMessage[], records: Map<string, To
         break;
       case "assistant":
         if (m.content.trim()) blocks.push({ kind: "text", key, text: m.content, ...(m.stopped ? { stopped: true } : {}) });
-        (m.ui ?? []).forEach((element, i) => blocks.push(...uiBlocks(element.kind, element.payload, `${key}:ui${i}`)));
+        (m.ui ?? []).forEach((element, i) =>
+          blocks.push(
+            ...uiBlocks(element.kind, element.payload, `${key}:ui${i}`).map((b): Block => {
+              if (b.kind !== "approval") return b;
+              const decided = decisionOf(records.get(b.request.job_id));
+              return decided ? { ...b, decided } : b;
+            }),
+          ),
+        );
         break;
       case "tool": {
         const id = m.ledger_call_id;

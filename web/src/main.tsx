@@ -11,6 +11,7 @@ async function start(root: HTMLElement) {
   const lang = browserLang();
   const t = textsFor(lang);
   document.documentElement.lang = lang;
+  document.title = t.appTitle;
   try {
     const config = await loadConfig();
     const tokens = new Tokens(config);

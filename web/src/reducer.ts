@@ -6,8 +6,9 @@
 import type { ApprovalRequest, CallStatus, RouterEvent } from "./events";
 import { type Lang, langOf } from "./i18n";
 
-/** How a tool card shows a call. */
-export type CardPhase = "pending" | "running" | "succeeded" | "deduplicated" | "failed";
+/** How a tool card shows a call. `declined`: the user denied it, or let its approval
+ * expire: it did not run, and that is no failure. */
+export type CardPhase = "pending" | "running" | "succeeded" | "deduplicated" | "failed" | "declined";
 
 export interface ToolCard {
   /** The ledger call id; null for a call refused before it ran. */
@@ -39,7 +40,17 @@ export type Block =
   | { kind: "quick_replies"; key: string; replies: string[] }
   | { kind: "flight_options"; key: string; flights: unknown[] }
   | { kind: "approval"; key: string; request: ApprovalRequest; decided?: string }
-  | { kind: "error"; key: string; code: string; message: string };
+  | {
+      kind: "error";
+      key: string;
+      code: string;
+      /** The router's own text: for the debug view (the page says the code in its words). */
+      message: string;
+      /** The page's own words about it (how long it waited), shown to everyone. */
+      detail?: string;
+      /** When it may work again (RFC 3339), for `rate_limited`. */
+      until?: string;
+    };
 
 export type TurnPhase = "sending" | "streaming" | "done" | "failed";
 
@@ -75,23 +86,33 @@ export function newTurn(key: string, userText?: string): TurnView {
 /** Error codes whose message was streamed and stored as the turn's answer (docs/api.md). */
 export const ANSWERED_ERRORS: ReadonlySet<string> = new Set(["guardrail", "invalid_tool_call"]);
 
-const FAILED: ReadonlySet<string> = new Set([
-  "failed",
-  "timeout",
-  "canceled",
-  "rejected",
-  "skipped",
-  "rate_limited",
-  "expired",
-]);
+const FAILED: ReadonlySet<string> = new Set(["failed", "timeout", "canceled", "rejected", "skipped", "rate_limited"]);
 
-/** The card phase of a router status (event or audit record). */
-export function phaseOf(status: string, deduped = false): CardPhase {
+/** The card phase of a router status (event or audit record). `denied`: the user denied
+ * the call (`metadata.denied` of its result, the record's `approval.decision`), which the
+ * router reports as `canceled`; an `expired` call waited for an approval that never came. */
+export function phaseOf(status: string, deduped = false, denied = false): CardPhase {
   if (status === "running") return "running";
   if (status === "queued" || status === "awaiting_approval") return "pending";
   if (status === "succeeded") return deduped ? "deduplicated" : "succeeded";
+  if (status === "expired" || (status === "canceled" && denied)) return "declined";
   if (FAILED.has(status)) return "failed";
   return "pending";
+}
+
+/** Blocks a turn's answer carries (stored with it as `ui`): a reloaded chat shows them after
+ * the answer's text, so a live turn does too, whenever their events came. */
+const AFTER_TEXT: ReadonlySet<Block["kind"]> = new Set(["quick_replies", "flight_options", "approval"]);
+
+/** Where the turn's text goes: before the answer's trailing UI blocks. */
+function textPlace(blocks: Block[]): number {
+  let at = blocks.length;
+  while (at > 0 && AFTER_TEXT.has(blocks[at - 1].kind)) at--;
+  return at;
+}
+
+function insertAt(blocks: Block[], index: number, block: Block): Block[] {
+  return [...blocks.slice(0, index), block, ...blocks.slice(index)];
 }
 
 function cardIndex(blocks: Block[], jobId: string | null): number {
@@ -152,11 +173,12 @@ export function reduce(turn: TurnView, event: RouterEvent, now: number): TurnVie
         ...(event.language ? { language: langOf(event.language) } : {}),
       };
     case "assistant_token": {
-      const last = blocks[blocks.length - 1];
+      const at = textPlace(blocks);
+      const last = blocks[at - 1];
       if (turn.streaming && last?.kind === "text") {
-        return { ...turn, blocks: replaceAt(blocks, blocks.length - 1, { ...last, text: last.text + event.content }) };
+        return { ...turn, blocks: replaceAt(blocks, at - 1, { ...last, text: last.text + event.content }) };
       }
-      return { ...turn, streaming: true, blocks: [...blocks, { kind: "text", key: key("text"), text: event.content }] };
+      return { ...turn, streaming: true, blocks: insertAt(blocks, at, { kind: "text", key: key("text"), text: event.content }) };
     }
     case "tool_started": {
       const card: ToolCard = {
@@ -185,7 +207,7 @@ export function reduce(turn: TurnView, event: RouterEvent, now: number): TurnVie
       const card: ToolCard = {
         jobId: event.job_id,
         tool: event.tool,
-        phase: phaseOf(event.status as CallStatus, deduped),
+        phase: phaseOf(event.status as CallStatus, deduped, event.metadata.denied === true),
         status: event.status,
         deduped,
         metadata: event.metadata,
@@ -208,12 +230,12 @@ export function reduce(turn: TurnView, event: RouterEvent, now: number): TurnVie
       const added = uiBlocks(event.kind, event.payload, key("ui")).filter(
         (b) => b.kind !== "approval" || !hasApproval(blocks, b.request.job_id),
       );
-      return added.length ? { ...turn, streaming: false, blocks: [...blocks, ...added] } : turn;
+      return added.length ? { ...turn, blocks: [...blocks, ...added] } : turn;
     }
     case "approval_required": {
       if (hasApproval(blocks, event.job_id)) return turn;
       const { type: _type, id: _id, ...request } = event;
-      return { ...turn, streaming: false, blocks: [...blocks, { kind: "approval", key: key("approval"), request }] };
+      return { ...turn, blocks: [...blocks, { kind: "approval", key: key("approval"), request }] };
     }
     case "final": {
       // The stored answer is what counts: it replaces the streamed text of the last text
@@ -228,7 +250,7 @@ export function reduce(turn: TurnView, event: RouterEvent, now: number): TurnVie
         if ((content && old.text !== content) || event.message.stopped)
           next = replaceAt(blocks, lastText, { ...old, text: content || old.text, ...stopped });
       } else if (content) {
-        next = [...blocks, { kind: "text", key: key("text"), text: content, ...stopped }];
+        next = insertAt(blocks, textPlace(blocks), { kind: "text", key: key("text"), text: content, ...stopped });
       }
       return {
         ...turn,
@@ -246,11 +268,13 @@ export function reduce(turn: TurnView, event: RouterEvent, now: number): TurnVie
         const old = blocks[lastText] as Extract<Block, { kind: "text" }>;
         if (old.text.endsWith(event.message)) next = replaceAt(blocks, lastText, { ...old, text: event.message });
       }
+      const details = (typeof event.details === "object" && event.details !== null ? event.details : {}) as Record<string, unknown>;
+      const until = typeof details.reset_at === "string" ? { until: details.reset_at } : {};
       return {
         ...turn,
         streaming: false,
         errorCode: event.code,
-        blocks: [...next, { kind: "error", key: key("error"), code: event.code, message: event.message }],
+        blocks: [...next, { kind: "error", key: key("error"), code: event.code, message: event.message, ...until }],
       };
     }
     case "done":
@@ -271,13 +295,64 @@ function findLastIndex<T>(items: T[], test: (item: T) => boolean): number {
   return -1;
 }
 
-/** A turn that failed before its stream began (a JSON error such as 429 or 409). */
-export function refused(turn: TurnView, code: string, message: string): TurnView {
+/** A turn that failed before its stream began (a JSON error such as 429 or 409), or whose
+ * stream the page gave up. `message` is the router's (debug view), `extra` the page's own
+ * words and when it may work again. */
+export function refused(turn: TurnView, code: string, message: string, extra: { detail?: string; until?: string } = {}): TurnView {
+  const more = { ...(extra.detail ? { detail: extra.detail } : {}), ...(extra.until ? { until: extra.until } : {}) };
   return {
     ...turn,
     phase: "failed",
     streaming: false,
     errorCode: code,
-    blocks: [...turn.blocks, { kind: "error", key: `${turn.key}:refused:${turn.blocks.length}`, code, message }],
+    blocks: [...turn.blocks, { kind: "error", key: `${turn.key}:refused:${turn.blocks.length}`, code, message, ...more }],
   };
+}
+
+/** Codes for which sending the same request again fails the same way: no Retry for them
+ * (the message stays in the box, to be changed). */
+export const FINAL_ERRORS: ReadonlySet<string> = new Set([
+  "validation_failed",
+  "payload_too_large",
+  "invalid_json",
+  "bad_request",
+  "unsupported_media_type",
+  "method_not_allowed",
+  "idempotency_key_reused",
+  "forbidden",
+]);
+
+/** A call that waited for the user's approval is shown once, where it was asked for: its
+ * card there takes the latest state any later turn reports (running, done, not created),
+ * and the decision's turn shows no second card. A reloaded chat shows each call once, with
+ * its stored state, at its first place (history.ts): so live and reloaded look the same.
+ * `groups` are the blocks of the turns in order (the history's, then the live ones). */
+export function settleCalls(groups: Block[][]): Block[][] {
+  const asked = new Set<string>();
+  for (const g of groups) for (const b of g) if (b.kind === "approval") asked.add(b.request.job_id);
+  if (!asked.size) return groups;
+  const first = new Map<string, string>();
+  const latest = new Map<string, ToolCard>();
+  for (const g of groups) {
+    for (const b of g) {
+      if (b.kind !== "tool" || !b.card.jobId || !asked.has(b.card.jobId)) continue;
+      if (!first.has(b.card.jobId)) first.set(b.card.jobId, b.key);
+      latest.set(b.card.jobId, b.card);
+    }
+  }
+  return groups.map((g) => {
+    let changed = false;
+    const out = g.flatMap((b): Block[] => {
+      if (b.kind !== "tool" || !b.card.jobId || !first.has(b.card.jobId)) return [b];
+      if (first.get(b.card.jobId) !== b.key) {
+        changed = true;
+        return [];
+      }
+      const card = latest.get(b.card.jobId)!;
+      if (card === b.card) return [b];
+      changed = true;
+      return [{ ...b, card: { ...card, args: card.args ?? b.card.args } }];
+    });
+    return changed ? out : g;
+  });
 }

@@ -192,9 +192,11 @@ describe("the page when the server does not answer", () => {
     expect(box.textContent).toContain("The server did not answer in time.");
     expect(box.textContent).toContain("No answer from the server within 0.3 seconds. Retry asks for the same answer again");
     expect(p.turns()[0].textContent).not.toContain("Sending…");
-    expect(p.el.querySelector<HTMLButtonElement>("button.send")!.disabled).toBe(true); // the box is empty
+    // The message is back in the box, not lost; Retry takes it out again.
+    expect(p.el.querySelector<HTMLTextAreaElement>("#composer-input")!.value).toBe("Hello?");
     box.querySelector<HTMLButtonElement>("button.retry")!.click();
     await vi.waitFor(() => expect(p.turns()[0].getAttribute("data-phase")).toBe("done"));
+    expect(p.el.querySelector<HTMLTextAreaElement>("#composer-input")!.value).toBe("");
     const posts = p.seen.filter((s) => s.path === "/chat");
     expect(posts).toHaveLength(2);
     expect(posts[1].key).toBe(posts[0].key);

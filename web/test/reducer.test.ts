@@ -48,9 +48,9 @@ describe("reduce", () => {
     expect(turn.sessionState).toEqual({ language: "en" });
   });
 
-  it("orders the blocks as the events came", () => {
+  it("orders the blocks as the events came, the answer's UI after its text (as a reloaded chat has them)", () => {
     expect(turn.blocks.map((b) => b.kind)).toEqual([
-      "user", "text", "tool", "tool", "tool", "handoff", "tool", "quick_replies", "flight_options", "approval", "text",
+      "user", "text", "tool", "tool", "tool", "handoff", "tool", "text", "quick_replies", "flight_options", "approval",
     ]);
   });
 
@@ -138,8 +138,10 @@ describe("phaseOf", () => {
   it("maps every status", () => {
     const statuses = ["running", "queued", "awaiting_approval", "succeeded", "failed", "timeout", "canceled", "rejected", "skipped", "rate_limited", "expired"];
     expect(statuses.map((s) => phaseOf(s))).toEqual([
-      "running", "pending", "pending", "succeeded", "failed", "failed", "failed", "failed", "failed", "failed", "failed",
+      "running", "pending", "pending", "succeeded", "failed", "failed", "failed", "failed", "failed", "failed", "declined",
     ]);
     expect(phaseOf("succeeded", true)).toBe("deduplicated");
+    // A call the user denied is reported as canceled: it did not run, and that is no failure.
+    expect(phaseOf("canceled", false, true)).toBe("declined");
   });
 });

@@ -223,8 +223,8 @@ describe("a turn in German", () => {
       "Dauer",
       "Stopps",
       "Meilen",
-      "Hinweise",
       "Buchen",
+      "Hinweise",
     ]);
     expect(el.querySelector("td.notes")?.textContent).toContain("2 Plätze");
     expect(el.querySelectorAll(".tool-card")[1].querySelector(".tool-error")?.textContent).toBe("Dieser Schritt wurde übersprungen.");
@@ -282,7 +282,7 @@ describe("chat management", () => {
         onRename={async () => undefined}
         onDelete={async () => {
           deletes++;
-          throw new Error("network down");
+          throw new TypeError("Failed to fetch");
         }}
       />,
     );
@@ -294,7 +294,7 @@ describe("chat management", () => {
     await flush();
     await flush();
     expect(deletes).toBe(1);
-    expect(el.querySelector('[role="alert"]')?.textContent).toBe("That did not work: network down");
+    expect(el.querySelector('[role="alert"]')?.textContent).toBe("That did not work: The connection to the server was lost.");
   });
 
   it("offers no actions on a chat that is not open; an untitled chat is a New chat", () => {

@@ -1,14 +1,17 @@
 // The page: the user's chats, the open chat (its history, then the turns sent from this
-// page, live), and the message box with Send and Stop.
+// page, live), the message box with Send and Stop, and the fare alerts.
 
 import { useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState } from "preact/hooks";
 import { type Api, ApiError, type ChatBody, type ChatSummary, type StoredMessage, TimedOut, type ToolCallRecord } from "../api";
 import type { Tokens } from "../config";
+import { errorText, formatNumber, retryAt, type RouteOfChat, routeOf } from "../format";
 import { type HistoryTurn, historyTurns } from "../history";
 import { browserLang, Debug, debugRequested, type Lang, type Texts, textsFor, Words } from "../i18n";
-import { type Block, newTurn, reduce, refused, type TurnView } from "../reducer";
+import { MAX_MESSAGE_CHARS, messageBudget } from "../limits";
+import { type Block, newTurn, reduce, refused, settleCalls, type TurnView } from "../reducer";
 import { StreamBroken, streamTurn } from "../stream";
-import { Blocks } from "./Blocks";
+import { AlertsPanel } from "./Alerts";
+import { Blocks, listsFlights } from "./Blocks";
 import { ChatRow } from "./ChatRow";
 import { Actions, type PageActions } from "./context";
 
@@ -16,6 +19,31 @@ const AGENTS = ["travel", "support", "flights", "chat"];
 const PENDING = "chat.pending";
 /** Set once an answer said the stack runs on sample data: the page says so once, on top. */
 const DEMO = "chat.demo";
+/** Each chat's last flight search this tab saw (its history, or a turn's `final`), for the
+ * chat list: `GET /chats` has only the start of the first message as a title. */
+const ROUTES = "chat.routes";
+const MAX_ROUTES = 200;
+
+function readRoutes(): Record<string, RouteOfChat> {
+  try {
+    const routes = JSON.parse(sessionStorage.getItem(ROUTES) ?? "{}") as unknown;
+    return typeof routes === "object" && routes !== null ? (routes as Record<string, RouteOfChat>) : {};
+  } catch {
+    return {};
+  }
+}
+
+/** The chat's last flight search among its audit records. */
+function lastSearch(records: ToolCallRecord[]): RouteOfChat | null {
+  const searches = records
+    .filter((r) => r.tool === "search_flights" && r.status === "succeeded")
+    .sort((a, b) => a.created_at.localeCompare(b.created_at));
+  for (let i = searches.length - 1; i >= 0; i--) {
+    const route = routeOf(searches[i].request);
+    if (route) return route;
+  }
+  return null;
+}
 
 /** The chat list: loading, loaded, or failed (then with Retry, never an empty list). */
 type ChatList = { state: "loading" } | { state: "loaded"; items: ChatSummary[] } | { state: "failed"; error: string; items?: ChatSummary[] };
@@ -108,11 +136,16 @@ export function App(props: { api: Api; tokens: Tokens; title?: string; lang?: La
   const [draft, setDraft] = useState("");
   const [agent, setAgent] = useState("");
   const [sidebarOpen, setSidebarOpen] = useState(false);
+  const [alertsOpen, setAlertsOpen] = useState(false);
   const [reconnecting, setReconnecting] = useState<string | null>(null);
+  const [routes, setRoutes] = useState<Record<string, RouteOfChat>>(readRoutes);
+  const budget = useMemo(() => messageBudget(draft), [draft]);
 
   const chatRef = useRef<string | null>(chatId);
   const running = useRef<{ controller: AbortController; turnKey: string } | null>(null);
   const requests = useRef(new Map<string, string>());
+  /** Turns whose message was typed in the box: it goes back there when the turn fails. */
+  const typed = useRef(new Set<string>());
   const posts = useRef(new Map<string, Post>());
   const scroller = useRef<HTMLDivElement>(null);
   const input = useRef<HTMLTextAreaElement>(null);
@@ -122,12 +155,37 @@ export function App(props: { api: Api; tokens: Tokens; title?: string; lang?: La
     setTurns((ts) => ts.map((t) => (t.key === key ? change(t) : t)));
   }, []);
 
+  const rememberRoute = useCallback((chat: string, route: RouteOfChat | null) => {
+    if (!route) return;
+    setRoutes((old) => {
+      const same = old[chat];
+      if (same && same.origin === route.origin && same.destination === route.destination && same.date === route.date) return old;
+      const next = { ...old, [chat]: route };
+      const keys = Object.keys(next);
+      for (const k of keys.slice(0, Math.max(0, keys.length - MAX_ROUTES))) delete next[k];
+      try {
+        sessionStorage.setItem(ROUTES, JSON.stringify(next));
+      } catch {
+        // storage full or off: the list shows the titles
+      }
+      return next;
+    });
+  }, []);
+
+  /** A failed turn's message goes back into the box (unless the user typed something new),
+   * so nothing typed is lost. */
+  const keepText = useCallback((turnKey: string) => {
+    const message = requests.current.get(turnKey);
+    if (message === undefined || !typed.current.has(turnKey)) return;
+    setDraft((d) => (d.trim() ? d : message));
+  }, []);
+
   const refreshChats = useCallback(async () => {
     try {
       const { items } = await api.listChats();
       setChatList({ state: "loaded", items });
     } catch (e) {
-      const error = e instanceof TimedOut ? t.noAnswerWithin(+(e.ms / 1000).toFixed(2)) : e instanceof Error ? e.message : String(e);
+      const error = errorText(e, t);
       // Chats shown before stay; a list never loaded shows the failure, not "no chats".
       setChatList((old) => ({ state: "failed", error, items: old.state === "loading" ? undefined : old.items }));
     }
@@ -171,18 +229,21 @@ export function App(props: { api: Api; tokens: Tokens; title?: string; lang?: La
               sessionStorage.setItem(DEMO, "1");
               setDemo(true);
             }
+            if (event.type === "final" && chatRef.current) rememberRoute(chatRef.current, routeOf(event.session_state.last_flight_request));
+            if (event.type === "error") keepText(turnKey);
             updateTurn(turnKey, (t) => reduce(t, event, now));
           },
         });
       } catch (e) {
         const code =
           e instanceof ApiError ? e.code : e instanceof TimedOut ? "timeout" : e instanceof StreamBroken ? "connection_lost" : "internal";
-        // The router's refusals are its words for the user; the page's own failures (no
-        // answer in time, a lost connection) get the page's words, their detail in debug.
-        let message = e instanceof Error ? e.message : String(e);
-        if (e instanceof TimedOut) message = t.noAnswerWithin(+(e.ms / 1000).toFixed(2)) + (resendable ? t.timedOutRetry : "");
-        else if (!(e instanceof ApiError) && !debug) message = "";
-        updateTurn(turnKey, (t) => refused(t, code, message));
+        // The page says each code in its words (Blocks); the router's own text, in English,
+        // is for the debug view. A timeout gets the page's words on how long it waited.
+        const message = e instanceof ApiError || debug ? (e instanceof Error ? e.message : String(e)) : "";
+        const detail = e instanceof TimedOut ? t.noAnswerWithin(+(e.ms / 1000).toFixed(2)) + (resendable ? t.timedOutRetry : "") : undefined;
+        const until = e instanceof ApiError && e.code === "rate_limited" ? retryAt(e) : undefined;
+        updateTurn(turnKey, (t) => refused(t, code, message, { detail, until }));
+        keepText(turnKey);
         if (e instanceof ApiError && e.code === "unauthorized" && tokens.mode === "bearer") setSignedIn(false);
         if (e instanceof ApiError && e.code === "turn_in_progress" && typeof e.details?.turn_id === "string") {
           followed = e.details.turn_id;
@@ -203,16 +264,19 @@ export function App(props: { api: Api; tokens: Tokens; title?: string; lang?: La
         await run(key, (signal) => api.resume(chat, followed!, undefined, signal), true);
       }
     },
-    [api, debug, refreshChats, t, tokens, updateTurn],
+    [api, debug, keepText, refreshChats, rememberRoute, t, tokens, updateTurn],
   );
 
+  /** Sends a message as a new turn: typed in the box, or a quick reply, Regenerate or a
+   * Retry. False when it was not sent (empty, too long, or a turn is running). */
   const send = useCallback(
-    (text: string) => {
+    (text: string, fromBox = false): boolean => {
       const message = text.trim();
-      if (!message || running.current) return;
+      if (!message || running.current || messageBudget(message).over) return false;
       const key = newKey();
       const idempotencyKey = newKey();
       requests.current.set(key, message);
+      if (fromBox) typed.current.add(key);
       setTurns((ts) => [...ts, newTurn(key, message)]);
       stick.current = true;
       const body: ChatBody = {
@@ -223,9 +287,15 @@ export function App(props: { api: Api; tokens: Tokens; title?: string; lang?: La
       };
       posts.current.set(key, { body, idempotencyKey });
       void run(key, (signal) => api.postChat(body, idempotencyKey, signal), true);
+      return true;
     },
     [agent, api, run],
   );
+
+  const submitDraft = () => {
+    if (busy || budget.over) return;
+    if (send(draft, true)) setDraft("");
+  };
 
   const stop = useCallback(async () => {
     const current = running.current;
@@ -237,7 +307,7 @@ export function App(props: { api: Api; tokens: Tokens; title?: string; lang?: La
       await api.cancelTurn(turn.chatId, turn.turnId);
     } catch (e) {
       updateTurn(turn.key, (t) => ({ ...t, cancelRequested: false }));
-      setReconnecting(t.stopFailed(e instanceof Error ? e.message : String(e)));
+      setReconnecting(t.stopFailed(errorText(e, t)));
     }
   }, [api, t, turns, updateTurn]);
 
@@ -266,6 +336,7 @@ export function App(props: { api: Api; tokens: Tokens; title?: string; lang?: La
       setChatId(id);
       setTurns([]);
       setSidebarOpen(false);
+      setAlertsOpen(false);
       stick.current = true;
       if (!id) {
         setHistory({ turns: [], loading: false });
@@ -280,6 +351,7 @@ export function App(props: { api: Api; tokens: Tokens; title?: string; lang?: La
         if (chatRef.current !== id) return;
         messages.reverse();
         const byId = new Map<string, ToolCallRecord>(records.map((r) => [r.id, r]));
+        rememberRoute(id, lastSearch(records));
         const pending = readPending();
         let shown = messages;
         let resume: Pending | null = null;
@@ -292,13 +364,7 @@ export function App(props: { api: Api; tokens: Tokens; title?: string; lang?: La
             sessionStorage.removeItem(PENDING);
           }
         }
-        const decided = (b: Block): Block => {
-          if (b.kind !== "approval") return b;
-          const status = byId.get(b.request.job_id)?.status;
-          return status && status !== "awaiting_approval" ? { ...b, decided: `status:${status}` } : b;
-        };
-        const turnsShown = historyTurns(shown, byId).map((ht) => ({ ...ht, blocks: ht.blocks.map(decided) }));
-        setHistory({ turns: turnsShown, loading: false });
+        setHistory({ turns: historyTurns(shown, byId), loading: false });
         if (resume) {
           const key = newKey();
           if (resume.message) requests.current.set(key, resume.message);
@@ -308,10 +374,10 @@ export function App(props: { api: Api; tokens: Tokens; title?: string; lang?: La
         }
       } catch (e) {
         if (chatRef.current !== id) return;
-        setHistory({ turns: [], loading: false, error: e instanceof Error ? e.message : String(e) });
+        setHistory({ turns: [], loading: false, error: errorText(e, t) });
       }
     },
-    [api, run],
+    [api, rememberRoute, run, t],
   );
 
   useEffect(() => {
@@ -342,8 +408,10 @@ export function App(props: { api: Api; tokens: Tokens; title?: string; lang?: La
       const message = requests.current.get(turnKey);
       const turn = turns.find((t) => t.key === turnKey);
       if (!message || !turn || running.current) return;
+      // The message went back into the box when the turn failed: it is being sent again.
+      setDraft((d) => (d === message ? "" : d));
       // The router ended that turn (its `done` came, with an error): a new turn, new key.
-      if (turn.ended) return send(message);
+      if (turn.ended) return void send(message);
       // Otherwise its fate is unknown (no answer in time, the connection lost, or refused
       // before it began): ask again for the same turn, never start a second one. Its events
       // from the start, into a clean view.
@@ -352,7 +420,7 @@ export function App(props: { api: Api; tokens: Tokens; title?: string; lang?: La
       let start: ((signal: AbortSignal) => Promise<Response>) | null = null;
       if (chat && turnId) start = (signal) => api.resume(chat, turnId, undefined, signal);
       else if (post) start = (signal) => api.postChat(post.body, post.idempotencyKey, signal);
-      if (!start) return send(message);
+      if (!start) return void send(message);
       stick.current = true;
       updateTurn(turnKey, () => newTurn(turnKey, message));
       void run(turnKey, start, true);
@@ -381,9 +449,22 @@ export function App(props: { api: Api; tokens: Tokens; title?: string; lang?: La
   );
 
   const actions = useMemo<PageActions>(
-    () => ({ toolCall: (c, id) => api.toolCall(c, id), send, retry, decide, busy }),
+    () => ({ toolCall: (c, id) => api.toolCall(c, id), send: (m) => void send(m), retry, decide, busy }),
     [api, send, retry, decide, busy],
   );
+
+  // A call decided in a later turn is shown once, where it was asked for (reducer.ts).
+  const settled = useMemo(() => {
+    const groups = settleCalls([...history.turns.map((ht) => ht.blocks), ...turns.map((tv) => tv.blocks)]);
+    return { history: groups.slice(0, history.turns.length), live: groups.slice(history.turns.length) };
+  }, [history.turns, turns]);
+  // Flight rows can be chosen in the chat's latest flight list only: the router picks "Option
+  // 2" from the last search's list, which an older table's row 2 is not.
+  const flightsTurn = useMemo(() => {
+    const groups = [...settled.history, ...settled.live];
+    for (let i = groups.length - 1; i >= 0; i--) if (listsFlights(groups[i])) return i;
+    return -1;
+  }, [settled]);
 
   if (!signedIn) {
     return <SignIn t={t} onToken={(token) => { tokens.paste(token); setSignedIn(true); }} />;
@@ -421,11 +502,23 @@ export function App(props: { api: Api; tokens: Tokens; title?: string; lang?: La
           >
             {t.chats}
           </button>
-          <h1 title={props.title ?? "Travel chat"}>{props.title ?? "Travel chat"}</h1>
+          <h1 title={props.title ?? t.appTitle}>{props.title ?? t.appTitle}</h1>
+          <button
+            type="button"
+            class="alerts-toggle"
+            aria-expanded={alertsOpen}
+            aria-controls="alerts-panel"
+            onClick={() => {
+              setAlertsOpen(!alertsOpen);
+              setSidebarOpen(false);
+            }}
+          >
+            {t.alerts}
+          </button>
           <span class="who">
             {tokens.pasted ? t.pastedToken : tokens.user ? t.devUser(tokens.user) : ""}
             {tokens.pasted || tokens.mode === "bearer" ? (
-              <button type="button" class="link" onClick={() => { tokens.forget(); setSignedIn(tokens.token() !== null); location.reload(); }}>
+              <button type="button" class="link" onClick={() => { tokens.forget(); sessionStorage.removeItem(ROUTES); setSignedIn(tokens.token() !== null); location.reload(); }}>
                 {t.signOut}
               </button>
             ) : null}
@@ -453,15 +546,17 @@ export function App(props: { api: Api; tokens: Tokens; title?: string; lang?: La
                 key={c.chat_id}
                 chat={c}
                 current={c.chat_id === chatId}
+                route={routes[c.chat_id]}
                 onRename={(title) => renameChat(c.chat_id, title)}
                 onDelete={() => deleteChat(c.chat_id)}
               />
             ))}
           </ul>
         </nav>
-        <main class="main" aria-labelledby="chat-title">
-          <h2 id="chat-title" class="chat-title">{title}</h2>
-          <div class="conversation" ref={scroller} onScroll={onScroll}>
+        <main class="main" aria-labelledby={alertsOpen ? "alerts-title" : "chat-title"}>
+          {alertsOpen ? <AlertsPanel api={api} onClose={() => setAlertsOpen(false)} /> : null}
+          <h2 id="chat-title" class="chat-title" hidden={alertsOpen}>{title}</h2>
+          <div class="conversation" ref={scroller} onScroll={onScroll} hidden={alertsOpen}>
             {demo ? <p class="notice demo-notice">{t.demo}</p> : null}
             {history.loading ? <p class="muted">{t.loadingChat}</p> : null}
             {history.error ? (
@@ -475,7 +570,7 @@ export function App(props: { api: Api; tokens: Tokens; title?: string; lang?: La
                 {history.turns.map((ht, i) => (
                   <div key={ht.key} class="history-turn" lang={ht.language}>
                     <Words.Provider value={wordsOf(ht.language)}>
-                      <Blocks blocks={ht.blocks} chatId={chatId ?? undefined} latest={!turns.length && i === history.turns.length - 1} />
+                      <Blocks blocks={settled.history[i] ?? ht.blocks} chatId={chatId ?? undefined} latest={!turns.length && i === history.turns.length - 1} olderFlights={i < flightsTurn} />
                     </Words.Provider>
                   </div>
                 ))}
@@ -483,10 +578,10 @@ export function App(props: { api: Api; tokens: Tokens; title?: string; lang?: La
             ) : null}
             {!history.loading && !history.turns.length && !turns.length ? <p class="empty">{t.empty}</p> : null}
             <div class="live" role="log" aria-live="polite" aria-busy={busy} aria-label={t.answer}>
-              {turns.map((tv) => (
+              {turns.map((tv, i) => (
                 <section key={tv.key} class="turn" data-phase={tv.phase} data-turn-id={tv.turnId} lang={tv.language}>
                   <Words.Provider value={wordsOf(tv.language)}>
-                    <Blocks blocks={tv.blocks} chatId={tv.chatId ?? chatId ?? undefined} turnKey={requests.current.has(tv.key) ? tv.key : undefined} latest={tv === lastTurn} />
+                    <Blocks blocks={settled.live[i] ?? tv.blocks} chatId={tv.chatId ?? chatId ?? undefined} turnKey={requests.current.has(tv.key) ? tv.key : undefined} latest={tv === lastTurn} olderFlights={history.turns.length + i < flightsTurn} />
                     {tv.phase === "sending" ? <p class="muted">{t.sending}</p> : null}
                     {tv.streaming || (tv.phase === "streaming" && !tv.blocks.some((b) => b.kind !== "user")) ? (
                       <p class="typing muted" aria-hidden="true">…</p>
@@ -501,10 +596,10 @@ export function App(props: { api: Api; tokens: Tokens; title?: string; lang?: La
           </div>
           <form
             class="composer"
+            hidden={alertsOpen}
             onSubmit={(e) => {
               e.preventDefault();
-              send(draft);
-              setDraft("");
+              submitDraft();
             }}
           >
             <label class="visually-hidden" for="composer-input">
@@ -516,19 +611,29 @@ export function App(props: { api: Api; tokens: Tokens; title?: string; lang?: La
               rows={2}
               value={draft}
               placeholder={t.placeholder}
+              aria-invalid={budget.over}
+              aria-describedby={budget.show ? "composer-count" : undefined}
               onInput={(e) => setDraft((e.currentTarget as HTMLTextAreaElement).value)}
               onKeyDown={(e) => {
                 if (e.key === "Enter" && !e.shiftKey && !e.isComposing) {
                   e.preventDefault();
-                  if (!busy) {
-                    send(draft);
-                    setDraft("");
-                  }
+                  submitDraft();
                 }
                 if (e.key === "Escape" && canStop) void stop();
               }}
             />
+            {budget.over ? (
+              <p class="too-long" role="alert">
+                {t.tooLong(formatNumber(MAX_MESSAGE_CHARS, t))}
+              </p>
+            ) : null}
             <div class="composer-row">
+              {budget.show ? (
+                <p id="composer-count" class={`char-count${budget.over ? " over" : ""}`}>
+                  {formatNumber(budget.length, t)} / {formatNumber(MAX_MESSAGE_CHARS, t)}{" "}
+                  <span class="visually-hidden">{t.characters}</span>
+                </p>
+              ) : null}
               {debug ? (
                 <label>
                   <span class="visually-hidden">{t.agent}</span>
@@ -547,7 +652,7 @@ export function App(props: { api: Api; tokens: Tokens; title?: string; lang?: La
                   {t.stop}
                 </button>
               ) : null}
-              <button type="submit" class="primary send" disabled={busy || !draft.trim()}>
+              <button type="submit" class="primary send" disabled={busy || !draft.trim() || budget.over}>
                 {t.send}
               </button>
             </div>

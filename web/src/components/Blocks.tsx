@@ -1,18 +1,28 @@
 // A turn's (or a reloaded chat's) blocks, in order.
 
 import { useContext, useState } from "preact/hooks";
+import { clockTime } from "../format";
 import { Debug, type Texts, Words } from "../i18n";
 import { Markdown } from "../markdown";
-import type { Block } from "../reducer";
-import { Actions } from "./context";
-import { type Flight, FlightTable } from "./FlightTable";
+import { type Block, FINAL_ERRORS } from "../reducer";
+import { Actions, Choosable } from "./context";
+import { type Flight, flightLists, FlightTable } from "./FlightTable";
 import { ToolCardView } from "./ToolCard";
 
 /** Tools whose result the page shows as quick replies or flight cards. */
 const UI_SKILLS: ReadonlySet<string> = new Set(["suggest_replies", "show_flight_options"]);
 
-/** An approval's outcome: `approved`, `declined` (this page's decision) or `status:<call
- * status>` (the stored call's). */
+/** Whether the blocks show a flight list: a flight search's tables, or offered flights. */
+export function listsFlights(blocks: Block[]): boolean {
+  return blocks.some(
+    (b) =>
+      b.kind === "flight_options" ||
+      (b.kind === "tool" && (b.card.phase === "succeeded" || b.card.phase === "deduplicated") && flightLists(b.card.result) !== null),
+  );
+}
+
+/** An approval's outcome: `approved`, `declined` (the user's decision, live or stored) or
+ * `status:<call status>` (a stored call that no longer waits, e.g. expired). */
 function decidedText(decided: string, t: Texts): string {
   if (decided === "approved") return t.approved;
   if (decided === "declined") return t.declined;
@@ -46,6 +56,8 @@ export function Blocks(props: {
   turnKey?: string;
   /** Quick replies and approval buttons work in the latest turn only. */
   latest?: boolean;
+  /** A later turn shows a newer flight list: this one's rows can no longer be chosen. */
+  olderFlights?: boolean;
 }) {
   const actions = useContext(Actions);
   const t = useContext(Words);
@@ -54,7 +66,7 @@ export function Blocks(props: {
   const question = props.blocks.find((b) => b.kind === "user")?.text;
   const lastText = [...props.blocks].reverse().find((b) => b.kind === "text");
   return (
-    <>
+    <Choosable.Provider value={!props.olderFlights}>
       {props.blocks.map((b) => {
         switch (b.kind) {
           case "user":
@@ -136,20 +148,24 @@ export function Blocks(props: {
             );
           }
           case "error": {
-            // Where the message is the answer shown just above, it is not repeated.
+            // The code in the reader's words; the router's own text (English) in the debug
+            // view only, and not where it is the answer shown just above.
             const previous = props.blocks[props.blocks.indexOf(b) - 1];
             const repeated = previous?.kind === "text" && previous.text === b.message;
             return (
               <div key={b.key} class="error-box" role="alert" data-code={b.code}>
                 <p>
-                  <strong>{t.errors[b.code] ?? t.somethingWrong}</strong> {repeated ? null : b.message}
+                  <strong>{t.errors[b.code] ?? t.somethingWrong}</strong>
+                  {b.until ? ` ${t.possibleAgain(clockTime(b.until, t))}` : null}
+                  {b.detail ? ` ${b.detail}` : null}
                 </p>
                 {debug ? (
                   <p class="muted">
+                    {b.message && !repeated ? <span class="server-message">{b.message} · </span> : null}
                     code: <code class="code">{b.code}</code>
                   </p>
                 ) : null}
-                {props.turnKey && props.latest ? (
+                {props.turnKey && props.latest && !FINAL_ERRORS.has(b.code) ? (
                   <button type="button" class="retry" disabled={actions.busy} onClick={() => actions.retry(props.turnKey!)}>
                     {t.retry}
                   </button>
@@ -159,6 +175,6 @@ export function Blocks(props: {
           }
         }
       })}
-    </>
+    </Choosable.Provider>
   );
 }

@@ -1,9 +1,12 @@
 // One chat of the list: its link, and for the open chat Rename (inline, Enter saves, Escape
-// cancels) and Delete (asked once more, inline).
+// cancels) and Delete (asked once more, inline). Chats that start alike ("Business class
+// from Frankfurt to …") tell apart by their title on up to two lines (the whole of it on
+// hover) and, when this tab saw it, the chat's last flight search ("FRA → JFK · 26 Feb"):
+// `GET /chats` has no more than the title, the start of the chat's first message.
 
 import { useContext, useState } from "preact/hooks";
 import type { ChatSummary } from "../api";
-import { relativeTime } from "../format";
+import { errorText, relativeTime, type RouteOfChat, routeLabel } from "../format";
 import { Words } from "../i18n";
 
 type Mode = { kind: "idle" } | { kind: "renaming"; draft: string } | { kind: "deleting" } | { kind: "busy" };
@@ -11,6 +14,8 @@ type Mode = { kind: "idle" } | { kind: "renaming"; draft: string } | { kind: "de
 export function ChatRow(props: {
   chat: ChatSummary;
   current: boolean;
+  /** The chat's last flight search, when known. */
+  route?: RouteOfChat;
   onRename: (title: string) => Promise<void>;
   onDelete: () => Promise<void>;
 }) {
@@ -27,7 +32,7 @@ export function ChatRow(props: {
       await work();
       setMode({ kind: "idle" });
     } catch (e) {
-      setFailure(t.chatActionFailed(e instanceof Error ? e.message : String(e)));
+      setFailure(t.chatActionFailed(errorText(e, t)));
       setMode({ kind: "idle" });
     }
   };
@@ -68,9 +73,13 @@ export function ChatRow(props: {
 
   return (
     <li class="chat-row">
-      <a href={`#/chat/${encodeURIComponent(chat.chat_id)}`} aria-current={props.current ? "page" : undefined}>
+      <a href={`#/chat/${encodeURIComponent(chat.chat_id)}`} aria-current={props.current ? "page" : undefined} title={title}>
         <span class="title">{title}</span>
-        <span class="meta">{relativeTime(chat.active_at, t)}</span>
+        <span class="meta">
+          {props.route ? <span class="route">{routeLabel(props.route, t)}</span> : null}
+          {props.route ? " · " : null}
+          {relativeTime(chat.active_at, t)}
+        </span>
       </a>
       {props.current && mode.kind === "deleting" ? (
         <div class="row-actions confirm" role="group" aria-label={t.deleteQ}>

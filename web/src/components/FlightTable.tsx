@@ -1,10 +1,16 @@
-// A flight search's award and cash results as sortable tables.
+// A flight search's award and cash results as sortable tables. The columns a traveller
+// decides by come first: the price and its booking links before the notes, so a table
+// that is wider than its place still shows Book without scrolling sideways. Each row the
+// answer offers (it has a number) has Choose beside its links, which sends "Option N" as
+// if typed. On a phone each row is a card (styles.css).
 
+import { Fragment } from "preact";
 import { useContext, useState } from "preact/hooks";
-import { durationMinutes, parseAmount } from "../format";
+import { durationMinutes, formatDay, formatLegDuration, parseAmount, priceParts } from "../format";
 import { alsoVia, flightNotes, type ProgramPrice } from "../flightNotes";
-import { Words } from "../i18n";
+import { type Texts, Words } from "../i18n";
 import { ExternalLink, Links } from "../markdown";
+import { Actions, Choosable } from "./context";
 
 export interface Flight {
   id?: string;
@@ -72,8 +78,10 @@ function dateAndTime(t: string | undefined): [string, string] {
   return m ? [m[1], m[2]] : ["", t ?? ""];
 }
 
-/** "MUC 10:15 → ORD 12:45 (+1)" on one line, the departure date under it. */
+/** "MUC 10:15 → ORD 12:45 (+1)" on one line, the departure date under it in the turn's
+ * language ("26 Feb 2027", "26. Feb. 2027"). */
 function Route(props: { from?: { airport?: string; time?: string }; to?: { airport?: string; time?: string } }) {
+  const t = useContext(Words);
   const [fromDate, fromTime] = dateAndTime(props.from?.time);
   const [toDate, toTime] = dateAndTime(props.to?.time);
   const days = fromDate && toDate ? Math.round((Date.parse(toDate) - Date.parse(fromDate)) / 86_400_000) : 0;
@@ -83,7 +91,11 @@ function Route(props: { from?: { airport?: string; time?: string }; to?: { airpo
         {props.from?.airport} {fromTime} → {props.to?.airport} {toTime}
         {days > 0 ? <sup class="plus-days">+{days}</sup> : null}
       </span>
-      {fromDate ? <span class="date muted">{fromDate}</span> : null}
+      {fromDate ? (
+        <time class="date muted" dateTime={fromDate}>
+          {formatDay(fromDate, t)}
+        </time>
+      ) : null}
     </>
   );
 }
@@ -91,10 +103,42 @@ function Route(props: { from?: { airport?: string; time?: string }; to?: { airpo
 /** A booking link's label without the upstream's English "Book via ", under "Book". */
 const linkLabel = (label: string) => label.replace(/^Book via /i, "");
 
+/** A price that breaks only between its parts ("66,000 miles" / "+ $41.74"), never inside
+ * an amount, so a narrow card wraps it instead of cutting it off. */
+function Price(props: { text: string }) {
+  return (
+    <>
+      {priceParts(props.text).map((part, i) => (
+        <Fragment key={i}>
+          {i ? " " : ""}
+          <span class="nowrap">{part}</span>
+        </Fragment>
+      ))}
+    </>
+  );
+}
+
+/** The column headers in their order; `sort` marks the sortable ones. */
+function columns(kind: Kind, numbered: boolean, t: Texts): { key: string; label: string; sort?: SortKey }[] {
+  return [
+    ...(numbered ? [{ key: "option", label: t.option }] : []),
+    ...(kind === "award" ? [{ key: "programme", label: t.programme }] : []),
+    { key: "carrier", label: t.carrier, sort: "carrier" as const },
+    { key: "route", label: t.route },
+    { key: "duration", label: t.duration, sort: "duration" as const },
+    { key: "stops", label: t.stops, sort: "stops" as const },
+    { key: "price", label: kind === "award" ? t.miles : t.price, sort: "price" as const },
+    { key: "book", label: t.book },
+    { key: "notes", label: t.notes },
+  ];
+}
+
 export function FlightTable(props: { flights: Flight[]; kind: Kind }) {
   const [sort, setSort] = useState<{ key: SortKey; asc: boolean }>({ key: "price", asc: true });
   const policy = useContext(Links);
   const t = useContext(Words);
+  const actions = useContext(Actions);
+  const choosable = useContext(Choosable);
   const { kind } = props;
   const rows = props.flights
     .map((f, i) => ({ f, i }))
@@ -107,7 +151,7 @@ export function FlightTable(props: { flights: Flight[]; kind: Kind }) {
   const header = (key: SortKey, label: string) => {
     const active = sort.key === key;
     return (
-      <th scope="col" aria-sort={active ? (sort.asc ? "ascending" : "descending") : "none"}>
+      <th scope="col" key={key} aria-sort={active ? (sort.asc ? "ascending" : "descending") : "none"}>
         <button
           type="button"
           class="sort"
@@ -131,20 +175,20 @@ export function FlightTable(props: { flights: Flight[]; kind: Kind }) {
         </caption>
         <thead>
           <tr>
-            {numbered ? (
-              <th scope="col" class="option">
-                <span aria-hidden="true">#</span>
-                <span class="visually-hidden">{t.option}</span>
-              </th>
-            ) : null}
-            {kind === "award" ? <th scope="col">{t.programme}</th> : null}
-            {header("carrier", t.carrier)}
-            <th scope="col">{t.route}</th>
-            {header("duration", t.duration)}
-            {header("stops", t.stops)}
-            {header("price", kind === "award" ? t.miles : t.price)}
-            <th scope="col">{t.notes}</th>
-            <th scope="col">{t.book}</th>
+            {columns(kind, numbered, t).map((c) =>
+              c.key === "option" ? (
+                <th scope="col" class="option" key={c.key}>
+                  <span aria-hidden="true">#</span>
+                  <span class="visually-hidden">{c.label}</span>
+                </th>
+              ) : c.sort ? (
+                header(c.sort, c.label)
+              ) : (
+                <th scope="col" key={c.key}>
+                  {c.label}
+                </th>
+              ),
+            )}
           </tr>
         </thead>
         <tbody>
@@ -153,6 +197,7 @@ export function FlightTable(props: { flights: Flight[]; kind: Kind }) {
               .map(([label, url]) => [label, typeof url === "string" ? policy.href(url) : null] as const)
               .filter((l): l is readonly [string, string] => l[1] !== null);
             const o = f.outbound ?? {};
+            const option = typeof f.option === "number" ? f.option : null;
             return (
               <tr key={f.id ?? i}>
                 {numbered ? (
@@ -168,19 +213,17 @@ export function FlightTable(props: { flights: Flight[]; kind: Kind }) {
                 <td class="route">
                   <Route from={o.departure} to={o.arrival} />
                 </td>
-                <td class="leg-duration" data-label={t.duration}>{o.duration}</td>
+                <td class="leg-duration" data-label={t.duration}>{formatLegDuration(o.duration, t)}</td>
                 <td class="leg-stops" data-label={t.stops}>{o.stops ?? f.totalStops}</td>
                 <td class="price">
-                  {f.price}
+                  <Price text={f.price ?? ""} />
                   {f.pricePerPerson && f.pricePerPerson !== f.price ? (
-                    <div class="muted">{t.perPerson(f.pricePerPerson)}</div>
+                    <div class="muted per-person">
+                      <Price text={f.pricePerPerson} /> <span class="nowrap">{t.perPerson}</span>
+                    </div>
                   ) : null}
                 </td>
-                <td class="notes">
-                  {flightNotes(f, Date.now(), t).join(" · ")}
-                  {alsoVia(f).length ? <div class="muted">{t.alsoVia} {alsoVia(f).join("; ")}</div> : null}
-                </td>
-                <td class="book">
+                <td class="book" data-label={t.book}>
                   {links.length
                     ? links.map(([label, href]) => (
                         <ExternalLink key={label} href={href}>
@@ -188,6 +231,22 @@ export function FlightTable(props: { flights: Flight[]; kind: Kind }) {
                         </ExternalLink>
                       ))
                     : <span class="muted">—</span>}
+                  {option !== null ? (
+                    // The quick replies' way: the message goes as if the user had typed it.
+                    <button
+                      type="button"
+                      class="small choose"
+                      aria-label={t.chooseFlight(option)}
+                      disabled={actions.busy || !choosable}
+                      onClick={() => actions.send(t.chooseMessage(option))}
+                    >
+                      {t.choose}
+                    </button>
+                  ) : null}
+                </td>
+                <td class="notes">
+                  {flightNotes(f, Date.now(), t).join(" · ")}
+                  {alsoVia(f).length ? <div class="muted">{t.alsoVia} {alsoVia(f).join("; ")}</div> : null}
                 </td>
               </tr>
             );

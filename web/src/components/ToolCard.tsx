@@ -4,7 +4,7 @@
 // ran with (from the audit record).
 
 import { useContext, useState } from "preact/hooks";
-import { formatDuration, toolLabel } from "../format";
+import { clockTime, formatDuration, toolLabel } from "../format";
 import { Debug, type Texts, Words } from "../i18n";
 import type { ToolCard as Card } from "../reducer";
 import { Actions } from "./context";
@@ -37,10 +37,12 @@ function failureText(card: Card, t: Texts, debug: boolean): string | null {
   return t.failed;
 }
 
-/** "14:05" in the turn's language; the text itself when it is no time. */
-function clockTime(iso: string, t: Texts): string {
-  const at = new Date(iso);
-  return Number.isNaN(at.getTime()) ? iso : at.toLocaleTimeString(t.locale, { hour: "2-digit", minute: "2-digit" });
+/** The card's state in a word or two: what did not happen for a call the user declined
+ * ("Not created"), and a call that waits for their approval says so. */
+function phaseLabel(card: Card, t: Texts): string {
+  if (card.phase === "declined") return t.notDone[card.tool] ?? t.phases.declined;
+  if (card.phase === "pending" && card.status === "awaiting_approval") return t.awaitingApproval;
+  return t.phases[card.phase];
 }
 
 export function ToolCardView(props: { card: Card; chatId?: string }) {
@@ -54,7 +56,7 @@ export function ToolCardView(props: { card: Card; chatId?: string }) {
   const sources = sourcesOf(card.metadata);
   const failure = failureText(card, t, debug);
   const retrying = typeof card.metadata.retry_attempt === "number" ? t.retryQueued(card.metadata.retry_attempt) : "";
-  const label = t.phases[card.phase];
+  const label = phaseLabel(card, t);
   // For developers: the router's own words for the call (deduplicated, a cached result).
   const internals = debug
     ? [card.status, card.deduped ? "deduplicated" : "", card.metadata.cached === true ? "cached" : "", card.jobId ?? ""].filter(Boolean).join(" · ")
@@ -95,6 +97,7 @@ export function ToolCardView(props: { card: Card; chatId?: string }) {
           {retrying}
         </p>
       ) : null}
+      {card.phase === "declined" && card.status === "expired" ? <p class="muted">{t.expiredCall}</p> : null}
       {card.phase === "succeeded" || card.phase === "deduplicated" ? <FlightResults result={card.result} /> : null}
       {sources.length ? (
         <section class="sources" aria-label={t.sources}>

@@ -1,5 +1,6 @@
 // What the blocks can ask of the page: fetch an audit record, send a message, retry a
-// failed turn, decide a call that waits for approval.
+// failed turn, decide a call that waits for approval; and whether the flight rows they show
+// can be chosen.
 
 import { createContext } from "preact";
 import type { ToolCallRecord } from "../api";
@@ -20,3 +21,8 @@ export const Actions = createContext<PageActions>({
   decide: () => undefined,
   busy: false,
 });
+
+/** Whether the flight rows shown here can be chosen ("Option 2"): true but in a table older
+ * than the chat's latest flight list. The router picks from the last search's list, so a
+ * number chosen in an older table would name another flight. */
+export const Choosable = createContext<boolean>(true);
