@@ -81,8 +81,22 @@ impl Tool for CreateFareAlertTool {
     ) -> Result<ToolExecutionResult> {
         // Approval may come days later: the range must still lie ahead then.
         args.validate(ctx.today)?;
-        let alert = self.store.create(&ctx.user_id, &args).await?;
         let summary = args.summary(ctx.locale);
+        // The same alert twice watches nothing more: say the one there is.
+        let kept = self.store.list(&ctx.user_id).await?;
+        if let Some(same) = kept.iter().find(|alert| args.same_as(alert)) {
+            let message = match ctx.locale {
+                Locale::De => format!(
+                    "Diesen Preisalarm gibt es schon: {summary}. Es wurde kein zweiter angelegt."
+                ),
+                Locale::En => {
+                    format!("This fare alert exists already: {summary}. No second one was created.")
+                }
+            };
+            return Ok(ToolExecutionResult::succeeded(message)
+                .with_raw(serde_json::to_value(same).unwrap_or_default()));
+        }
+        let alert = self.store.create(&ctx.user_id, &args).await?;
         let message = match ctx.locale {
             Locale::De => format!(
                 "Gespeichert: {summary}. Der Alarm wird regelmäßig geprüft; Treffer und das Löschen findet der Nutzer unter seinen Preisalarmen."
@@ -127,8 +141,17 @@ mod tests {
             }
             Ok(alert)
         }
-        async fn list(&self, _: &str) -> Result<Vec<FareAlert>> {
-            Ok(Vec::new())
+        async fn list(&self, owner: &str) -> Result<Vec<FareAlert>> {
+            Ok(self
+                .0
+                .lock()
+                .map(|kept| {
+                    kept.iter()
+                        .filter(|(o, _)| o == owner)
+                        .map(|(_, a)| a.clone())
+                        .collect()
+                })
+                .unwrap_or_default())
         }
         async fn delete(&self, _: &str, _: &str) -> Result<()> {
             Err(Error::NotFound)
@@ -186,6 +209,34 @@ mod tests {
         );
         assert_eq!(result.raw.unwrap()["id"], json!("a1"));
         assert_eq!(store.0.lock().unwrap()[0].0, "u1");
+    }
+
+    #[tokio::test]
+    async fn the_same_alert_twice_is_recognised_and_not_created_again() {
+        let store = Arc::new(Kept::default());
+        let tool = TypedTool::new(CreateFareAlertTool {
+            store: store.clone(),
+        })
+        .unwrap();
+        let request = tool.prepare(example(), &ctx(Locale::En)).unwrap();
+        tool.execute(&ctx(Locale::En), &request).await.unwrap();
+        let again = tool.execute(&ctx(Locale::De), &request).await.unwrap();
+        assert!(again.is_success());
+        assert!(
+            again
+                .message
+                .starts_with("Diesen Preisalarm gibt es schon: Preisalarm FRA → JFK"),
+            "{}",
+            again.message
+        );
+        assert_eq!(store.0.lock().unwrap().len(), 1, "no second alert");
+        // Another limit is another alert.
+        let mut other = example();
+        other["max_miles"] = json!(60000);
+        let other = tool.prepare(other, &ctx(Locale::En)).unwrap();
+        let created = tool.execute(&ctx(Locale::En), &other).await.unwrap();
+        assert!(created.message.starts_with("Saved:"), "{}", created.message);
+        assert_eq!(store.0.lock().unwrap().len(), 2);
     }
 
     #[test]

@@ -67,6 +67,28 @@ pub struct CreateFareAlertArgs {
 }
 
 impl CreateFareAlertArgs {
+    /// Whether `alert` already watches what these arguments ask: the same route, days,
+    /// cabin and limits.
+    pub fn same_as(&self, alert: &FareAlert) -> bool {
+        (
+            &self.origin,
+            &self.destination,
+            self.date_from,
+            self.date_to,
+            self.cabin,
+            self.max_miles,
+            &self.max_price,
+        ) == (
+            &alert.origin,
+            &alert.destination,
+            alert.date_from,
+            alert.date_to,
+            alert.cabin,
+            alert.max_miles,
+            &alert.max_price,
+        )
+    }
+
     /// Checks what the schema cannot: the dates against each other and `today` (the
     /// user's date), and that some limit is set.
     pub fn validate(&self, today: Date) -> Result<(), Error> {
