@@ -133,6 +133,14 @@ pub fn carrier_hub(carrier: &str, origin: &str, destination: &str) -> Option<&'s
     best_hub(hubs, origin, destination)
 }
 
+/// Whether `airport` is one of `carrier`'s hubs: a carrier flies non-stop only from or to
+/// one of them.
+pub fn is_hub(carrier: &str, airport: &str) -> bool {
+    HUBS.iter()
+        .find(|(code, _)| code.eq_ignore_ascii_case(carrier))
+        .is_some_and(|(_, hubs)| hubs.iter().any(|h| h.eq_ignore_ascii_case(airport)))
+}
+
 /// A connection point for a trip that must stop: the carrier's hub on the way, else a big
 /// one on the way.
 pub fn any_hub(carrier: &str, origin: &str, destination: &str) -> &'static str {

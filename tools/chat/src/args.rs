@@ -95,7 +95,8 @@ pub struct Args {
     #[arg(long, requires = "deny")]
     pub reason: Option<String>,
 
-    /// List your fare alerts, one JSON object a line.
+    /// List your fare alerts: each with what it watches, its checks and what it found (with
+    /// --json: one JSON object a line).
     #[arg(long, conflicts_with_all = ["message", "new", "chat_id"])]
     pub alerts: bool,
 

@@ -7,6 +7,7 @@
 //! from the flight table), and a tool call that needs the user's
 //! approval is asked about after the turn (or decided with `--approve` / `--deny`).
 
+pub mod alerts;
 pub mod args;
 pub mod client;
 pub mod printable;
@@ -63,7 +64,7 @@ pub async fn run(args: Args) -> Result<()> {
     let credentials = Credentials::from_args(&args)?;
     let client = Client::new(&args.url, credentials)?;
     if args.alerts {
-        return print_alerts(&client, std::io::stdout()).await;
+        return print_alerts(&client, std::io::stdout(), args.json).await;
     }
     let mut session = Session::open_for(
         args.state_file.clone(),
@@ -291,8 +292,9 @@ fn hint<W: Write, E: Write>(
     ))?)
 }
 
-/// `--alerts`: each fare alert as one JSON line (`[]` and `{alerts: [...]}` are both read).
-async fn print_alerts(client: &Client, mut out: impl Write) -> Result<()> {
+/// `--alerts`: the fare alerts as [`alerts::readable`] says them, or with `--json` each as
+/// one JSON line (`[]` and `{alerts: [...]}` are both read).
+async fn print_alerts(client: &Client, mut out: impl Write, json: bool) -> Result<()> {
     let listed = client.alerts().await?;
     let alerts = match &listed {
         Value::Array(alerts) => alerts.as_slice(),
@@ -301,6 +303,12 @@ async fn print_alerts(client: &Client, mut out: impl Write) -> Result<()> {
             None => std::slice::from_ref(other),
         },
     };
+    if !json {
+        for line in alerts::readable(alerts) {
+            writeln!(out, "{line}")?;
+        }
+        return Ok(out.flush()?);
+    }
     if alerts.is_empty() {
         writeln!(out, "no fare alerts")?;
     }

@@ -2,15 +2,18 @@
 //! its own for each of them.
 //!
 //! A search answers what the real one would: the recorded availabilities moved to the asked
-//! route and window, only those with seats in the asked cabin, and only those of the asked
-//! programmes (`sources`; recorded rows are relabelled when too few are of them, so asking
-//! for Miles & More gives `lufthansa` rows flown by LH). Every availability gets an id of
+//! route and window, only those with seats in the asked cabin, on airlines their programme
+//! books that fly the route, at prices by distance and cabin (`plausible`), and only those
+//! of the asked programmes (`sources`; recorded rows are relabelled when too few are of
+//! them, so asking for Miles & More gives `lufthansa` rows flown by LH). Every availability gets an id of
 //! its own per route and date, so the trip lookups that follow cannot mix two searches.
 //!
 //! `/trips/{id}` then answers that availability's trips, one per cabin it has seats in:
 //! its own departure time and flight numbers (by its place in the recording), its cabin's
 //! mileage cost, taxes and seats, non-stop or via the carrier's hub as its `…Direct` field
 //! says, and booking links for the asked route and date.
+
+mod plausible;
 
 use std::hash::{DefaultHasher, Hash, Hasher};
 
@@ -118,9 +121,11 @@ pub fn fit_search(fixture: &Value, query: &AwardQuery, now: OffsetDateTime) -> (
         .into_iter()
         .enumerate()
         .filter(|(_, item)| in_window(item, route.date, query.end))
-        .filter(|(_, item)| query.cabin.as_deref().is_none_or(|c| has_cabin(item, c)))
         .collect();
     choose_sources(&mut items, &query.sources);
+    // Only airlines the programme books that fly the route, at its chart's prices.
+    items.retain_mut(|(_, item)| plausible::fit(item, &route.origin, &route.destination));
+    items.retain(|(_, item)| query.cabin.as_deref().is_none_or(|c| has_cabin(item, c)));
     let compact = route.date.to_string().replace('-', "");
     // Microseconds, as Seats.aero writes them.
     let now = now
