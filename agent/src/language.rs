@@ -64,7 +64,8 @@ pub fn from_message(text: &str) -> Option<Locale> {
         "ist", "nicht", "ein", "eine", "mir", "gibt", "welche", "welcher", "kann", "es", "sind",
         "wann", "wo", "warum", "habe", "haben", "fliegen", "kostet", "auch", "oder", "nur", "noch",
         "zu", "im", "dem", "den", "des", "sie", "wir", "uns", "mein", "meine", "bei", "auf", "am",
-        "zum", "zur", "meilen", "klasse", "hallo", "danke", "gerne",
+        "zum", "zur", "meilen", "klasse", "hallo", "danke", "gerne", "hat", "wird", "werden",
+        "gilt", "regeln", "meiner", "meinen",
     ];
     let lower = text.to_lowercase();
     if lower.contains(['ä', 'ö', 'ü', 'ß']) {
@@ -205,6 +206,8 @@ mod tests {
             ("Gibt es Lounges in Frankfurt?", Locale::De),
             ("Wann ist der Flug?", Locale::De),
             ("Which day is cheapest to fly?", Locale::En),
+            ("Welche Stopover-Regeln hat Miles & More?", Locale::De),
+            ("What are the stopover rules for Miles & More?", Locale::En),
         ] {
             assert_eq!(from_message(text), Some(expected), "{text}");
         }

@@ -30,6 +30,7 @@ function titles(lang: Lang): Record<string, string> {
 }
 
 const en = {
+  lang: "en",
   locale: "en-GB",
   /** How flight durations abbreviate hours and minutes ("8h 15m"). */
   durationUnits: "narrow" as "narrow" | "short",
@@ -135,6 +136,8 @@ const en = {
   failed: "This step did not work.",
   tookTooLong: "This took too long.",
   sources: "Sources",
+  /** A source in the other language says so: "(in German)". */
+  languageName: { de: "in German", en: "in English" } as Record<string, string>,
   details: "Details",
   loading: "Loading…",
   award: "Award flights (miles)",
@@ -196,6 +199,7 @@ const CALL_STATUS: Record<Lang, Record<string, string>> = {
 };
 
 const de: Texts = {
+  lang: "de",
   locale: "de-DE",
   durationUnits: "short",
   appTitle: "Reise-Chat",
@@ -299,6 +303,7 @@ const de: Texts = {
   failed: "Dieser Schritt hat nicht geklappt.",
   tookTooLong: "Das hat zu lange gedauert.",
   sources: "Quellen",
+  languageName: { de: "auf Deutsch", en: "auf Englisch" },
   details: "Details",
   loading: "Wird geladen…",
   award: "Prämienflüge (Meilen)",

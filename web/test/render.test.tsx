@@ -135,7 +135,11 @@ describe("a reloaded chat", () => {
   });
   const records = new Map([
     ["tc_1", record("tc_1", "search_flights", { response: { raw: { seatsResult: { results: { flights: [flight({ id: "9", airline: "TK", miles: 1 })] } } }, metadata: { mode: "flights" } } })],
-    ["tc_2", record("tc_2", "search_knowledge_base", { response: { metadata: { sources: [{ id: "s#1", document_id: "status-und-upgrades", snippet: "Upgrades mit Meilen" }] } } })],
+    ["tc_2", record("tc_2", "search_knowledge_base", { response: { metadata: { sources: [
+      { id: "s#1", document_id: "status-und-upgrades", title: "Status und Upgrades", section: "Upgrades mit Meilen", lang: "de", snippet: "Viele Programme erlauben es" },
+      { id: "s#2", document_id: "status-und-upgrades", title: "Status und Upgrades", section: "Upgrade-Gebote", lang: "de", snippet: "Einige Airlines" },
+      { id: "o#0", document_id: "stopovers-and-open-jaws", snippet: "Two routing features" },
+    ] } } })],
   ]);
 
   it("shows the stored messages, tool cards with results and durations, sources and quick replies", () => {
@@ -146,7 +150,14 @@ describe("a reloaded chat", () => {
     expect(cards.map((c) => c.getAttribute("data-status"))).toEqual(["succeeded", "succeeded"]);
     expect(cards[0].querySelector(".duration")?.textContent).toBe("1.3 s");
     expect(cards[0].querySelector("table")).not.toBeNull();
-    expect(cards[1].querySelector(".sources")?.textContent).toContain("status-und-upgrades");
+    // Sources by document, with titles (never the document id) and where a source's
+    // language is not the page's, a word on it; an older record's id written as words.
+    const sources = [...cards[1].querySelectorAll(".sources li")].map((li) => li.textContent);
+    expect(sources).toEqual([
+      "Status und Upgrades › Upgrades mit Meilen · Upgrade-Gebote (in German) — Viele Programme erlauben es",
+      "Stopovers and open jaws — Two routing features",
+    ]);
+    expect(cards[1].querySelector(".sources")?.textContent).not.toContain("status-und-upgrades");
     expect(el.querySelector(".quick-replies button")?.textContent).toBe("More");
     expect(el.querySelector(".md strong")?.textContent).toBe("they");
     expect(el.querySelector(".stopped-note")).toBeNull();

@@ -100,7 +100,10 @@ impl Pipeline {
             let outcome = CallOutcome::new(call, Some(name), CallStatus::Skipped, None, result);
             return refused(outcome, Some(RefusalReason::NoTimeLeft));
         }
-        let mode = if policy.needs_approval(name, tool.settings.approval) {
+        // A call that would change nothing (an alert the user has) is not put to them.
+        let asks = policy.needs_approval(name, tool.settings.approval)
+            && tool.tool.needs_approval(ctx, &request).await;
+        let mode = if asks {
             ClaimMode::AwaitApproval {
                 approval: self.approval_for(ctx, &tool, &request),
             }

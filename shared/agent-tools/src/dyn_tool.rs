@@ -51,6 +51,12 @@ pub trait DynTool: Send + Sync {
         default_approval_summary(self.name(), request, locale)
     }
 
+    /// For a tool whose settings ask for approval: whether this call still needs it
+    /// ([`crate::Tool::needs_approval`]). Asked before the call is recorded.
+    async fn needs_approval(&self, _ctx: &ToolContext, _request: &Value) -> bool {
+        true
+    }
+
     /// What this tool's rate limit counts: its name (an external tool: its offered name).
     fn limit_scope(&self) -> shared::limits::LimitScope {
         shared::limits::LimitScope::Tool(self.name())

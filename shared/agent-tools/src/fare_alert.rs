@@ -16,7 +16,7 @@ use crate::deps::ToolDeps;
 use crate::typed::Tool;
 use shared::Result;
 use shared::alerts::AlertStore;
-use shared::domain::alert::CreateFareAlertArgs;
+use shared::domain::alert::{CreateFareAlertArgs, FareAlert};
 use shared::domain::flight::{Cabin, Locale};
 use shared::domain::tool_call::ToolName;
 use shared::domain::tool_result::ToolExecutionResult;
@@ -83,8 +83,7 @@ impl Tool for CreateFareAlertTool {
         args.validate(ctx.today)?;
         let summary = args.summary(ctx.locale);
         // The same alert twice watches nothing more: say the one there is.
-        let kept = self.store.list(&ctx.user_id).await?;
-        if let Some(same) = kept.iter().find(|alert| args.same_as(alert)) {
+        if let Some(same) = self.existing(ctx, &args).await? {
             let message = match ctx.locale {
                 Locale::De => format!(
                     "Diesen Preisalarm gibt es schon: {summary}. Es wurde kein zweiter angelegt."
@@ -94,7 +93,7 @@ impl Tool for CreateFareAlertTool {
                 }
             };
             return Ok(ToolExecutionResult::succeeded(message)
-                .with_raw(serde_json::to_value(same).unwrap_or_default()));
+                .with_raw(serde_json::to_value(&same).unwrap_or_default()));
         }
         let alert = self.store.create(&ctx.user_id, &args).await?;
         let message = match ctx.locale {
@@ -111,6 +110,24 @@ impl Tool for CreateFareAlertTool {
 
     fn approval_summary(&self, args: &CreateFareAlertArgs, locale: Locale) -> Option<String> {
         Some(args.summary(locale))
+    }
+
+    /// An alert the user has already is only reported: nothing to approve. When the list
+    /// cannot be read, the user is asked as usual.
+    async fn needs_approval(&self, ctx: &ToolContext, args: &CreateFareAlertArgs) -> bool {
+        !matches!(self.existing(ctx, args).await, Ok(Some(_)))
+    }
+}
+
+impl CreateFareAlertTool {
+    /// The user's alert that watches the same as `args`, if they have one.
+    async fn existing(
+        &self,
+        ctx: &ToolContext,
+        args: &CreateFareAlertArgs,
+    ) -> Result<Option<FareAlert>> {
+        let kept = self.store.list(&ctx.user_id).await?;
+        Ok(kept.into_iter().find(|alert| args.same_as(alert)))
     }
 }
 
@@ -219,7 +236,10 @@ mod tests {
         })
         .unwrap();
         let request = tool.prepare(example(), &ctx(Locale::En)).unwrap();
+        // A new alert is put to the user; one they have already is not.
+        assert!(tool.needs_approval(&ctx(Locale::En), &request).await);
         tool.execute(&ctx(Locale::En), &request).await.unwrap();
+        assert!(!tool.needs_approval(&ctx(Locale::En), &request).await);
         let again = tool.execute(&ctx(Locale::De), &request).await.unwrap();
         assert!(again.is_success());
         assert!(

@@ -6,6 +6,7 @@
 
 use std::fmt::Write as _;
 
+use shared::domain::alert;
 use shared::domain::flight::{
     CabinFrom, FlightLeg, FlightResult, FlightSearchInput, FlightSearchResult, Locale,
 };
@@ -24,6 +25,18 @@ struct Context<'a> {
     /// Adults and children: who has a seat, and so a price.
     seated: u32,
     now: OffsetDateTime,
+}
+
+impl<'a> Context<'a> {
+    fn new(input: &'a FlightSearchInput, locale: Locale, now: OffsetDateTime) -> Self {
+        Self {
+            input,
+            locale,
+            de: locale == Locale::De,
+            seated: u32::from(input.pax.unwrap_or(1)) + u32::from(input.children.unwrap_or(0)),
+            now,
+        }
+    }
 }
 
 /// What a search says: the whole numbered list, which the model reads (and any client that
@@ -112,13 +125,7 @@ pub(super) fn format_message(
     let offered = number_offers(input, award.as_deref_mut(), cash.as_deref_mut());
     let (award, cash) = (award.as_deref(), cash.as_deref());
     let de = locale == Locale::De;
-    let ctx = Context {
-        input,
-        locale,
-        de,
-        seated: u32::from(input.pax.unwrap_or(1)) + u32::from(input.children.unwrap_or(0)),
-        now,
-    };
+    let ctx = Context::new(input, locale, now);
     let route = format!(
         "{} → {}, {}, {}",
         input.origin,
@@ -187,14 +194,8 @@ pub(super) fn picked(
     locale: Locale,
     now: OffsetDateTime,
 ) -> String {
-    let de = locale == Locale::De;
-    let ctx = Context {
-        input,
-        locale,
-        de,
-        seated: u32::from(input.pax.unwrap_or(1)) + u32::from(input.children.unwrap_or(0)),
-        now,
-    };
+    let ctx = Context::new(input, locale, now);
+    let de = ctx.de;
     let f = &chosen.flight;
     let mut out = if de {
         format!("Du hast Option {} gewählt: {}", chosen.option, row(&ctx, f))
@@ -444,10 +445,10 @@ fn row(ctx: &Context<'_>, f: &FlightResult) -> String {
     if let Some(kind) = kind {
         let _ = write!(out, ", {kind}");
     }
-    let _ = write!(out, " — {}", leg(&f.outbound));
+    let _ = write!(out, " — {}", leg(ctx, &f.outbound));
     if let Some(inbound) = &f.inbound {
         let back = if ctx.de { "zurück" } else { "return" };
-        let _ = write!(out, "; {back} {}", leg(inbound));
+        let _ = write!(out, "; {back} {}", leg(ctx, inbound));
     }
     if f.cabin != ctx.input.cabin.display_name() {
         notes.insert(0, f.cabin.clone());
@@ -474,16 +475,42 @@ fn price(ctx: &Context<'_>, f: &FlightResult) -> String {
     }
 }
 
-fn leg(l: &FlightLeg) -> String {
-    format!(
-        "{} {} → {} {} ({}, {})",
-        l.departure.airport,
-        l.departure.time,
-        l.arrival.airport,
-        l.arrival.time,
-        l.duration,
-        l.stops
-    )
+/// "FRA 13:40 → JFK 16:30, 18 Jul 2027 (8h 50m, nonstop)"; an arrival on a later day
+/// has "+1" ("+2"); a time the upstream wrote otherwise is shown as it came.
+fn leg(ctx: &Context<'_>, l: &FlightLeg) -> String {
+    let (departs, arrives) = (local_time(&l.departure.time), local_time(&l.arrival.time));
+    let (times, day) = match (departs, arrives) {
+        (Some((day, dep)), Some((arrival_day, arr))) => {
+            let later = (arrival_day - day).whole_days();
+            let plus = if later > 0 {
+                format!(" +{later}")
+            } else {
+                String::new()
+            };
+            (
+                format!(
+                    "{} {dep} → {} {arr}{plus}",
+                    l.departure.airport, l.arrival.airport
+                ),
+                format!(", {}", alert::day_text(day, ctx.locale)),
+            )
+        }
+        _ => (
+            format!(
+                "{} {} → {} {}",
+                l.departure.airport, l.departure.time, l.arrival.airport, l.arrival.time
+            ),
+            String::new(),
+        ),
+    };
+    format!("{times}{day} ({}, {})", l.duration, l.stops)
+}
+
+/// "2027-07-18T13:40" (an airport's local time): its day and "13:40".
+fn local_time(text: &str) -> Option<(time::Date, &str)> {
+    let (day, clock) = text.split_once('T')?;
+    let day = time::Date::parse(day, &time::format_description::well_known::Iso8601::DATE).ok()?;
+    Some((day, clock.get(..5)?))
 }
 
 #[cfg(test)]
@@ -600,7 +627,7 @@ mod tests {
         );
         assert!(text.contains(", round trip — FRA"), "{text}");
         assert!(
-            text.contains("; return JFK 2027-03-08T18:00 → FRA"),
+            text.contains("; return JFK 18:00 → FRA 08:00 +1, 8 Mar 2027 (8h, Nonstop)"),
             "{text}"
         );
         assert!(!text.contains("seats unknown"), "{text}");
@@ -821,6 +848,16 @@ mod tests {
         let de = picked(&input("BUSINESS", 2), &chosen, Locale::De, now());
         assert!(de.starts_with("Du hast Option 2 gewählt: "), "{de}");
         assert!(de.contains("für 2 ("), "{de}");
+        // Times and the day as people write them, not "2027-03-01T10:00".
+        assert!(
+            en.contains("FRA 10:00 → JFK 12:45, 1 Mar 2027 (8h 45m"),
+            "{en}"
+        );
+        assert!(de.contains("FRA 10:00 → JFK 12:45, 1. März 2027 ("), "{de}");
+        assert!(
+            !en.contains("T10:00") && !de.contains("T10:00"),
+            "{en}\n{de}"
+        );
         let mut bare = chosen.clone();
         bare.flight.booking_links = None;
         assert!(

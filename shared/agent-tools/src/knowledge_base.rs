@@ -11,6 +11,7 @@ use crate::catalog::ToolInfo;
 use crate::context::ToolContext;
 use crate::deps::ToolDeps;
 use crate::functions::FunctionClient;
+use crate::kb_passage::PassageView;
 use crate::typed::Tool;
 use shared::Result;
 use shared::domain::flight::Locale;
@@ -111,13 +112,25 @@ impl Tool for SearchKnowledgeBaseTool {
                 .with_metadata("suggested_tool", ToolName::ASK_GPT.as_str())
                 .with_metadata("query", args.query));
         }
+        let views: Vec<PassageView> = found
+            .results
+            .iter()
+            .map(|hit| PassageView::of(&hit.document_id, &hit.content))
+            .collect();
+        // Each passage says its language, so an answer can quote the passage in the user's
+        // language, or say that its source is in another.
         let bullets: Vec<String> = found
             .results
             .iter()
+            .zip(&views)
             .enumerate()
-            .map(|(i, hit)| {
+            .map(|(i, (hit, view))| {
+                let lang = match view.lang {
+                    Locale::De => "German",
+                    Locale::En => "English",
+                };
                 format!(
-                    "**{}.** [{}] {}",
+                    "**{}.** [{}, {lang}] {}",
                     i + 1,
                     hit.document_id,
                     snippet(&hit.content)
@@ -129,14 +142,20 @@ impl Tool for SearchKnowledgeBaseTool {
         } else {
             "Here is what the knowledge base says:"
         };
+        // What a source list shows: the document's title and section, its text without
+        // Markdown; the ids stay for the debug view.
         let sources: Vec<Value> = found
             .results
             .iter()
-            .map(|hit| {
+            .zip(views)
+            .map(|(hit, view)| {
                 json!({
                     "id": hit.id,
                     "document_id": hit.document_id,
-                    "snippet": snippet(&hit.content),
+                    "title": view.title,
+                    "section": view.section,
+                    "lang": view.lang,
+                    "snippet": snippet(&view.text),
                     "score": hit.score,
                 })
             })

@@ -21,6 +21,7 @@ mod flight_message;
 mod flight_rows;
 pub mod flights;
 mod functions;
+mod kb_passage;
 pub mod knowledge_base;
 pub mod metered;
 mod registry;

@@ -90,6 +90,13 @@ pub trait Tool: Send + Sync + Sized + 'static {
         None
     }
 
+    /// For a tool whose settings ask for approval: whether this call still needs it.
+    /// `false` when running it changes nothing the user must agree to (an alert that
+    /// exists already, which [`Tool::run`] only reports), so it runs without asking.
+    async fn needs_approval(&self, _ctx: &ToolContext, _request: &Self::Request) -> bool {
+        true
+    }
+
     /// `Some(kind)` for a tool the client renders (a UI skill): its result's `raw` is the
     /// `ui` event's payload.
     fn ui_kind(&self) -> Option<UiKind> {
@@ -178,5 +185,12 @@ impl<T: Tool> DynTool for TypedTool<T> {
 
     fn ui_kind(&self) -> Option<UiKind> {
         self.tool.ui_kind()
+    }
+
+    async fn needs_approval(&self, ctx: &ToolContext, request: &Value) -> bool {
+        match Self::stored(request) {
+            Ok(typed) => self.tool.needs_approval(ctx, &typed).await,
+            Err(_) => true,
+        }
     }
 }

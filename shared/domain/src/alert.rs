@@ -210,9 +210,14 @@ fn month_name(date: Date, locale: Locale) -> &'static str {
     }
 }
 
+/// One day: "18 Jul 2027" (German: "18. Juli 2027").
+pub fn day_text(date: Date, locale: Locale) -> String {
+    date_range(date, date, locale)
+}
+
 /// "1–15 Mar 2027", "28 Feb – 3 Mar 2027", "30 Dec 2026 – 5 Jan 2027" (German: "1.–15. März
 /// 2027").
-fn date_range(from: Date, to: Date, locale: Locale) -> String {
+pub fn date_range(from: Date, to: Date, locale: Locale) -> String {
     let day = |d: Date| match locale {
         Locale::En => d.day().to_string(),
         Locale::De => format!("{}.", d.day()),

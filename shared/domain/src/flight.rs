@@ -440,23 +440,31 @@ pub enum Locale {
 }
 
 impl Locale {
-    /// A cheap guess at the language of a user's message, for texts the tools format
-    /// themselves: German when it has umlauts or common German words, else English.
-    pub fn guess(text: &str) -> Self {
+    /// The language a passage of prose is written in: the one whose common words it uses
+    /// more ("was", "die" and "man" are words of both, so they count for neither); umlauts
+    /// decide a tie.
+    pub fn of_passage(text: &str) -> Self {
         const GERMAN: [&str; 24] = [
-            "ich", "und", "nach", "von", "der", "die", "das", "mit", "bitte", "suche", "flug",
-            "flüge", "meilen", "wie", "was", "ist", "für", "nicht", "ein", "eine", "mir", "gibt",
-            "welche", "kann",
+            "der", "und", "das", "ist", "nicht", "mit", "für", "auf", "ein", "eine", "den", "dem",
+            "des", "sich", "auch", "es", "zu", "im", "bei", "von", "wird", "werden", "oder",
+            "sind",
+        ];
+        const ENGLISH: [&str; 24] = [
+            "the", "and", "is", "are", "not", "with", "for", "on", "a", "an", "of", "to", "it",
+            "this", "that", "be", "can", "or", "by", "from", "as", "at", "you", "your",
         ];
         let lower = text.to_lowercase();
-        if lower.contains(['ä', 'ö', 'ü', 'ß']) {
-            return Self::De;
+        let (mut de, mut en) = (0usize, 0usize);
+        for word in lower.split(|c: char| !c.is_alphanumeric()) {
+            de += usize::from(GERMAN.contains(&word));
+            en += usize::from(ENGLISH.contains(&word));
         }
-        let hits = lower
-            .split(|c: char| !c.is_alphanumeric())
-            .filter(|w| GERMAN.contains(w))
-            .count();
-        if hits >= 2 { Self::De } else { Self::En }
+        match de.cmp(&en) {
+            std::cmp::Ordering::Greater => Self::De,
+            std::cmp::Ordering::Less => Self::En,
+            std::cmp::Ordering::Equal if lower.contains(['ä', 'ö', 'ü', 'ß']) => Self::De,
+            std::cmp::Ordering::Equal => Self::En,
+        }
     }
 }
 
@@ -911,13 +919,15 @@ mod tests {
     }
 
     #[test]
-    fn locale_guess() {
-        assert_eq!(Locale::guess("Suche Flüge von FRA nach JFK"), Locale::De);
-        assert_eq!(Locale::guess("Ich will nach New York"), Locale::De);
-        assert_eq!(
-            Locale::guess("Find business flights FRA to JFK"),
-            Locale::En
-        );
+    fn a_passage_is_in_the_language_of_its_common_words() {
+        // "was" and "die" are words of both languages: this passage is English.
+        let english =
+            "The programme was changed; miles die after 36 months of no activity on the account.";
+        assert_eq!(Locale::of_passage(english), Locale::En);
+        let german = "Meilen verfallen grundsätzlich nach 36 Monaten, für Statuskunden gibt es einen Schutz.";
+        assert_eq!(Locale::of_passage(german), Locale::De);
+        assert_eq!(Locale::of_passage("Zürich"), Locale::De);
+        assert_eq!(Locale::of_passage("Stopovers"), Locale::En);
     }
 
     #[test]

@@ -33,6 +33,8 @@ mod window;
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use shared::domain::alert::date_range;
+use shared::domain::flight::Locale;
 use shared::domain::loyalty::PROGRAMMES;
 use shared::domain::session::{FlightRequestSnapshot, PendingFlightRequest};
 use test_support::fake_llm::Reply;
@@ -587,9 +589,19 @@ fn after_tools(message: &str, ask: &Ask<'_>) -> Reply {
                 // UI skills: the client shows them; their message is for a model.
                 Some("suggest_replies" | "show_flight_options") => None,
                 Some("search_knowledge_base") if !content.starts_with('[') => Some(
-                    knowledge::answer(content, ask.german)
+                    knowledge::answer(content, message, ask.german)
                         .unwrap_or_else(|| relay_tool_result(content, ask.german)),
                 ),
+                Some("search_flights") => {
+                    let mut relayed = relay_tool_result(content, ask.german);
+                    if !relayed.trim_end().ends_with('?')
+                        && let Some(note) = narrowed_range_note(message, ask.today, ask.german)
+                    {
+                        relayed.push_str("\n\n");
+                        relayed.push_str(&note);
+                    }
+                    Some(relayed)
+                }
                 _ => Some(relay_tool_result(content, ask.german)),
             }
         })
@@ -599,6 +611,34 @@ fn after_tools(message: &str, ask: &Ask<'_>) -> Reply {
         return text(relay_tool_result(last, ask.german));
     }
     text(parts.join("\n\n"))
+}
+
+/// What a range wider than one search became ([`window::centred`]): the days searched, and
+/// how to see the rest. `None` when the message asks for no range or one that fits.
+fn narrowed_range_note(message: &str, today: Date, german: bool) -> Option<String> {
+    let lower = message.to_lowercase();
+    let (start, end) = window::range_in(&lower, &dates_in(&lower, today))?;
+    let (middle, days, narrowed) = window::centred(start, end);
+    if !narrowed {
+        return None;
+    }
+    let around = time::Duration::days(i64::from(days));
+    let locale = if german { Locale::De } else { Locale::En };
+    let asked = date_range(start, end, locale);
+    let searched = date_range(middle - around, middle + around, locale);
+    Some(if german {
+        format!(
+            "Gefragt war {asked}; eine Suche umfasst höchstens {} Tage, daher habe ich die Mitte \
+             gesucht: {searched}. Nenne mir eine andere Woche, dann suche ich dort.",
+            2 * days + 1
+        )
+    } else {
+        format!(
+            "You asked for {asked}; one search covers at most {} days, so I searched the middle \
+             of it: {searched}. Name another week and I will search that.",
+            2 * days + 1
+        )
+    })
 }
 
 /// The tool calls the assistant made in the chat: each call's id and tool name.
@@ -2020,6 +2060,35 @@ mod tests {
             assert_eq!(args["flexibility"], json!(flexibility), "{message}: {args}");
             assert_eq!(args.get("return_date"), None, "{message}: {args}");
         }
+        // A range wider than a search: the answer says which days were searched.
+        for (message, said) in [
+            (
+                "FRA to JFK between 1 and 21 March",
+                "You asked for 1–21 Mar 2027; one search covers at most 7 days, so I searched \
+                 the middle of it: 8–14 Mar 2027.",
+            ),
+            (
+                "FRA nach JFK vom 1. bis 21. März",
+                "Gefragt war 1.–21. März 2027; eine Suche umfasst höchstens 7 Tage, daher habe \
+                 ich die Mitte gesucht: 8.–14. März 2027.",
+            ),
+        ] {
+            let history = [
+                user(message),
+                json!({"role": "assistant", "content": "", "tool_calls": [{"id": "s1", "type": "function",
+                    "function": {"name": "search_flights", "arguments": "{}"}}]}),
+                json!({"role": "tool", "tool_call_id": "s1", "content": "I found 5 award flights for FRA → JFK."}),
+            ];
+            let (reply, _) = answer(&history, TRAVEL);
+            assert!(reply.content().contains(said), "{}", reply.content());
+        }
+        let history = [
+            user("FRA to JFK between 12 and 18 March"),
+            json!({"role": "assistant", "content": "", "tool_calls": [{"id": "s1", "type": "function",
+                "function": {"name": "search_flights", "arguments": "{}"}}]}),
+            json!({"role": "tool", "tool_call_id": "s1", "content": "I found 5 award flights for FRA → JFK."}),
+        ];
+        assert!(!answer(&history, TRAVEL).0.content().contains("asked for"));
         for message in [
             "What about a return on 22 March?",
             "Und der Rückflug am 22. März?",
@@ -2160,12 +2229,27 @@ mod tests {
     #[test]
     fn a_knowledge_base_answer_is_a_short_synthesis_with_its_sources() {
         let found = "Here is what the knowledge base says:\n\n\
-            **1.** [fuel-surcharges-explained] Fuel surcharges explained > What they are\n\n\
+            **1.** [fuel-surcharges-explained, English] Fuel surcharges explained > What they are\n\n\
             Fuel surcharges are carrier-imposed fees added to award tickets. They vary by airline and route. \
             Some programmes pass on **all** of them, others no…\n\n\
-            **2.** [steuern-und-gebuehren] Steuern und Gebühren\n\n\
+            **2.** [steuern-und-gebuehren, German] Steuern und Gebühren\n\n\
             Steuern und Gebühren fallen auch bei Prämienflügen an. Die Höhe hängt vom Abflugort ab.";
-        for (german, label) in [(false, "Sources"), (true, "Quellen")] {
+        // The English question's words pick the sentence that answers it; the German one
+        // shares none with the English passage the search ranked first, which is quoted
+        // with a word on its language.
+        for (german, expected) in [
+            (
+                false,
+                "Fuel surcharges are carrier-imposed fees added to award tickets.\n\n\
+                 Sources: Fuel surcharges explained",
+            ),
+            (
+                true,
+                "Die Wissensdatenbank hat dazu eine englische Quelle: \
+                 Fuel surcharges are carrier-imposed fees added to award tickets. They vary by airline and route.\n\n\
+                 Quellen: Fuel surcharges explained",
+            ),
+        ] {
             let question = if german {
                 "Wie funktionieren Treibstoffzuschläge?"
             } else {
@@ -2180,14 +2264,7 @@ mod tests {
             ];
             let (reply, calls) = answer(&history, TRAVEL);
             assert!(calls.is_empty());
-            assert_eq!(
-                reply.content(),
-                format!(
-                    "Fuel surcharges are carrier-imposed fees added to award tickets. They vary by airline and route. \
-                     Steuern und Gebühren fallen auch bei Prämienflügen an.\n\n\
-                     {label}: Fuel surcharges explained, Steuern und Gebühren"
-                )
-            );
+            assert_eq!(reply.content(), expected);
         }
     }
 

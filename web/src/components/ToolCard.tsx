@@ -13,6 +13,9 @@ import { FlightResults } from "./FlightTable";
 interface Source {
   id?: string;
   document_id?: string;
+  title?: string;
+  section?: string;
+  lang?: string;
   snippet?: string;
   score?: number;
 }
@@ -21,6 +24,35 @@ function sourcesOf(metadata: Record<string, unknown>): Source[] {
   const s = metadata.sources;
   return Array.isArray(s) ? s.filter((x): x is Source => typeof x === "object" && x !== null) : [];
 }
+
+/** One document of the sources: its title, the sections found in it and the best
+ * passage's snippet. */
+export interface SourceDocument {
+  key: string;
+  title: string;
+  sections: string[];
+  lang?: string;
+  snippet?: string;
+}
+
+/** The sources by document, in the search's order: a document found in four passages is
+ * one entry. A title is what people read; a record from before titles has its document id
+ * written as words ("stopovers-and-open-jaws" → "Stopovers and open jaws"). */
+export function sourceDocuments(sources: Source[]): SourceDocument[] {
+  const byKey = new Map<string, SourceDocument>();
+  for (const s of sources) {
+    const key = s.document_id ?? s.title ?? s.id ?? "";
+    const doc = byKey.get(key) ?? { key, title: s.title ?? words(s.document_id ?? s.id ?? ""), sections: [], lang: s.lang, snippet: s.snippet };
+    if (s.section && !doc.sections.includes(s.section)) doc.sections.push(s.section);
+    byKey.set(key, doc);
+  }
+  return [...byKey.values()];
+}
+
+const words = (id: string) => {
+  const text = id.replace(/#.*$/, "").replace(/[-_]+/g, " ").trim();
+  return text.charAt(0).toUpperCase() + text.slice(1);
+};
 
 /** What a failed call's card says: plain words by default; the router's status, reason and
  * error text in the debug view. */
@@ -103,10 +135,13 @@ export function ToolCardView(props: { card: Card; chatId?: string }) {
         <section class="sources" aria-label={t.sources}>
           <h4>{t.sources}</h4>
           <ol>
-            {sources.map((s, i) => (
-              <li key={s.id ?? i}>
-                <strong>{s.document_id ?? s.id}</strong>
-                {s.snippet ? <span class="snippet"> — {s.snippet}</span> : null}
+            {sourceDocuments(sources).map((d) => (
+              <li key={d.key} lang={d.lang}>
+                <strong>{d.title}</strong>
+                {d.sections.length ? <span class="sections"> › {d.sections.join(" · ")}</span> : null}
+                {d.lang && d.lang !== t.lang ? <span class="muted"> ({t.languageName[d.lang] ?? d.lang})</span> : null}
+                {d.snippet ? <span class="snippet"> — {d.snippet}</span> : null}
+                {debug && d.key ? <code class="muted"> {d.key}</code> : null}
               </li>
             ))}
           </ol>

@@ -304,6 +304,39 @@ async fn a_fare_alert_is_created_only_once_its_user_approves_it() {
         Some(1),
         "{alerts}"
     );
+
+    // The same alert asked for again, in a new chat (no dedupe window to lean on): it
+    // exists, so the user is not asked to approve it, and no second one is kept.
+    rig.llm.push(Reply::tool_call(
+        "create_fare_alert",
+        json!({"origin": "FRA", "destination": "JFK", "date_from": from, "date_to": from,
+               "cabin": "BUSINESS", "max_miles": 80000}),
+    ));
+    rig.llm.push(Reply::text("You have that alert already."));
+    let again = rig
+        .chat(
+            Some(&token),
+            json!({"message": "Alert me below 80k miles FRA-JFK, please"}),
+        )
+        .await;
+    assert!(
+        !again.names().contains(&"approval_required"),
+        "{:?}",
+        again.names()
+    );
+    let result = again.first("tool_result");
+    assert_eq!(result["status"], json!("succeeded"), "{result}");
+    // Its result is the alert the user has.
+    assert_eq!(
+        result["result"]["id"], alerts["alerts"][0]["id"],
+        "{result}"
+    );
+    let (_, alerts) = rig.get(&token, "/alerts").await;
+    assert_eq!(
+        alerts["alerts"].as_array().map(Vec::len),
+        Some(1),
+        "{alerts}"
+    );
 }
 
 /// The user's limit for a tool counts approved calls when they run: one over it is not run.

@@ -1,7 +1,14 @@
 //! A knowledge-base answer as the stand-in writes it: two or three whole sentences from the
-//! best passages the search found (its tool message lists them as `**1.** [doc-id] Title >
-//! Section` and a snippet cut at 240 characters), without Markdown, and a line naming the
-//! documents they come from.
+//! passages the search found (its tool message lists them as `**1.** [doc-id, English]
+//! Title > Section` and a snippet cut at 240 characters), without Markdown, and a line naming
+//! the documents they come from.
+//!
+//! The sentences are the ones that answer: those sharing the question's words, from a
+//! passage about the programme the question names, in the user's language when the
+//! knowledge base has one. When it quotes a source in the other language, or has nothing
+//! on the programme named, the answer says so first.
+
+use shared::domain::loyalty::PROGRAMMES;
 
 /// Sentences taken from the best passage, and from each one after it.
 const FROM_BEST: usize = 2;
@@ -18,10 +25,72 @@ const ABBREVIATIONS: &[&str] = &[
     "ggf", "evtl", "bspw", "vgl", "mr", "mrs", "dr", "st", "min", "max", "approx", "incl",
 ];
 
+/// Words of a question that say nothing about its topic.
+const QUESTION_WORDS: &[&str] = &[
+    "what",
+    "which",
+    "when",
+    "where",
+    "does",
+    "have",
+    "with",
+    "about",
+    "there",
+    "their",
+    "this",
+    "that",
+    "rules",
+    "rule",
+    "tell",
+    "explain",
+    "know",
+    "from",
+    "your",
+    "will",
+    "would",
+    "could",
+    "should",
+    "much",
+    "many",
+    "work",
+    "works",
+    "welche",
+    "welcher",
+    "welches",
+    "regeln",
+    "regel",
+    "gibt",
+    "haben",
+    "sind",
+    "wird",
+    "kann",
+    "wann",
+    "wieso",
+    "warum",
+    "bitte",
+    "über",
+    "eine",
+    "einen",
+    "einem",
+    "einer",
+    "funktioniert",
+    "erkläre",
+    "dazu",
+];
+
+/// The language of a passage, as the search's message names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Lang {
+    De,
+    En,
+}
+
 /// One passage of the search's message.
 #[derive(Debug)]
 struct Passage {
     document: String,
+    /// Its language, when the message names it.
+    lang: Option<Lang>,
     /// The document's title: the first part of the passage's heading path.
     title: Option<String>,
     /// The passage's text after its heading path.
@@ -50,34 +119,158 @@ impl Passage {
             }
             out.extend(found);
         }
+        out.retain(|s| (MIN_CHARS..=MAX_CHARS).contains(&s.chars().count()));
         out
     }
 }
 
-/// The answer to a question from the search's message `content`, or `None` when it lists
+/// What the question asks about: its topic words, and the programme it names.
+struct Question {
+    /// Lowercased words, each cut to the prefix a sentence's word must start with.
+    topic: Vec<String>,
+    /// The programme's shown name and the squashed forms of all its names.
+    programme: Option<(&'static str, Vec<String>)>,
+}
+
+impl Question {
+    fn of(text: &str) -> Self {
+        let squashed_text = squashed(text);
+        let programme = PROGRAMMES.iter().find_map(|p| {
+            let names: Vec<String> = p.names.iter().map(|n| squashed(n)).collect();
+            let named = names
+                .iter()
+                .any(|n| n.len() >= 6 && squashed_text.contains(n.as_str()));
+            named.then(|| (p.names[0], names))
+        });
+        let programme_words: Vec<String> =
+            programme.iter().flat_map(|(name, _)| words(name)).collect();
+        let topic = words(text)
+            .into_iter()
+            .filter(|w| w.chars().count() >= 4 && !QUESTION_WORDS.contains(&w.as_str()))
+            .filter(|w| !programme_words.contains(w))
+            .map(|w| {
+                let n = w.chars().count();
+                w.chars().take(n.min(5.max(n * 2 / 3))).collect()
+            })
+            .collect();
+        Self { topic, programme }
+    }
+
+    /// How many of the topic's words the sentence has.
+    fn hits(&self, sentence: &str) -> usize {
+        let words = words(sentence);
+        self.topic
+            .iter()
+            .filter(|t| words.iter().any(|w| w.starts_with(t.as_str())))
+            .count()
+    }
+
+    /// Whether the text names the question's programme.
+    fn names_programme(&self, text: &str) -> bool {
+        let text = squashed(text);
+        self.programme.as_ref().is_some_and(|(_, names)| {
+            names
+                .iter()
+                .any(|n| n.len() >= 6 && text.contains(n.as_str()))
+        })
+    }
+}
+
+fn words(text: &str) -> Vec<String> {
+    text.to_lowercase()
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Lowercase letters and digits only, "&" read as "and": "Miles&More" is "milesandmore".
+fn squashed(text: &str) -> String {
+    text.to_lowercase()
+        .replace('&', "and")
+        .chars()
+        .filter(|c| c.is_alphanumeric())
+        .collect()
+}
+
+/// A passage weighed against the question.
+struct Weighed<'a> {
+    passage: &'a Passage,
+    /// Its sentences and how many topic words each has.
+    sentences: Vec<(usize, String)>,
+    /// It names the question's programme (in its title or its text).
+    about: bool,
+}
+
+impl Weighed<'_> {
+    fn answers(&self) -> bool {
+        self.sentences.iter().any(|(hits, _)| *hits > 0)
+    }
+}
+
+/// The answer to `question` from the search's message `content`, or `None` when it lists
 /// no passages (nothing found: the message says so itself).
-pub(super) fn answer(content: &str, german: bool) -> Option<String> {
+pub(super) fn answer(content: &str, question: &str, german: bool) -> Option<String> {
     let passages = passages(content);
     if passages.is_empty() {
         return None;
     }
-    let mut chosen: Vec<String> = Vec::new();
-    let mut sources: Vec<&str> = Vec::new();
-    for (i, passage) in passages.iter().enumerate() {
-        let want = if i == 0 { FROM_BEST } else { FROM_OTHERS };
+    let wanted = if german { Lang::De } else { Lang::En };
+    let question = Question::of(question);
+    let weighed: Vec<Weighed<'_>> = passages
+        .iter()
+        .map(|passage| {
+            let sentences: Vec<(usize, String)> = passage
+                .sentences()
+                .into_iter()
+                .map(|s| (question.hits(&s), s))
+                .collect();
+            let about = question.names_programme(passage.name())
+                || sentences.iter().any(|(_, s)| question.names_programme(s));
+            Weighed {
+                passage,
+                sentences,
+                about,
+            }
+        })
+        .collect();
+    // The lead: a passage on the programme that answers, else one that answers in the
+    // user's language, else one that answers, else the search's best: with no word in
+    // common (a German question, English passages), the search's order knows better.
+    let lead = weighed
+        .iter()
+        .enumerate()
+        .max_by_key(|(i, w)| {
+            let in_language = w.passage.lang.is_none_or(|l| l == wanted);
+            (
+                w.about && w.answers(),
+                w.answers() && in_language,
+                w.answers(),
+                std::cmp::Reverse(*i),
+            )
+        })
+        .map(|(_, w)| w)?;
+    let lang = lead.passage.lang;
+    let relevant_only = lead.answers();
+    let mut chosen: Vec<&str> = Vec::new();
+    let mut used: Vec<&Weighed<'_>> = Vec::new();
+    let others = weighed
+        .iter()
+        .filter(|w| !std::ptr::eq(*w, lead) && w.passage.lang == lang);
+    for (k, w) in std::iter::once(lead).chain(others).enumerate() {
+        let want = if k == 0 { FROM_BEST } else { FROM_OTHERS };
         let mut took = 0;
-        for sentence in passage.sentences() {
+        for (hits, sentence) in &w.sentences {
             if took == want || chosen.len() == MAX_SENTENCES {
                 break;
             }
-            let chars = sentence.chars().count();
-            if (MIN_CHARS..=MAX_CHARS).contains(&chars) && !chosen.contains(&sentence) {
+            if (*hits > 0 || !relevant_only) && !chosen.contains(&sentence.as_str()) {
                 chosen.push(sentence);
                 took += 1;
             }
         }
-        if took > 0 && !sources.contains(&passage.name()) {
-            sources.push(passage.name());
+        if took > 0 {
+            used.push(w);
         }
         if chosen.len() == MAX_SENTENCES {
             break;
@@ -93,12 +286,44 @@ pub(super) fn answer(content: &str, german: bool) -> Option<String> {
             format!("The knowledge base covers this in: {names}.")
         });
     }
+    let mut sources: Vec<&str> = used.iter().map(|w| w.passage.name()).collect();
+    sources.dedup();
+    let elsewhere = question
+        .programme
+        .as_ref()
+        .filter(|_| !used.iter().any(|w| w.about))
+        .map(|(name, _)| *name);
+    let foreign = lang.is_some_and(|l| l != wanted);
+    let lead_in = lead_in(elsewhere, foreign, german);
     let label = if german { "Quellen" } else { "Sources" };
     Some(format!(
-        "{}\n\n{label}: {}",
+        "{lead_in}{}\n\n{label}: {}",
         chosen.join(" "),
         sources.join(", ")
     ))
+}
+
+/// What the answer says before its quote: that the knowledge base has nothing on the
+/// programme asked about (only the general rule), and that the quote's source is in the
+/// other language.
+fn lead_in(elsewhere: Option<&str>, foreign: bool, german: bool) -> String {
+    match (elsewhere, foreign, german) {
+        (Some(name), true, true) => format!(
+            "Zu {name} im Besonderen steht nichts in der Wissensdatenbank. Allgemein gilt (die Quelle ist auf Englisch): "
+        ),
+        (Some(name), true, false) => format!(
+            "The knowledge base has nothing on {name} in particular. In general (the source is in German): "
+        ),
+        (Some(name), false, true) => format!(
+            "Zu {name} im Besonderen steht nichts in der Wissensdatenbank. Allgemein gilt: "
+        ),
+        (Some(name), false, false) => {
+            format!("The knowledge base has nothing on {name} in particular. In general: ")
+        }
+        (None, true, true) => "Die Wissensdatenbank hat dazu eine englische Quelle: ".to_owned(),
+        (None, true, false) => "The knowledge base has this in German: ".to_owned(),
+        (None, false, _) => String::new(),
+    }
 }
 
 /// The passages of the message, best first: each starts on a line `**N.** [doc-id] …`.
@@ -117,7 +342,13 @@ fn passages(content: &str) -> Vec<Passage> {
     }
     found
         .into_iter()
-        .map(|(document, mut lines)| {
+        .map(|(label, mut lines)| {
+            // `[doc-id, English]`; an older message has the id alone.
+            let (document, lang) = match label.split_once(", ") {
+                Some((document, "German")) => (document.to_owned(), Some(Lang::De)),
+                Some((document, "English")) => (document.to_owned(), Some(Lang::En)),
+                _ => (label, None),
+            };
             while lines.last().is_some_and(|l| l.trim().is_empty()) {
                 lines.pop();
             }
@@ -130,6 +361,7 @@ fn passages(content: &str) -> Vec<Passage> {
             });
             Passage {
                 document,
+                lang,
                 title: title.filter(|t| !t.is_empty()),
                 lines,
                 cut,
@@ -253,7 +485,8 @@ mod tests {
 
     #[test]
     fn passages_become_whole_plain_sentences_and_their_sources() {
-        let answer = answer(FOUND, true).unwrap_or_default();
+        let answer =
+            answer(FOUND, "Wie funktionieren Upgrades mit Meilen?", true).unwrap_or_default();
         assert_eq!(
             answer,
             "Viele Programme erlauben es, ein bezahltes Ticket mit Meilen in die nächsthöhere Klasse zu heben. \
@@ -262,12 +495,88 @@ mod tests {
              Quellen: Status und Upgrades, Miles & More: Grundlagen"
         );
         assert!(!answer.contains("**") && !answer.contains('…') && !answer.contains("]("));
-        let english = answer_or_empty(FOUND, false);
+        let english = answer_or_empty(FOUND, "How do upgrades with miles work?", false);
         assert!(english.ends_with("Sources: Status und Upgrades, Miles & More: Grundlagen"));
     }
 
-    fn answer_or_empty(content: &str, german: bool) -> String {
-        answer(content, german).unwrap_or_default()
+    fn answer_or_empty(content: &str, question: &str, german: bool) -> String {
+        answer(content, question, german).unwrap_or_default()
+    }
+
+    /// The search's message for "stopover rules for Miles & More" as the knowledge base of
+    /// the local stack answers it: the general rules in English, Miles & More in German.
+    const STOPOVERS: &str = "Here is what the knowledge base says:\n\n\
+        **1.** [stopovers-and-open-jaws, English] Stopovers and open jaws on award tickets > Stopover versus layover\n\n\
+        Programs treat stopovers in different ways:\n\n\
+        - Some allow one free stopover on a round trip.\n\
+        - Aeroplan lets you add a stopover to a one-way award for a modest number of extra points.\n\n\
+        **2.** [miles-and-more-grundlagen, German] Miles & More: Grundlagen\n\n\
+        Miles & More ist das Vielfliegerprogramm der Lufthansa Group. Neben Lufthansa gehören SWISS, Austrian Airlines und Eurowings dazu.\n\n\
+        **3.** [aeroplan-basics, English] Aeroplan basics > Stopovers\n\n\
+        On a one-way award, Aeroplan typically allows one stopover for a small fixed number of additional points.";
+
+    #[test]
+    fn a_question_gets_the_sentences_that_answer_it_and_what_the_knowledge_base_lacks() {
+        let english = answer_or_empty(
+            STOPOVERS,
+            "What are the stopover rules for Miles & More?",
+            false,
+        );
+        assert_eq!(
+            english,
+            "The knowledge base has nothing on Miles & More in particular. In general: \
+             Some allow one free stopover on a round trip. \
+             Aeroplan lets you add a stopover to a one-way award for a modest number of extra points. \
+             On a one-way award, Aeroplan typically allows one stopover for a small fixed number of additional points.\n\n\
+             Sources: Stopovers and open jaws on award tickets, Aeroplan basics"
+        );
+        assert!(
+            !english.contains("- ") && !english.contains("Vielflieger"),
+            "{english}"
+        );
+        // The same in German: the source is English, and the answer says so.
+        let german = answer_or_empty(STOPOVERS, "Welche Stopover-Regeln hat Miles & More?", true);
+        assert!(
+            german.starts_with(
+                "Zu Miles & More im Besonderen steht nichts in der Wissensdatenbank. \
+                 Allgemein gilt (die Quelle ist auf Englisch): Some allow one free stopover"
+            ),
+            "{german}"
+        );
+        assert!(
+            german.ends_with("Quellen: Stopovers and open jaws on award tickets, Aeroplan basics"),
+            "{german}"
+        );
+    }
+
+    #[test]
+    fn the_users_language_first_and_a_source_in_the_other_one_said() {
+        let both = "Here is what the knowledge base says:\n\n\
+            **1.** [award-charts, English] Award charts > Expiry\n\n\
+            Miles in most programmes expire after a period without activity on the account.\n\n\
+            **2.** [meilenverfall-vermeiden, German] Meilenverfall vermeiden > Regeln\n\n\
+            Bei Miles & More verfallen Meilen grundsätzlich nach 36 Monaten. Eine Kreditkarte schützt vor dem Verfall.";
+        let german = answer_or_empty(both, "Wann verfallen meine Meilen?", true);
+        assert_eq!(
+            german,
+            "Bei Miles & More verfallen Meilen grundsätzlich nach 36 Monaten. Eine Kreditkarte schützt vor dem Verfall.\n\n\
+             Quellen: Meilenverfall vermeiden"
+        );
+        let english = answer_or_empty(both, "When do my miles expire?", false);
+        assert!(
+            english.starts_with("Miles in most programmes expire"),
+            "{english}"
+        );
+        assert!(!english.contains("verfallen"), "{english}");
+        let only_german = "Here is what the knowledge base says:\n\n\
+            **1.** [miles-and-more-grundlagen, German] Miles & More: Grundlagen > Status\n\n\
+            Die Statusstufen heißen Frequent Traveller, Senator und HON Circle. Der Status wird über Punkte qualifiziert.";
+        assert_eq!(
+            answer_or_empty(only_german, "How does Miles & More status work?", false),
+            "The knowledge base has this in German: Die Statusstufen heißen Frequent Traveller, Senator und HON Circle. \
+             Der Status wird über Punkte qualifiziert.\n\n\
+             Sources: Miles & More: Grundlagen"
+        );
     }
 
     #[test]
@@ -275,13 +584,14 @@ mod tests {
         assert_eq!(
             answer(
                 "I found nothing relevant in our knowledge base. Shall I answer from general knowledge instead?",
+                "What are award holds?",
                 false
             ),
             None
         );
         let cut = "Here is what the knowledge base says:\n\n**1.** [award-holds] Award holds > How\n\nSome programmes hold an award for a few days without pay…";
         assert_eq!(
-            answer_or_empty(cut, false),
+            answer_or_empty(cut, "What are award holds?", false),
             "The knowledge base covers this in: Award holds."
         );
     }
