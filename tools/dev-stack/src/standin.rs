@@ -56,6 +56,8 @@ const SLOW_WORD_DELAY: Duration = Duration::from_millis(400);
 
 /// How the stand-in's question for a missing day begins (English, German, and German as it
 /// was worded before the texts said "du"): a message with only a date answers it.
+/// How the stand-in's question for a week of a range too wide to search begins.
+const WHICH_WEEK: [&str; 2] = ["One search covers at most", "Eine Suche umfasst höchstens"];
 const WHICH_DAY: [&str; 3] = [
     "Which day would you like to fly",
     "An welchem Tag möchtest du",
@@ -343,6 +345,9 @@ pub struct FlightIntent {
     pub infants: Option<u8>,
     /// Mileage programmes named, by their display names, in the order named.
     pub loyalty_programs: Vec<&'static str>,
+    /// A range wider than one search takes (its first and last day): asked about, not
+    /// searched.
+    pub too_wide: Option<(Date, Date)>,
 }
 
 /// What the session context (a data block in a system message) says about flights.
@@ -592,16 +597,6 @@ fn after_tools(message: &str, ask: &Ask<'_>) -> Reply {
                     knowledge::answer(content, message, ask.german)
                         .unwrap_or_else(|| relay_tool_result(content, ask.german)),
                 ),
-                Some("search_flights") => {
-                    let mut relayed = relay_tool_result(content, ask.german);
-                    if !relayed.trim_end().ends_with('?')
-                        && let Some(note) = narrowed_range_note(message, ask.today, ask.german)
-                    {
-                        relayed.push_str("\n\n");
-                        relayed.push_str(&note);
-                    }
-                    Some(relayed)
-                }
                 _ => Some(relay_tool_result(content, ask.german)),
             }
         })
@@ -611,34 +606,6 @@ fn after_tools(message: &str, ask: &Ask<'_>) -> Reply {
         return text(relay_tool_result(last, ask.german));
     }
     text(parts.join("\n\n"))
-}
-
-/// What a range wider than one search became ([`window::centred`]): the days searched, and
-/// how to see the rest. `None` when the message asks for no range or one that fits.
-fn narrowed_range_note(message: &str, today: Date, german: bool) -> Option<String> {
-    let lower = message.to_lowercase();
-    let (start, end) = window::range_in(&lower, &dates_in(&lower, today))?;
-    let (middle, days, narrowed) = window::centred(start, end);
-    if !narrowed {
-        return None;
-    }
-    let around = time::Duration::days(i64::from(days));
-    let locale = if german { Locale::De } else { Locale::En };
-    let asked = date_range(start, end, locale);
-    let searched = date_range(middle - around, middle + around, locale);
-    Some(if german {
-        format!(
-            "Gefragt war {asked}; eine Suche umfasst höchstens {} Tage, daher habe ich die Mitte \
-             gesucht: {searched}. Nenne mir eine andere Woche, dann suche ich dort.",
-            2 * days + 1
-        )
-    } else {
-        format!(
-            "You asked for {asked}; one search covers at most {} days, so I searched the middle \
-             of it: {searched}. Name another week and I will search that.",
-            2 * days + 1
-        )
-    })
 }
 
 /// The tool calls the assistant made in the chat: each call's id and tool name.
@@ -716,6 +683,11 @@ fn answer_user(message: &str, ask: &Ask<'_>) -> Reply {
 /// A flight request the message makes, if it makes one: a search (with quick replies) or
 /// the question for the day.
 fn flight_search(message: &str, intent: &FlightIntent, ask: &Ask<'_>) -> Option<Reply> {
+    if let (Some(_), Some(_), Some((start, end))) =
+        (&intent.origin, &intent.destination, intent.too_wide)
+    {
+        return Some(which_week(start, end, ask));
+    }
     if let (Some(origin), Some(destination)) = (&intent.origin, &intent.destination) {
         return Some(match intent.depart_date {
             Some(date) => new_search(intent, date, ask),
@@ -723,6 +695,26 @@ fn flight_search(message: &str, intent: &FlightIntent, ask: &Ask<'_>) -> Option<
         });
     }
     if intent.depart_date.is_some() {
+        // A week, after the stand-in asked which week of a range: the request it asked
+        // about, for that week.
+        if let Some(earlier) = asked_after(ask.messages, &WHICH_WEEK) {
+            let asked = flight_intent(earlier, ask.today);
+            let week = FlightIntent {
+                origin: asked.origin,
+                destination: asked.destination,
+                cabin: intent.cabin.or(asked.cabin),
+                pax: intent.pax.or(asked.pax),
+                children: intent.children.or(asked.children),
+                infants: intent.infants.or(asked.infants),
+                loyalty_programs: asked.loyalty_programs,
+                ..intent.clone()
+            };
+            if let (Some(_), Some(_), Some(date)) =
+                (&week.origin, &week.destination, week.depart_date)
+            {
+                return Some(new_search(&week, date, ask));
+            }
+        }
         // Only a date, after the stand-in asked for the day: that route on that day, as
         // the message that named the route asked for it.
         if let Some(earlier) = asked_after(ask.messages, &WHICH_DAY) {
@@ -870,6 +862,46 @@ fn which_day(origin: &str, destination: &str, ask: &Ask<'_>) -> Reply {
             format!("On {}", spoken_date(day(14), false)),
         ]
     };
+    reply.with_tool_call("suggest_replies", json!({ "replies": replies }))
+}
+
+/// A range wider than one search takes ("between 1 and 21 March"): rather than search a
+/// part of it and say nothing, the stand-in asks which week ([`WHICH_WEEK`]), with each
+/// week of the range (the first three) as a quick reply; the answer is searched as the
+/// request it followed up.
+fn which_week(start: Date, end: Date, ask: &Ask<'_>) -> Reply {
+    let de = ask.german;
+    let locale = if de { Locale::De } else { Locale::En };
+    let days = (end - start).whole_days() + 1;
+    let most = 2 * window::MAX_FLEXIBILITY + 1;
+    let asked = date_range(start, end, locale);
+    let question = if de {
+        format!(
+            "Eine Suche umfasst höchstens {most} Tage, {asked} sind {days}. Welche Woche soll ich suchen?"
+        )
+    } else {
+        format!(
+            "One search covers at most {most} days, and {asked} is {days}. Which week shall I search?"
+        )
+    };
+    let reply = text(question);
+    if !ask.offers("suggest_replies") {
+        return reply;
+    }
+    let week = time::Duration::days(i64::from(most));
+    let replies: Vec<String> = (0..3)
+        .map(|k: i32| start + week * k)
+        .take_while(|first: &Date| *first <= end)
+        .map(|first: Date| {
+            let last: Date = first + week - time::Duration::DAY;
+            let (first, last) = (spoken_date(first, de), spoken_date(last.min(end), de));
+            if de {
+                format!("Zwischen dem {first} und dem {last}")
+            } else {
+                format!("Between {first} and {last}")
+            }
+        })
+        .collect();
     reply.with_tool_call("suggest_replies", json!({ "replies": replies }))
 }
 
@@ -1128,24 +1160,30 @@ pub fn flight_intent(message: &str, today: Date) -> FlightIntent {
     airports.dedup_by(|a, b| a.1 == b.1);
     let dates = dates_in(&lower, today);
     // A range is searched from its middle, the days either side covering it.
-    let range = window::range_in(&lower, &dates).map(|(start, end)| window::centred(start, end));
+    let range = window::range_in(&lower, &dates).map(|(start, end)| {
+        let (middle, days, wide) = window::centred(start, end);
+        (start, end, (middle, days), wide)
+    });
     let flexibility = window::flexibility_in(&lower).map(|d| d.min(window::MAX_FLEXIBILITY));
     FlightIntent {
         origin: airports.first().map(|a| a.1.clone()),
         destination: airports.get(1).map(|a| a.1.clone()),
         depart_date: range
-            .map(|(middle, _, _)| middle)
+            .map(|(_, _, (middle, _), _)| middle)
             .or(dates.first().copied()),
         return_date: dates
             .get(1)
             .copied()
             .filter(|d| range.is_none() && Some(*d) > dates.first().copied()),
-        flexibility: range.map(|(_, days, _)| days).or(flexibility),
+        flexibility: range.map(|(_, _, (_, days), _)| days).or(flexibility),
         cabin: cabin_in(&lower),
         pax: count_of(&lower, ADULT_WORDS).map(|n| n.clamp(1, 9)),
         children: count_of(&lower, CHILD_WORDS).map(|n| n.min(8)),
         infants: count_of(&lower, INFANT_WORDS).map(|n| n.min(9)),
         loyalty_programs: programmes_in(message),
+        too_wide: range
+            .filter(|(_, _, _, wide)| *wide)
+            .map(|(start, end, _, _)| (start, end)),
     }
 }
 
@@ -2060,35 +2098,42 @@ mod tests {
             assert_eq!(args["flexibility"], json!(flexibility), "{message}: {args}");
             assert_eq!(args.get("return_date"), None, "{message}: {args}");
         }
-        // A range wider than a search: the answer says which days were searched.
-        for (message, said) in [
+        // A range wider than one search: the stand-in asks which week, and each quick
+        // reply is the same request for one week, which it searches.
+        for (message, question) in [
             (
-                "FRA to JFK between 1 and 21 March",
-                "You asked for 1–21 Mar 2027; one search covers at most 7 days, so I searched \
-                 the middle of it: 8–14 Mar 2027.",
+                "Business FRA to JFK between 1 and 21 March, 2 adults, 1 child",
+                "One search covers at most 7 days, and 1–21 Mar 2027 is 21. Which week shall I search?",
             ),
             (
-                "FRA nach JFK vom 1. bis 21. März",
-                "Gefragt war 1.–21. März 2027; eine Suche umfasst höchstens 7 Tage, daher habe \
-                 ich die Mitte gesucht: 8.–14. März 2027.",
+                "Business von FRA nach JFK vom 1. bis 21. März, 2 Erwachsene, 1 Kind",
+                "Eine Suche umfasst höchstens 7 Tage, 1.–21. März 2027 sind 21. Welche Woche soll ich suchen?",
             ),
         ] {
-            let history = [
-                user(message),
-                json!({"role": "assistant", "content": "", "tool_calls": [{"id": "s1", "type": "function",
-                    "function": {"name": "search_flights", "arguments": "{}"}}]}),
-                json!({"role": "tool", "tool_call_id": "s1", "content": "I found 5 award flights for FRA → JFK."}),
-            ];
-            let (reply, _) = answer(&history, TRAVEL);
-            assert!(reply.content().contains(said), "{}", reply.content());
+            let (reply, calls) = answer(&[user(message)], TRAVEL);
+            assert_eq!(reply.content(), question, "{message}");
+            assert!(!called(&calls).contains(&"search_flights"), "{message}");
+            let weeks = replies(&calls);
+            assert_eq!(weeks.len(), 3, "{weeks:?}");
+            let expected_days = ["2027-03-04", "2027-03-11", "2027-03-18"];
+            for (week, day) in weeks.iter().zip(expected_days) {
+                let history = [
+                    user(message),
+                    json!({"role": "assistant", "content": question}),
+                    user(week),
+                ];
+                let (_, calls) = answer(&history, TRAVEL);
+                let args = args_of(&calls, "search_flights");
+                assert_eq!(args["depart_date"], json!(day), "{week}: {args}");
+                assert_eq!(args["flexibility"], json!(3), "{week}: {args}");
+                assert_eq!(args["cabin"], json!("BUSINESS"), "{week}: {args}");
+                assert_eq!(
+                    (args["pax"].clone(), args["children"].clone()),
+                    (json!(2), json!(1)),
+                    "{week}: {args}"
+                );
+            }
         }
-        let history = [
-            user("FRA to JFK between 12 and 18 March"),
-            json!({"role": "assistant", "content": "", "tool_calls": [{"id": "s1", "type": "function",
-                "function": {"name": "search_flights", "arguments": "{}"}}]}),
-            json!({"role": "tool", "tool_call_id": "s1", "content": "I found 5 award flights for FRA → JFK."}),
-        ];
-        assert!(!answer(&history, TRAVEL).0.content().contains("asked for"));
         for message in [
             "What about a return on 22 March?",
             "Und der Rückflug am 22. März?",
