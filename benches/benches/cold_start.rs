@@ -12,7 +12,8 @@
 //! cold starts, with PASS/MISS against the targets. `cargo test --benches` (so `make test`) runs a smoke
 //! pass (one cold start, two warm invocations) on the debug binaries beside it, when they
 //! exist. `COLD_START_BIN_DIR=<dir>` measures the binaries in `<dir>` instead (no build);
-//! `COLD_START_ONLY=kb-retrieve,chat-router` measures only those functions.
+//! `COLD_START_ONLY=kb-retrieve,chat-router` measures only those functions;
+//! `COLD_START_WRAPPER=<command>` starts each binary under a profiler (see `wrapped`).
 
 // Tests and benches fail loudly: unwrap, expect and panic are how they report.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -407,6 +408,26 @@ fn environment(api: &RuntimeApi, function: &Function) -> Vec<(String, String)> {
     env
 }
 
+/// The command that starts `bin`: itself, or under `COLD_START_WRAPPER` (a profiler's
+/// command line, e.g. `valgrind --tool=dhat --dhat-out-file=/tmp/dhat.out`). Under a
+/// wrapper the figures are the wrapper's; its report is what counts. `PATH` is passed on.
+fn wrapped(bin: &Path, env: Vec<(String, String)>) -> Command {
+    let wrapper = std::env::var("COLD_START_WRAPPER").unwrap_or_default();
+    let mut words = wrapper.split_whitespace();
+    let mut command = match words.next() {
+        Some(program) => Command::new(program),
+        None => Command::new(bin),
+    };
+    command.env_clear().envs(env);
+    if !wrapper.trim().is_empty() {
+        command.args(words).arg(bin);
+        if let Some(path) = std::env::var_os("PATH") {
+            command.env("PATH", path);
+        }
+    }
+    command
+}
+
 /// Kills the function when a run ends, however it ends.
 struct Running(Child);
 
@@ -455,9 +476,7 @@ async fn run_once(bin: &Path, function: &Function, warm: usize) -> Result<Sample
     let first_id = api.push((function.event)(0));
 
     let spawned = Instant::now();
-    let child = Command::new(bin)
-        .env_clear()
-        .envs(env)
+    let child = wrapped(bin, env)
         .stdin(Stdio::null())
         .stdout(log)
         .stderr(log_err)

@@ -418,14 +418,18 @@ describe("the web chat against the local stack", () => {
   });
 
   it("finds the German document that answers an English question (local hybrid search)", async () => {
+    const WAITLIST_TITLE = "Wartelisten für Prämienflüge";
     page = await newPage(undefined, "en-GB", `${USER}-kb`);
     await page.goto(WEB_URL);
     await send("Can I queue for a sold-out redemption and get confirmed if someone cancels?");
     const card = lastTurn().locator('.tool-card[data-tool="search_knowledge_base"]');
     await card.locator(".sources li").first().waitFor(PATIENT);
     await expect.poll(() => lastTurn().getAttribute("data-phase"), PATIENT).toBe("done");
+    // Sources by their titles, the German one marked as German; never a document id.
     const sources = await card.locator(".sources li strong").allTextContents();
-    expect(sources).toContain("warteliste-fuer-praemienfluege");
+    expect(sources).toContain(WAITLIST_TITLE);
+    expect(await card.locator(".sources").textContent()).not.toContain("warteliste-fuer-praemienfluege");
+    expect(await card.locator(".sources li", { hasText: WAITLIST_TITLE }).textContent()).toContain("(in German)");
     await card.locator(".sources").scrollIntoViewIfNeeded();
     await shot("19-cross-lingual-kb");
     await context.close();
@@ -554,12 +558,13 @@ describe("the web chat against the local stack", () => {
     await context.close();
   });
 
-  it("fits flight cards on a 360 px screen, in English and in German: nothing wider than the screen", async () => {
-    for (const [locale, lang, question] of [
-      ["en-GB", "en", `Business class from ${FROM} to ${TO} on ${DATE}`],
-      ["de-DE", "de", `Business Class von ${FROM} nach ${TO} am ${DATE} bitte`],
+  it("fits flight results on a 360 px phone in English and German, and on a 1024 px screen in German (the widest table): nothing wider than the screen", async () => {
+    for (const [width, locale, lang, question] of [
+      [360, "en-GB", "en", `Business class from ${FROM} to ${TO} on ${DATE}`],
+      [360, "de-DE", "de", `Business Class von ${FROM} nach ${TO} am ${DATE} bitte`],
+      [1024, "de-DE", "de", `Business Class von ${FROM} nach ${TO} am ${DATE} bitte`],
     ] as const) {
-      page = await newPage({ width: 360, height: 800 }, locale, `${USER}-narrow-${lang}`);
+      page = await newPage({ width, height: 800 }, locale, `${USER}-narrow-${width}-${lang}`);
       await page.goto(WEB_URL);
       await send(question);
       await expect.poll(() => lastTurn().getAttribute("data-phase"), PATIENT).toBe("done");
@@ -571,10 +576,14 @@ describe("the web chat against the local stack", () => {
       for (const cell of ["td.price", "td.leg-stops", "td.book"]) {
         const box = await row.locator(cell).boundingBox();
         expect(box, cell).not.toBeNull();
-        expect(box!.x + box!.width, cell).toBeLessThanOrEqual(360);
+        expect(box!.x + box!.width, cell).toBeLessThanOrEqual(width);
+      }
+      // Nothing scrolls sideways inside the results either.
+      for (const wrap of await lastTurn().locator(".table-wrap").all()) {
+        expect(await wrap.evaluate((w) => w.scrollWidth - w.clientWidth), `${width} px ${lang}`).toBeLessThanOrEqual(1);
       }
       await row.scrollIntoViewIfNeeded();
-      await shot(`20-phone-360-${lang}`);
+      await shot(width === 360 ? `20-phone-360-${lang}` : `27-desktop-${width}-${lang}`);
       await context.close();
     }
   });

@@ -156,6 +156,8 @@ const en = {
    * (as if typed: "Option 2", which the router's models read in either language). */
   choose: "Choose",
   chooseFlight: (n: number) => `Choose flight ${n}`,
+  /** A booking link: the programme's or airline's own site. */
+  bookWith: (name: string) => `Book with ${name}`,
   chooseMessage: (n: number) => `Option ${n}`,
   perPerson: "per person",
   alsoVia: "Also via:",
@@ -320,6 +322,7 @@ const de: Texts = {
   book: "Buchen",
   choose: "Auswählen",
   chooseFlight: (n) => `Flug ${n} auswählen`,
+  bookWith: (name) => `Buchen bei ${name}`,
   chooseMessage: (n) => `Option ${n}`,
   perPerson: "pro Person",
   alsoVia: "Auch über:",

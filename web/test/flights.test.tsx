@@ -129,7 +129,9 @@ describe("the flight table fits its place", () => {
     expect(headers).toEqual(["#Number", "Programme", "Carrier", "Route", "Duration", "Stops", "Miles", "Book", "Notes"]);
     const cells = [...el.querySelectorAll("tbody tr:first-child td")].map((td) => td.className);
     expect(cells).toEqual(["option", "programme", "carrier", "route", "leg-duration", "leg-stops", "price", "book", "notes"]);
-    expect(el.querySelector("td.price + td.book a")?.textContent).toBe("Miles & More");
+    expect(el.querySelector("td.price + td.book a")?.textContent).toBe("Book with Miles & More");
+    // In the page's language, whatever words the service used.
+    expect(table("de").querySelector("td.book a")?.textContent).toBe("Buchen bei Miles & More");
   });
 
   it("breaks a price only between its parts, never inside an amount", () => {

@@ -206,6 +206,11 @@ pub(super) fn picked(
         Some(links) => {
             out.push_str(if de { "\n\nBuchen:" } else { "\n\nBook it:" });
             for (name, url) in links {
+                // The link tables label in English ("Book with Miles & More").
+                let name = match name.strip_prefix("Book with ") {
+                    Some(site) if de => format!("Buchen bei {site}"),
+                    _ => name.clone(),
+                };
                 let _ = write!(out, "\n- [{name}]({url})");
             }
         }
@@ -848,6 +853,10 @@ mod tests {
         let de = picked(&input("BUSINESS", 2), &chosen, Locale::De, now());
         assert!(de.starts_with("Du hast Option 2 gewählt: "), "{de}");
         assert!(de.contains("für 2 ("), "{de}");
+        assert!(
+            de.contains("Buchen:\n- [Buchen bei Miles & More](https://www.miles-and-more.com/x)"),
+            "{de}"
+        );
         // Times and the day as people write them, not "2027-03-01T10:00".
         assert!(
             en.contains("FRA 10:00 → JFK 12:45, 1 Mar 2027 (8h 45m"),

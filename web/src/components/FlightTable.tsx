@@ -100,8 +100,12 @@ function Route(props: { from?: { airport?: string; time?: string }; to?: { airpo
   );
 }
 
-/** A booking link's label without the upstream's English "Book via ", under "Book". */
-const linkLabel = (label: string) => label.replace(/^Book via /i, "");
+/** A booking link's label in the page's language: the service names the site ("Book with
+ * Miles & More", an upstream's "Book via …"), the page says it in its words. */
+const linkLabel = (label: string, t: Texts) => {
+  const site = /^Book (?:with|via) (.+)$/i.exec(label)?.[1];
+  return site ? t.bookWith(site) : label;
+};
 
 /** A price that breaks only between its parts ("66,000 miles" / "+ $41.74"), never inside
  * an amount, so a narrow card wraps it instead of cutting it off. */
@@ -227,7 +231,7 @@ export function FlightTable(props: { flights: Flight[]; kind: Kind }) {
                   {links.length
                     ? links.map(([label, href]) => (
                         <ExternalLink key={label} href={href}>
-                          {linkLabel(label)}
+                          {linkLabel(label, t)}
                         </ExternalLink>
                       ))
                     : <span class="muted">—</span>}
