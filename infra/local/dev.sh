@@ -391,10 +391,7 @@ demo() {
   local date
   date="$(days_from_today 60)"
   export CHAT_URL="$ROUTER_URL"
-  log "demo: a flight search in a new chat (events render as they stream in), with quick replies"
-  cargo run -q -p chat -- --new "Business class for 2 adults from Frankfurt to New York on $date"
-  log "demo: a follow-up in the same chat"
-  cargo run -q -p chat -- "Und in der First Class?"
+  # The flight chat comes last: the README's next command follows it up.
   log "demo: a fare alert, which waits for your approval"
   cargo run -q -p chat -- --new "Alert me when business FRA to JFK in March drops below 60,000 miles"
   log "demo: its approval (--approve last: the call that waits)"
@@ -404,6 +401,10 @@ demo() {
   cargo run -q -p chat -- "I need help with a refund"
   log "demo: a knowledge-base question to the support agent"
   cargo run -q -p chat -- --new --agent support "Wie funktionieren Meilen-Upgrades?"
+  log "demo: a flight search in a new chat (events render as they stream in), with quick replies"
+  cargo run -q -p chat -- --new "Business class for 2 adults from Frankfurt to New York on $date"
+  log "demo: a follow-up in the same chat"
+  cargo run -q -p chat -- "Und in der First Class?"
 }
 
 cmd_down() {
