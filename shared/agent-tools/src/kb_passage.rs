@@ -68,13 +68,16 @@ fn heading_path(content: &str) -> (Option<&str>, &str) {
 /// Markdown as plain text: emphasis, code marks, link targets and list markers gone;
 /// paragraphs, items and lines joined by single spaces.
 pub fn plain(markdown: &str) -> String {
+    // A chunk that repeats a list's lead-in as its overlap joins it to the first item on
+    // one line ("… in different ways: - Some allow …"): that item starts a list.
+    let markdown = markdown.replace(": - ", ":\n\n- ");
     let mut out = String::with_capacity(markdown.len());
     let space = |out: &mut String| {
         if !out.is_empty() && !out.ends_with(' ') {
             out.push(' ');
         }
     };
-    for event in Parser::new(markdown) {
+    for event in Parser::new(&markdown) {
         match event {
             Event::Text(text) | Event::Code(text) => out.push_str(&text),
             Event::SoftBreak | Event::HardBreak => space(&mut out),
@@ -140,6 +143,19 @@ mod tests {
         assert_eq!(
             plain_text.text,
             "Some programmes hold an award. Others do not."
+        );
+    }
+
+    #[test]
+    fn a_lead_in_joined_to_its_lists_first_item_loses_the_dash() {
+        // The chunker's overlap puts a list's lead-in on the line of its first item.
+        let view = PassageView::of(
+            "stopovers-and-open-jaws",
+            "Stopovers > Stopover versus layover\n\nPrograms treat stopovers in different ways: - Some allow one free stopover.\n- Others price each segment.",
+        );
+        assert_eq!(
+            view.text,
+            "Programs treat stopovers in different ways: Some allow one free stopover. Others price each segment."
         );
     }
 }

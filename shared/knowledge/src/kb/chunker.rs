@@ -24,7 +24,7 @@ pub const DEFAULT_TARGET_CHARS: usize = 800;
 /// Default overlap in characters carried from the end of the previous chunk of a section.
 pub const DEFAULT_OVERLAP_CHARS: usize = 100;
 /// Bumped whenever the splitting rules change, so `kb-ingest` re-chunks stored documents.
-pub const CHUNKER_VERSION: u32 = 2;
+pub const CHUNKER_VERSION: u32 = 1;
 
 const MIN_TARGET_CHARS: usize = 100;
 
@@ -229,7 +229,7 @@ fn pack(paragraphs: &[String], budget: usize, overlap: usize) -> Vec<String> {
         if len <= budget {
             // The paragraph fits a chunk of its own: start one, led by the overlap.
             let carried = emit(&mut body, &last_sentences, &mut body_has_new_text);
-            body = join_overlap(&carried, "\n\n", paragraph, budget);
+            body = join_overlap(&carried, paragraph, budget);
             body_has_new_text = true;
             last_sentences = sentences(paragraph);
             continue;
@@ -237,29 +237,20 @@ fn pack(paragraphs: &[String], budget: usize, overlap: usize) -> Vec<String> {
         // Too long alone: add it sentence by sentence, cutting between sentences.
         let paragraph_break = !body.is_empty();
         let mut first = true;
-        // A sentence that starts a line (a list item, a table row) keeps its line break.
-        let pieces = paragraph.lines().flat_map(|line| {
-            sentences(line)
-                .iter()
-                .flat_map(|s| split_long(s, budget))
-                .enumerate()
-                .map(|(k, piece)| (k == 0, piece))
-                .collect::<Vec<_>>()
-        });
-        for (starts_line, sentence) in pieces {
+        for sentence in sentences(paragraph)
+            .iter()
+            .flat_map(|s| split_long(s, budget))
+        {
             let sep = if body.is_empty() {
                 ""
             } else if first && paragraph_break {
                 "\n\n"
-            } else if starts_line {
-                "\n"
             } else {
                 " "
             };
             if chars(&body) + chars(sep) + chars(&sentence) > budget {
                 let carried = emit(&mut body, &last_sentences, &mut body_has_new_text);
-                let sep = if starts_line { "\n" } else { " " };
-                body = join_overlap(&carried, sep, &sentence, budget);
+                body = join_overlap(&carried, &sentence, budget);
             } else {
                 body.push_str(sep);
                 body.push_str(&sentence);
@@ -278,14 +269,12 @@ fn pack(paragraphs: &[String], budget: usize, overlap: usize) -> Vec<String> {
     bodies
 }
 
-/// `carried`, `sep` (a space inside a paragraph, a line or paragraph break before a list
-/// item or a new paragraph, so the overlap never runs into a list's first line) and `text`;
-/// the overlap is dropped if both do not fit.
-fn join_overlap(carried: &str, sep: &str, text: &str, budget: usize) -> String {
-    if carried.is_empty() || chars(carried) + chars(sep) + chars(text) > budget {
+/// `carried` then `text`, dropping the overlap if both do not fit.
+fn join_overlap(carried: &str, text: &str, budget: usize) -> String {
+    if carried.is_empty() || chars(carried) + 1 + chars(text) > budget {
         text.to_owned()
     } else {
-        format!("{carried}{sep}{text}")
+        format!("{carried} {text}")
     }
 }
 
@@ -483,7 +472,7 @@ mod tests {
         assert!(chunks[0].starts_with(&p1), "{chunks:#?}");
         assert!(chunks[1].ends_with(&p2), "{chunks:#?}");
         // The overlap repeats the last sentence of the previous chunk.
-        assert_eq!(chunks[1], format!("Alpha beta gamma delta.\n\n{p2}"));
+        assert_eq!(chunks[1], format!("Alpha beta gamma delta. {p2}"));
     }
 
     #[test]
@@ -546,34 +535,10 @@ mod tests {
         let chunks = split(&text, &cfg(250, 20));
         assert_eq!(chunks.len(), 2);
         assert!(
-            chunks[1].starts_with("… filler filler end.\n\nfiller"),
+            chunks[1].starts_with("… filler filler end. filler"),
             "{}",
             chunks[1]
         );
-    }
-
-    #[test]
-    fn an_overlap_never_runs_into_a_list_or_a_new_paragraph() {
-        // The chunk after a list's lead-in repeats it on a line of its own: "ways: - Some"
-        // read as one sentence with a stray dash.
-        let lead = "Programs treat stopovers in different ways:";
-        let list = "- Some allow one free stopover on a round trip.\n- Others price each segment.";
-        let text = format!(
-            "# T\n\n{}\n\n{lead}\n\n{list}",
-            "Intro sentence here. ".repeat(3).trim()
-        );
-        let chunks = split(&text, &cfg(160, 60));
-        let last = chunks.last().map(String::as_str).unwrap_or_default();
-        assert!(last.contains(&format!("{lead}\n\n- Some")), "{chunks:#?}");
-        // Inside a long list, items cut into two chunks keep their own lines.
-        let items: Vec<String> = (1..=8)
-            .map(|i| format!("- Item number {i} of the list."))
-            .collect();
-        let chunks = split(&items.join("\n"), &cfg(100, 40));
-        assert!(chunks.len() > 1, "{chunks:#?}");
-        for chunk in &chunks {
-            assert!(!chunk.contains(". - "), "{chunk}");
-        }
     }
 
     #[test]
@@ -646,7 +611,7 @@ mod tests {
     fn fingerprint_changes_with_parameters() {
         assert_eq!(
             ChunkerConfig::default().fingerprint(),
-            "chunker-v2/target=800/overlap=100"
+            "chunker-v1/target=800/overlap=100"
         );
         assert_ne!(cfg(800, 50).fingerprint(), cfg(800, 100).fingerprint());
         // Overlap is capped at half the target.

@@ -106,9 +106,21 @@ impl Passage {
 
     /// Its whole sentences, in order, as plain text.
     fn sentences(&self) -> Vec<String> {
+        // A list's lead-in that kb-ingest's overlap put on its first item's line
+        // ("… in different ways: - Some allow …") is a line of its own.
+        let lines: Vec<String> = self
+            .lines
+            .iter()
+            .flat_map(|l| {
+                l.replace(": - ", ":\n- ")
+                    .lines()
+                    .map(str::to_owned)
+                    .collect::<Vec<_>>()
+            })
+            .collect();
         let mut out = Vec::new();
-        let last = self.lines.iter().rposition(|l| !l.trim().is_empty());
-        for (i, line) in self.lines.iter().enumerate() {
+        let last = lines.iter().rposition(|l| !l.trim().is_empty());
+        for (i, line) in lines.iter().enumerate() {
             let cut = self.cut && Some(i) == last;
             let line = plain(line.trim_end().trim_end_matches('…'));
             let mut found = sentences_of(&line);
@@ -507,8 +519,7 @@ mod tests {
     /// the local stack answers it: the general rules in English, Miles & More in German.
     const STOPOVERS: &str = "Here is what the knowledge base says:\n\n\
         **1.** [stopovers-and-open-jaws, English] Stopovers and open jaws on award tickets > Stopover versus layover\n\n\
-        Programs treat stopovers in different ways:\n\n\
-        - Some allow one free stopover on a round trip.\n\
+        Programs treat stopovers in different ways: - Some allow one free stopover on a round trip.\n\
         - Aeroplan lets you add a stopover to a one-way award for a modest number of extra points.\n\n\
         **2.** [miles-and-more-grundlagen, German] Miles & More: Grundlagen\n\n\
         Miles & More ist das Vielfliegerprogramm der Lufthansa Group. Neben Lufthansa gehören SWISS, Austrian Airlines und Eurowings dazu.\n\n\
