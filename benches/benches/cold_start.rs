@@ -95,7 +95,11 @@ struct Upstreams {
 async fn main() {
     let full = full_run();
     // Under a profiler one cold start and two warm invocations say enough.
-    let (runs, warm) = if full && !profiling() { (15, 30) } else { (1, 2) };
+    let (runs, warm) = if full && !profiling() {
+        (15, 30)
+    } else {
+        (1, 2)
+    };
     let bin_dir = match binaries(full) {
         Ok(Some(dir)) => dir,
         Ok(None) => {

@@ -269,8 +269,7 @@ mod tests {
                 rule.pattern
             );
             assert!(!rule.examples.is_empty(), "no example for {}", rule.pattern);
-            let alone =
-                compile(&rule.pattern).unwrap_or_else(|e| panic!("{}: {e}", rule.pattern));
+            let alone = compile(&rule.pattern).unwrap_or_else(|e| panic!("{}: {e}", rule.pattern));
             for example in &rule.examples {
                 assert!(
                     alone.is_match(canonical(example).as_bytes()),
