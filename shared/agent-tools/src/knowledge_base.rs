@@ -91,83 +91,75 @@ impl Tool for SearchKnowledgeBaseTool {
             .await?;
         let de = ctx.locale == Locale::De;
         if found.results.is_empty() {
-            let patch = SessionStatePatch {
-                pending_gpt_query: Some(Some(PendingGptQuery {
-                    query: args.query.clone(),
-                    asked_at: time::OffsetDateTime::now_utc()
-                        .format(&time::format_description::well_known::Rfc3339)
-                        .ok(),
-                })),
-                ..Default::default()
-            };
-            let message = if de {
-                "Ich habe in unserer Wissensbasis nichts Passendes gefunden. Soll ich die Frage stattdessen allgemein beantworten?"
-            } else {
-                "I found nothing relevant in our knowledge base. Shall I answer from general knowledge instead?"
-            };
-            return Ok(ToolExecutionResult::succeeded(message)
-                .with_raw(json!(KnowledgeBaseOutput::default()))
-                .with_state_patch(patch)
-                .with_metadata("mode", "rag_no_results")
-                .with_metadata("suggested_tool", ToolName::ASK_GPT.as_str())
-                .with_metadata("query", args.query));
+            return Ok(nothing_found(args.query, de));
         }
-        let views: Vec<PassageView> = found
-            .results
-            .iter()
-            .map(|hit| PassageView::of(&hit.document_id, &hit.content))
-            .collect();
-        // Each passage says its language, so an answer can quote the passage in the user's
-        // language, or say that its source is in another.
-        let bullets: Vec<String> = found
-            .results
-            .iter()
-            .zip(&views)
-            .enumerate()
-            .map(|(i, (hit, view))| {
-                let lang = match view.lang {
-                    Locale::De => "German",
-                    Locale::En => "English",
-                };
-                format!(
-                    "**{}.** [{}, {lang}] {}",
-                    i + 1,
-                    hit.document_id,
-                    snippet(&hit.content)
-                )
-            })
-            .collect();
-        let heading = if de {
-            "Ich habe folgende relevante Punkte gefunden:"
-        } else {
-            "Here is what the knowledge base says:"
-        };
-        // What a source list shows: the document's title and section, its text without
-        // Markdown; the ids stay for the debug view.
-        let sources: Vec<Value> = found
-            .results
-            .iter()
-            .zip(views)
-            .map(|(hit, view)| {
-                json!({
-                    "id": hit.id,
-                    "document_id": hit.document_id,
-                    "title": view.title,
-                    "section": view.section,
-                    "lang": view.lang,
-                    "snippet": snippet(&view.text),
-                    "score": hit.score,
-                })
-            })
-            .collect();
+        let (message, sources) = listed(&found, de);
         let raw = json!(found);
-        Ok(
-            ToolExecutionResult::succeeded(format!("{heading}\n\n{}", bullets.join("\n\n")))
-                .with_raw(raw)
-                .with_metadata("mode", "rag_docs")
-                .with_metadata("query", args.query)
-                .with_metadata("top_k", top_k)
-                .with_metadata("sources", Value::Array(sources)),
-        )
+        Ok(ToolExecutionResult::succeeded(message)
+            .with_raw(raw)
+            .with_metadata("mode", "rag_docs")
+            .with_metadata("query", args.query)
+            .with_metadata("top_k", top_k)
+            .with_metadata("sources", Value::Array(sources)))
     }
+}
+
+/// No passage found: the model may offer `ask_gpt`, which the session remembers.
+fn nothing_found(query: String, de: bool) -> ToolExecutionResult {
+    let patch = SessionStatePatch {
+        pending_gpt_query: Some(Some(PendingGptQuery {
+            query: query.clone(),
+            asked_at: time::OffsetDateTime::now_utc()
+                .format(&time::format_description::well_known::Rfc3339)
+                .ok(),
+        })),
+        ..Default::default()
+    };
+    let message = if de {
+        "Ich habe in unserer Wissensbasis nichts Passendes gefunden. Soll ich die Frage stattdessen allgemein beantworten?"
+    } else {
+        "I found nothing relevant in our knowledge base. Shall I answer from general knowledge instead?"
+    };
+    ToolExecutionResult::succeeded(message)
+        .with_raw(json!(KnowledgeBaseOutput::default()))
+        .with_state_patch(patch)
+        .with_metadata("mode", "rag_no_results")
+        .with_metadata("suggested_tool", ToolName::ASK_GPT.as_str())
+        .with_metadata("query", query)
+}
+
+/// The passages found as the model reads them (each with its language, so an answer can
+/// quote the user's language or say its source is in another), and as a source list shows
+/// them: title and section, text without Markdown; the ids stay for the debug view.
+fn listed(found: &KnowledgeBaseOutput, de: bool) -> (String, Vec<Value>) {
+    let mut bullets = Vec::with_capacity(found.results.len());
+    let mut sources = Vec::with_capacity(found.results.len());
+    for (i, hit) in found.results.iter().enumerate() {
+        let view = PassageView::of(&hit.document_id, &hit.content);
+        let lang = match view.lang {
+            Locale::De => "German",
+            Locale::En => "English",
+        };
+        bullets.push(format!(
+            "**{}.** [{}, {lang}] {}",
+            i + 1,
+            hit.document_id,
+            snippet(&hit.content)
+        ));
+        sources.push(json!({
+            "id": hit.id,
+            "document_id": hit.document_id,
+            "title": view.title,
+            "section": view.section,
+            "lang": view.lang,
+            "snippet": snippet(&view.text),
+            "score": hit.score,
+        }));
+    }
+    let heading = if de {
+        "Ich habe folgende relevante Punkte gefunden:"
+    } else {
+        "Here is what the knowledge base says:"
+    };
+    (format!("{heading}\n\n{}", bullets.join("\n\n")), sources)
 }

@@ -695,25 +695,8 @@ fn flight_search(message: &str, intent: &FlightIntent, ask: &Ask<'_>) -> Option<
         });
     }
     if intent.depart_date.is_some() {
-        // A week, after the stand-in asked which week of a range: the request it asked
-        // about, for that week.
-        if let Some(earlier) = asked_after(ask.messages, &WHICH_WEEK) {
-            let asked = flight_intent(earlier, ask.today);
-            let week = FlightIntent {
-                origin: asked.origin,
-                destination: asked.destination,
-                cabin: intent.cabin.or(asked.cabin),
-                pax: intent.pax.or(asked.pax),
-                children: intent.children.or(asked.children),
-                infants: intent.infants.or(asked.infants),
-                loyalty_programs: asked.loyalty_programs,
-                ..intent.clone()
-            };
-            if let (Some(_), Some(_), Some(date)) =
-                (&week.origin, &week.destination, week.depart_date)
-            {
-                return Some(new_search(&week, date, ask));
-            }
+        if let Some(reply) = chosen_week(intent, ask) {
+            return Some(reply);
         }
         // Only a date, after the stand-in asked for the day: that route on that day, as
         // the message that named the route asked for it.
@@ -863,6 +846,27 @@ fn which_day(origin: &str, destination: &str, ask: &Ask<'_>) -> Reply {
         ]
     };
     reply.with_tool_call("suggest_replies", json!({ "replies": replies }))
+}
+
+/// A week, after the stand-in asked which week of a range ([`which_week`]): the request it
+/// asked about, for that week.
+fn chosen_week(intent: &FlightIntent, ask: &Ask<'_>) -> Option<Reply> {
+    let earlier = asked_after(ask.messages, &WHICH_WEEK)?;
+    let asked = flight_intent(earlier, ask.today);
+    let week = FlightIntent {
+        origin: asked.origin,
+        destination: asked.destination,
+        cabin: intent.cabin.or(asked.cabin),
+        pax: intent.pax.or(asked.pax),
+        children: intent.children.or(asked.children),
+        infants: intent.infants.or(asked.infants),
+        loyalty_programs: asked.loyalty_programs,
+        ..intent.clone()
+    };
+    let (Some(_), Some(_), Some(date)) = (&week.origin, &week.destination, week.depart_date) else {
+        return None;
+    };
+    Some(new_search(&week, date, ask))
 }
 
 /// A range wider than one search takes ("between 1 and 21 March"): rather than search a

@@ -214,7 +214,22 @@ struct Weighed<'a> {
     about: bool,
 }
 
-impl Weighed<'_> {
+impl<'a> Weighed<'a> {
+    fn of(passage: &'a Passage, question: &Question) -> Self {
+        let sentences: Vec<(usize, String)> = passage
+            .sentences()
+            .into_iter()
+            .map(|s| (question.hits(&s), s))
+            .collect();
+        let about = question.names_programme(passage.name())
+            || sentences.iter().any(|(_, s)| question.names_programme(s));
+        Self {
+            passage,
+            sentences,
+            about,
+        }
+    }
+
     fn answers(&self) -> bool {
         self.sentences.iter().any(|(hits, _)| *hits > 0)
     }
@@ -229,39 +244,8 @@ pub(super) fn answer(content: &str, question: &str, german: bool) -> Option<Stri
     }
     let wanted = if german { Lang::De } else { Lang::En };
     let question = Question::of(question);
-    let weighed: Vec<Weighed<'_>> = passages
-        .iter()
-        .map(|passage| {
-            let sentences: Vec<(usize, String)> = passage
-                .sentences()
-                .into_iter()
-                .map(|s| (question.hits(&s), s))
-                .collect();
-            let about = question.names_programme(passage.name())
-                || sentences.iter().any(|(_, s)| question.names_programme(s));
-            Weighed {
-                passage,
-                sentences,
-                about,
-            }
-        })
-        .collect();
-    // The lead: a passage on the programme that answers, else one that answers in the
-    // user's language, else one that answers, else the search's best: with no word in
-    // common (a German question, English passages), the search's order knows better.
-    let lead = weighed
-        .iter()
-        .enumerate()
-        .max_by_key(|(i, w)| {
-            let in_language = w.passage.lang.is_none_or(|l| l == wanted);
-            (
-                w.about && w.answers(),
-                w.answers() && in_language,
-                w.answers(),
-                std::cmp::Reverse(*i),
-            )
-        })
-        .map(|(_, w)| w)?;
+    let weighed: Vec<Weighed<'_>> = passages.iter().map(|p| Weighed::of(p, &question)).collect();
+    let lead = lead(&weighed, wanted)?;
     let lang = lead.passage.lang;
     let relevant_only = lead.answers();
     let mut chosen: Vec<&str> = Vec::new();
@@ -313,6 +297,25 @@ pub(super) fn answer(content: &str, question: &str, german: bool) -> Option<Stri
         chosen.join(" "),
         sources.join(", ")
     ))
+}
+
+/// The passage the answer leads with: one on the programme that answers, else one that
+/// answers in the user's language, else one that answers, else the search's best (with no
+/// word in common, a German question and English passages, the search's order knows better).
+fn lead<'w, 'p>(weighed: &'w [Weighed<'p>], wanted: Lang) -> Option<&'w Weighed<'p>> {
+    weighed
+        .iter()
+        .enumerate()
+        .max_by_key(|(i, w)| {
+            let in_language = w.passage.lang.is_none_or(|l| l == wanted);
+            (
+                w.about && w.answers(),
+                w.answers() && in_language,
+                w.answers(),
+                std::cmp::Reverse(*i),
+            )
+        })
+        .map(|(_, w)| w)
 }
 
 /// What the answer says before its quote: that the knowledge base has nothing on the
