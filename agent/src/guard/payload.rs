@@ -28,8 +28,8 @@ pub const MAX_FIELD_CHARS: usize = 4000;
 #[derive(Clone)]
 pub struct StoredTexts {
     prompts: Arc<Vec<String>>,
-    /// The prompts' index, built at the first check rather than at cold start (a request
-    /// that checks nothing, an MCP `tools/list`, never pays for it).
+    /// The prompts' index, built at the first check or by [`crate::Agent::warm`] at init
+    /// (chat-router's every turn checks; mcp-server's `tools/list` never does).
     echo: Arc<OnceLock<Arc<EchoIndex>>>,
     secrets: Arc<SecretsCache>,
     hosts: Vec<String>,

@@ -235,7 +235,6 @@ impl Agent {
         if let Some(first) = Arc::make_mut(&mut state.prompt).first_mut() {
             *first = PromptMessage::system(prompt::static_prompt(&to));
         }
-        state.echo = self.echo_indexes.get(&prompt::system_prompt_parts(&to));
         state.unsaved_patch.active_agent = Some(to.name.clone());
         state.profile = to;
         state.tools = Arc::new(self.offered_tools(state));

@@ -156,9 +156,6 @@ impl Agent {
             unsaved_patch.active_agent = Some(profile.name.clone());
         }
         let turn_prompt = prompt::turn_prompt(&fence, &canary, today);
-        let echo = self
-            .echo_indexes
-            .get(&prompt::system_prompt_parts(&profile));
         let mut prompt = vec![
             PromptMessage::system(prompt::static_prompt(&profile)),
             PromptMessage::system(turn_prompt),
@@ -185,7 +182,6 @@ impl Agent {
             agent_step: 0,
             fence,
             canary,
-            echo,
             cut: None,
             locale,
             memory: turn.memory.clone(),

@@ -49,7 +49,6 @@ use self::decide::Decision;
 use self::usage::TurnUsage;
 use crate::guard::fence::Fence;
 use crate::guard::output::Violation;
-use crate::guard::output::echo::{EchoIndex, EchoIndexes};
 use crate::guard::payload::GuardedEvents;
 use crate::llm::{LlmProvider, PromptMessage, ToolSpec};
 use crate::pipeline::{CallOutcome, CallStatus, Pipeline, StepOutcome};
@@ -165,8 +164,6 @@ pub struct Agent {
     pipeline: Arc<Pipeline>,
     secrets: Arc<SecretsCache>,
     settings: TurnSettings,
-    /// The profiles' system prompts, indexed once for the output guard.
-    echo_indexes: EchoIndexes,
     /// What "today" is decided by (a fixed clock in tests).
     clock: Arc<dyn Clock>,
     /// Every profile, for handoffs.
@@ -187,8 +184,6 @@ struct TurnState {
     fence: Fence,
     /// In the system prompt; an answer that contains it leaked the prompt.
     canary: String,
-    /// The system prompt's fixed texts, indexed for the output guard's echo check.
-    echo: Arc<EchoIndex>,
     /// The output guard stopped a model step.
     cut: Option<Violation>,
     /// The language of every text this turn writes for the user.
@@ -270,11 +265,18 @@ impl Agent {
             pipeline: runtime.pipeline.clone(),
             secrets: runtime.secrets.clone(),
             settings,
-            echo_indexes: EchoIndexes::default(),
             clock: Arc::new(SystemClock),
             agents,
             metrics: runtime.metrics.clone(),
         }
+    }
+
+    /// Builds now what every turn reads: the detector's automata and the echo index of the
+    /// profiles' system prompts. A function calls it during init, which Lambda runs at full
+    /// CPU, instead of leaving the work to the first user's turn.
+    pub fn warm(&self) {
+        crate::guard::detect::warm();
+        let _ = self.pipeline.stored_texts.echo();
     }
 
     /// The same agent, reading the time from `clock`.

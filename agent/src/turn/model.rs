@@ -240,13 +240,14 @@ impl Agent {
         self.pipeline.stored_texts.guard()
     }
 
-    /// The output guard for one answer of this turn: its canary and system prompt, the
+    /// The output guard for one answer of this turn: its canary, every profile's system
+    /// prompt (one index per container; echoing any profile's prompt is a leak), the
     /// secrets this container holds now (the LLM key, the JWT key, ...), the link hosts.
     pub(super) fn output_guard(&self, state: &TurnState) -> StreamGuard {
         let secrets = self.held_secrets();
         StreamGuard::with_echo_index(
             &state.canary,
-            Arc::clone(&state.echo),
+            self.pipeline.stored_texts.echo(),
             secrets,
             self.settings.answer_link_hosts.clone(),
         )

@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 use shared::domain::memory::UserMemory;
 use shared::domain::session::SessionState;
 
-pub(super) use crate::system_prompt::{static_prompt, system_prompt_parts, turn_prompt};
+pub(super) use crate::system_prompt::{static_prompt, turn_prompt};
 
 use crate::guard::fence::Fence;
 use crate::llm::{PromptMessage, ToolSpec};

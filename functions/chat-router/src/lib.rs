@@ -69,7 +69,9 @@ impl Deps {
             SigV4Signer::from_sdk_config(&sdk),
             Metrics::stdout("chat-router", env),
         )?;
-        Self::new(config, agents, auth, clients)
+        let deps = Self::new(config, agents, auth, clients)?;
+        deps.agent.warm();
+        Ok(deps)
     }
 
     /// Wires the stores, the LLM client, the tool registry, the tool queue and the runtime.

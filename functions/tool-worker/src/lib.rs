@@ -118,7 +118,10 @@ impl Deps {
             agent::tools::SigV4Signer::from_sdk_config(&sdk),
             shared::metrics::Metrics::stdout("tool-worker", env),
         )?;
-        Self::new(config, &agents, clients)
+        let deps = Self::new(config, &agents, clients)?;
+        // Every job's result is scanned: the detector is built at init, not by the first job.
+        agent::guard::detect::warm();
+        Ok(deps)
     }
 
     pub fn new(config: Config, agents: &AgentCatalog, clients: ToolClients) -> Result<Self> {

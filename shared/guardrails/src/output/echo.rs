@@ -3,9 +3,6 @@
 //! somewhere in the prompt. That length is the echo check (a window's worth is a leak) and
 //! what the guard must hold back (an echo in the making), in constant time per character.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
-
 use rustc_hash::FxHashMap;
 
 /// Separates the prompt's parts in the automaton; folded answers never contain it, so no
@@ -232,34 +229,6 @@ impl EchoIndex {
     }
 }
 
-/// Indexes already built, by the prompt parts they were built from: a profile's prompt is
-/// the same every turn, and building its index costs more than a turn's checks.
-#[derive(Debug, Default)]
-pub struct EchoIndexes {
-    built: Mutex<HashMap<Vec<String>, Arc<EchoIndex>>>,
-}
-
-/// Distinct prompts kept; more than a deployment's profiles, so only a misuse clears it.
-const KEPT_INDEXES: usize = 64;
-
-impl EchoIndexes {
-    /// The index of `parts`, built once per set of parts.
-    pub fn get(&self, parts: &[&str]) -> Arc<EchoIndex> {
-        let key: Vec<String> = parts.iter().map(|p| (*p).to_owned()).collect();
-        // A panic while holding the lock leaves a valid map: keep using it.
-        let mut built = self.built.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(index) = built.get(&key) {
-            return Arc::clone(index);
-        }
-        if built.len() >= KEPT_INDEXES {
-            built.clear();
-        }
-        let index = Arc::new(EchoIndex::new(parts));
-        built.insert(key, Arc::clone(&index));
-        index
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -307,15 +276,5 @@ mod tests {
         ] {
             assert_eq!(echo(&index, answer), brute(&parts, answer), "{answer:?}");
         }
-    }
-
-    #[test]
-    fn indexes_are_built_once_per_prompt() {
-        let indexes = EchoIndexes::default();
-        let a = indexes.get(&["one prompt"]);
-        let b = indexes.get(&["one prompt"]);
-        let c = indexes.get(&["another"]);
-        assert!(Arc::ptr_eq(&a, &b));
-        assert!(!Arc::ptr_eq(&a, &c));
     }
 }

@@ -227,8 +227,7 @@ impl StreamGuard {
         Self::with_echo_index(canary, echo, secrets, allowed_hosts)
     }
 
-    /// As [`Self::new`], with the system prompt's index already built (see
-    /// [`echo::EchoIndexes`]).
+    /// As [`Self::new`], with the system prompts' index already built (one per container).
     pub fn with_echo_index(
         canary: &str,
         echo: Arc<EchoIndex>,

@@ -5,10 +5,10 @@
 //! links in the answer. It reads text the way a model would: normalised, with common
 //! look-alike letters folded to Latin.
 //!
-//! The patterns are data (`rules.toml`, next to this file): one rule per wording, each with
-//! examples its tests hold it to. A rule set is compiled once, into one regex per finding.
+//! The patterns are data (`rules.toml`): one rule per wording, each with examples its tests
+//! hold it to. The build compiles the rules into one automaton per finding ([`nfa`]).
 //!
-//! The regexes read bytes, ASCII only (`.`, `\w`, `\b`, `\s` and classes are ASCII ones):
+//! The automata read bytes, ASCII only (`.`, `\w`, `\b`, `\s` and classes are ASCII ones):
 //! the canonical text is ASCII but for letters outside German and the look-alikes, and
 //! Unicode ones made the rules' 39 windows like `.{0,40}` compile into 2.6 MiB of automata
 //! (5.6 MiB at a turn's peak with their search state). A window counts bytes, so a
@@ -16,7 +16,6 @@
 
 use std::sync::LazyLock;
 
-use regex::bytes::{Regex, RegexBuilder};
 use serde::{Deserialize, Serialize};
 
 /// What kind of attack a text looks like.
@@ -63,74 +62,29 @@ impl Finding {
     }
 }
 
-/// The rule set, as `rules.toml` spells it.
-const RULES_TOML: &str = include_str!("rules.toml");
+mod nfa;
 
-#[derive(Debug, Deserialize)]
-struct RuleFile {
-    rule: Vec<Rule>,
-}
-
-/// One wording of one kind of attack.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Rule {
-    finding: Finding,
-    #[allow(
-        dead_code,
-        reason = "documentation in the data file; the tests read it"
-    )]
-    lang: String,
-    pattern: String,
-    #[serde(default)]
-    #[allow(dead_code, reason = "read by the tests only")]
-    examples: Vec<String>,
-}
-
-fn rules() -> Vec<Rule> {
-    match toml::from_str::<RuleFile>(RULES_TOML) {
-        Ok(file) => file.rule,
-        // Built into the binary and parsed by the tests: only a broken build gets here.
-        Err(e) => {
-            tracing::error!(error = %e, "the guard's rules.toml does not parse");
-            Vec::new()
-        }
-    }
-}
-
-/// One regex per finding, its rules as alternatives: a text is read once per finding, not
-/// once per rule, and a regex stops at its first hit.
-static PATTERNS: LazyLock<Vec<(Finding, Regex)>> = LazyLock::new(|| {
-    let mut by_finding: Vec<(Finding, Vec<String>)> = Vec::new();
-    for rule in rules() {
-        let alternative = format!("(?:{})", rule.pattern);
-        // A rule that does not compile alone is left out, not the finding's whole set.
-        if let Err(e) = compile(&alternative) {
-            tracing::error!(finding = rule.finding.as_str(), error = %e, "a guard pattern does not compile");
-            continue;
-        }
-        match by_finding.iter_mut().find(|(f, _)| *f == rule.finding) {
-            Some((_, alternatives)) => alternatives.push(alternative),
-            None => by_finding.push((rule.finding, vec![alternative])),
-        }
-    }
-    by_finding
+/// One automaton per finding, its rules as alternatives: a text is read once per finding,
+/// not once per rule, and a search stops at its first hit. Built at first use; a
+/// function's `main` builds it at init ([`warm`]).
+static PATTERNS: LazyLock<Vec<(Finding, nfa::Matcher)>> = LazyLock::new(|| {
+    nfa::tables()
         .into_iter()
-        .filter_map(|(finding, alternatives)| match compile(&alternatives.join("|")) {
-            Ok(regex) => Some((finding, regex)),
+        .filter_map(|(finding, table)| match nfa::Matcher::from_table(table) {
+            Ok(matcher) => Some((finding, matcher)),
+            // build.rs and nfa.rs disagree: a broken build, which the tests catch.
             Err(e) => {
-                tracing::error!(finding = finding.as_str(), error = %e, "a guard pattern set does not compile");
+                tracing::error!(finding = finding.as_str(), error = %e, "a guard automaton does not build");
                 None
             }
         })
         .collect()
 });
 
-/// `pattern` as a bytes regex in ASCII mode (see the module's notes). Unicode word
-/// boundaries would also make the engine leave its DFA for a slow one on any text with a
-/// non-ASCII letter; the detector reads German letters spelt out ([`canonical`]).
-fn compile(pattern: &str) -> Result<Regex, regex::Error> {
-    RegexBuilder::new(pattern).unicode(false).build()
+/// Builds the detector's automata now rather than at the first scan: a function calls it
+/// during init, which Lambda runs at full CPU before the first request waits on it.
+pub fn warm() {
+    LazyLock::force(&PATTERNS);
 }
 
 /// Cyrillic and Greek letters that look like Latin ones, folded so `іgnоrе` reads `ignore`.
@@ -196,7 +150,7 @@ pub fn scan(text: &str) -> Vec<Finding> {
     let text = canonical(text);
     let mut found: Vec<Finding> = PATTERNS
         .iter()
-        .filter(|(_, regex)| regex.is_match(text.as_bytes()))
+        .filter(|(_, matcher)| matcher.is_match(text.as_bytes()))
         .map(|(finding, _)| *finding)
         .collect();
     found.sort();
@@ -207,6 +161,33 @@ pub fn scan(text: &str) -> Vec<Finding> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use regex::bytes::{Regex, RegexBuilder};
+
+    #[derive(Debug, Deserialize)]
+    struct RuleFile {
+        rule: Vec<Rule>,
+    }
+
+    /// One wording of one kind of attack, as `rules.toml` spells it.
+    #[derive(Debug, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Rule {
+        finding: Finding,
+        lang: String,
+        pattern: String,
+        #[serde(default)]
+        examples: Vec<String>,
+    }
+
+    fn rules() -> Vec<Rule> {
+        let file: RuleFile = toml::from_str(include_str!("../rules.toml")).unwrap();
+        file.rule
+    }
+
+    /// A rule alone, compiled as `build.rs` compiles it: bytes, ASCII.
+    fn compile(pattern: &str) -> Result<Regex, regex::Error> {
+        RegexBuilder::new(pattern).unicode(false).build()
+    }
 
     #[test]
     fn attacks_in_english_and_german_are_found() {
