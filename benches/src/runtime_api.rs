@@ -43,7 +43,8 @@ pub enum OutcomeKind {
     /// response JSON, or from a streamed response's prelude), `None` if it had none.
     Response {
         status: Option<u16>,
-        bytes: usize,
+        /// The answer as posted (a streamed one with its prelude).
+        body: Bytes,
         /// A streamed response that ended with an error trailer.
         stream_error: Option<String>,
     },
@@ -52,6 +53,16 @@ pub enum OutcomeKind {
 }
 
 impl Outcome {
+    /// Whether the answer's body contains `text`.
+    pub fn body_contains(&self, text: &str) -> bool {
+        match &self.kind {
+            OutcomeKind::Response { body, .. } => body
+                .windows(text.len().max(1))
+                .any(|w| w == text.as_bytes()),
+            OutcomeKind::Error(_) => false,
+        }
+    }
+
     /// The HTTP status of a successful answer; an error describing anything else.
     pub fn status(&self) -> Result<u16, String> {
         match &self.kind {
@@ -200,7 +211,7 @@ async fn route(state: &State, request: Request<Incoming>) -> Response<Full<Bytes
                         } else {
                             json_status(&body)
                         },
-                        bytes: body.len(),
+                        body,
                         stream_error,
                     };
                     finish(state, id, kind)
