@@ -694,35 +694,49 @@ fn flight_search(message: &str, intent: &FlightIntent, ask: &Ask<'_>) -> Option<
             None => which_day(origin, destination, ask),
         });
     }
-    if intent.depart_date.is_some() {
-        if let Some(reply) = chosen_week(intent, ask) {
-            return Some(reply);
-        }
-        // Only a date, after the stand-in asked for the day: that route on that day, as
-        // the message that named the route asked for it.
-        if let Some(earlier) = asked_after(ask.messages, &WHICH_DAY) {
-            let both = flight_intent(&format!("{earlier}\n{message}"), ask.today);
-            if let (Some(_), Some(_), Some(date)) =
-                (&both.origin, &both.destination, both.depart_date)
-            {
-                return Some(new_search(&both, date, ask));
-            }
-        }
-        // Or the route of a search being gathered.
-        if let Some(pending) = &ask.context.pending
-            && let (Some(origin), Some(destination), Some(date)) =
-                (&pending.origin, &pending.destination, intent.depart_date)
+    if intent.depart_date.is_some()
+        && let Some(reply) = dated_reply(message, intent, ask)
+    {
+        return Some(reply);
+    }
+    follow_up(message, intent, ask)
+}
+
+/// A message with a date but no route: the week or day the stand-in asked for, of the route
+/// asked before or of the search being gathered.
+fn dated_reply(message: &str, intent: &FlightIntent, ask: &Ask<'_>) -> Option<Reply> {
+    if let Some(reply) = chosen_week(intent, ask) {
+        return Some(reply);
+    }
+    // Only a date, after the stand-in asked for the day: that route on that day, as
+    // the message that named the route asked for it.
+    if let Some(earlier) = asked_after(ask.messages, &WHICH_DAY) {
+        let both = flight_intent(&format!("{earlier}\n{message}"), ask.today);
+        if let (Some(_), Some(_), Some(date)) = (&both.origin, &both.destination, both.depart_date)
         {
-            let route = FlightIntent {
-                origin: Some(origin.to_string()),
-                destination: Some(destination.to_string()),
-                cabin: intent.cabin.or_else(|| pending.cabin.map(|c| c.as_str())),
-                pax: intent.pax.or(pending.pax),
-                ..intent.clone()
-            };
-            return Some(new_search(&route, date, ask));
+            return Some(new_search(&both, date, ask));
         }
     }
+    // Or the route of a search being gathered.
+    if let Some(pending) = &ask.context.pending
+        && let (Some(origin), Some(destination), Some(date)) =
+            (&pending.origin, &pending.destination, intent.depart_date)
+    {
+        let route = FlightIntent {
+            origin: Some(origin.to_string()),
+            destination: Some(destination.to_string()),
+            cabin: intent.cabin.or_else(|| pending.cabin.map(|c| c.as_str())),
+            pax: intent.pax.or(pending.pax),
+            ..intent.clone()
+        };
+        return Some(new_search(&route, date, ask));
+    }
+    None
+}
+
+/// A message that changes the last search: a return, a day later, another cabin or
+/// programme.
+fn follow_up(message: &str, intent: &FlightIntent, ask: &Ask<'_>) -> Option<Reply> {
     // "What about a return on 5 March?" after a search: that search with the way back.
     if let (Some(last), Some(back)) = (&ask.context.last, intent.depart_date)
         && window::is_about_return(&message.to_lowercase())
