@@ -4,8 +4,7 @@
 //! at run time took a cold turn's most CPU; a rule that does not compile fails the build.
 //!
 //! A table is a flat `[u32]`: the anchored, unanchored and pattern start, then one record
-//! per state, in state order (the ids are the indexes), tagged by the `TAG_*` constants that
-//! `src/detect/nfa.rs` reads.
+//! per state, in state order (the ids are the indexes), tagged by `src/detect/tags.rs`.
 
 // A build script reports a broken input by failing the build, with the reason.
 #![allow(clippy::expect_used, clippy::panic)]
@@ -30,16 +29,14 @@ struct Rule {
     pattern: String,
 }
 
-const TAG_RANGE: u32 = 0;
-const TAG_SPARSE: u32 = 1;
-const TAG_LOOK: u32 = 2;
-const TAG_UNION: u32 = 3;
-const TAG_FAIL: u32 = 4;
-const TAG_MATCH: u32 = 5;
+#[path = "src/detect/tags.rs"]
+mod tags;
+use tags::{TAG_FAIL, TAG_LOOK, TAG_MATCH, TAG_RANGE, TAG_SPARSE, TAG_UNION};
 
 fn main() {
     println!("cargo::rerun-if-changed=src/rules.toml");
     println!("cargo::rerun-if-changed=build.rs");
+    println!("cargo::rerun-if-changed=src/detect/tags.rs");
     let text = std::fs::read_to_string("src/rules.toml").expect("src/rules.toml is readable");
     let file: RuleFile = toml::from_str(&text).expect("src/rules.toml parses");
 

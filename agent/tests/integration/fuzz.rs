@@ -814,18 +814,10 @@ fn disguise(attack: &str, plan: &[(u8, Option<char>)]) -> String {
 }
 
 fn finding(name: &str) -> Finding {
-    [
-        Finding::OverrideInstructions,
-        Finding::SystemPromptExtraction,
-        Finding::RolePlay,
-        Finding::BoundarySpoofing,
-        Finding::EncodedPayload,
-        Finding::ScriptInjection,
-        Finding::SqlInjection,
-    ]
-    .into_iter()
-    .find(|f| f.as_str() == name)
-    .unwrap_or_else(|| panic!("unknown finding {name}"))
+    Finding::ALL
+        .into_iter()
+        .find(|f| f.as_str() == name)
+        .unwrap_or_else(|| panic!("unknown finding {name}"))
 }
 
 /// `(finding, text)` from the attack seeds.

@@ -45,6 +45,20 @@ pub enum Finding {
 }
 
 impl Finding {
+    /// Every kind, in the order `scan` reports them.
+    pub const ALL: [Finding; 10] = [
+        Self::OverrideInstructions,
+        Self::SystemPromptExtraction,
+        Self::RolePlay,
+        Self::BoundarySpoofing,
+        Self::EncodedPayload,
+        Self::ScriptInjection,
+        Self::SqlInjection,
+        Self::SecretRequest,
+        Self::ToolManipulation,
+        Self::LinkInjection,
+    ];
+
     /// The finding's name in logs and metrics.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -63,6 +77,7 @@ impl Finding {
 }
 
 mod nfa;
+mod tags;
 
 /// One automaton per finding, its rules as alternatives: a text is read once per finding,
 /// not once per rule, and a search stops at its first hit. Built at first use; a
@@ -265,18 +280,7 @@ mod tests {
             }
         }
         let compiled: Vec<Finding> = PATTERNS.iter().map(|(f, _)| *f).collect();
-        for finding in [
-            Finding::OverrideInstructions,
-            Finding::SystemPromptExtraction,
-            Finding::RolePlay,
-            Finding::BoundarySpoofing,
-            Finding::EncodedPayload,
-            Finding::ScriptInjection,
-            Finding::SqlInjection,
-            Finding::SecretRequest,
-            Finding::ToolManipulation,
-            Finding::LinkInjection,
-        ] {
+        for finding in Finding::ALL {
             assert!(compiled.contains(&finding), "no pattern for {finding:?}");
         }
     }

@@ -18,13 +18,7 @@ mod tables {
 
 use super::Finding;
 
-/// The record tags `build.rs` writes.
-const TAG_RANGE: u32 = 0;
-const TAG_SPARSE: u32 = 1;
-const TAG_LOOK: u32 = 2;
-const TAG_UNION: u32 = 3;
-const TAG_FAIL: u32 = 4;
-const TAG_MATCH: u32 = 5;
+use super::tags::{TAG_FAIL, TAG_LOOK, TAG_MATCH, TAG_RANGE, TAG_SPARSE, TAG_UNION};
 
 /// Each finding's table, as `build.rs` names them.
 pub(super) fn tables() -> [(Finding, &'static [u32]); 10] {
