@@ -11,7 +11,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use crate::guard::GuardMode;
-use crate::llm::{Provider, ToolChoice};
+use crate::llm::{ModelRef, Provider, ToolChoice};
 use crate::mcp::config::McpServerConfig;
 use agent_tools::{Approval, RateLimitEntry, ToolSettings};
 use shared::domain::tool_call::ToolName;
@@ -84,6 +84,8 @@ pub struct AgentProfile {
     pub decision_model: Option<String>,
     /// The model that writes the answer (a stronger one); `None`: `model`.
     pub answer_model: Option<String>,
+    /// Models a step's call goes to, in order, when its own stays unavailable (`fallback`).
+    pub fallback: Vec<FallbackModel>,
     /// The tools it offers (`tools`); its MCP servers' tools and handoffs come on top.
     pub tools: Vec<ToolName>,
     /// Tools of `tools` that run in the background through the tool queue: the turn records
@@ -128,11 +130,32 @@ impl AgentProfile {
             .model
             .as_deref()
             .unwrap_or_else(|| defaults.model(provider));
+        let fallback = self
+            .fallback
+            .iter()
+            .map(|entry| {
+                let provider = entry.provider.unwrap_or(provider);
+                ModelRef {
+                    provider,
+                    model: entry
+                        .model
+                        .clone()
+                        .unwrap_or_else(|| defaults.model(provider).to_owned()),
+                }
+            })
+            .collect();
         StepModels {
             provider,
             decision: self.decision_model.as_deref().unwrap_or(model).to_owned(),
             answer: self.answer_model.as_deref().unwrap_or(model).to_owned(),
+            fallback,
         }
+    }
+
+    /// Every provider this profile's calls may go to: its own and its fallbacks'.
+    pub fn providers(&self, defaults: &ModelDefaults) -> impl Iterator<Item = Provider> {
+        let own = self.provider(defaults);
+        std::iter::once(own).chain(self.fallback.iter().map(move |f| f.provider.unwrap_or(own)))
     }
 
     /// What the pipeline may run in a step of this profile.
@@ -176,6 +199,21 @@ pub struct StepModels {
     pub decision: String,
     /// The step whose text is the answer the client sees.
     pub answer: String,
+    /// Where each step's call goes, in order, when its model stays unavailable.
+    pub fallback: std::sync::Arc<[ModelRef]>,
+}
+
+/// One model of a profile's `fallback` list: `{ provider = "bedrock", model = "..." }`. A
+/// provider left out is the profile's; a model left out, the provider's default.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FallbackModel {
+    /// Who serves it; `None`: the profile's provider.
+    #[serde(default)]
+    pub provider: Option<Provider>,
+    /// The model id; `None`: the provider's default (`OPENAI_MODEL`, `BEDROCK_MODEL_ID`).
+    #[serde(default)]
+    pub model: Option<String>,
 }
 
 impl StepModels {
@@ -237,6 +275,8 @@ struct AgentEntry {
     decision_model: Option<String>,
     #[serde(default)]
     answer_model: Option<String>,
+    #[serde(default)]
+    fallback: Vec<FallbackModel>,
     #[serde(default)]
     tools: Vec<ToolName>,
     #[serde(default)]
@@ -376,6 +416,15 @@ fn check_agent(name: &str, entry: &AgentEntry, source: &str) -> Result<()> {
             "{source}: agent `{name}` has an empty {key}; leave it out for the default"
         )));
     }
+    if let Some(i) = entry.fallback.iter().position(|f| {
+        f.model.as_deref().is_some_and(|m| m.trim().is_empty())
+            || (f.model.is_none() && f.provider.is_none())
+    }) {
+        return Err(Error::Config(format!(
+            "{source}: agent `{name}` has fallback model {} without a provider or model",
+            i + 1
+        )));
+    }
     if let ToolChoiceMode::Tool(forced) = &entry.tool_choice
         && !entry.tools.contains(forced)
     {
@@ -473,6 +522,7 @@ impl AgentCatalog {
                     model: entry.model,
                     decision_model: entry.decision_model,
                     answer_model: entry.answer_model,
+                    fallback: entry.fallback,
                     tools: entry.tools,
                     async_tools: entry.async_tools,
                     tool_choice: entry.tool_choice,
@@ -683,11 +733,39 @@ mod tests {
     }
 
     #[test]
+    fn fallback_models_take_the_profiles_provider_and_the_providers_default_model() {
+        let models = step_models(
+            "model = \"m\"\nfallback = [{ provider = \"bedrock\" }, { model = \"mini\" }, { provider = \"bedrock\", model = \"b:1\" }]",
+        );
+        let refs: Vec<String> = models.fallback.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            refs,
+            ["bedrock:bedrock-default", "openai:mini", "bedrock:b:1"]
+        );
+        let catalog = one_agent("fallback = [{ provider = \"bedrock\" }]").unwrap();
+        let providers: Vec<Provider> = catalog
+            .profile(None)
+            .unwrap()
+            .providers(&defaults(Provider::OpenAi))
+            .collect();
+        assert_eq!(providers, [Provider::OpenAi, Provider::Bedrock]);
+        for bad in ["fallback = [{}]", "fallback = [{ model = \" \" }]"] {
+            let err = one_agent(bad).unwrap_err().to_string();
+            assert!(err.contains("fallback model 1"), "{bad}: {err}");
+        }
+        let err = one_agent("fallback = [{ modle = \"x\" }]")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("modle"), "{err}");
+    }
+
+    #[test]
     fn step_models_fall_back_to_the_profile_model_then_the_deployment() {
         let both = |decision: &str, answer: &str| StepModels {
             provider: Provider::OpenAi,
             decision: decision.into(),
             answer: answer.into(),
+            fallback: Default::default(),
         };
         assert_eq!(step_models(""), both("deployment", "deployment"));
         assert!(!step_models("").split());

@@ -305,7 +305,9 @@ fn llm_client(
     let defaults = config.llm.model_defaults();
     let used = |provider: Provider| {
         config.llm.provider == provider
-            || agents.profiles().any(|p| p.provider(&defaults) == provider)
+            || agents
+                .profiles()
+                .any(|p| p.providers(&defaults).any(|used| used == provider))
     };
     let settings = ClientSettings {
         base_url: config.llm.base_url.clone(),

@@ -483,7 +483,12 @@ pub(super) fn settle(
             (CallStatus::Failed, result, false, Outcome::Failed(message))
         }
         Ok(Err(e)) => {
-            let retryable = matches!(e, Error::Upstream { .. } | Error::UpstreamTimeout { .. });
+            let retryable = matches!(
+                e,
+                Error::Upstream { .. }
+                    | Error::UpstreamUnavailable { .. }
+                    | Error::UpstreamTimeout { .. }
+            );
             let safe = ApiError::from(&e).message;
             tracing::warn!(tool = %name, error = %e, "tool failed");
             let (status, outcome) = match e {

@@ -80,11 +80,10 @@ impl Agent {
             },
             session_state: Box::new(state.chat.session_state.clone()),
             tool_result: tool_result(&state.last_results),
-            metadata: self
-                .settings
-                .stack_notice
-                .clone()
-                .map(|notice| FinalMetadata { notice }),
+            metadata: FinalMetadata::of(
+                self.settings.stack_notice.clone(),
+                state.answered_by.take(),
+            ),
         }));
         Ok(())
     }

@@ -201,6 +201,7 @@ impl Agent {
             steps: 0,
             tool_calls: 0,
             usage: TurnUsage::new(self.usage.clone()),
+            answered_by: None,
         };
         state.tools = Arc::new(self.offered_tools(&state));
         state

@@ -215,6 +215,9 @@ struct TurnState {
     tool_calls: usize,
     /// The model steps' usage records not written yet: they go with the next chat write.
     usage: TurnUsage,
+    /// The model that answered the last model step (a fallback's, when it stood in), as
+    /// `final.metadata.model` names it.
+    answered_by: Option<String>,
 }
 
 /// How the loop ended.
@@ -388,6 +391,7 @@ impl Agent {
                 .step(input, state, &models, step, offer_tools, events)
                 .await?;
             state.steps += 1;
+            state.answered_by = Some(reply.model.clone());
             // A stop during the step abandoned its stream: what it said so far is the answer.
             if input.stop.is_stopped() {
                 return Ok(Ending::Stopped(with_said(spoken, &reply.content)));
@@ -555,9 +559,10 @@ impl Agent {
 /// The `error` event's code for a turn that failed with `e`.
 fn error_code(e: &Error) -> TurnErrorCode {
     match e {
-        Error::Upstream { .. } | Error::UpstreamTimeout { .. } | Error::UpstreamRejected { .. } => {
-            TurnErrorCode::LlmError
-        }
+        Error::Upstream { .. }
+        | Error::UpstreamUnavailable { .. }
+        | Error::UpstreamTimeout { .. }
+        | Error::UpstreamRejected { .. } => TurnErrorCode::LlmError,
         _ => match ApiError::from(e).code {
             ErrorCode::NotFound => TurnErrorCode::NotFound,
             ErrorCode::Conflict => TurnErrorCode::Conflict,

@@ -48,6 +48,7 @@ pub(super) struct ModelCall<'a> {
     pub model: &'a str,
     pub offer_tools: bool,
     pub role: StepRole,
+    pub fallback: &'a std::sync::Arc<[crate::llm::ModelRef]>,
 }
 
 /// What a step of the loop ends with: the reply to go on with, whether the output guard
@@ -85,6 +86,7 @@ impl Agent {
             model,
             offer_tools,
             role,
+            fallback: &models.fallback,
         };
         let (completion, cut) = self.model_step(input, state, call, events).await?;
         if role != StepRole::Decide || !completion.tool_calls.is_empty() || input.stop.is_stopped()
@@ -102,6 +104,7 @@ impl Agent {
             model: &models.answer,
             offer_tools: false,
             role: StepRole::Answer,
+            fallback: &models.fallback,
         };
         let (completion, cut) = self.model_step(input, state, call, events).await?;
         Ok(StepReply {
@@ -269,6 +272,7 @@ impl Agent {
         CompletionRequest {
             provider: Some(call.provider),
             model: call.model.to_owned(),
+            fallback: call.fallback.clone(),
             messages: state.prompt.clone(),
             tools,
             tool_choice,

@@ -64,6 +64,7 @@ fn request(tools: bool) -> CompletionRequest {
         tool_choice: ToolChoice::Auto,
         temperature: Some(0.3),
         max_tokens: Some(256),
+        fallback: Default::default(),
     }
 }
 
@@ -232,7 +233,8 @@ async fn throttling_and_5xx_are_retried_before_the_stream() {
     }
     let (result, _) = complete(&client(&fake), &request(false)).await;
     match result {
-        Err(Error::Upstream { message, .. }) => {
+        // Unavailable through every retry: a profile's fallback model may answer.
+        Err(Error::UpstreamUnavailable { message, .. }) => {
             assert_eq!(message, "InternalServerException (HTTP 500)");
         }
         other => panic!("{other:?}"),

@@ -63,6 +63,7 @@ fn request(tools: bool) -> CompletionRequest {
         tool_choice: ToolChoice::Auto,
         temperature: None,
         max_tokens: None,
+        fallback: Default::default(),
     }
 }
 
@@ -239,11 +240,12 @@ async fn persistent_500s_become_an_upstream_error() {
     let client = client(format!("{}/v1", server.uri()), key());
     let (result, _) = complete(&client, &request(false)).await;
     match result {
-        Err(Error::Upstream { service, message }) => {
+        // Unavailable through every retry: a profile's fallback model may answer.
+        Err(Error::UpstreamUnavailable { service, message }) => {
             assert_eq!(service, "llm");
             assert_eq!(message, "HTTP 503");
         }
-        other => panic!("expected Upstream, got {other:?}"),
+        other => panic!("expected UpstreamUnavailable, got {other:?}"),
     }
     assert_eq!(bodies(&server).await.len(), 3);
 }
@@ -572,8 +574,12 @@ async fn broken_streams_are_upstream_errors() {
     let client = client(fake.base_url(), ApiKey::None);
 
     let (result, tokens) = complete(&client, &request(false)).await;
+    // A dropped connection; after text, never retried nor passed to a fallback model.
     assert!(
-        matches!(result, Err(Error::Upstream { service: "llm", .. })),
+        matches!(
+            result,
+            Err(Error::UpstreamUnavailable { service: "llm", .. })
+        ),
         "{result:?}"
     );
     assert!(
@@ -616,7 +622,10 @@ async fn a_stream_cut_before_any_text_is_asked_once_more() {
     fake.push(Reply::text("lost").cut_off_after(1))
         .push(Reply::text("lost again").cut_off_after(1));
     let (result, _) = complete(&client, &request(false)).await;
-    assert!(matches!(result, Err(Error::Upstream { .. })), "{result:?}");
+    assert!(
+        matches!(result, Err(Error::UpstreamUnavailable { .. })),
+        "{result:?}"
+    );
     assert_eq!(fake.request_count(), 4);
 }
 

@@ -327,7 +327,12 @@ fn settle<B: AsRef<[u8]>>(
             Err(e) => {
                 tracing::warn!(id, error = %e, "trip lookup failed; availability dropped");
                 failed += 1;
-                if matches!(e, Error::Upstream { .. } | Error::UpstreamTimeout { .. }) {
+                if matches!(
+                    e,
+                    Error::Upstream { .. }
+                        | Error::UpstreamUnavailable { .. }
+                        | Error::UpstreamTimeout { .. }
+                ) {
                     outage.get_or_insert(e);
                 }
             }

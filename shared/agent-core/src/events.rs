@@ -300,7 +300,20 @@ pub enum AssistantRole {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct FinalMetadata {
     /// The deployment's `STACK_NOTICE`.
-    pub notice: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notice: Option<String>,
+    /// The model that answered the turn's last model step, as its provider names it: a
+    /// fallback model when the profile's own was unavailable. Absent when no model was
+    /// called (a refused message).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+}
+
+impl FinalMetadata {
+    /// The metadata of an answer; `None` when there is nothing to add.
+    pub fn of(notice: Option<String>, model: Option<String>) -> Option<Self> {
+        (notice.is_some() || model.is_some()).then_some(Self { notice, model })
+    }
 }
 
 /// `error`: the turn failed (replaces `final`; `done` follows).

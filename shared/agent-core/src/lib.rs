@@ -7,6 +7,7 @@
 
 pub mod call_status;
 pub mod events;
+pub mod fallback;
 pub mod llm;
 mod providers;
 pub mod stop;

@@ -13,6 +13,7 @@ use lambda_kit::upstream::RetryPolicy;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub use crate::fallback::{ModelHealth, ModelRef};
 pub use crate::providers::{Provider, Providers};
 
 use crate::Result;
@@ -157,6 +158,21 @@ pub struct CompletionRequest {
     pub temperature: Option<f32>,
     /// The answer's limit in tokens.
     pub max_tokens: Option<u32>,
+    /// Where the call goes, in order, when `model` stays unavailable before its first token
+    /// ([`crate::fallback::falls_back`]); empty: nowhere.
+    pub fallback: Arc<[ModelRef]>,
+}
+
+impl CompletionRequest {
+    /// The same request for `to`.
+    pub fn to(&self, to: &ModelRef) -> Self {
+        Self {
+            provider: Some(to.provider),
+            model: to.model.clone(),
+            fallback: Arc::default(),
+            ..self.clone()
+        }
+    }
 }
 
 /// Why the model stopped, as far as the caller cares.
@@ -221,6 +237,12 @@ pub trait LlmProvider: Send + Sync {
         deadline: Instant,
         tokens: &mut dyn TokenSink,
     ) -> Result<Completion>;
+
+    /// How the models behind it have been doing, for fallback: the container's
+    /// [`ModelHealth`] ([`Providers`]); `None` where nothing keeps count.
+    fn health(&self) -> Option<&ModelHealth> {
+        None
+    }
 }
 
 /// What the clients of a deployment are built with (from `LlmSettings` and the retry policy).

@@ -10,15 +10,17 @@ use async_trait::async_trait;
 
 pub use domain::provider::Provider;
 
+use crate::fallback::ModelHealth;
 use crate::llm::{Completion, CompletionRequest, LlmProvider, TokenSink};
 use crate::{Error, Result};
 
 /// The configured providers, itself an [`LlmProvider`]: each request goes to the provider
-/// it names, or to the default one.
+/// it names, or to the default one. It keeps the container's [`ModelHealth`] for fallback.
 #[derive(Clone)]
 pub struct Providers {
     default: Provider,
     clients: Vec<(Provider, Arc<dyn LlmProvider>)>,
+    health: Arc<ModelHealth>,
 }
 
 impl fmt::Debug for Providers {
@@ -39,6 +41,7 @@ impl Providers {
         Self {
             default,
             clients: Vec::new(),
+            health: Arc::default(),
         }
     }
 
@@ -83,5 +86,9 @@ impl LlmProvider for Providers {
                 "the LLM provider {provider} is not configured in this deployment"
             ))),
         }
+    }
+
+    fn health(&self) -> Option<&ModelHealth> {
+        Some(&self.health)
     }
 }

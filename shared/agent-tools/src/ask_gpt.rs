@@ -96,6 +96,7 @@ impl Tool for AskGptTool {
                 .accepts_temperature()
                 .then(|| args.temperature() as f32),
             max_tokens: Some(self.config.max_tokens),
+            fallback: Default::default(),
         };
         let scope = UsageScope {
             user_id: &ctx.user_id,

@@ -12,6 +12,7 @@ use shared::metrics::{Dimension, Metric, Metrics, Point};
 use shared::usage::{Hold, Reservation, TokenUsage, UsageRecord, UsageStore};
 use shared::{Error, Result};
 
+use agent_core::fallback::{ModelRef, falls_back};
 use agent_core::llm::{Completion, CompletionRequest, FinishReason, LlmProvider, TokenSink};
 use agent_core::stop::StopSignal;
 
@@ -88,6 +89,11 @@ fn produced(completion: &Completion) -> usize {
 /// is logged, never the caller's failure: losing a usage record must not lose an answer.
 /// When `stop` fires first, the stream is abandoned and the text so far comes back as a
 /// completion that finished `canceled`, its usage estimated.
+///
+/// When the model stays unavailable before its first token ([`falls_back`]), the call goes
+/// to the request's `fallback` models in turn, models resting after repeated failures last
+/// ([`ModelHealth`](agent_core::fallback::ModelHealth)). Each attempt is held, metered and priced on its own; a failure after
+/// text was streamed, or of another kind, ends the call as it is.
 pub async fn complete_metered(
     meter: Meter<'_>,
     scope: UsageScope<'_>,
@@ -96,12 +102,77 @@ pub async fn complete_metered(
     tokens: &mut dyn TokenSink,
     stop: Option<&StopSignal>,
 ) -> Result<Completion> {
+    let Some(primary) = request.provider.filter(|_| !request.fallback.is_empty()) else {
+        return attempt(meter, scope, request, deadline, tokens, stop)
+            .await
+            .0;
+    };
+    let mut candidates = Vec::with_capacity(request.fallback.len() + 1);
+    candidates.push(ModelRef {
+        provider: primary,
+        model: request.model.clone(),
+    });
+    candidates.extend(request.fallback.iter().cloned());
+    let health = meter.llm.health();
+    let order = match health {
+        Some(health) => health.order(&candidates, Instant::now()),
+        None => candidates.iter().collect(),
+    };
+    let last = order.len() - 1;
+    let mut failed_over: Option<&ModelRef> = None;
+    for (i, model) in order.into_iter().enumerate() {
+        let attempt_request = request.to(model);
+        if let Some(from) = failed_over {
+            tracing::warn!(operation = scope.operation, from = %from, to = %model, "llm call falls back");
+        }
+        let (result, streamed) =
+            attempt(meter, scope, &attempt_request, deadline, tokens, stop).await;
+        match &result {
+            Ok(_) => {
+                if let Some(health) = health {
+                    health.answered(model);
+                }
+                return result;
+            }
+            Err(e) if !streamed && falls_back(e) => {
+                if let Some(health) = health {
+                    health.failed(model, Instant::now());
+                }
+                if i == last || Instant::now() + MIN_FALLBACK_TIME >= deadline {
+                    return result;
+                }
+                failed_over = Some(model);
+            }
+            Err(_) => return result,
+        }
+    }
+    // `order` is never empty: the primary is in it.
+    Err(Error::Config("no model to call".into()))
+}
+
+/// Below this much time before the deadline, a fallback model is not tried: it could not
+/// answer in time.
+const MIN_FALLBACK_TIME: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// One attempt of [`complete_metered`] on the request's own model; also whether any text of
+/// it was streamed (after which no fallback may run).
+async fn attempt(
+    meter: Meter<'_>,
+    scope: UsageScope<'_>,
+    request: &CompletionRequest,
+    deadline: Instant,
+    tokens: &mut dyn TokenSink,
+    stop: Option<&StopSignal>,
+) -> (Result<Completion>, bool) {
     let Meter {
         llm,
         usage: store,
         metrics,
     } = meter;
-    let reservation = reserve(store, scope, request).await?;
+    let reservation = match reserve(store, scope, request).await {
+        Ok(reservation) => reservation,
+        Err(e) => return (Err(e), false),
+    };
     let started = Instant::now();
     let mut first_token = None;
     let mut streamed = String::new();
@@ -126,6 +197,7 @@ pub async fn complete_metered(
         None => llm.complete(request, deadline, &mut counting).await,
     };
     let streamed = streamed.len();
+    let any_streamed = first_token.is_some();
     let (model, usage) = match &result {
         Ok(completion) => (
             completion.model.as_str(),
@@ -146,7 +218,7 @@ pub async fn complete_metered(
                 None,
                 Some(e),
             );
-            return result;
+            return (result, any_streamed);
         }
     };
     let recorded = store
@@ -174,7 +246,7 @@ pub async fn complete_metered(
         Some((usage, recorded)),
         result.as_ref().err(),
     );
-    result
+    (result, any_streamed)
 }
 
 /// Completion tokens a call without `max_tokens` is held for.

@@ -644,6 +644,10 @@ fn fetch_error_copy(err: &Error) -> Error {
             service,
             message: message.clone(),
         },
+        Error::UpstreamUnavailable { service, message } => Error::UpstreamUnavailable {
+            service,
+            message: message.clone(),
+        },
         other => Error::Upstream {
             service: JWKS_SERVICE,
             message: other.to_string(),
@@ -1088,7 +1092,7 @@ mod tests {
         assert!(
             matches!(
                 err,
-                Some(Error::Upstream {
+                Some(Error::UpstreamUnavailable {
                     service: "jwks",
                     ..
                 })

@@ -108,6 +108,17 @@ pub enum Error {
         message: String,
     },
 
+    /// An upstream API stayed unavailable through every retry: it kept answering 429, 408 or
+    /// 5xx, or the connection failed (502, as [`Error::Upstream`]). Unlike `Upstream`, it
+    /// says nothing against the request: another provider may answer it.
+    #[error("upstream {service}: {message}")]
+    UpstreamUnavailable {
+        /// Which upstream.
+        service: &'static str,
+        /// What the last attempt saw, for the log.
+        message: String,
+    },
+
     /// An upstream API did not answer within the time we had (504).
     #[error("upstream {service} timed out")]
     UpstreamTimeout {
@@ -149,7 +160,8 @@ impl Error {
             Self::Secret { .. } => "secret",
             Self::Dynamo { .. } => "dynamodb",
             Self::Corrupt(_) => "corrupt",
-            Self::Upstream { .. } => "upstream",
+            // One kind for both: metrics and logs tell upstream failures apart by service.
+            Self::Upstream { .. } | Self::UpstreamUnavailable { .. } => "upstream",
             Self::UpstreamTimeout { .. } => "timeout",
             Self::UpstreamRejected { .. } => "rejected",
             Self::Json(_) => "json",

@@ -202,7 +202,7 @@ async fn attempts(
     }
     Err(match last {
         Failure::Timeout => Error::UpstreamTimeout { service },
-        Failure::Retryable(message) => Error::Upstream { service, message },
+        Failure::Retryable(message) => Error::UpstreamUnavailable { service, message },
     })
 }
 

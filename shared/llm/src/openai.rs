@@ -177,7 +177,9 @@ impl LlmProvider for OpenAiClient {
                 Ok(completion) => completion,
                 // A stream that broke off before any text was forwarded (a dropped connection
                 // under load): nothing was shown, so it is asked once more, within the deadline.
-                Err(e @ Error::Upstream { .. }) if !counted.forwarded && !retried => {
+                Err(e @ (Error::Upstream { .. } | Error::UpstreamUnavailable { .. }))
+                    if !counted.forwarded && !retried =>
+                {
                     tracing::warn!(model = %request.model, error = %e, "llm stream broke off before any text; asking once more");
                     retried = true;
                     continue;
@@ -247,8 +249,9 @@ async fn read_stream(
             Ok(Err(e)) if e.is_timeout() => {
                 return Err(Error::UpstreamTimeout { service: SERVICE });
             }
+            // A dropped connection, not an answer: another provider may give one.
             Ok(Err(e)) => {
-                return Err(Error::Upstream {
+                return Err(Error::UpstreamUnavailable {
                     service: SERVICE,
                     message: format!("the stream broke off: {e}"),
                 });
@@ -416,6 +419,7 @@ mod tests {
             tool_choice: ToolChoice::Tool("search_flights".into()),
             temperature: Some(0.25),
             max_tokens: Some(300),
+            fallback: Default::default(),
         }
     }
 

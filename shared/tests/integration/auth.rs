@@ -637,7 +637,7 @@ async fn unreachable_jwks_is_our_fault() {
     assert!(
         matches!(
             err,
-            Error::Upstream {
+            Error::UpstreamUnavailable {
                 service: "jwks",
                 ..
             }
@@ -788,7 +788,7 @@ async fn concurrent_requests_share_a_failed_fetch() {
         assert!(
             matches!(
                 err,
-                Error::Upstream {
+                Error::UpstreamUnavailable {
                     service: "jwks",
                     ..
                 }

@@ -16,6 +16,7 @@ mod approval;
 mod budget;
 mod cash_providers;
 mod chat;
+mod fallback;
 mod flight_rows;
 mod guardrails;
 mod inputs;

@@ -186,7 +186,8 @@ impl From<&Error> for ApiError {
                     format!("{service} did not answer in time"),
                 )
             }
-            Error::Upstream { service, message } => {
+            Error::Upstream { service, message }
+            | Error::UpstreamUnavailable { service, message } => {
                 tracing::warn!(service, message, "upstream failed");
                 Self::new(
                     ErrorCode::UpstreamError,

@@ -149,7 +149,7 @@ impl BedrockClient {
         }
         Err(match last {
             Failure::Timeout => Error::UpstreamTimeout { service: SERVICE },
-            Failure::Retryable(message) => Error::Upstream {
+            Failure::Retryable(message) => Error::UpstreamUnavailable {
                 service: SERVICE,
                 message,
             },

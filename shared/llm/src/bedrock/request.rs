@@ -332,6 +332,7 @@ mod tests {
             tool_choice: choice,
             temperature: Some(0.25),
             max_tokens: Some(300),
+            fallback: Default::default(),
         }
     }
 

@@ -59,6 +59,7 @@ async fn the_stand_in_calls_tools_and_relays_results_over_bedrock() {
         tool_choice: ToolChoice::Auto,
         temperature: None,
         max_tokens: Some(512),
+        fallback: Default::default(),
     };
     let deadline = Instant::now() + Duration::from_secs(20);
     let first = client

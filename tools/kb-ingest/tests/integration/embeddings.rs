@@ -133,7 +133,7 @@ async fn server_errors_are_retried_then_reported() {
         .embed(&inputs(&["a"]), deadline())
         .await;
     match result {
-        Err(Error::Upstream { service, message }) => {
+        Err(Error::UpstreamUnavailable { service, message }) => {
             assert_eq!(service, "embeddings");
             assert!(message.contains("500"), "{message}");
         }

@@ -340,7 +340,7 @@ async fn embeddings_failure_is_an_error_and_writes_nothing_for_that_document() {
     )
     .await;
     match result {
-        Err(Error::Upstream { service, message }) => {
+        Err(Error::UpstreamUnavailable { service, message }) => {
             assert_eq!(service, "embeddings");
             assert!(message.contains("500"), "{message}");
         }
@@ -367,7 +367,10 @@ async fn embeddings_failure_is_an_error_and_writes_nothing_for_that_document() {
         &Progress::silent(),
     )
     .await;
-    assert!(matches!(result, Err(Error::Upstream { .. })), "{result:?}");
+    assert!(
+        matches!(result, Err(Error::UpstreamUnavailable { .. })),
+        "{result:?}"
+    );
     let written: Vec<String> = manifests_with_prefix(&store, &prefix)
         .await
         .into_iter()

@@ -73,7 +73,8 @@ fn samples() -> Vec<TurnEvent> {
             session_state: Box::new(state),
             tool_result: json!([{"tool": "ask_gpt", "job_id": "tc_2", "status": "failed", "raw": null}]),
             metadata: Some(FinalMetadata {
-                notice: "local stack".into(),
+                notice: Some("local stack".into()),
+                model: Some("gpt-4.1-mini".into()),
             }),
         }),
         TurnEvent::Final(FinalData {
