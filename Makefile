@@ -1,5 +1,5 @@
 # Entry points; each target is a thin wrapper around a script you can also run directly.
-.PHONY: dev down test check deny lint emulators-up emulators-down ci sam-local sam-local-down sam-invoke sam-api
+.PHONY: dev down test eval check deny lint emulators-up emulators-down ci sam-local sam-local-down sam-invoke sam-api
 .PHONY: web-test web-e2e
 
 # The RustSec advisory database snapshot `make deny` reads offline, and where it goes: a
@@ -20,6 +20,11 @@ down:
 ## supply-chain check.
 test: deny
 	./infra/local/test.sh
+
+## Tool-calling evals through the real runtime against the configured model (the offline
+## stand-in without one): docs/evals.md. EVAL_ARGS goes to the runner (--only, --limit).
+eval:
+	./infra/local/eval.sh
 
 ## Before a push: fmt, then clippy and the tests of the crates the change touched (and of
 ## their dependents; the whole workspace when unsure) in one build, against the emulators.
