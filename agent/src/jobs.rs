@@ -106,11 +106,22 @@ impl JobQueue for SqsJobQueue {
     async fn send(&self, job: &ToolJob, delay: Duration) -> Result<()> {
         let body = serde_json::to_string(job)?;
         let delay = i32::try_from(delay.min(MAX_DELAY).as_secs()).unwrap_or(900);
-        self.client
+        let mut message = self
+            .client
             .send_message()
             .queue_url(&self.queue_url)
             .message_body(body)
-            .delay_seconds(delay)
+            .delay_seconds(delay);
+        // The trace context, so the worker's spans join the turn's trace.
+        for (name, value) in shared::telemetry::headers_of(&tracing::Span::current()) {
+            let value = MessageAttributeValue::builder()
+                .data_type("String")
+                .string_value(value)
+                .build()
+                .map_err(|e| sqs_error("MessageAttributeValue", e))?;
+            message = message.message_attributes(name, value);
+        }
+        message
             .send()
             .await
             .map_err(|e| sqs_error("SendMessage", e))?;

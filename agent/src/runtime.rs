@@ -255,11 +255,14 @@ impl ToolClients {
             Arc::new(AwsSecretSource::new(shared::aws::secrets_manager(sdk))),
             shared::config::secrets_cache_ttl(env)?,
         ));
+        let http = shared::upstream::http_client()?;
+        // Traces, when a collector is configured (`OTEL_EXPORTER_OTLP_ENDPOINT`).
+        shared::telemetry::configure(env, &http);
         Ok(Self {
             dynamodb: shared::aws::dynamodb(sdk),
             sqs: aws_sdk_sqs::Client::new(sdk),
             secrets,
-            http: shared::upstream::http_client()?,
+            http,
             llm,
             signer,
             metrics,

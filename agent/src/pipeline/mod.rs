@@ -40,7 +40,9 @@ use crate::jobs::{JobQueue, RetrySchedule};
 use crate::llm::ToolCallRequest;
 use crate::profiles::ToolPolicy;
 use agent_core::events::{self, EventSink, ToolResultData, TurnEvent};
+use agent_core::genai;
 use agent_tools::{ToolContext, ToolRegistry};
+use tracing::Instrument;
 
 /// Seed 001: at most 5 tools per message.
 pub const DEFAULT_MAX_PARALLEL: usize = 5;
@@ -70,6 +72,28 @@ pub struct CallOutcome {
 }
 
 impl CallOutcome {
+    /// How the call went, as its `execute_tool` span says: the ledger's view.
+    fn trace(&self, span: &tracing::Span) {
+        let outcome = if self.status == CallStatus::AwaitingApproval {
+            "approval_pending"
+        } else if self.job_id.is_none() {
+            "refused"
+        } else if self.deduped {
+            "deduplicated"
+        } else if self.result.metadata.get("cached") == Some(&serde_json::Value::Bool(true)) {
+            "cached"
+        } else if self.background {
+            "queued"
+        } else {
+            "executed"
+        };
+        genai::record_tool(span, outcome, self.status.as_str(), self.job_id.as_deref());
+        genai::record_tool_content(span, &self.call.arguments, &self.result.message);
+        if self.status.is_failure() && outcome != "refused" {
+            genai::record_error(span, self.status.as_str());
+        }
+    }
+
     /// An outcome with no flags set; callers set the ones that apply.
     pub(crate) fn new(
         call: &ToolCallRequest,
@@ -191,21 +215,30 @@ impl Pipeline {
         limits: StepLimits,
         events: &dyn EventSink,
     ) -> StepOutcome {
-        let admissions = join_all(
-            calls
-                .iter()
-                .enumerate()
-                .map(|(index, call)| self.admit(ctx, policy, call, index, limits, events)),
-        )
-        .await;
-        let outcomes = join_all(admissions.into_iter().map(|admission| async {
-            let started = Instant::now();
-            let outcome = self.run_admitted(ctx, admission, events).await;
-            if let Some(tool) = outcome.tool {
-                self.observe_call(ctx, tool, outcome.status, outcome.deduped, started);
-            }
-            outcome
+        // One `execute_tool` span per call, from its admission to its record.
+        let spans: Vec<tracing::Span> = calls
+            .iter()
+            .map(|call| genai::execute_tool(&call.name, &call.id))
+            .collect();
+        let admissions = join_all(calls.iter().enumerate().map(|(index, call)| {
+            self.admit(ctx, policy, call, index, limits, events)
+                .instrument(spans[index].clone())
         }))
+        .await;
+        let outcomes = join_all(admissions.into_iter().zip(spans).map(
+            |(admission, span)| async move {
+                let started = Instant::now();
+                let outcome = self
+                    .run_admitted(ctx, admission, events)
+                    .instrument(span.clone())
+                    .await;
+                if let Some(tool) = outcome.tool {
+                    self.observe_call(ctx, tool, outcome.status, outcome.deduped, started);
+                }
+                outcome.trace(&span);
+                outcome
+            },
+        ))
         .await;
         StepOutcome::collect(outcomes, events)
     }

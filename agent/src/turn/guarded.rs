@@ -34,6 +34,11 @@ impl Agent {
             blocked,
             "input guard: the message looks like an attack"
         );
+        agent_core::trace_event!(
+            "guard.finding",
+            app.guard.findings = %names(&findings).join(","),
+            app.guard.blocked = blocked
+        );
         events::debug(
             events,
             "guard_input",

@@ -144,6 +144,7 @@ impl Agent {
         let to = target.name.clone();
         let job_id = self.record_handoff(ctx, state, &from, &to, &reason).await;
         tracing::info!(chat_id = %ctx.chat_id, from, to, "handoff");
+        agent_core::trace_event!("handoff", app.handoff.from = %from, app.handoff.to = %to);
         events.emit(TurnEvent::Handoff(HandoffData {
             from: from.clone(),
             to: to.clone(),

@@ -57,7 +57,9 @@ use crate::runtime::ToolRuntime;
 use crate::texts::UserText;
 use crate::timezone::UserTimeZone;
 use agent_core::events::{EventSink, InitData, TurnErrorCode, TurnEvent};
+use agent_core::genai;
 use agent_core::stop::StopSignal;
+use tracing::Instrument;
 
 /// How turns run; read once per container (chat-router's configuration).
 #[derive(Debug, Clone)]
@@ -288,8 +290,28 @@ impl Agent {
         self
     }
 
-    /// Runs `turn` to its end and emits `Done` last, always.
+    /// Runs `turn` to its end and emits `Done` last, always; in its `invoke_agent` span.
     pub async fn run_turn(&self, turn: OpenTurn, events: &dyn EventSink) {
+        let language = match turn.language() {
+            Locale::De => "de",
+            Locale::En => "en",
+        };
+        let span = genai::invoke_agent(
+            &turn.input.profile.name,
+            &turn.chat.id,
+            &turn.turn_id,
+            language,
+        );
+        let status = self
+            .run_turn_in_span(turn, events)
+            .instrument(span.clone())
+            .await;
+        if status == "error" {
+            genai::record_error(&span, "turn_failed");
+        }
+    }
+
+    async fn run_turn_in_span(&self, turn: OpenTurn, events: &dyn EventSink) -> &'static str {
         events.emit(TurnEvent::Init(InitData {
             chat_id: turn.chat.id.clone(),
             created: turn.created,
@@ -342,6 +364,7 @@ impl Agent {
         }
         self.observe_turn(&state, status);
         events.emit(TurnEvent::DONE);
+        status
     }
 
     /// The turn's metrics: duration, model steps and tool calls, by agent and status.

@@ -94,11 +94,18 @@ pub(crate) fn stream(
     // The turn's tasks outlive the handler: they carry its span (and so its trace id) and
     // the chat and turn ids on every log line.
     let span = tracing::info_span!("turn", chat_id = %turn.chat_id(), turn_id = %record.turn_id);
-    tokio::spawn(async move { agent.run_turn(turn, &emitter).await }.instrument(span.clone()));
+    // The turn's spans go out once it has ended, before its stream does.
+    let run = tokio::spawn(
+        async move {
+            agent.run_turn(turn, &emitter).await;
+            shared::telemetry::flush().await;
+        }
+        .instrument(span.clone()),
+    );
     // A gone client only stops the sending: holding the body open until the turn's log is
-    // written keeps the invocation (and so the turn) alive on Lambda.
+    // written (and its spans sent) keeps the invocation (and so the turn) alive on Lambda.
     tokio::spawn(
-        turn_log::record(deps.turns.clone(), record, stop, queue, sender).instrument(span),
+        turn_log::record(deps.turns.clone(), record, stop, queue, sender, run).instrument(span),
     );
     event_stream(body)
 }

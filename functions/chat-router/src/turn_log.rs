@@ -65,13 +65,15 @@ struct Batch {
 }
 
 /// Sends a turn's events to its client and its log, in order; returns once `done` is
-/// stored and sent (or the turn dropped its queue).
+/// stored and sent (or the turn dropped its queue). `done` waits for the turn's task `run`
+/// to end too: its spans are exported before the invocation ends.
 pub async fn record(
     store: Arc<dyn TurnStore>,
     turn: TurnRecord,
     stop: StopSignal,
     mut queue: mpsc::UnboundedReceiver<TurnEvent>,
     mut client: Sender,
+    run: tokio::task::JoinHandle<()>,
 ) {
     let (batches, flushed) = mpsc::unbounded_channel::<Batch>();
     let flusher = tokio::spawn(flush(store, turn.clone(), stop, flushed));
@@ -128,6 +130,9 @@ pub async fn record(
     // the invocation) stays open until then.
     if let Err(e) = flusher.await {
         tracing::error!(error = %e, "the turn's event flusher failed");
+    }
+    if let Err(e) = run.await {
+        tracing::error!(error = %e, "the turn's task failed");
     }
     if connected {
         let _ = client.send_data(frame(&done)).await;

@@ -4,6 +4,7 @@
 
 use std::convert::Infallible;
 use std::sync::Arc;
+use tracing::Instrument;
 
 use bytes::Bytes;
 use http_body_util::combinators::BoxBody;
@@ -94,9 +95,26 @@ pub async fn handle(deps: &Deps, request: Request) -> McpResponse {
     if let Err(refusal) = jsonrpc::check(body) {
         return json(StatusCode::BAD_REQUEST, &refusal.body());
     }
+    // The call's trace span, a child of the client's `traceparent` when it sends one; its
+    // spans (the tool call, the function it calls) go out before the response does.
+    let traced = shared::telemetry::server_span("POST", protected::MCP_PATH, |name| {
+        request
+            .headers()
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned)
+    });
     let mut request = request;
     request.extensions_mut().insert(user);
-    deps.service.handle(request).await
+    let response = deps
+        .service
+        .handle(request)
+        .instrument(traced.clone())
+        .await;
+    shared::telemetry::record_status(&traced, response.status().as_u16());
+    drop(traced);
+    shared::telemetry::flush().await;
+    response
 }
 
 /// The verified caller of the request's bearer token, or why there is none.

@@ -40,7 +40,12 @@ impl WorkerEvent {
 pub async fn handle_event(deps: &Deps, event: Value) -> Result<Value> {
     match WorkerEvent::parse(event)? {
         WorkerEvent::Queue(batch) => Ok(json!(crate::handler::handle(deps, batch).await)),
-        WorkerEvent::Schedule => Ok(json!(crate::alerts::check_due(deps).await)),
+        WorkerEvent::Schedule => {
+            let report = crate::alerts::check_due(deps).await;
+            // The checks' spans (their flight searches) go out before the invocation ends.
+            shared::telemetry::flush().await;
+            Ok(json!(report))
+        }
     }
 }
 

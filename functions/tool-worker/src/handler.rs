@@ -30,6 +30,8 @@ use crate::Deps;
 
 pub async fn handle(deps: &Deps, event: SqsEvent) -> SqsBatchResponse {
     let results = join_all(event.records.iter().map(|m| process(deps, m))).await;
+    // The batch's spans go out before the invocation ends.
+    shared::telemetry::flush().await;
     let mut response = SqsBatchResponse::default();
     for (message, ok) in event.records.iter().zip(results) {
         if !ok {
@@ -70,7 +72,16 @@ async fn process(deps: &Deps, message: &SqsMessage) -> bool {
         kind = ?job.kind,
         xrayTraceId = trace.as_ref().map(|t| t.root.as_str()),
     );
+    // The job's trace span: a consumer of the tool queue, joined to the turn that sent it.
+    let traced =
+        shared::telemetry::consumer_span(&format!("process tool-queue {:?}", job.kind), |name| {
+            message
+                .message_attributes
+                .get(name)
+                .and_then(|a| a.string_value.clone())
+        });
     run(deps, message, &job, body, trace.as_ref())
+        .instrument(traced)
         .instrument(span)
         .await
 }

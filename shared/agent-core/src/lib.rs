@@ -8,6 +8,7 @@
 pub mod call_status;
 pub mod events;
 pub mod fallback;
+pub mod genai;
 pub mod llm;
 mod providers;
 pub mod stop;

@@ -144,7 +144,8 @@ impl FunctionClient {
         if let Some(trace) = &ctx.trace_header {
             headers.push((TRACE_HEADER.to_owned(), trace.clone()));
         }
-        let response = upstream::send(service, ctx.deadline, &self.retry, || {
+        // Our own function: it joins the turn's trace.
+        let response = upstream::send_traced(service, ctx.deadline, &self.retry, || {
             headers.iter().fold(
                 self.http.post(url).body(bytes.clone()),
                 |request, (name, value)| request.header(name, value),

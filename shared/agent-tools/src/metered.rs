@@ -13,8 +13,10 @@ use shared::usage::{Hold, Reservation, TokenUsage, UsageRecord, UsageStore};
 use shared::{Error, Result};
 
 use agent_core::fallback::{ModelRef, falls_back};
+use agent_core::genai;
 use agent_core::llm::{Completion, CompletionRequest, FinishReason, LlmProvider, TokenSink};
 use agent_core::stop::StopSignal;
+use tracing::Instrument;
 
 /// Whose call it is and what for, as the usage record says.
 #[derive(Debug, Clone, Copy)]
@@ -103,7 +105,7 @@ pub async fn complete_metered(
     stop: Option<&StopSignal>,
 ) -> Result<Completion> {
     let Some(primary) = request.provider.filter(|_| !request.fallback.is_empty()) else {
-        return attempt(meter, scope, request, deadline, tokens, stop)
+        return attempt(meter, scope, request, deadline, tokens, stop, 0)
             .await
             .0;
     };
@@ -126,7 +128,7 @@ pub async fn complete_metered(
             tracing::warn!(operation = scope.operation, from = %from, to = %model, "llm call falls back");
         }
         let (result, streamed) =
-            attempt(meter, scope, &attempt_request, deadline, tokens, stop).await;
+            attempt(meter, scope, &attempt_request, deadline, tokens, stop, i).await;
         match &result {
             Ok(_) => {
                 if let Some(health) = health {
@@ -154,8 +156,9 @@ pub async fn complete_metered(
 /// answer in time.
 const MIN_FALLBACK_TIME: std::time::Duration = std::time::Duration::from_millis(500);
 
-/// One attempt of [`complete_metered`] on the request's own model; also whether any text of
-/// it was streamed (after which no fallback may run).
+/// One attempt of [`complete_metered`] on the request's own model (the `index`-th model
+/// tried), in its `chat` span; also whether any text of it was streamed (after which no
+/// fallback may run).
 async fn attempt(
     meter: Meter<'_>,
     scope: UsageScope<'_>,
@@ -163,6 +166,29 @@ async fn attempt(
     deadline: Instant,
     tokens: &mut dyn TokenSink,
     stop: Option<&StopSignal>,
+    index: usize,
+) -> (Result<Completion>, bool) {
+    let span = genai::chat(request.provider, &request.model, scope.operation, index);
+    genai::record_input(&span, &request.messages);
+    let (result, streamed) = metered_call(meter, scope, request, deadline, tokens, stop, &span)
+        .instrument(span.clone())
+        .await;
+    if let Err(e) = &result {
+        genai::record_error(&span, e.kind());
+    }
+    (result, streamed)
+}
+
+/// The call of [`attempt`], held against the budget and metered; what it produced goes on
+/// `span`.
+async fn metered_call(
+    meter: Meter<'_>,
+    scope: UsageScope<'_>,
+    request: &CompletionRequest,
+    deadline: Instant,
+    tokens: &mut dyn TokenSink,
+    stop: Option<&StopSignal>,
+    span: &tracing::Span,
 ) -> (Result<Completion>, bool) {
     let Meter {
         llm,
@@ -237,6 +263,15 @@ async fn attempt(
         |record| record.cost_usd,
     );
     settle(store, reservation.as_ref(), cost.unwrap_or(0.0)).await;
+    if let Ok(completion) = &result {
+        genai::record_chat(
+            span,
+            completion,
+            &usage,
+            cost,
+            first_token.map(|t| t.as_secs_f64() * 1000.0),
+        );
+    }
     observe(
         metrics,
         scope,

@@ -38,8 +38,11 @@ impl Basics {
             Arc::new(AwsSecretSource::new(crate::aws::secrets_manager(&sdk))),
             crate::config::secrets_cache_ttl(env)?,
         );
+        let http = crate::upstream::http_client()?;
+        // Traces, when a collector is configured (`OTEL_EXPORTER_OTLP_ENDPOINT`).
+        crate::telemetry::configure(env, &http);
         Ok(Self {
-            http: crate::upstream::http_client()?,
+            http,
             sdk,
             secrets,
             access,

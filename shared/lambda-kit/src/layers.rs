@@ -96,7 +96,9 @@ pub async fn call(handler: Handler, req: Request) -> Response<Body> {
 }
 
 /// Runs the rest of the stack inside a span that carries the caller's X-Ray trace id, so
-/// every log line of the request can be found by it.
+/// every log line of the request can be found by it, and (while traces are on) inside the
+/// request's server span, a child of the caller's `traceparent`; the request's spans are
+/// exported before the response goes out.
 pub fn trace_layer<S>() -> impl Layer<S, Service = Handler> + Clone
 where
     S: Service<Request, Response = Response<Body>, Error = Infallible> + Clone + Send + 'static,
@@ -105,7 +107,25 @@ where
     layer_fn(|inner: S| {
         BoxCloneService::new(service_fn(move |req: Request| {
             let span = Trace::span(Trace::of(&req).as_ref());
-            inner.clone().oneshot(req).instrument(span)
+            let traced =
+                crate::telemetry::server_span(req.method().as_str(), req.uri().path(), |name| {
+                    req.headers()
+                        .get(name)
+                        .and_then(|v| v.to_str().ok())
+                        .map(str::to_owned)
+                });
+            let answer = inner.clone().oneshot(req).instrument(traced.clone());
+            async move {
+                let response = answer.await;
+                if let Ok(response) = &response {
+                    crate::telemetry::record_status(&traced, response.status().as_u16());
+                }
+                // The request's spans go out before the invocation ends.
+                drop(traced);
+                crate::telemetry::flush().await;
+                response
+            }
+            .instrument(span)
         }))
     })
 }

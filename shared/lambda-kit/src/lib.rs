@@ -22,6 +22,7 @@ pub mod metrics;
 pub mod observability;
 pub mod runtime_loop;
 pub mod secrets;
+pub mod telemetry;
 pub mod tls;
 pub mod upstream;
 

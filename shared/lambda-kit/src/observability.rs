@@ -1,17 +1,19 @@
 //! Logging: JSON lines in Lambda (CloudWatch Logs Insights can query the fields), readable
 //! text locally. The filter comes from `RUST_LOG` (default `info`).
 
-use tracing_subscriber::EnvFilter;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
+use tracing_subscriber::{EnvFilter, Layer};
 
-/// Installs the global subscriber once; later calls (e.g. from tests) are no-ops.
+/// Installs the global subscriber once; later calls (e.g. from tests) are no-ops. Two
+/// layers, each with its own filter: the log lines (`RUST_LOG`) and the trace's spans
+/// (`crate::telemetry`), which stay out of the log whatever its level.
 pub fn init_tracing() {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
     let in_lambda = std::env::var_os("AWS_LAMBDA_FUNCTION_NAME").is_some();
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_target(true);
-    let result = if in_lambda {
-        builder
+    let log = if in_lambda {
+        tracing_subscriber::fmt::layer()
+            .with_target(true)
             .json()
             .flatten_event(true)
             // Every enclosing span's fields (the runtime's `requestId`, our `xrayTraceId`,
@@ -19,12 +21,35 @@ pub fn init_tracing() {
             .with_current_span(true)
             .with_span_list(true)
             .with_ansi(false)
-            .try_init()
+            .with_filter(filter)
+            .boxed()
     } else {
-        builder.compact().try_init()
+        tracing_subscriber::fmt::layer()
+            .with_target(true)
+            .compact()
+            .with_filter(filter)
+            .boxed()
     };
+    let result = tracing_subscriber::registry()
+        .with(log)
+        .with(crate::telemetry::layer(&service_name()))
+        .try_init();
     // Already installed (a second handler in the same process, or a test harness): keep it.
     drop(result);
+}
+
+/// The trace's `service.name`: `OTEL_SERVICE_NAME`, else the Lambda function's name, else
+/// this program's.
+fn service_name() -> String {
+    std::env::var("OTEL_SERVICE_NAME")
+        .or_else(|_| std::env::var("AWS_LAMBDA_FUNCTION_NAME"))
+        .ok()
+        .or_else(|| {
+            std::env::args()
+                .next()
+                .and_then(|p| p.rsplit('/').next().map(str::to_owned))
+        })
+        .unwrap_or_else(|| "tool-calling".into())
 }
 
 /// The X-Ray trace header, which the chat-router passes on to the functions its tools call.

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use reqwest::{RequestBuilder, Response, StatusCode};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
+use tracing::Instrument;
 
 use domain::{Error, Result};
 
@@ -120,7 +121,27 @@ pub async fn send(
     policy: &RetryPolicy,
     build: impl Fn() -> RequestBuilder,
 ) -> Result<Response> {
-    attempts(service, deadline, policy, build, Budget::WholeAttempt).await
+    attempts(
+        service,
+        deadline,
+        policy,
+        build,
+        Budget::WholeAttempt,
+        false,
+    )
+    .await
+}
+
+/// Like [`send`], for a call to one of this project's own functions: each attempt carries
+/// the trace context (`traceparent`), so the function's spans join the caller's trace.
+/// Never for third parties, which have no business with our trace ids.
+pub async fn send_traced(
+    service: &'static str,
+    deadline: Instant,
+    policy: &RetryPolicy,
+    build: impl Fn() -> RequestBuilder,
+) -> Result<Response> {
+    attempts(service, deadline, policy, build, Budget::WholeAttempt, true).await
 }
 
 /// Like [`send`], for streamed answers: `attempt_timeout` bounds only the wait for the
@@ -131,7 +152,15 @@ pub async fn send_streaming(
     policy: &RetryPolicy,
     build: impl Fn() -> RequestBuilder,
 ) -> Result<Response> {
-    attempts(service, deadline, policy, build, Budget::UntilHeaders).await
+    attempts(
+        service,
+        deadline,
+        policy,
+        build,
+        Budget::UntilHeaders,
+        false,
+    )
+    .await
 }
 
 #[derive(Clone, Copy)]
@@ -140,15 +169,54 @@ enum Budget {
     UntilHeaders,
 }
 
+/// The attempts of one call, in one client span (its last status, how many attempts).
 async fn attempts(
     service: &'static str,
     deadline: Instant,
     policy: &RetryPolicy,
     build: impl Fn() -> RequestBuilder,
     budget: Budget,
+    propagate: bool,
+) -> Result<Response> {
+    let span = crate::telemetry::client_span(service, || {
+        build().build_split().1.ok().map(|r| {
+            (
+                r.method().to_string(),
+                r.url().host_str().unwrap_or_default().to_owned(),
+            )
+        })
+    });
+    let context = if propagate {
+        crate::telemetry::headers_of(&span)
+    } else {
+        Vec::new()
+    };
+    let build = || {
+        context.iter().fold(build(), |request, (name, value)| {
+            request.header(name, value)
+        })
+    };
+    let result = attempts_in(service, deadline, policy, build, budget, &span)
+        .instrument(span.clone())
+        .await;
+    match &result {
+        Ok(response) => crate::telemetry::record_status(&span, response.status().as_u16()),
+        Err(e) => crate::telemetry::record_error(&span, e.kind()),
+    }
+    result
+}
+
+async fn attempts_in(
+    service: &'static str,
+    deadline: Instant,
+    policy: &RetryPolicy,
+    build: impl Fn() -> RequestBuilder,
+    budget: Budget,
+    span: &tracing::Span,
 ) -> Result<Response> {
     let mut last = Failure::Timeout;
     for attempt in 1..=policy.max_attempts.max(1) {
+        crate::telemetry::record_attempt(span, attempt);
         let left = deadline.saturating_duration_since(Instant::now());
         if left < MIN_ATTEMPT {
             break;

@@ -29,4 +29,5 @@ mod payloads;
 mod sample_events;
 mod session;
 mod specialists;
+mod traces;
 mod turns;

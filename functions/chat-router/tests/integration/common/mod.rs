@@ -3,6 +3,7 @@
 //! HTTP on local ports, fed by wiremock fakes of their upstreams.
 #![allow(dead_code)] // each test binary uses a different part
 
+use lambda_http::tower::Layer as _;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -93,14 +94,27 @@ impl Functions {
                 .with_metrics(award_metrics.clone());
         let award_traces = Arc::new(std::sync::Mutex::new(Vec::new()));
         let seen = award_traces.clone();
+        // In the trace layer, as deployed: the request's span joins the turn's trace.
+        // A service is Send, not Sync: each request clones it under a lock.
+        let award_handler = std::sync::Mutex::new(shared::layers::trace_layer().layer(
+            lambda_http::tower::service_fn(move |req: Request| {
+                let deps = seats_deps.clone();
+                async move {
+                    Ok::<_, std::convert::Infallible>(seatsaero_search::handle(&deps, req).await)
+                }
+            }),
+        ));
         let award = serve_lambda(move |req: Request| {
-            let deps = seats_deps.clone();
             if let Some(trace) = req.headers().get("x-amzn-trace-id")
                 && let (Ok(trace), Ok(mut seen)) = (trace.to_str(), seen.lock())
             {
                 seen.push(trace.to_owned());
             }
-            async move { seatsaero_search::handle(&deps, req).await }
+            let handler = award_handler
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .clone();
+            shared::layers::call(handler, req)
         })
         .await;
 

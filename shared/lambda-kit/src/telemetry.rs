@@ -1,0 +1,329 @@
+//! Traces: the spans of a request as OpenTelemetry spans, exported over OTLP/HTTP once the
+//! invocation's work is done (docs/operations.md#traces). A turn is one trace across
+//! functions: the agent's `invoke_agent`, `chat` and `execute_tool` spans (the GenAI
+//! semantic conventions), the HTTP calls beneath them, and the tool functions' own spans,
+//! joined by the W3C `traceparent` header the router sends them.
+//!
+//! Spans for the trace are `tracing` spans with the target [`TARGET`] at `TRACE` level: the
+//! log output never sees them, and they cost nothing while traces are off. Traces are off
+//! unless `OTEL_EXPORTER_OTLP_ENDPOINT` (or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`) names a
+//! collector; finished spans wait in memory until [`flush`] sends them, which every
+//! function calls before its invocation ends (Lambda freezes a container between
+//! invocations, so nothing may be left to a background thread).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, OnceLock, PoisonError};
+use std::time::Duration;
+
+use opentelemetry::Context;
+use opentelemetry::propagation::{Injector, TextMapPropagator};
+use opentelemetry::trace::TracerProvider as _;
+use opentelemetry_sdk::error::OTelSdkResult;
+use opentelemetry_sdk::propagation::TraceContextPropagator;
+use opentelemetry_sdk::trace::{SdkTracerProvider, Span, SpanData, SpanExporter, SpanProcessor};
+use tracing_opentelemetry::OpenTelemetrySpanExt;
+use tracing_subscriber::Layer;
+use tracing_subscriber::filter::filter_fn;
+use tracing_subscriber::registry::LookupSpan;
+
+use crate::config::Env;
+
+/// The target of the spans and events that go into the trace.
+pub const TARGET: &str = "otel";
+
+/// The W3C trace-context header.
+pub const TRACEPARENT: &str = "traceparent";
+
+/// At most this many finished spans wait for [`flush`]; more are dropped (and counted in
+/// the log), so a runaway loop cannot hold the container's memory.
+const MAX_BUFFERED: usize = 2048;
+
+static ENABLED: AtomicBool = AtomicBool::new(false);
+static PROVIDER: OnceLock<SdkTracerProvider> = OnceLock::new();
+static BUFFER: OnceLock<std::sync::Arc<Buffer>> = OnceLock::new();
+static EXPORTER: OnceLock<opentelemetry_otlp::SpanExporter> = OnceLock::new();
+static CAPTURE_CONTENT: AtomicBool = AtomicBool::new(false);
+
+/// Whether spans are recorded: a collector is configured.
+pub fn enabled() -> bool {
+    ENABLED.load(Ordering::Relaxed)
+}
+
+/// Whether message text, tool arguments and results go into spans
+/// (`OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`): they are users' data, so
+/// only when an operator opts in, as the GenAI conventions say.
+pub fn capture_content() -> bool {
+    CAPTURE_CONTENT.load(Ordering::Relaxed)
+}
+
+/// Finished spans, kept until [`flush`].
+#[derive(Debug, Default)]
+struct Buffer {
+    spans: Mutex<Vec<SpanData>>,
+}
+
+impl Buffer {
+    fn take(&self) -> Vec<SpanData> {
+        std::mem::take(&mut *self.spans.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+}
+
+/// The processor that keeps finished spans for [`flush`].
+#[derive(Debug, Clone)]
+struct Buffered(std::sync::Arc<Buffer>);
+
+impl SpanProcessor for Buffered {
+    fn on_start(&self, _: &mut Span, _: &Context) {}
+
+    fn on_end(&self, span: SpanData) {
+        let mut spans = self.0.spans.lock().unwrap_or_else(PoisonError::into_inner);
+        if spans.len() < MAX_BUFFERED {
+            spans.push(span);
+        } else {
+            tracing::warn!(max = MAX_BUFFERED, "trace buffer full: a span was dropped");
+        }
+    }
+
+    fn force_flush(&self) -> OTelSdkResult {
+        Ok(())
+    }
+
+    fn shutdown_with_timeout(&self, _: Duration) -> OTelSdkResult {
+        Ok(())
+    }
+}
+
+/// The `tracing` layer that turns the trace's spans into OpenTelemetry spans; part of the
+/// subscriber `crate::observability::init_tracing` installs. It sees only spans and events
+/// of [`TARGET`], and only while traces are on.
+pub fn layer<S>(service: &str) -> impl Layer<S> + Send + Sync + 'static
+where
+    S: tracing::Subscriber + for<'a> LookupSpan<'a> + Send + Sync,
+{
+    let buffer = BUFFER.get_or_init(Default::default).clone();
+    let provider = PROVIDER.get_or_init(|| {
+        SdkTracerProvider::builder()
+            .with_span_processor(Buffered(buffer))
+            .with_resource(
+                opentelemetry_sdk::Resource::builder()
+                    .with_service_name(service.to_owned())
+                    .build(),
+            )
+            .build()
+    });
+    tracing_opentelemetry::layer()
+        .with_tracer(provider.tracer("tool-calling"))
+        .with_location(false)
+        .with_threads(false)
+        .with_tracked_inactivity(false)
+        .with_target(false)
+        .with_filter(filter_fn(|meta| enabled() && meta.target() == TARGET))
+}
+
+/// Turns traces on when `env` names a collector (`OTEL_EXPORTER_OTLP_ENDPOINT` or
+/// `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`), exporting with `http`. Returns whether they are on.
+/// Called once per container; a second call changes nothing.
+pub fn configure(env: &Env, http: &reqwest::Client) -> bool {
+    // The template sets both empty when traces are off.
+    let set = |name: &str| env.get(name).map(str::trim).filter(|v| !v.is_empty());
+    let endpoint = set("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+        .map(str::to_owned)
+        .or_else(|| {
+            set("OTEL_EXPORTER_OTLP_ENDPOINT")
+                .map(|base| format!("{}/v1/traces", base.trim_end_matches('/')))
+        });
+    let Some(endpoint) = endpoint else {
+        return enabled();
+    };
+    CAPTURE_CONTENT.store(
+        env.get("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT")
+            .is_some_and(|v| v.eq_ignore_ascii_case("true")),
+        Ordering::Relaxed,
+    );
+    use opentelemetry_otlp::{WithExportConfig, WithHttpConfig};
+    let built = opentelemetry_otlp::SpanExporter::builder()
+        .with_http()
+        .with_endpoint(endpoint.clone())
+        .with_http_client(http.clone())
+        .with_timeout(Duration::from_secs(2))
+        .build();
+    match built {
+        Ok(exporter) => {
+            let _ = EXPORTER.set(exporter);
+            ENABLED.store(true, Ordering::Relaxed);
+            tracing::info!(endpoint = %endpoint, "traces on: OTLP/HTTP");
+        }
+        Err(e) => {
+            // Traces are an aid: a bad endpoint must not stop the function.
+            tracing::warn!(error = %e, "traces off: the OTLP exporter could not be built");
+        }
+    }
+    enabled()
+}
+
+/// Sends the spans finished so far. Every function awaits it before its invocation ends; a
+/// failed export is logged and dropped, never the request's failure.
+pub async fn flush() {
+    let (Some(buffer), Some(exporter)) = (BUFFER.get(), EXPORTER.get()) else {
+        return;
+    };
+    let spans = buffer.take();
+    if spans.is_empty() {
+        return;
+    }
+    let count = spans.len();
+    if let Err(e) = exporter.export(spans).await {
+        tracing::warn!(spans = count, error = %e, "exporting spans failed; they are dropped");
+    }
+}
+
+/// The trace context of `span`, as `traceparent` (and `tracestate`) headers for a call this
+/// process makes to one of its own functions. Empty while traces are off.
+pub fn headers_of(span: &tracing::Span) -> Vec<(String, String)> {
+    if !enabled() {
+        return Vec::new();
+    }
+    struct Headers(Vec<(String, String)>);
+    impl Injector for Headers {
+        fn set(&mut self, key: &str, value: String) {
+            self.0.push((key.to_owned(), value));
+        }
+    }
+    let mut headers = Headers(Vec::new());
+    TraceContextPropagator::new().inject_context(&span.context(), &mut headers);
+    headers.0
+}
+
+/// Makes `span` a child of the trace a caller sent in `traceparent` (a W3C header, parsed
+/// strictly by the propagator: anything malformed starts a trace of its own).
+pub fn continue_from(span: &tracing::Span, get: impl Fn(&str) -> Option<String>) {
+    if !enabled() {
+        return;
+    }
+    let (Some(parent), state) = (get(TRACEPARENT), get("tracestate")) else {
+        return;
+    };
+    let carrier: std::collections::HashMap<String, String> = [
+        Some((TRACEPARENT.to_owned(), parent)),
+        state.map(|s| ("tracestate".to_owned(), s)),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    let cx = TraceContextPropagator::new().extract(&carrier);
+    let _ = span.set_parent(cx);
+}
+
+/// An outgoing HTTP call to `service`, as a client span (`method`, `server.address` from
+/// `peek`, called only while traces are on). The status and attempts are recorded on it.
+pub fn client_span(
+    service: &'static str,
+    peek: impl FnOnce() -> Option<(String, String)>,
+) -> tracing::Span {
+    if !enabled() {
+        return tracing::Span::none();
+    }
+    let (method, host) = peek().unwrap_or_default();
+    tracing::trace_span!(
+        target: TARGET,
+        "http",
+        otel.name = %method,
+        otel.kind = "client",
+        http.request.method = %method,
+        server.address = %host,
+        app.upstream.service = service,
+        app.http.attempts = tracing::field::Empty,
+        http.response.status_code = tracing::field::Empty,
+        error.type = tracing::field::Empty,
+    )
+}
+
+/// The attempt a call is on.
+pub fn record_attempt(span: &tracing::Span, attempt: u32) {
+    if !span.is_none() {
+        span.record("app.http.attempts", i64::from(attempt));
+    }
+}
+
+/// The status a call ended with; a 5xx marks the span failed.
+pub fn record_status(span: &tracing::Span, status: u16) {
+    if span.is_none() {
+        return;
+    }
+    // As i64: OpenTelemetry has no unsigned integers (a u16 would arrive as text).
+    span.record("http.response.status_code", i64::from(status));
+    if status >= 500 {
+        record_error(span, &status.to_string());
+    }
+}
+
+/// A failed call or request: `error.type` and the span's status.
+pub fn record_error(span: &tracing::Span, kind: &str) {
+    if span.is_none() {
+        return;
+    }
+    span.record("error.type", kind);
+    span.set_status(opentelemetry::trace::Status::error(kind.to_owned()));
+}
+
+/// The span of a request a function serves: `<method> <route>`, a child of the caller's
+/// trace when its `traceparent` is well-formed.
+pub fn server_span(
+    method: &str,
+    route: &str,
+    get: impl Fn(&str) -> Option<String>,
+) -> tracing::Span {
+    if !enabled() {
+        return tracing::Span::none();
+    }
+    let span = tracing::trace_span!(
+        target: TARGET,
+        "request",
+        otel.name = %format!("{method} {route}"),
+        otel.kind = "server",
+        http.request.method = %method,
+        http.route = %route,
+        http.response.status_code = tracing::field::Empty,
+        error.type = tracing::field::Empty,
+    );
+    continue_from(&span, get);
+    span
+}
+
+/// The span of a queue message a function processes (`name`), a child of the trace its
+/// sender put in the message's attributes (`get` reads one by name).
+pub fn consumer_span(name: &str, get: impl Fn(&str) -> Option<String>) -> tracing::Span {
+    if !enabled() {
+        return tracing::Span::none();
+    }
+    let span = tracing::trace_span!(
+        target: TARGET,
+        "process",
+        otel.name = %name,
+        otel.kind = "consumer",
+        messaging.system = "aws_sqs",
+        messaging.operation.type = "process",
+        error.type = tracing::field::Empty,
+    );
+    continue_from(&span, get);
+    span
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_endpoints_leave_traces_off() {
+        let env = Env::from_pairs([
+            ("OTEL_EXPORTER_OTLP_ENDPOINT".to_owned(), String::new()),
+            (
+                "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT".to_owned(),
+                " ".to_owned(),
+            ),
+        ]);
+        let http = reqwest::Client::new();
+        assert!(!configure(&env, &http));
+        assert!(headers_of(&tracing::Span::current()).is_empty());
+    }
+}
