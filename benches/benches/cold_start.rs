@@ -592,7 +592,7 @@ fn pairs<const N: usize>(items: [(&str, String); N]) -> Vec<(String, String)> {
 /// What Lambda sets, the emulators' settings and table names from this process's
 /// environment (`source .local/run/env`), and the function's own settings.
 fn environment(api: &RuntimeApi, function: &Function) -> Vec<(String, String)> {
-    const PASSED_ON: [&str; 12] = [
+    const PASSED_ON: [&str; 13] = [
         "TOOL_CALLS_TABLE",
         "CHATS_TABLE",
         "USAGE_TABLE",
@@ -605,6 +605,9 @@ fn environment(api: &RuntimeApi, function: &Function) -> Vec<(String, String)> {
         "CHAT_RETENTION_DAYS",
         "TOOL_CALL_RETENTION_DAYS",
         "USAGE_RETENTION_DAYS",
+        // Traces on: `OTEL_EXPORTER_OTLP_ENDPOINT=<a receiver> cargo bench ...` measures
+        // what recording and exporting the spans cost.
+        "OTEL_EXPORTER_OTLP_ENDPOINT",
     ];
     let mut env: Vec<(String, String)> = std::env::vars()
         .filter(|(k, _)| k.starts_with("AWS_") || PASSED_ON.contains(&k.as_str()))

@@ -58,6 +58,10 @@ BIN="${CARGO_TARGET_DIR:-$REPO_ROOT/target}/debug"
 JWT_ISSUER_LOCAL="http://127.0.0.1/dev"
 JWT_AUDIENCE_LOCAL="local-dev"
 WEB_PORT="${WEB_PORT:-5173}"
+# TRACES=1: Arize Phoenix, a trace viewer that reads the GenAI spans (docs/operations.md#traces).
+PHOENIX_PORT="${PHOENIX_PORT:-6006}"
+PHOENIX_VENV_DIR="$LOCAL_DIR/phoenix-venv"
+PHOENIX_URL="http://127.0.0.1:$PHOENIX_PORT/"
 WEB_URL="http://127.0.0.1:$WEB_PORT/"
 
 # Processes of ours: name, a marker their command line contains, how to start them.
@@ -257,7 +261,34 @@ write_dev_env() {
     echo "CASH_PROVIDER=$CASH_PROVIDER"
     # Quoted: the file is read both by `source` and by cargo lambda's env-file parser.
     [ -n "$STACK_NOTICE" ] && echo "STACK_NOTICE='$STACK_NOTICE'"
+    # TRACES=1: the spans go to the local Phoenix (its OTLP/HTTP receiver shares the UI's port).
+    if [ "${TRACES:-0}" = 1 ]; then
+      echo "OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:$PHOENIX_PORT"
+      # The web chat's debug view links each turn to its trace there.
+      echo "TRACE_VIEW_URL='http://127.0.0.1:$PHOENIX_PORT/redirects/traces/{trace_id}'"
+    fi
   } >>"$DEV_ENV"
+}
+
+# TRACES=1: installs Arize Phoenix into .local/phoenix-venv (once; about 200 MB from PyPI)
+# and starts it, so the functions can send it their spans.
+traces_up() {
+  [ "${TRACES:-0}" = 1 ] || return 0
+  if [ ! -x "$PHOENIX_VENV_DIR/bin/phoenix" ]; then
+    log "installing Arize Phoenix into .local/phoenix-venv (first run: a minute or two)"
+    python3 -m venv "$PHOENIX_VENV_DIR" \
+      && "$PHOENIX_VENV_DIR/bin/pip" install -q --disable-pip-version-check arize-phoenix \
+      || die "installing Arize Phoenix failed (above); TRACES=0 make dev runs without it"
+  fi
+  if ! our_pid phoenix "phoenix serve" >/dev/null && port_open "$PHOENIX_PORT"; then
+    die "something else listens on 127.0.0.1:$PHOENIX_PORT, where Phoenix goes; stop it or choose another port (PHOENIX_PORT)"
+  fi
+  mkdir -p "$RUN_DIR/phoenix"
+  start_bg phoenix "phoenix serve" env PHOENIX_HOST=127.0.0.1 PHOENIX_PORT="$PHOENIX_PORT" \
+    PHOENIX_WORKING_DIR="$RUN_DIR/phoenix" "$PHOENIX_VENV_DIR/bin/phoenix" serve
+  wait_port "$(cat "$(pidfile phoenix)")" "127.0.0.1:$PHOENIX_PORT" 180 \
+    || die "Phoenix did not listen on $PHOENIX_PORT; see .local/run/dev-phoenix.log"
+  log "traces: every function sends its spans to Arize Phoenix, $PHOENIX_URL"
 }
 
 # The built-in agents file with the example external MCP server (infra/local/fare_notes_mcp.py)
@@ -297,6 +328,7 @@ cmd_up() {
     fi
   done
   wait_for_embeddings
+  traces_up
   write_dev_env
   write_agents_file
 
@@ -416,12 +448,13 @@ cmd_down() {
   stop_bg fakes "dev-stack fakes"
   stop_bg fare-notes "fare_notes_mcp.py"
   stop_bg embeddings "embeddings_server.py"
+  stop_bg phoenix "phoenix serve"
   "$REPO_ROOT/infra/local/emulators.sh" stop
 }
 
 cmd_status() {
   local pid name
-  for pair in "fakes:dev-stack fakes" "watch:lambda watch" "gate:dev-stack gate" "bridge:dev-stack sqs-bridge" "web:web/scripts/serve.mjs" "fare-notes:fare_notes_mcp.py" "embeddings:embeddings_server.py"; do
+  for pair in "fakes:dev-stack fakes" "watch:lambda watch" "gate:dev-stack gate" "bridge:dev-stack sqs-bridge" "web:web/scripts/serve.mjs" "fare-notes:fare_notes_mcp.py" "embeddings:embeddings_server.py" "phoenix:phoenix serve"; do
     name="${pair%%:*}"
     if pid="$(our_pid "$name" "${pair#*:}")"; then echo "$name: running (pid $pid)"; else echo "$name: not running"; fi
   done

@@ -108,13 +108,50 @@ def create_table(ddb, name, props):
             )
 
 
-def resolve(value, params, names):
+def condition_holds(name, conditions, params):
+    """Whether the template's condition `name` holds with every parameter at its default
+    (Fn::Equals, Not, And, Or, Condition over Refs to parameters); None when it reads
+    anything else."""
+
+    def value_of(node):
+        if isinstance(node, dict) and "Ref" in node:
+            param = params.get(node["Ref"])
+            return None if param is None else str(param.get("Default", ""))
+        if isinstance(node, (str, int, float)):
+            return str(node)
+        return None
+
+    def holds(node):
+        if isinstance(node, dict) and "Condition" in node:
+            return holds(conditions.get(node["Condition"]))
+        if isinstance(node, dict) and "Fn::Equals" in node:
+            a, b = (value_of(v) for v in node["Fn::Equals"])
+            return None if a is None or b is None else a == b
+        if isinstance(node, dict) and "Fn::Not" in node:
+            inner = holds(node["Fn::Not"][0])
+            return None if inner is None else not inner
+        if isinstance(node, dict) and ("Fn::And" in node or "Fn::Or" in node):
+            parts = [holds(n) for n in node.get("Fn::And", node.get("Fn::Or"))]
+            if None in parts:
+                return None
+            return all(parts) if "Fn::And" in node else any(parts)
+        return None
+
+    return holds(conditions.get(name))
+
+
+def resolve(value, params, names, conditions=None):
     """Resolve the intrinsic functions the Globals use: Ref to a resource or a parameter, and
-    If, whose first branch names a resource the template may leave out (the OpenAI key on
-    Bedrock alone); locally every resource exists, so that branch holds."""
+    If on a condition, decided with the parameters' defaults (the deployment `make dev`
+    stands for); a condition that reads more than parameters takes its first branch, which
+    names a resource the template may leave out (the OpenAI key on Bedrock alone): locally
+    every resource exists, so that branch holds."""
     if isinstance(value, dict) and "Fn::If" in value:
         branches = value["Fn::If"]
-        return resolve(branches[1], params, names) if len(branches) == 3 else None
+        if len(branches) != 3:
+            return None
+        held = condition_holds(branches[0], conditions or {}, params)
+        return resolve(branches[1 if held in (True, None) else 2], params, names, conditions)
     if isinstance(value, dict) and "Ref" in value:
         ref = value["Ref"]
         if ref in names:
@@ -233,7 +270,7 @@ def main():
     }
     variables = template.get("Globals", {}).get("Function", {}).get("Environment", {}).get("Variables", {})
     for var, value in variables.items():
-        resolved = resolve(value, params, names)
+        resolved = resolve(value, params, names, template.get("Conditions", {}))
         if resolved is not None and var != "RUST_LOG":
             env[var] = resolved
     with open(args.env_file, "w", encoding="utf-8") as f:

@@ -71,6 +71,9 @@ export function decodeEvent(message: SseMessage): RouterEvent | null {
             turn_id: d.turn_id,
             created: d.created === true,
             ...(str(d.language) ? { language: d.language as DataOf<"init">["language"] } : {}),
+            ...(isObject(d.trace) && str(d.trace.id)
+              ? { trace: { id: d.trace.id, ...(str(d.trace.url) ? { url: d.trace.url } : {}) } }
+              : {}),
           }
         : null;
     case "tool_started":

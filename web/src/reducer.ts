@@ -72,6 +72,8 @@ export interface TurnView {
   ended?: boolean;
   /** The turn's language, as `init` named it. */
   language?: Lang;
+  /** The turn's trace, as `init` named it (while the deployment records traces). */
+  trace?: { id: string; url?: string | null };
 }
 
 export function newTurn(key: string, userText?: string): TurnView {
@@ -171,6 +173,7 @@ export function reduce(turn: TurnView, event: RouterEvent, now: number): TurnVie
         turnId: event.turn_id,
         phase: "streaming",
         ...(event.language ? { language: langOf(event.language) } : {}),
+        ...(event.trace ? { trace: event.trace } : {}),
       };
     case "assistant_token": {
       const at = textPlace(blocks);
@@ -257,7 +260,7 @@ export function reduce(turn: TurnView, event: RouterEvent, now: number): TurnVie
         blocks: next,
         streaming: false,
         sessionState: event.session_state,
-        notice: event.metadata?.notice,
+        notice: event.metadata?.notice ?? undefined,
       };
     }
     case "error": {

@@ -43,6 +43,12 @@ function play(events: RouterEvent[], start = newTurn("k", "Flights FRA to JFK"))
 describe("reduce", () => {
   const turn = play(EVENTS);
 
+  it("keeps the trace an init names", () => {
+    const trace = { id: "4bf92f3577b34da6a3ce929d0e0e4736", url: "http://127.0.0.1:6006/t" };
+    const turn = reduce(newTurn("k", "hi"), { type: "init", id: 0, chat_id: "c1", created: true, turn_id: "t1", trace }, 1000);
+    expect(turn.trace).toEqual(trace);
+  });
+
   it("keeps the turn's ids and ends done", () => {
     expect(turn).toMatchObject({ chatId: "c1", turnId: "t1", phase: "done", streaming: false, notice: "local stack with fakes" });
     expect(turn.sessionState).toEqual({ language: "en" });

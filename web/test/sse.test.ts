@@ -80,6 +80,15 @@ describe("decodeEvent", () => {
     expect(decodeEvent({ event: "init", data: '{"chat_id":1}', id: "0" })).toBeNull();
   });
 
+  it("keeps an init's trace, with its viewer's page when the router names one", () => {
+    const init = (trace: unknown) =>
+      decodeEvent({ event: "init", id: "0", data: JSON.stringify({ chat_id: "c1", turn_id: "t1", created: true, trace }) });
+    const id = "4bf92f3577b34da6a3ce929d0e0e4736";
+    expect(init({ id, url: `http://127.0.0.1:6006/t/${id}` })).toMatchObject({ trace: { id, url: `http://127.0.0.1:6006/t/${id}` } });
+    expect(init({ id })).toMatchObject({ trace: { id } });
+    expect(init({ url: "x" })).not.toHaveProperty("trace");
+  });
+
   it("reads ids as whole numbers only", () => {
     expect(eventId("12")).toBe(12);
     expect(eventId(undefined)).toBeUndefined();

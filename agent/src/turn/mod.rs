@@ -56,6 +56,7 @@ use crate::profiles::{AgentCatalog, AgentProfile, ModelDefaults};
 use crate::runtime::ToolRuntime;
 use crate::texts::UserText;
 use crate::timezone::UserTimeZone;
+use agent_core::events::TraceRef;
 use agent_core::events::{EventSink, InitData, TurnErrorCode, TurnEvent};
 use agent_core::genai;
 use agent_core::stop::StopSignal;
@@ -302,8 +303,9 @@ impl Agent {
             &turn.turn_id,
             language,
         );
+        let trace = genai::trace_of(&span);
         let status = self
-            .run_turn_in_span(turn, events)
+            .run_turn_in_span(turn, trace, events)
             .instrument(span.clone())
             .await;
         if status == "error" {
@@ -311,12 +313,18 @@ impl Agent {
         }
     }
 
-    async fn run_turn_in_span(&self, turn: OpenTurn, events: &dyn EventSink) -> &'static str {
+    async fn run_turn_in_span(
+        &self,
+        turn: OpenTurn,
+        trace: Option<TraceRef>,
+        events: &dyn EventSink,
+    ) -> &'static str {
         events.emit(TurnEvent::Init(InitData {
             chat_id: turn.chat.id.clone(),
             created: turn.created,
             turn_id: turn.turn_id.clone(),
             language: turn.language(),
+            trace,
         }));
         // External MCP servers still being listed (a cold start) get their bounded wait.
         if let Some(external) = self.pipeline.registry.external() {

@@ -140,6 +140,20 @@ pub struct InitData {
     /// The language of the turn's texts for the user (`en` or `de`): the message's, else
     /// the chat's, else the request's. A client labels the turn in it.
     pub language: Locale,
+    /// The turn's trace, while the deployment records traces (docs/operations.md#traces).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<TraceRef>,
+}
+
+/// Where a turn's trace is: its id and, where the deployment names a viewer
+/// (`TRACE_VIEW_URL`), the page that shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct TraceRef {
+    /// The W3C trace id, 32 hex digits.
+    pub id: String,
+    /// The trace in the deployment's viewer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
 }
 
 /// `tool_started`: a call was admitted and claimed in the ledger (or is a duplicate).

@@ -44,6 +44,17 @@ pub fn invoke_agent(agent: &str, chat_id: &str, turn_id: &str, language: &str) -
     )
 }
 
+/// Where `span`'s trace is, for the turn's `init` event; `None` while traces are off.
+pub fn trace_of(span: &Span) -> Option<crate::events::TraceRef> {
+    if span.is_none() {
+        return None;
+    }
+    use opentelemetry::trace::TraceContextExt;
+    let id = span.context().span().span_context().trace_id().to_string();
+    let url = lambda_kit::telemetry::view_url(&id);
+    Some(crate::events::TraceRef { id, url })
+}
+
 /// One model call: `chat <model>`; `attempt` counts the fallback models tried before it.
 pub fn chat(provider: Option<Provider>, model: &str, operation: &str, attempt: usize) -> Span {
     if !enabled() {

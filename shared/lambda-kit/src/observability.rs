@@ -41,9 +41,9 @@ pub fn init_tracing() {
 /// The trace's `service.name`: `OTEL_SERVICE_NAME`, else the Lambda function's name, else
 /// this program's.
 fn service_name() -> String {
-    std::env::var("OTEL_SERVICE_NAME")
-        .or_else(|_| std::env::var("AWS_LAMBDA_FUNCTION_NAME"))
+    crate::telemetry::TelemetryConfig::from_env(&crate::config::Env::from_process())
         .ok()
+        .and_then(|c| c.service_name)
         .or_else(|| {
             std::env::args()
                 .next()

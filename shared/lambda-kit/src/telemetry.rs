@@ -23,7 +23,7 @@ use opentelemetry_sdk::propagation::TraceContextPropagator;
 use opentelemetry_sdk::trace::{SdkTracerProvider, Span, SpanData, SpanExporter, SpanProcessor};
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 use tracing_subscriber::Layer;
-use tracing_subscriber::filter::filter_fn;
+use tracing_subscriber::filter::dynamic_filter_fn;
 use tracing_subscriber::registry::LookupSpan;
 
 use crate::config::Env;
@@ -43,6 +43,14 @@ static PROVIDER: OnceLock<SdkTracerProvider> = OnceLock::new();
 static BUFFER: OnceLock<std::sync::Arc<Buffer>> = OnceLock::new();
 static EXPORTER: OnceLock<opentelemetry_otlp::SpanExporter> = OnceLock::new();
 static CAPTURE_CONTENT: AtomicBool = AtomicBool::new(false);
+static VIEW_URL: OnceLock<String> = OnceLock::new();
+
+/// The page of trace `id` in the deployment's viewer (`TRACE_VIEW_URL`), if it names one.
+pub fn view_url(id: &str) -> Option<String> {
+    VIEW_URL
+        .get()
+        .map(|template| template.replace("{trace_id}", id))
+}
 
 /// Whether spans are recorded: a collector is configured.
 pub fn enabled() -> bool {
@@ -117,29 +125,85 @@ where
         .with_threads(false)
         .with_tracked_inactivity(false)
         .with_target(false)
-        .with_filter(filter_fn(|meta| enabled() && meta.target() == TARGET))
+        // Decided per callsite once: every other callsite stays statically off for this
+        // layer, so the log filter alone decides them (a `sometimes` here would make every
+        // debug and trace event of every dependency be checked at run time).
+        .with_filter(
+            dynamic_filter_fn(|meta, _| enabled() && meta.target() == TARGET).with_callsite_filter(
+                |meta| {
+                    if meta.target() == TARGET {
+                        tracing::subscriber::Interest::sometimes()
+                    } else {
+                        tracing::subscriber::Interest::never()
+                    }
+                },
+            ),
+        )
 }
 
-/// Turns traces on when `env` names a collector (`OTEL_EXPORTER_OTLP_ENDPOINT` or
-/// `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`), exporting with `http`. Returns whether they are on.
-/// Called once per container; a second call changes nothing.
+/// Where traces go and what they may hold, from the environment.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TelemetryConfig {
+    /// The traces URL: `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`, else
+    /// `OTEL_EXPORTER_OTLP_ENDPOINT` + `/v1/traces`; `None` (both unset or empty): off.
+    pub endpoint: Option<String>,
+    /// `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT` (default `false`).
+    pub capture_content: bool,
+    /// The spans' `service.name`: `OTEL_SERVICE_NAME`, else `AWS_LAMBDA_FUNCTION_NAME`.
+    pub service_name: Option<String>,
+    /// A trace's page in a viewer, `{trace_id}` standing for its id (`TRACE_VIEW_URL`).
+    pub view_url: Option<String>,
+}
+
+impl TelemetryConfig {
+    /// Reads the configuration; every variable has a default.
+    pub fn from_env(env: &Env) -> domain::Result<Self> {
+        let mut r = env.reader();
+        // The template sets the endpoint empty when traces are off.
+        let mut set = |name: &str| {
+            r.optional(name)
+                .map(|v| v.trim().to_owned())
+                .filter(|v| !v.is_empty())
+        };
+        let traces = set("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT");
+        let base = set("OTEL_EXPORTER_OTLP_ENDPOINT");
+        let endpoint =
+            traces.or_else(|| base.map(|base| format!("{}/v1/traces", base.trim_end_matches('/'))));
+        let capture_content =
+            r.parse_or("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", false);
+        let service_name = r
+            .optional("OTEL_SERVICE_NAME")
+            .or_else(|| r.optional("AWS_LAMBDA_FUNCTION_NAME"));
+        let view_url = r
+            .optional("TRACE_VIEW_URL")
+            .filter(|u| u.contains("{trace_id}"));
+        r.finish(Self {
+            endpoint,
+            capture_content,
+            service_name,
+            view_url,
+        })
+    }
+}
+
+/// Turns traces on when `env` names a collector ([`TelemetryConfig`]), exporting with
+/// `http`. Returns whether they are on. The exporter is built once per container; the
+/// content setting follows the latest call.
 pub fn configure(env: &Env, http: &reqwest::Client) -> bool {
-    // The template sets both empty when traces are off.
-    let set = |name: &str| env.get(name).map(str::trim).filter(|v| !v.is_empty());
-    let endpoint = set("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
-        .map(str::to_owned)
-        .or_else(|| {
-            set("OTEL_EXPORTER_OTLP_ENDPOINT")
-                .map(|base| format!("{}/v1/traces", base.trim_end_matches('/')))
-        });
-    let Some(endpoint) = endpoint else {
+    let config = match TelemetryConfig::from_env(env) {
+        Ok(config) => config,
+        Err(e) => {
+            tracing::warn!(error = %e, "traces off: their configuration is invalid");
+            return enabled();
+        }
+    };
+    let Some(endpoint) = config.endpoint else {
         return enabled();
     };
-    CAPTURE_CONTENT.store(
-        env.get("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT")
-            .is_some_and(|v| v.eq_ignore_ascii_case("true")),
-        Ordering::Relaxed,
-    );
+    CAPTURE_CONTENT.store(config.capture_content, Ordering::Relaxed);
+    if let Some(url) = config.view_url {
+        let _ = VIEW_URL.set(url);
+    }
     use opentelemetry_otlp::{WithExportConfig, WithHttpConfig};
     let built = opentelemetry_otlp::SpanExporter::builder()
         .with_http()

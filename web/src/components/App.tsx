@@ -588,6 +588,17 @@ export function App(props: { api: Api; tokens: Tokens; title?: string; lang?: La
                     ) : null}
                     {tv.cancelRequested && tv.phase === "streaming" ? <p class="muted">{wordsOf(tv.language).stopping}</p> : null}
                     {debug && tv.notice ? <p class="notice debug-line">{tv.notice}</p> : null}
+                    {debug && tv.trace ? (
+                      <p class="debug-line trace">
+                        {tv.trace.url ? (
+                          <a href={tv.trace.url} target="_blank" rel="noopener noreferrer">
+                            trace {tv.trace.id}
+                          </a>
+                        ) : (
+                          <>trace {tv.trace.id}</>
+                        )}
+                      </p>
+                    ) : null}
                   </Words.Provider>
                 </section>
               ))}

@@ -141,6 +141,9 @@ async fn a_flight_turn_is_one_trace_across_the_router_the_function_and_its_upstr
         json!("invoke_agent")
     );
     assert_eq!(root.attributes["gen_ai.agent.name"], json!("travel"));
+    // The turn's `init` names its trace, so a client can link to it.
+    let trace_id: String = root.trace.iter().map(|b| format!("{b:02x}")).collect();
+    assert_eq!(turn.first("init")["trace"]["id"], json!(trace_id));
     let chat = one(&spans, "chat gpt-4o-mini");
     assert_eq!(chat.parent, root.id);
     assert_eq!(chat.attributes["gen_ai.provider.name"], json!("openai"));

@@ -29,6 +29,7 @@ fn read_all(env: &Env) {
     let _ = shared::config::secrets_cache_ttl(env);
     let _ = kb_ingest::cli::direct_api_key(env);
     let _ = shared::metrics::Metrics::stdout("docs-check", env);
+    let _ = shared::telemetry::TelemetryConfig::from_env(env);
 }
 
 /// What the functions read through `Env`, with their defaults. Required variables

@@ -3,7 +3,7 @@
 
 use agent::events::{
     ApprovalRequest, AssistantRole, DebugData, FinalData, FinalMessage, FinalMetadata, HandoffData,
-    InitData, StartedStatus, ToolProgressData, ToolResultData, ToolStartedData,
+    InitData, StartedStatus, ToolProgressData, ToolResultData, ToolStartedData, TraceRef,
 };
 use agent::pipeline::CallStatus;
 use agent::{TurnErrorCode, TurnEvent};
@@ -30,6 +30,10 @@ fn samples() -> Vec<TurnEvent> {
             created: true,
             turn_id: "t1".into(),
             language: shared::domain::flight::Locale::De,
+            trace: Some(TraceRef {
+                id: "4bf92f3577b34da6a3ce929d0e0e4736".into(),
+                url: Some("http://127.0.0.1:6006/trace/4bf92f3577b34da6a3ce929d0e0e4736".into()),
+            }),
         }),
         TurnEvent::ToolStarted(ToolStartedData {
             tool: ToolName::SEARCH_FLIGHTS,
