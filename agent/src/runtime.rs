@@ -260,7 +260,7 @@ impl ToolClients {
         shared::telemetry::configure(env, &http);
         Ok(Self {
             dynamodb: shared::aws::dynamodb(sdk),
-            sqs: aws_sdk_sqs::Client::new(sdk),
+            sqs: sqs_client(sdk),
             secrets,
             http,
             llm,
@@ -300,6 +300,15 @@ briefly and in the user's language. If facts are uncertain or may have changed, 
 /// The providers the deployment's default and its profiles use, and only those: a
 /// Bedrock-only deployment has no OpenAI client (and needs no OpenAI key). The OpenAI
 /// client reads its key from Secrets Manager when one is configured.
+/// The tool queue's client: its sends appear in the trace.
+fn sqs_client(sdk: &aws_config::SdkConfig) -> aws_sdk_sqs::Client {
+    aws_sdk_sqs::Client::from_conf(
+        aws_sdk_sqs::config::Builder::from(sdk)
+            .interceptor(shared::sdk_spans::SdkSpans)
+            .build(),
+    )
+}
+
 fn llm_client(
     config: &ToolsConfig,
     agents: &AgentCatalog,

@@ -20,7 +20,9 @@
 //! pass (one cold start, two warm invocations) on the debug binaries beside it, when they
 //! exist. `COLD_START_BIN_DIR=<dir>` measures the binaries in `<dir>` instead (no build);
 //! `COLD_START_ONLY=kb-retrieve,chat-router` measures only those functions;
-//! `COLD_START_WRAPPER=<command>` starts each binary under a profiler (see `wrapped`).
+//! `COLD_START_WRAPPER=<command>` starts each binary under a profiler (see `wrapped`);
+//! `COLD_START_TRACES=1` turns traces on, exported to a local OTLP receiver;
+//! `COLD_START_WARM=<n>` sets the warm invocations per cold start.
 
 // Tests and benches fail loudly: unwrap, expect and panic are how they report.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -41,7 +43,8 @@ use shared::kb::snapshots::S3Snapshots;
 use shared::secrets::{AwsSecretSource, SecretsCache};
 use test_support::fake_llm::{FakeLlm, Reply};
 use test_support::serve::{LocalServer, serve_lambda};
-use wiremock::MockServer;
+use wiremock::matchers::{method, path};
+use wiremock::{Mock, MockServer, ResponseTemplate};
 
 const FUNCTIONS: [&str; 5] = [
     "seatsaero-search",
@@ -124,6 +127,8 @@ struct Upstreams {
     /// flight turn and an MCP `tools/call` reach.
     award_function: LocalServer,
     cash_function: LocalServer,
+    /// The OTLP receiver when traces are on (`COLD_START_TRACES`).
+    traces: Option<(MockServer, Traces)>,
 }
 
 #[tokio::main]
@@ -135,6 +140,11 @@ async fn main() {
     } else {
         (1, 2)
     };
+    // `COLD_START_WARM=<n>`: more warm invocations, e.g. for a profile of warm turns.
+    let warm = std::env::var("COLD_START_WARM")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(warm);
     let bin_dir = match binaries(full) {
         Ok(Some(dir)) => dir,
         Ok(None) => {
@@ -155,20 +165,42 @@ async fn main() {
     // `COLD_START_ONLY=chat-router` (a comma-separated list) measures only those.
     let only = std::env::var("COLD_START_ONLY").unwrap_or_default();
     let chosen = |name: &str| only.is_empty() || only.split(',').any(|o| o.trim() == name);
+    let traces = upstreams.traces.as_ref().map(|(receiver, mode)| {
+        let endpoint = ("OTEL_EXPORTER_OTLP_ENDPOINT".to_owned(), receiver.uri());
+        (vec![endpoint], *mode)
+    });
     for function in functions(&upstreams).into_iter().filter(|f| chosen(f.name)) {
         let bin = bin_dir.join(function.bin);
+        let (on, compare) = match &traces {
+            Some((on, mode)) => (on.as_slice(), *mode == Traces::Compare),
+            None => (&[][..], false),
+        };
         // One start not counted: the emulators' JIT and the page cache warm up.
-        if full && let Err(e) = run_once(&bin, &function, warm).await {
+        if full && let Err(e) = run_once(&bin, &function, warm, on).await {
             panic!("{}: {e}", function.name);
         }
         let mut samples = Vec::with_capacity(runs);
+        let mut off_samples = Vec::with_capacity(runs);
         for _ in 0..runs {
-            match run_once(&bin, &function, warm).await {
+            // Compared in pairs, off then on, so that drift of the machine hits both alike.
+            if compare {
+                match run_once(&bin, &function, warm, &[]).await {
+                    Ok(sample) => off_samples.push(sample),
+                    Err(e) => panic!("{}: {e}", function.name),
+                }
+            }
+            match run_once(&bin, &function, warm, on).await {
                 Ok(sample) => samples.push(sample),
                 Err(e) => panic!("{}: {e}", function.name),
             }
         }
-        verdicts.extend(report(&function, &samples));
+        if compare {
+            report(&function, "traces off", &off_samples);
+            verdicts.extend(report(&function, "traces on", &samples));
+            verdicts.push(traces_cost(function.name, &off_samples, &samples));
+        } else {
+            verdicts.extend(report(&function, "", &samples));
+        }
     }
     println!();
     for line in &verdicts {
@@ -245,7 +277,43 @@ async fn upstreams() -> Upstreams {
         kb_snapshots,
         award_function,
         cash_function,
+        traces: traces_receiver().await,
     }
+}
+
+/// Whether the functions export traces (`COLD_START_TRACES`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Traces {
+    /// `1`: every run exports.
+    On,
+    /// `compare`: each cold start runs twice, traces off then on, and the report gives
+    /// the medians of the pairs' differences: what traces cost.
+    Compare,
+}
+
+/// With `COLD_START_TRACES` set, an OTLP/HTTP receiver the functions export their spans to
+/// (as to the collector extension on Lambda). It answers at once and keeps connections
+/// open, as a collector does.
+async fn traces_receiver() -> Option<(MockServer, Traces)> {
+    let mode = match std::env::var("COLD_START_TRACES")
+        .unwrap_or_default()
+        .as_str()
+    {
+        "" | "0" => return None,
+        "compare" => Traces::Compare,
+        _ => Traces::On,
+    };
+    let receiver = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/traces"))
+        .respond_with(ResponseTemplate::new(200))
+        .mount(&receiver)
+        .await;
+    println!(
+        "traces ({mode:?}): spans are exported to {}",
+        receiver.uri()
+    );
+    Some((receiver, mode))
 }
 
 /// The fake model: a flight question gets a `search_flights` call for the date it names,
@@ -592,7 +660,7 @@ fn pairs<const N: usize>(items: [(&str, String); N]) -> Vec<(String, String)> {
 /// What Lambda sets, the emulators' settings and table names from this process's
 /// environment (`source .local/run/env`), and the function's own settings.
 fn environment(api: &RuntimeApi, function: &Function) -> Vec<(String, String)> {
-    const PASSED_ON: [&str; 13] = [
+    const PASSED_ON: [&str; 12] = [
         "TOOL_CALLS_TABLE",
         "CHATS_TABLE",
         "USAGE_TABLE",
@@ -605,9 +673,6 @@ fn environment(api: &RuntimeApi, function: &Function) -> Vec<(String, String)> {
         "CHAT_RETENTION_DAYS",
         "TOOL_CALL_RETENTION_DAYS",
         "USAGE_RETENTION_DAYS",
-        // Traces on: `OTEL_EXPORTER_OTLP_ENDPOINT=<a receiver> cargo bench ...` measures
-        // what recording and exporting the spans cost.
-        "OTEL_EXPORTER_OTLP_ENDPOINT",
     ];
     let mut env: Vec<(String, String)> = std::env::vars()
         .filter(|(k, _)| k.starts_with("AWS_") || PASSED_ON.contains(&k.as_str()))
@@ -703,13 +768,20 @@ async fn within<T>(
 }
 
 /// One cold start, then `warm` invocations of the same process.
-async fn run_once(bin: &Path, function: &Function, warm: usize) -> Result<Sample, String> {
+/// One cold start and `warm` invocations; `extra` adds to the function's environment.
+async fn run_once(
+    bin: &Path,
+    function: &Function,
+    warm: usize,
+    extra: &[(String, String)],
+) -> Result<Sample, String> {
     let mut api = RuntimeApi::start()
         .await
         .map_err(|e| format!("runtime API: {e}"))?;
     let log = File::create(log_path(function.name)).map_err(|e| format!("log file: {e}"))?;
     let log_err = log.try_clone().map_err(|e| format!("log file: {e}"))?;
-    let env = environment(&api, function);
+    let mut env = environment(&api, function);
+    env.extend(extra.iter().cloned());
     // The event waits at the first poll, as for a cold start Lambda makes for a request.
     let first_id = api.push((function.event)(0));
 
@@ -799,7 +871,7 @@ fn ms(d: Duration) -> f64 {
 }
 
 /// Prints a function's table and returns its PASS/MISS lines.
-fn report(function: &Function, samples: &[Sample]) -> Vec<String> {
+fn report(function: &Function, variant: &str, samples: &[Sample]) -> Vec<String> {
     let of = |f: fn(&Sample) -> Duration| Percentiles::of(samples.iter().map(f).collect());
     let init = of(|s| s.init);
     let first = of(|s| s.first_response);
@@ -819,7 +891,12 @@ fn report(function: &Function, samples: &[Sample]) -> Vec<String> {
     let rss_p50 = rss.get(rss.len() / 2).copied().unwrap_or_default();
     let rss_max = rss.last().copied().unwrap_or_default();
 
-    println!("\n{}", function.name);
+    let name = if variant.is_empty() {
+        function.name.to_owned()
+    } else {
+        format!("{} ({variant})", function.name)
+    };
+    println!("\n{name}");
     let row = |label: &str, p: &Percentiles| {
         println!(
             "  {label:<40} p50 {:>8.3} ms   p90 {:>8.3} ms",
@@ -854,10 +931,7 @@ fn report(function: &Function, samples: &[Sample]) -> Vec<String> {
 
     let verdict = |what: &str, value: f64, target: f64, unit: &str| {
         let pass = if value <= target { "PASS" } else { "MISS" };
-        format!(
-            "{pass} {:<18} {what:<28} {value:>8.3} {unit} (target ≤ {target} {unit})",
-            function.name
-        )
+        format!("{pass} {name:<18} {what:<28} {value:>8.3} {unit} (target ≤ {target} {unit})")
     };
     let mut lines = vec![
         verdict("init", ms(init.p50), ms(INIT_TARGET), "ms"),
@@ -883,4 +957,28 @@ fn report(function: &Function, samples: &[Sample]) -> Vec<String> {
         ));
     }
     lines
+}
+
+/// What traces cost `name`: the medians of the paired differences (on − off) of the CPU of
+/// init, of the cold start and per warm invocation.
+fn traces_cost(name: &str, off: &[Sample], on: &[Sample]) -> String {
+    let median_difference = |f: fn(&Sample) -> Duration| {
+        let mut differences: Vec<f64> = off
+            .iter()
+            .zip(on)
+            .map(|(a, b)| ms(f(b)) - ms(f(a)))
+            .collect();
+        differences.sort_by(f64::total_cmp);
+        differences
+            .get(differences.len() / 2)
+            .copied()
+            .unwrap_or_default()
+    };
+    format!(
+        "COST {name:<18} traces, on − off (median of {} pairs): init CPU {:+.3} ms, cold start CPU {:+.3} ms, warm CPU {:+.3} ms per invocation",
+        on.len().min(off.len()),
+        median_difference(|s| s.init_cpu),
+        median_difference(|s| s.cold_cpu),
+        median_difference(|s| s.warm_cpu),
+    )
 }

@@ -67,6 +67,7 @@ pub fn dynamodb_config(config: &SdkConfig) -> aws_sdk_dynamodb::config::Builder 
                 .with_max_backoff(DYNAMODB_MAX_BACKOFF),
         )
         .retry_classifier(TransactionConflictRetry)
+        .interceptor(crate::sdk_spans::SdkSpans)
         .timeout_config(
             TimeoutConfig::builder()
                 .connect_timeout(DYNAMODB_CONNECT_TIMEOUT)
@@ -78,7 +79,11 @@ pub fn dynamodb_config(config: &SdkConfig) -> aws_sdk_dynamodb::config::Builder 
 
 /// A Secrets Manager client on `config`, with the SDK's own retries.
 pub fn secrets_manager(config: &SdkConfig) -> aws_sdk_secretsmanager::Client {
-    aws_sdk_secretsmanager::Client::new(config)
+    aws_sdk_secretsmanager::Client::from_conf(
+        aws_sdk_secretsmanager::config::Builder::from(config)
+            .interceptor(crate::sdk_spans::SdkSpans)
+            .build(),
+    )
 }
 
 /// Retries a single-item write that met a transaction on its item

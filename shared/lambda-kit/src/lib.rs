@@ -21,6 +21,7 @@ pub mod limits;
 pub mod metrics;
 pub mod observability;
 pub mod runtime_loop;
+pub mod sdk_spans;
 pub mod secrets;
 pub mod telemetry;
 pub mod tls;

@@ -120,7 +120,9 @@ async fn a_flight_turn_is_one_trace_across_the_router_the_function_and_its_upstr
     let receiver = receiver().await;
     traces_to(&receiver, false);
 
-    let rig = Rig::start().await;
+    // The router's DynamoDB client as production builds it, so its calls are traced.
+    let dynamodb = shared::aws::dynamodb(&test_support::sdk_config().await);
+    let rig = Rig::with_dynamodb(|_| {}, None, dynamodb).await;
     rig.llm
         .push(Reply::tool_calls(vec![("search_flights", flight_args())]).with_usage(1200, 80));
     let user = test_support::unique("traced");
@@ -171,6 +173,30 @@ async fn a_flight_turn_is_one_trace_across_the_router_the_function_and_its_upstr
     assert_eq!(tool.attributes["app.tool.status"], json!("succeeded"));
     let job_id = turn.first("tool_result")["job_id"].clone();
     assert_eq!(tool.attributes["app.tool.job_id"], job_id);
+
+    // The ledger's DynamoDB calls beneath the tool call: the claim and the recorded result.
+    let ledger: Vec<&Received> = spans
+        .iter()
+        .filter(|s| {
+            s.parent == tool.id && s.attributes.get("rpc.service") == Some(&json!("DynamoDB"))
+        })
+        .collect();
+    assert!(
+        !ledger.is_empty(),
+        "no DynamoDB call under the tool: {spans:#?}"
+    );
+    for call in &ledger {
+        assert!(call.name.starts_with("DynamoDB."), "{call:#?}");
+        assert_eq!(call.attributes["rpc.system"], json!("aws-api"));
+        assert_eq!(call.attributes["app.http.attempts"], json!(1), "{call:#?}");
+    }
+    assert!(
+        ledger
+            .iter()
+            .any(|s| s.attributes.get("aws.dynamodb.table_names")
+                == Some(&json!(test_support::require_env("TOOL_CALLS_TABLE")))),
+        "no call to the tool-calls table: {ledger:#?}"
+    );
 
     // The call to the award function, its server span (joined by `traceparent`), and the
     // function's own calls to Seats.aero beneath that.
