@@ -371,8 +371,7 @@ $(log_tail "$RUN_DIR/dev-fakes.log")" ;;
   if ! our_pid gate "dev-stack gate" >/dev/null && port_open "$WATCH_PORT"; then
     die "something else listens on 127.0.0.1:$WATCH_PORT; stop it (a stack started before the gate existed: make down) or choose another port (WATCH_PORT)"
   fi
-  start_bg watch "lambda watch" "$VENV_DIR/bin/cargo-lambda" lambda watch \
-    --invoke-address 127.0.0.1 --invoke-port "$EMULATOR_PORT" --env-file "$DEV_ENV" --ignore-changes
+  start_watch
   local ready=0
   wait_port "$(cat "$(pidfile watch)")" "127.0.0.1:$EMULATOR_PORT" 120 || ready=$?
   case "$ready" in
@@ -380,8 +379,11 @@ $(log_tail "$RUN_DIR/dev-fakes.log")" ;;
 $(log_tail "$RUN_DIR/dev-watch.log")" ;;
     2) die "cargo lambda watch did not listen on $EMULATOR_PORT within 60 s; see .local/run/dev-watch.log" ;;
   esac
+  # The gate also starts a function whose process died again (cargo lambda watch does not):
+  # it replaces the emulator through `restart-watch` below and says so in its log.
   start_bg gate "dev-stack gate" "$BIN/dev-stack" gate --listen "127.0.0.1:$WATCH_PORT" \
-    --upstream "127.0.0.1:$EMULATOR_PORT"
+    --upstream "127.0.0.1:$EMULATOR_PORT" --watch-pidfile "$(pidfile watch)" \
+    --restart "$REPO_ROOT/infra/local/dev.sh" restart-watch
   wait_log_line "$(cat "$(pidfile gate)")" "$RUN_DIR/dev-gate.log" '\[gate\] ready' 120 || ready=$?
   case "$ready" in
     1) die "the gate exited during start-up; the end of .local/run/dev-gate.log:
@@ -452,6 +454,21 @@ cmd_down() {
   "$REPO_ROOT/infra/local/emulators.sh" stop
 }
 
+start_watch() {
+  start_bg watch "lambda watch" "$VENV_DIR/bin/cargo-lambda" lambda watch \
+    --invoke-address 127.0.0.1 --invoke-port "$EMULATOR_PORT" --env-file "$DEV_ENV" --ignore-changes
+}
+
+# A new cargo lambda watch in place of the running one, which starts no function again
+# whose process died; the gate runs this when it finds one dead. The old log is kept beside.
+cmd_restart_watch() {
+  stop_bg watch "lambda watch"
+  [ -f "$RUN_DIR/dev-watch.log" ] && mv "$RUN_DIR/dev-watch.log" "$RUN_DIR/dev-watch.previous.log"
+  start_watch
+  wait_port "$(cat "$(pidfile watch)")" "127.0.0.1:$EMULATOR_PORT" 120 \
+    || die "cargo lambda watch did not come back; see .local/run/dev-watch.log"
+}
+
 cmd_status() {
   local pid name
   for pair in "fakes:dev-stack fakes" "watch:lambda watch" "gate:dev-stack gate" "bridge:dev-stack sqs-bridge" "web:web/scripts/serve.mjs" "fare-notes:fare_notes_mcp.py" "embeddings:embeddings_server.py" "phoenix:phoenix serve"; do
@@ -466,5 +483,6 @@ case "${1:-}" in
   down) cmd_down ;;
   status) cmd_status ;;
   demo) demo ;;
-  *) echo "usage: $0 up|down|status|demo" >&2; exit 2 ;;
+  restart-watch) cmd_restart_watch ;;
+  *) echo "usage: $0 up|down|status|demo|restart-watch" >&2; exit 2 ;;
 esac

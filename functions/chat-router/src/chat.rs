@@ -24,12 +24,13 @@ use shared::turns::{Begun, TurnRecord, TurnStatus, turn_id_for_key};
 use crate::Deps;
 use crate::chats::chat_still_there;
 use crate::respond::{accept_language, error, follow, stream};
-use crate::validate;
+use crate::{turn_log, validate};
 use agent::guard::input::UserMessage;
 use agent::language;
 use agent::profiles::AgentProfile;
+use agent::texts::UserText;
 use agent::timezone::UserTimeZone;
-use agent::{StopSignal, TurnInput};
+use agent::{StopSignal, TurnErrorCode, TurnInput};
 
 /// Longest `Idempotency-Key` accepted.
 pub const MAX_KEY_CHARS: usize = 255;
@@ -116,25 +117,33 @@ pub(crate) async fn chat(deps: &Deps, req: &Request, user: AuthenticatedUser) ->
         Vec::new()
     };
     let stop = StopSignal::default();
-    let input = TurnInput {
-        user_id: user.user_id,
-        chat_id: valid.body.chat_id,
-        profile: valid.profile,
+    let input = || TurnInput {
+        user_id: user.user_id.clone(),
+        chat_id: valid.body.chat_id.clone(),
+        profile: valid.profile.clone(),
         agent_named: valid.body.agent.is_some(),
-        message: valid.message,
+        message: valid.message.clone(),
         deadline: turn_deadline,
-        timezone: valid.timezone,
+        timezone: valid.timezone.clone(),
         language: valid.language,
         turn_id: record.turn_id.clone(),
         new_chat_id: record.chat_id.clone(),
         stop: stop.clone(),
         decision: None,
         trace: Trace::of(req),
-        begin_with,
+        begin_with: begin_with.clone(),
     };
+    let mut opened = deps.agent.open(input()).await;
+    // The chat is held by a turn whose host is gone (crashed, killed, timed out): that turn
+    // is ended as interrupted and the chat freed, then this one takes it.
+    if let Err(shared::Error::TurnInProgress { turn_id }) = &opened
+        && free_dead_turns_chat(deps, req, &record, turn_id).await
+    {
+        opened = deps.agent.open(input()).await;
+    }
     // A foreign or missing chat, a busy chat or a used-up limit is refused here, before the
     // stream starts; the record keeps why, for a resend that is following it.
-    match deps.agent.open(input).await {
+    match opened {
         Ok(turn) => stream(deps.clone(), turn, record, stop, debug),
         Err(shared::Error::TurnBegun(turn)) => begun_already(deps, req, &record, *turn).await,
         Err(e) => {
@@ -145,6 +154,26 @@ pub(crate) async fn chat(deps: &Deps, req: &Request, user: AuthenticatedUser) ->
             error(&api)
         }
     }
+}
+
+/// Whether the chat of `record` was held by turn `holder` whose host is gone, and is free
+/// now (see `turn_log::free_chat`).
+async fn free_dead_turns_chat(
+    deps: &Deps,
+    req: &Request,
+    record: &TurnRecord,
+    holder: &str,
+) -> bool {
+    let Ok(turn) = deps
+        .turns
+        .get(&record.owner_id, &record.chat_id, holder)
+        .await
+    else {
+        return false;
+    };
+    let locale = accept_language(req).unwrap_or_default();
+    let message = UserText::for_error(TurnErrorCode::Interrupted).text(locale);
+    turn_log::free_chat(deps.turns.as_ref(), deps.chats.as_ref(), &turn, &message).await
 }
 
 /// A `POST /chat` that passed every check, before anything is stored.
@@ -243,6 +272,7 @@ fn new_turn_record(user_id: &str, chat: &ValidChat, deadline: std::time::Instant
         deadline: now + deadline.saturating_duration_since(std::time::Instant::now()),
         created_at: now,
         refusal: None,
+        alive_until: Some(now + shared::turns::LIVENESS),
     }
 }
 
@@ -269,8 +299,9 @@ fn idempotency_key(req: &Request) -> Result<Option<String>, ApiError> {
     Ok(Some(text.to_owned()))
 }
 
-/// What makes two requests "the same" for an idempotency key: the body as understood.
-fn fingerprint(body: &ChatRequest, message: &str) -> String {
+/// What makes two requests "the same" for an idempotency key: the body as understood
+/// (`message` normalised).
+pub fn fingerprint(body: &ChatRequest, message: &str) -> String {
     let mut canonical = json!({
         "chat_id": body.chat_id,
         "message": message,

@@ -171,5 +171,6 @@ fn decision_record(
         deadline: now + deadline.saturating_duration_since(std::time::Instant::now()),
         created_at: now,
         refusal: None,
+        alive_until: Some(now + shared::turns::LIVENESS),
     }
 }

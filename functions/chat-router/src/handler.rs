@@ -17,7 +17,7 @@ use crate::respond::{deleted, error, guarded_json, no_content, ok_json, paged, p
 use crate::routes::{Route, route};
 use crate::{turn_log, validate};
 
-pub use crate::chat::{ChatRequest, MAX_KEY_CHARS};
+pub use crate::chat::{ChatRequest, MAX_KEY_CHARS, fingerprint};
 pub use crate::chats::{AlertList, RenameRequest};
 pub use crate::routes::{ROUTE_COUNT, route_summary};
 

@@ -123,6 +123,7 @@ pub(crate) fn follow(
     let locale = accept_language(req).unwrap_or_default();
     tokio::spawn(turn_log::follow(
         deps.turns.clone(),
+        deps.chats.clone(),
         turn,
         after,
         until,

@@ -9,8 +9,14 @@
 //!
 //! Following: a resent request or `GET …/events` reads the log from its start (`init`
 //! included: it names the turn's language, which the turn record cannot) or after a
-//! sequence, and polls it until `done`. A turn past its deadline without `done` was ended by its host: the first
-//! follower to see it appends `error{code:"interrupted"}` and `done`.
+//! sequence, and polls it until `done`.
+//!
+//! A dead host: every write to the log renews the turn's liveness, and the recorder writes
+//! at least every 2 s. A running turn whose liveness ran out (its host crashed, was killed
+//! for memory or timed out) or whose deadline passed was ended by its host: the first
+//! follower, or the first new message in its chat, to see it appends
+//! `error{code:"interrupted"}` (retryable: the client sends the message again) and `done`,
+//! and frees the chat. A live turn that finds itself ended so stops at its next write.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -20,6 +26,7 @@ use agent::{StopSignal, TurnErrorCode, TurnEvent};
 use bytes::Bytes;
 use lambda_http::lambda_runtime::streaming::Sender;
 use serde_json::json;
+use shared::chats::ChatStore;
 use shared::domain::flight::Locale;
 use shared::turns::{StoredEvent, TurnRecord, TurnStatus, TurnStore};
 use tokio::sync::mpsc;
@@ -32,8 +39,9 @@ pub const FLUSH_EVERY: Duration = Duration::from_secs(1);
 const IDLE_CHECK: Duration = Duration::from_secs(2);
 /// How often a follower reads the log of a running turn.
 const POLL_EVERY: Duration = Duration::from_millis(250);
-/// A running turn is declared interrupted this long after its deadline (its host had until
-/// about then to write its last events).
+/// A running turn is declared interrupted this long after its deadline or its liveness
+/// ran out (its host had until about then to write its last events): with
+/// [`shared::turns::LIVENESS`], 10 s after a dead host's last write.
 pub const GRACE: time::Duration = time::Duration::seconds(5);
 
 /// The event as stored (and framed) with its sequence number.
@@ -178,6 +186,7 @@ async fn flush(
 /// the follower's `locale`.
 pub async fn follow(
     store: Arc<dyn TurnStore>,
+    chats: Arc<dyn ChatStore>,
     mut turn: TurnRecord,
     after: Option<u64>,
     until: Instant,
@@ -260,22 +269,21 @@ pub async fn follow(
                 return;
             }
             TurnStatus::Running if turn.overdue(time::OffsetDateTime::now_utc() - GRACE) => {
-                interrupt(
-                    store.as_ref(),
-                    &turn,
-                    last.unwrap_or(0),
-                    &text(TurnErrorCode::Interrupted),
-                )
-                .await;
+                tracing::warn!(turn_id = %turn.turn_id, "the turn's host is gone; ending it as interrupted");
+                let message = text(TurnErrorCode::Interrupted);
+                if interrupt(store.as_ref(), &turn, last.unwrap_or(0), &message).await {
+                    release(chats.as_ref(), &turn).await;
+                }
             }
             _ => {}
         }
     }
 }
 
-/// Ends a turn its host ended (past its deadline without `done`) in its log, after event
-/// `last`: `error{code:"interrupted"}` and `done`, which this and every follower then read.
-async fn interrupt(store: &dyn TurnStore, turn: &TurnRecord, last: u64, message: &str) {
+/// Ends a turn its host ended (overdue without `done`) in its log, after event `last`:
+/// `error{code:"interrupted"}` and `done`, which this and every follower then read. Whether
+/// it was ended (false: it was alive after all, or the write failed).
+async fn interrupt(store: &dyn TurnStore, turn: &TurnRecord, last: u64, message: &str) -> bool {
     let ending = [
         stored(
             last + 1,
@@ -283,8 +291,60 @@ async fn interrupt(store: &dyn TurnStore, turn: &TurnRecord, last: u64, message:
         ),
         stored(last + 2, &TurnEvent::DONE),
     ];
-    if let Err(e) = store.interrupt(turn, &ending).await {
-        tracing::error!(turn_id = %turn.turn_id, error = %e, "marking the turn interrupted failed");
+    match store.interrupt(turn, &ending).await {
+        Ok(ended) => ended,
+        Err(e) => {
+            tracing::error!(turn_id = %turn.turn_id, error = %e, "marking the turn interrupted failed");
+            false
+        }
+    }
+}
+
+/// Lets go of the chat an ended turn held (its host could not).
+async fn release(chats: &dyn ChatStore, turn: &TurnRecord) {
+    if let Err(e) = chats.release(&turn.chat_id, &turn.turn_id).await {
+        tracing::error!(turn_id = %turn.turn_id, error = %e, "freeing the chat of an interrupted turn failed");
+    }
+}
+
+/// Frees the chat `turn` holds if its host left it behind: a running turn that is overdue
+/// is ended in its log (`interrupted`), and an ended one lets go. Whether the chat is free
+/// now (false: the turn is alive, or freeing it failed).
+pub async fn free_chat(
+    store: &dyn TurnStore,
+    chats: &dyn ChatStore,
+    turn: &TurnRecord,
+    message: &str,
+) -> bool {
+    if turn.status == TurnStatus::Running {
+        if !turn.overdue(time::OffsetDateTime::now_utc() - GRACE) {
+            return false;
+        }
+        let last = match store.events_from(turn, 0).await {
+            Ok(events) => events.last().map_or(0, |e| e.seq),
+            Err(e) => {
+                tracing::error!(turn_id = %turn.turn_id, error = %e, "reading the turn's events failed");
+                return false;
+            }
+        };
+        tracing::warn!(turn_id = %turn.turn_id, "the chat's turn lost its host; ending it as interrupted");
+        if !interrupt(store, turn, last, message).await {
+            // Ended by someone else meanwhile (then free the chat all the same), or alive.
+            let ended = store
+                .get(&turn.owner_id, &turn.chat_id, &turn.turn_id)
+                .await
+                .is_ok_and(|now| now.ended());
+            if !ended {
+                return false;
+            }
+        }
+    }
+    match chats.release(&turn.chat_id, &turn.turn_id).await {
+        Ok(()) => true,
+        Err(e) => {
+            tracing::error!(turn_id = %turn.turn_id, error = %e, "freeing the chat failed");
+            false
+        }
     }
 }
 

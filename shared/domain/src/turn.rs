@@ -8,6 +8,12 @@ use time::OffsetDateTime;
 /// How long a turn's record, events and idempotency key are kept.
 pub const RETENTION: time::Duration = time::Duration::DAY;
 
+/// How long a running turn counts as alive after its host last said so. The host renews it
+/// with each write to the turn's log, at least every 2 s while the turn runs; a turn whose
+/// host died (a crash, an out-of-memory kill, the function's timeout) is overdue this long
+/// after its last write, not at its deadline.
+pub const LIVENESS: time::Duration = time::Duration::seconds(5);
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 /// Where a turn is in its life, as its record keeps it.
@@ -62,6 +68,14 @@ pub struct TurnRecord {
     /// The error a refused turn was refused with (the HTTP error envelope's `error`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub refusal: Option<serde_json::Value>,
+    /// Until when the turn's host has shown it is alive ([`LIVENESS`] after its latest
+    /// write); `None` for a record written before hosts renewed it.
+    #[serde(
+        default,
+        with = "time::serde::rfc3339::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub alive_until: Option<OffsetDateTime>,
 }
 
 impl TurnRecord {
@@ -85,9 +99,17 @@ impl TurnRecord {
         matches!(self.status, TurnStatus::Finished | TurnStatus::Interrupted)
     }
 
-    /// Running past its deadline: its host ended it.
+    /// Running past its deadline, or past the time its host last said it was alive: its
+    /// host ended it.
     pub fn overdue(&self, now: OffsetDateTime) -> bool {
-        self.status == TurnStatus::Running && self.deadline < now
+        self.status == TurnStatus::Running
+            && (self.deadline < now || self.alive_until.is_some_and(|alive| alive < now))
+    }
+
+    /// When the turn's host must next show it is alive, written at `now`: [`LIVENESS`]
+    /// later, at most its deadline.
+    pub fn alive_after(&self, now: OffsetDateTime) -> OffsetDateTime {
+        (now + LIVENESS).min(self.deadline)
     }
 }
 

@@ -64,6 +64,7 @@ fn record(owner: &str, chat_id: &str) -> TurnRecord {
         deadline: now + Duration::minutes(1),
         created_at: now,
         refusal: None,
+        alive_until: None,
     }
 }
 

@@ -1,5 +1,6 @@
 //! Turn records and event logs against DynamoDB Local: one turn per key, chunks read back in
-//! order after any sequence, cancel seen by the next append, overdue turns interrupted once.
+//! order after any sequence, cancel seen by the next append, each write renewing the turn's
+//! liveness, overdue or silent turns interrupted once.
 
 use crate::common;
 
@@ -32,6 +33,7 @@ fn record(owner: &str, key: &str, now: OffsetDateTime) -> TurnRecord {
         deadline: now + Duration::seconds(30),
         created_at: now,
         refusal: None,
+        alive_until: None,
     }
 }
 
@@ -190,4 +192,39 @@ async fn an_overdue_turn_is_interrupted_once_and_a_refused_key_may_begin_again()
         Begun::New,
         "a refused turn's key may try again"
     );
+}
+
+#[tokio::test]
+async fn each_write_renews_a_turn_and_a_silent_one_is_ended_and_learns_it() {
+    let clock = Arc::new(ManualClock::new(OffsetDateTime::now_utc()));
+    let store = store(clock.clone()).await;
+    let owner = common::unique("user");
+    let mut turn = record(&owner, "key-alive", clock.now());
+    turn.alive_until = Some(clock.now() + shared::turns::LIVENESS);
+    assert_eq!(ok(store.begin(&turn).await), Begun::New);
+
+    // A write 3 s later (events, or none while the turn waits) keeps it alive: 5 s on.
+    clock.advance(Duration::seconds(3));
+    assert!(!ok(store.append(&turn, &events(1..=2)).await));
+    clock.advance(Duration::seconds(3));
+    assert!(!ok(store.append(&turn, &[]).await));
+    let read = ok(store.get(&owner, &turn.chat_id, &turn.turn_id).await);
+    assert_eq!(
+        read.alive_until,
+        Some(clock.now() + shared::turns::LIVENESS)
+    );
+    assert!(!read.overdue(clock.now() + Duration::seconds(4)));
+    // Then silence: 6 s without a write is overdue, long before the deadline (30 s).
+    assert!(read.overdue(clock.now() + Duration::seconds(6)));
+    clock.advance(Duration::seconds(6));
+    let ending = events(3..=4);
+    assert!(ok(store.interrupt(&read, &ending).await));
+
+    // The host was only slow: its next write learns the turn was ended, and adds nothing.
+    assert!(ok(store.append(&turn, &events(3..=3)).await));
+    assert!(ok(store.append(&turn, &[]).await));
+    let log = ok(store.events_from(&turn, 0).await);
+    let seqs: Vec<u64> = log.iter().map(|e| e.seq).collect();
+    assert_eq!(seqs, [1, 2, 3, 4]);
+    assert_eq!(log[2], ending[0], "the interruption's, not the host's");
 }

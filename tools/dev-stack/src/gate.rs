@@ -40,6 +40,8 @@ use serde_json::json;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, oneshot};
 
+use crate::supervise::{Supervision, Supervisor};
+
 /// The body of every answer the gate gives.
 pub type GateBody = UnsyncBoxBody<Bytes, io::Error>;
 
@@ -177,13 +179,21 @@ impl Drop for Waiting<'_> {
 pub struct Gate {
     config: Config,
     lanes: Mutex<HashMap<String, Arc<Lane>>>,
+    /// Starts a function whose process died again (`crate::supervise`), when configured.
+    supervisor: Option<Supervisor>,
 }
 
 impl Gate {
     pub fn new(config: Config) -> Arc<Self> {
+        Self::supervising(config, None)
+    }
+
+    /// A gate that also replaces the emulator when a function's process died.
+    pub fn supervising(config: Config, supervision: Option<Supervision>) -> Arc<Self> {
         Arc::new(Self {
             config,
             lanes: Mutex::new(HashMap::new()),
+            supervisor: supervision.map(Supervisor::new),
         })
     }
 
@@ -209,11 +219,15 @@ impl Gate {
 
     /// Answers one request: through the emulator once the function has room, else 503.
     pub async fn handle(self: Arc<Self>, request: Request<Incoming>) -> Response<GateBody> {
-        let lane = self.lane(function_of(request.uri().path()).unwrap_or(OTHER));
+        let function = function_of(request.uri().path());
+        let lane = self.lane(function.unwrap_or(OTHER));
         let permit = match self.admit(&lane).await {
             Ok(permit) => permit,
             Err(refusal) => return refusal,
         };
+        if let (Some(supervisor), Some(function)) = (&self.supervisor, function) {
+            supervisor.ensure(function).await;
+        }
         self.forward(lane, permit, request).await
     }
 

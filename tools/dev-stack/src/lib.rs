@@ -2,7 +2,8 @@
 //! on fixed ports (recorded Seats.aero and Amadeus answers fitted to the question, generated
 //! Duffel offers), a bridge that feeds the tool queue to the tool-worker running under
 //! `cargo lambda watch` (which emulates function URLs, not SQS event sources), a
-//! concurrency gate in front of that emulator, and a load check of the running stack.
+//! concurrency gate in front of that emulator (which also starts a function whose process died
+//! again), and a load check of the running stack.
 
 pub mod award_trips;
 pub mod bridge;
@@ -11,3 +12,4 @@ pub mod gate;
 pub mod load;
 pub mod reshape;
 pub mod standin;
+pub mod supervise;

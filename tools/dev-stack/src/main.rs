@@ -2,12 +2,14 @@
 //! `infra/local/dev.sh`.
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 use dev_stack::bridge::Bridge;
 use dev_stack::fakes::{self, Ports};
 use dev_stack::gate::{self, Gate};
+use dev_stack::supervise::Supervision;
 
 #[derive(Parser)]
 #[command(about = "Helpers of the local stack (make dev)")]
@@ -69,6 +71,13 @@ enum Command {
         /// reads its answer to the end.
         #[arg(long, default_value_t = 300)]
         hold_secs: u64,
+        /// The emulator's pidfile: with `--restart`, a function whose process died is
+        /// started again (the emulator is replaced) at its next invocation.
+        #[arg(long, requires = "restart")]
+        watch_pidfile: Option<PathBuf>,
+        /// The command that replaces the emulator (its words; it must rewrite the pidfile).
+        #[arg(long, num_args = 1.., allow_hyphen_values = true, requires = "watch_pidfile")]
+        restart: Vec<String>,
     },
 }
 
@@ -114,6 +123,8 @@ async fn main() -> Result<(), String> {
             queue,
             queue_wait_secs,
             hold_secs,
+            watch_pidfile,
+            restart,
         } => {
             let config = gate::Config {
                 upstream,
@@ -122,6 +133,16 @@ async fn main() -> Result<(), String> {
                 queue_wait: Duration::from_secs(queue_wait_secs),
                 hold_limit: Duration::from_secs(hold_secs),
             };
+            let supervision = watch_pidfile.map(|pidfile| Supervision {
+                pidfile,
+                restart,
+                upstream,
+            });
+            if supervision.is_some() {
+                eprintln!(
+                    "[gate] a function whose process dies is started again at its next invocation"
+                );
+            }
             let listener = tokio::net::TcpListener::bind(listen)
                 .await
                 .map_err(|e| format!("cannot listen on {listen}: {e}"))?;
@@ -130,7 +151,7 @@ async fn main() -> Result<(), String> {
                  {queue} more waiting for at most {queue_wait_secs} s, 503 beyond"
             );
             tokio::select! {
-                () = gate::serve(listener, Gate::new(config)) => {}
+                () = gate::serve(listener, Gate::supervising(config, supervision)) => {}
                 () = wait_for_stop() => {}
             }
             Ok(())

@@ -11,7 +11,7 @@ use crate::common::{Event, Rig, Turn, flight_args};
 use serde_json::{Value, json};
 use shared::domain::chat::Role;
 use shared::domain::tool_call::ToolCallStatus;
-use shared::turns::{StoredEvent, TurnRecord, TurnStatus};
+use shared::turns::{StoredEvent, TurnRecord, TurnStatus, TurnStore};
 use test_support::dynamo_faults::{DynamoFaults, Fault};
 use test_support::fake_llm::Reply;
 
@@ -328,6 +328,7 @@ async fn a_turn_its_host_ended_reads_as_interrupted() {
         deadline: now - time::Duration::seconds(60),
         created_at: now - time::Duration::seconds(90),
         refusal: None,
+        alive_until: None,
     };
     rig.deps.turns.begin(&turn).await.unwrap();
     let token_event = StoredEvent {
@@ -356,6 +357,195 @@ async fn a_turn_its_host_ended_reads_as_interrupted() {
         .await
         .unwrap();
     assert_eq!(record.status, TurnStatus::Interrupted);
+}
+
+/// A turn of `user` in `chat_id` whose host died in the middle: begun under `key`, with
+/// one token logged, holding the chat, its last sign of life `silent_for` ago (its deadline
+/// still a minute ahead).
+async fn turn_whose_host_died(
+    rig: &Rig,
+    user: &str,
+    chat_id: &str,
+    key: &str,
+    message: &str,
+    silent_for: time::Duration,
+) -> TurnRecord {
+    // The host's clock: its writes happened `silent_for` ago.
+    let then = shared::clock::OffsetClock::new(-silent_for);
+    let now = time::OffsetDateTime::now_utc() - silent_for;
+    let request: chat_router::handler::ChatRequest =
+        serde_json::from_value(json!({"chat_id": chat_id, "message": message})).unwrap();
+    let turn = TurnRecord {
+        turn_id: shared::turns::turn_id_for_key(user, key),
+        owner_id: user.to_owned(),
+        chat_id: chat_id.to_owned(),
+        created: false,
+        fingerprint: chat_router::handler::fingerprint(&request, message),
+        status: TurnStatus::Running,
+        cancel_requested: false,
+        deadline: now + time::Duration::seconds(90),
+        created_at: now - time::Duration::seconds(2),
+        refusal: None,
+        alive_until: Some(now + shared::turns::LIVENESS),
+    };
+    let host = shared::turns::DynamoTurnStore::with_clock(
+        test_support::dynamodb().await,
+        test_support::require_env("CHATS_TABLE"),
+        std::sync::Arc::new(then),
+    );
+    host.begin(&turn).await.unwrap();
+    let token_event = StoredEvent {
+        seq: 1,
+        event: "assistant_token".into(),
+        data: json!({"content": "Half an ans"}).to_string(),
+    };
+    // Logged as the host did, its last sign of life.
+    assert!(!host.append(&turn, &[token_event]).await.unwrap());
+    let lease = shared::chats::TurnLease {
+        turn_id: turn.turn_id.clone(),
+        until: turn.deadline,
+    };
+    rig.deps
+        .chats
+        .open_held(user, chat_id, &lease, 1)
+        .await
+        .unwrap();
+    turn
+}
+
+#[tokio::test]
+async fn a_resend_to_a_turn_whose_host_died_ends_it_interrupted_and_frees_the_chat() {
+    let rig = Rig::start().await;
+    let user = test_support::unique("crashed");
+    let token = rig.token(&user);
+    rig.llm.push(Reply::text("Hi."));
+    let chat_id = rig
+        .chat(Some(&token), json!({"message": "hi"}))
+        .await
+        .chat_id();
+    let message = "Business FRA to JFK";
+    let turn = turn_whose_host_died(
+        &rig,
+        &user,
+        &chat_id,
+        "k-crash",
+        message,
+        time::Duration::seconds(30),
+    )
+    .await;
+
+    // The client resends the same message with the same key, as after a broken stream.
+    let started = std::time::Instant::now();
+    let resent = rig
+        .chat_keyed(
+            &token,
+            "k-crash",
+            json!({"chat_id": chat_id, "message": message}),
+        )
+        .await;
+    assert_eq!(resent.status, 200, "{:?}", resent.json);
+    assert_eq!(resent.names(), ["init", "assistant_token", "error", "done"]);
+    assert_eq!(resent.first("error")["code"], json!("interrupted"));
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    let record = rig
+        .deps
+        .turns
+        .get(&user, &chat_id, &turn.turn_id)
+        .await
+        .unwrap();
+    assert_eq!(record.status, TurnStatus::Interrupted);
+
+    // The chat is free: the next message runs at once.
+    rig.llm.push(Reply::text("Here again."));
+    let next = rig
+        .chat(
+            Some(&token),
+            json!({"chat_id": chat_id, "message": "still there?"}),
+        )
+        .await;
+    assert_eq!(next.status, 200, "{:?}", next.json);
+    assert_eq!(next.names().last(), Some(&"done"));
+    assert_eq!(next.text(), "Here again.");
+}
+
+#[tokio::test]
+async fn a_new_message_takes_over_a_chat_whose_turn_lost_its_host() {
+    let rig = Rig::start().await;
+    let user = test_support::unique("taken-over");
+    let token = rig.token(&user);
+    rig.llm.push(Reply::text("Hi."));
+    let chat_id = rig
+        .chat(Some(&token), json!({"message": "hi"}))
+        .await
+        .chat_id();
+    let dead = turn_whose_host_died(
+        &rig,
+        &user,
+        &chat_id,
+        "k-dead",
+        "first",
+        time::Duration::seconds(30),
+    )
+    .await;
+    rig.llm.push(Reply::text("Taken over."));
+    let next = rig
+        .chat(
+            Some(&token),
+            json!({"chat_id": chat_id, "message": "hello?"}),
+        )
+        .await;
+    assert_eq!(next.status, 200, "{:?}", next.json);
+    assert_eq!(next.text(), "Taken over.");
+    // The dead turn's log ends as interrupted, for a client that resumes it.
+    let resumed = rig.resume(&token, &chat_id, &dead.turn_id, None).await;
+    assert_eq!(
+        resumed.names(),
+        ["init", "assistant_token", "error", "done"]
+    );
+}
+
+#[tokio::test]
+async fn a_turn_whose_host_is_alive_keeps_its_chat() {
+    let rig = Rig::start().await;
+    let user = test_support::unique("alive");
+    let token = rig.token(&user);
+    rig.llm.push(Reply::text("Hi."));
+    let chat_id = rig
+        .chat(Some(&token), json!({"message": "hi"}))
+        .await
+        .chat_id();
+    // Its last write a second ago: alive.
+    let live = turn_whose_host_died(
+        &rig,
+        &user,
+        &chat_id,
+        "k-live",
+        "first",
+        time::Duration::seconds(1),
+    )
+    .await;
+    let next = rig
+        .chat(
+            Some(&token),
+            json!({"chat_id": chat_id, "message": "hello?"}),
+        )
+        .await;
+    assert_eq!(next.status, 409, "{:?}", next.json);
+    assert_eq!(
+        next.json["error"]["details"]["turn_id"],
+        json!(live.turn_id)
+    );
+    let record = rig
+        .deps
+        .turns
+        .get(&user, &chat_id, &live.turn_id)
+        .await
+        .unwrap();
+    assert_eq!(record.status, TurnStatus::Running);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

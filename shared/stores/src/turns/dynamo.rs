@@ -9,8 +9,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::types::{
-    AttributeValue, ConditionCheck, Put, ReturnValue, ReturnValuesOnConditionCheckFailure,
-    TransactWriteItem, Update,
+    AttributeValue, Put, ReturnValue, ReturnValuesOnConditionCheckFailure, TransactWriteItem,
+    Update,
 };
 use serde::{Deserialize, Serialize};
 
@@ -153,7 +153,7 @@ impl DynamoTurnStore {
             pk: Self::pk(&record.turn_id),
             sk: "META".into(),
             record: record.clone(),
-            until: sortable_time(record.deadline),
+            until: sortable_time(until(record)),
             ttl: self.expiry(),
         };
         Put::builder()
@@ -196,6 +196,47 @@ impl DynamoTurnStore {
 }
 
 impl DynamoTurnStore {
+    /// The turn's liveness written now: until when it is alive, and when it is overdue.
+    fn liveness(&self, turn: &TurnRecord) -> (time::OffsetDateTime, String) {
+        let alive = turn.alive_after(self.clock.now());
+        let until = until(&TurnRecord {
+            alive_until: Some(alive),
+            ..turn.clone()
+        });
+        (alive, sortable_time(until))
+    }
+
+    /// Renews a running turn's liveness alone; whether it must stop (a cancel was asked
+    /// for, or it no longer runs).
+    async fn renew(&self, turn: &TurnRecord) -> Result<bool> {
+        let (alive, until) = self.liveness(turn);
+        let result = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .set_key(Some(Self::meta_key(&turn.turn_id)))
+            .update_expression("SET alive_until = :alive, #until = :until")
+            .condition_expression("#status = :running AND created_at = :created")
+            .expression_attribute_names("#status", "status")
+            .expression_attribute_names("#until", "until")
+            .expression_attribute_values(":alive", rfc3339(alive))
+            .expression_attribute_values(":until", s(until))
+            .expression_attribute_values(":running", to_av(&TurnStatus::Running)?)
+            .expression_attribute_values(":created", rfc3339(turn.created_at))
+            .return_values(ReturnValue::AllNew)
+            .send()
+            .await;
+        match result {
+            Ok(out) => Ok(out
+                .attributes
+                .map(from_item::<RecordItem>)
+                .transpose()?
+                .is_some_and(|item| item.record.cancel_requested)),
+            Err(err) if err.condition_failed_item().is_some() => Ok(true),
+            Err(err) => Err(sdk_error("UpdateItem", err)),
+        }
+    }
+
     /// Ends a running turn as `to` and appends its last `events`, in one transaction; false
     /// if it was not running (or, with `overdue_only`, not yet past its deadline).
     async fn end(
@@ -218,6 +259,14 @@ impl DynamoTurnStore {
             Transaction::Written
         ))
     }
+}
+
+/// When a running turn is overdue: at its deadline, or when its host stops saying it is
+/// alive. Stored as sortable text, so that a condition can compare it with now.
+fn until(record: &TurnRecord) -> time::OffsetDateTime {
+    record
+        .alive_until
+        .map_or(record.deadline, |alive| alive.min(record.deadline))
 }
 
 /// What a failed condition of the record's creation means: the turn exists (`old`).
@@ -296,28 +345,45 @@ impl TurnStore for DynamoTurnStore {
 
     async fn append(&self, turn: &TurnRecord, events: &[StoredEvent]) -> Result<bool> {
         let Some(put) = self.chunk_put(turn, events)? else {
-            return self.cancel_requested(turn).await;
+            return self.renew(turn).await;
         };
-        let check = ConditionCheck::builder()
+        let (alive, until) = self.liveness(turn);
+        let heartbeat = Update::builder()
             .table_name(&self.table)
             .set_key(Some(Self::meta_key(&turn.turn_id)))
-            .condition_expression("cancel_requested = :no")
+            .update_expression("SET alive_until = :alive, #until = :until")
+            .condition_expression(
+                "#status = :running AND cancel_requested = :no AND created_at = :created",
+            )
+            .expression_attribute_names("#status", "status")
+            .expression_attribute_names("#until", "until")
+            .expression_attribute_values(":alive", rfc3339(alive))
+            .expression_attribute_values(":until", s(until))
+            .expression_attribute_values(":running", to_av(&TurnStatus::Running)?)
             .expression_attribute_values(":no", AttributeValue::Bool(false))
+            .expression_attribute_values(":created", rfc3339(turn.created_at))
             .build()
             .map_err(invalid_action)?;
         let actions = vec![
             TransactWriteItem::builder().put(put).build(),
-            TransactWriteItem::builder().condition_check(check).build(),
+            TransactWriteItem::builder().update(heartbeat).build(),
         ];
         match transact(&self.client, actions).await? {
             Transaction::Written => Ok(false),
-            // A cancel was asked for: the events still go in, and the turn learns of it.
+            // Asked to stop, or ended elsewhere: the turn learns of it. A cancel's events
+            // still go in; a turn that was ended elsewhere has its log closed already.
             canceled if canceled.failed_at(1) && !canceled.failed_at(0) => {
-                self.put_chunk(turn, events).await?;
+                if self
+                    .read(&turn.turn_id)
+                    .await?
+                    .is_some_and(|r| r.status == TurnStatus::Running)
+                {
+                    self.put_chunk(turn, events).await?;
+                }
                 Ok(true)
             }
             // The chunk exists: a retry of a write that went through.
-            _ => self.cancel_requested(turn).await,
+            _ => self.renew(turn).await,
         }
     }
 

@@ -10,7 +10,9 @@
 mod dynamo;
 
 use async_trait::async_trait;
-pub use domain::turn::{Begun, RETENTION, StoredEvent, TurnRecord, TurnStatus, turn_id_for_key};
+pub use domain::turn::{
+    Begun, LIVENESS, RETENTION, StoredEvent, TurnRecord, TurnStatus, turn_id_for_key,
+};
 pub use dynamo::DynamoTurnStore;
 
 use lambda_kit::companion::Companion;
@@ -35,8 +37,10 @@ pub trait TurnStore: Send + Sync {
     /// `error` object).
     async fn refuse(&self, turn: &TurnRecord, error: serde_json::Value) -> Result<()>;
 
-    /// Appends `events` (in order, after every event appended before). Returns whether a
-    /// cancel was requested, which the same request reads.
+    /// Appends `events` (in order, after every event appended before) and renews the turn's
+    /// liveness ([`TurnRecord::alive_until`]); with no events, only renews it. Returns
+    /// whether the turn must stop: a cancel was requested, or the turn no longer runs (it
+    /// was declared dead and ended by a follower).
     async fn append(&self, turn: &TurnRecord, events: &[StoredEvent]) -> Result<bool>;
 
     /// Appends the turn's last events (ending with `done`) and marks it finished. False if

@@ -387,3 +387,95 @@ async fn an_emulator_that_is_down_is_answered_502() {
     let body: Value = response.json().await.expect("JSON");
     assert_eq!(body["error"]["code"], "upstream_error");
 }
+
+/// A stand-in for `cargo lambda watch` and its function: a shell whose child is `sleep`
+/// (the "function" named `sleep`); its pid goes into `pidfile`.
+fn start_emulator_process(pidfile: &std::path::Path) -> std::process::Child {
+    let child = std::process::Command::new("sh")
+        .args(["-c", "sleep 300 & wait"])
+        .spawn()
+        .expect("sh");
+    std::fs::write(pidfile, child.id().to_string()).expect("pidfile");
+    child
+}
+
+fn sleep_pid(emulator: u32) -> Option<u32> {
+    dev_stack::supervise::functions_under(std::path::Path::new("/proc"), emulator)
+        .get("sleep")
+        .copied()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_function_whose_process_died_is_started_again_at_its_next_invocation() {
+    let emulator = Emulator::start().await;
+    let dir = std::env::temp_dir().join(format!("gate-supervise-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let pidfile = dir.join("watch.pid");
+    let restarted = dir.join("restarted");
+    let mut first = start_emulator_process(&pidfile);
+    // The restart command: a new emulator process in the pidfile, and a mark that it ran.
+    let restart = format!(
+        "touch '{}'; sh -c 'sleep 300 & wait' >/dev/null 2>&1 & echo $! > '{}'",
+        restarted.display(),
+        pidfile.display()
+    );
+    let listener = bind().await;
+    let addr = listener.local_addr().expect("local address");
+    let config = Config {
+        upstream: emulator.addr,
+        per_function: 2,
+        queue: 2,
+        queue_wait: Duration::from_secs(5),
+        hold_limit: Duration::from_secs(30),
+    };
+    let supervision = dev_stack::supervise::Supervision {
+        pidfile: pidfile.clone(),
+        restart: vec!["sh".into(), "-c".into(), restart],
+        upstream: emulator.addr,
+    };
+    tokio::spawn(gate::serve(
+        listener,
+        Gate::supervising(config, Some(supervision)),
+    ));
+    let base = format!("http://{addr}");
+    let http = client();
+    let invoke = || http.get(format!("{base}/lambda-url/sleep/quick")).send();
+
+    // Wait until the shell has started its child, then invoke: the gate sees it running.
+    let mut function = None;
+    for _ in 0..50 {
+        function = sleep_pid(first.id());
+        if function.is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let function = function.expect("the function's process under the emulator");
+    assert_eq!(invoke().await.expect("answer").status(), 200);
+    assert!(!restarted.exists(), "nothing died yet");
+
+    // The function dies; its next invocation restarts the emulator first, then passes.
+    std::process::Command::new("kill")
+        .args(["-KILL", &function.to_string()])
+        .status()
+        .expect("kill");
+    let _ = first.wait();
+    assert_eq!(invoke().await.expect("answer").status(), 200);
+    assert!(restarted.exists(), "the restart command ran");
+    let new_emulator: u32 = std::fs::read_to_string(&pidfile)
+        .expect("pidfile")
+        .trim()
+        .parse()
+        .expect("pid");
+    assert_ne!(new_emulator, first.id());
+    // The stand-ins this test started: the new emulator's function, then the emulator.
+    for pid in [sleep_pid(new_emulator), Some(new_emulator)]
+        .into_iter()
+        .flatten()
+    {
+        let _ = std::process::Command::new("kill")
+            .args(["-TERM", &pid.to_string()])
+            .status();
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
