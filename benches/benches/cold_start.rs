@@ -27,6 +27,8 @@
 // Tests and benches fail loudly: unwrap, expect and panic are how they report.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod support;
+
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -36,15 +38,15 @@ use std::time::{Duration, Instant};
 use benchmarks::process::{Resident, cpu_time, peak_rss_kib_of, resident_of};
 use benchmarks::runtime_api::RuntimeApi;
 use benchmarks::{Percentiles, full_run};
-use lambda_http::Request;
 use serde_json::{Value, json};
 use shared::http::auth::{DevClaims, mint_hs256};
 use shared::kb::snapshots::S3Snapshots;
-use shared::secrets::{AwsSecretSource, SecretsCache};
 use test_support::fake_llm::{FakeLlm, Reply};
-use test_support::serve::{LocalServer, serve_lambda};
+use test_support::serve::LocalServer;
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
+
+use support::{event, pairs, serve_award, serve_cash};
 
 const FUNCTIONS: [&str; 5] = [
     "seatsaero-search",
@@ -361,46 +363,6 @@ fn new_search() -> (&'static str, String) {
     (ORIGINS[n % ORIGINS.len()], date.to_string())
 }
 
-/// seatsaero-search's handler over the Seats.aero fake, as its function URL.
-async fn serve_award(upstream: &MockServer, key_secret: &str) -> LocalServer {
-    let config = seatsaero_search::Config::new(&upstream.uri(), key_secret.to_owned())
-        .unwrap_or_else(|e| panic!("seatsaero config: {e}"));
-    let deps = seatsaero_search::Deps::new(http_client(), secrets().await, config);
-    serve_lambda(move |req: Request| {
-        let deps = deps.clone();
-        async move { seatsaero_search::handle(&deps, req).await }
-    })
-    .await
-}
-
-/// cash-search's handler over the Amadeus fake, as its function URL.
-async fn serve_cash(upstream: &MockServer, credentials: &str, token: &str) -> LocalServer {
-    let env = shared::config::Env::from_pairs(pairs([
-        ("AMADEUS_CREDENTIALS_SECRET", credentials.to_owned()),
-        ("AMADEUS_TOKEN_SECRET", token.to_owned()),
-        ("AMADEUS_BASE_URL", upstream.uri()),
-    ]));
-    let config =
-        cash_search::Config::from_env(&env).unwrap_or_else(|e| panic!("amadeus config: {e}"));
-    let deps = cash_search::Deps::new(http_client(), secrets().await, config);
-    serve_lambda(move |req: Request| {
-        let deps = deps.clone();
-        async move { cash_search::handle(&deps, req).await }
-    })
-    .await
-}
-
-fn http_client() -> reqwest::Client {
-    shared::upstream::http_client().unwrap_or_else(|e| panic!("http client: {e}"))
-}
-
-async fn secrets() -> SecretsCache {
-    SecretsCache::new(
-        Arc::new(AwsSecretSource::new(test_support::secrets_manager().await)),
-        Duration::from_secs(300),
-    )
-}
-
 /// Publishes `table`'s index snapshot to the emulated S3 (`KB_SNAPSHOT_BUCKET`) under a
 /// prefix of this run's own, as `kb-ingest` does after an ingest.
 async fn publish_snapshot(table: &str) -> (String, String) {
@@ -440,17 +402,6 @@ async fn sample_knowledge_base() -> String {
     .await
     .unwrap_or_else(|e| panic!("ingesting the sample knowledge base: {e}"));
     table
-}
-
-/// An event file of the repository (`events/`), with its body replaced.
-fn event(path: &str, body: &Value) -> Value {
-    let file = test_support::event_path(path);
-    let text =
-        std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("event {}: {e}", file.display()));
-    let mut event: Value =
-        serde_json::from_str(&text).unwrap_or_else(|e| panic!("event {path}: {e}"));
-    event["body"] = Value::String(body.to_string());
-    event
 }
 
 fn functions(up: &Arc<Upstreams>) -> Vec<Function> {
@@ -651,10 +602,6 @@ fn cash_functions(up: &Arc<Upstreams>, cash: Value) -> [Function; 2] {
             answers_with: r#""success":true"#,
         },
     ]
-}
-
-fn pairs<const N: usize>(items: [(&str, String); N]) -> Vec<(String, String)> {
-    items.into_iter().map(|(k, v)| (k.to_owned(), v)).collect()
 }
 
 /// What Lambda sets, the emulators' settings and table names from this process's

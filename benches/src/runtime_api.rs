@@ -87,6 +87,8 @@ struct State {
     events: Mutex<mpsc::UnboundedReceiver<(String, Value)>>,
     polls: mpsc::UnboundedSender<Instant>,
     outcomes: mpsc::UnboundedSender<Outcome>,
+    /// Each frame of a response as it arrives (request id, bytes), when tapped.
+    frames: Option<mpsc::UnboundedSender<(String, Bytes)>>,
 }
 
 /// The running fake; dropping it stops it.
@@ -95,6 +97,7 @@ pub struct RuntimeApi {
     events: mpsc::UnboundedSender<(String, Value)>,
     polls: mpsc::UnboundedReceiver<Instant>,
     outcomes: mpsc::UnboundedReceiver<Outcome>,
+    frames: Option<mpsc::UnboundedReceiver<(String, Bytes)>>,
     next_id: AtomicU64,
     task: JoinHandle<()>,
 }
@@ -108,15 +111,32 @@ impl Drop for RuntimeApi {
 impl RuntimeApi {
     /// Listens on `127.0.0.1:<any free port>`.
     pub async fn start() -> std::io::Result<Self> {
+        Self::listen(false).await
+    }
+
+    /// As [`RuntimeApi::start`], also handing out each frame of a response as it arrives
+    /// ([`RuntimeApi::next_frame`]): what a client of a streamed answer sees, when.
+    pub async fn start_tapped() -> std::io::Result<Self> {
+        Self::listen(true).await
+    }
+
+    async fn listen(tapped: bool) -> std::io::Result<Self> {
         let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
         let addr = listener.local_addr()?;
         let (events_tx, events_rx) = mpsc::unbounded_channel();
         let (polls_tx, polls_rx) = mpsc::unbounded_channel();
         let (outcomes_tx, outcomes_rx) = mpsc::unbounded_channel();
+        let (frames_tx, frames_rx) = if tapped {
+            let (tx, rx) = mpsc::unbounded_channel();
+            (Some(tx), Some(rx))
+        } else {
+            (None, None)
+        };
         let state = Arc::new(State {
             events: Mutex::new(events_rx),
             polls: polls_tx,
             outcomes: outcomes_tx,
+            frames: frames_tx,
         });
         let task = tokio::spawn(serve(listener, state));
         Ok(Self {
@@ -124,9 +144,16 @@ impl RuntimeApi {
             events: events_tx,
             polls: polls_rx,
             outcomes: outcomes_rx,
+            frames: frames_rx,
             next_id: AtomicU64::new(1),
             task,
         })
+    }
+
+    /// The next frame of a response (request id, bytes) of a tapped fake; `None` if it is
+    /// not tapped or stopped.
+    pub async fn next_frame(&mut self) -> Option<(String, Bytes)> {
+        self.frames.as_mut()?.recv().await
     }
 
     /// `host:port`, the value of `AWS_LAMBDA_RUNTIME_API`.
@@ -201,7 +228,7 @@ async fn route(state: &State, request: Request<Incoming>) -> Response<Full<Bytes
                         .headers()
                         .get("lambda-runtime-function-response-mode")
                         .is_some_and(|v| v == "streaming");
-                    let (body, mut stream_error) = read(request).await;
+                    let (body, mut stream_error) = read_tapped(request, &id, state).await;
                     if streamed && stream_error.is_none() {
                         stream_error = inline_error(&body);
                     }
@@ -263,6 +290,36 @@ fn finish(state: &State, request_id: String, kind: OutcomeKind) -> Response<Full
         kind,
     });
     plain(StatusCode::ACCEPTED, "")
+}
+
+/// As [`read`], frame by frame, each data frame also sent to the tap (if any) as it arrives.
+async fn read_tapped(
+    request: Request<Incoming>,
+    id: &str,
+    state: &State,
+) -> (Bytes, Option<String>) {
+    let Some(tap) = &state.frames else {
+        return read(request).await;
+    };
+    let mut body = request.into_body();
+    let mut all = Vec::new();
+    let mut error = None;
+    while let Some(frame) = body.frame().await {
+        match frame {
+            Ok(frame) => {
+                if let Some(data) = frame.data_ref() {
+                    all.extend_from_slice(data);
+                    let _ = tap.send((id.to_owned(), data.clone()));
+                } else if let Some(trailers) = frame.trailers_ref() {
+                    error = trailers
+                        .get("lambda-runtime-function-error-type")
+                        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+                }
+            }
+            Err(e) => return (Bytes::from(all), Some(format!("body not read: {e}"))),
+        }
+    }
+    (Bytes::from(all), error)
 }
 
 /// The whole body, and the error a streamed body's trailers report (if any).
