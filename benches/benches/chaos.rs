@@ -16,7 +16,7 @@
 //! chats usable afterwards. It fails when a turn ended otherwise, a resend took over 15 s, a
 //! write ran twice, an answer was lost or a chat stayed unusable.
 //!
-//! `cargo test --benches` (so `make test`) runs 10 turns (two per point) with seed 1 on the
+//! `cargo test --benches` (so `make test`) runs 5 turns (one per point) with seed 1 on the
 //! debug binary beside it, when it exists; `CHAOS_BIN_DIR=<dir>` runs the binary in `<dir>`.
 
 // Tests and benches fail loudly: unwrap, expect and panic are how they report.
@@ -580,7 +580,7 @@ async fn main() {
     let turns: usize = std::env::var("CHAOS_TURNS")
         .ok()
         .and_then(|n| n.parse().ok())
-        .unwrap_or(if full { 120 } else { 10 });
+        .unwrap_or(if full { 120 } else { 5 });
     let seed: u64 = std::env::var("CHAOS_SEED")
         .ok()
         .and_then(|n| n.parse().ok())

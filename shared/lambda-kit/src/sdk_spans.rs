@@ -1,8 +1,12 @@
 //! AWS SDK calls in the trace: one client span per operation (`DynamoDB.UpdateItem`,
-//! `SQS.SendMessage`), beneath whatever span made the call, with the AWS conventions'
+//! `SQS.SendMessage`) made for a piece of work the trace is about (beneath a tool call's
+//! `execute_tool`, a tool function's request, a queue message), with the AWS conventions'
 //! attributes (`rpc.*`, `aws.dynamodb.table_names`), the HTTP status, the attempts the
 //! SDK's retries took and the failure kind. An interceptor, so that every call of a client
-//! built with it is covered: the stores make theirs in forty places.
+//! built with it is covered: the stores make theirs in forty places. The router's own
+//! bookkeeping of a turn (its record, log, chat and usage writes, about seven per turn) gets
+//! none: each span costs about as much to export as to make, and those calls' time is in
+//! `invoke_agent`'s.
 
 use aws_sdk_dynamodb::operation::{
     delete_item::DeleteItemInput, get_item::GetItemInput, put_item::PutItemInput,
@@ -17,6 +21,9 @@ use aws_smithy_runtime_api::client::orchestrator::Metadata;
 use aws_smithy_runtime_api::client::retries::RequestAttempts;
 use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
 use aws_smithy_types::config_bag::{ConfigBag, Storable, StoreReplace};
+
+use tracing_subscriber::Registry;
+use tracing_subscriber::registry::LookupSpan;
 
 use crate::telemetry::{TARGET, enabled, record_attempt, record_error, record_status};
 
@@ -45,7 +52,7 @@ impl Intercept for SdkSpans {
         _: &RuntimeComponents,
         cfg: &mut ConfigBag,
     ) -> Result<(), BoxError> {
-        if !enabled() {
+        if !enabled() || !for_traced_work() {
             return Ok(());
         }
         let Some(operation) = cfg.load::<Metadata>() else {
@@ -103,6 +110,29 @@ impl Intercept for SdkSpans {
         cfg.interceptor_state().unset::<CallSpan>();
         Ok(())
     }
+}
+
+/// The spans whose calls to AWS are traced: a tool call, a request a function serves, a
+/// queue message it processes.
+const TRACED_WORK: [&str; 3] = ["execute_tool", "request", "process"];
+
+/// Whether the call under way is made for one of [`TRACED_WORK`]: one of them is among the
+/// current span's ancestors.
+fn for_traced_work() -> bool {
+    tracing::dispatcher::get_default(|dispatch| {
+        let (Some(registry), Some(current)) = (
+            dispatch.downcast_ref::<Registry>(),
+            dispatch.current_span().id().cloned(),
+        ) else {
+            return false;
+        };
+        registry.span(&current).is_some_and(|span| {
+            span.scope().any(|s| {
+                let meta = s.metadata();
+                meta.target() == TARGET && TRACED_WORK.contains(&meta.name())
+            })
+        })
+    })
 }
 
 /// The table a single-table DynamoDB operation names.

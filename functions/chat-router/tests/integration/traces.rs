@@ -198,6 +198,14 @@ async fn a_flight_turn_is_one_trace_across_the_router_the_function_and_its_upstr
         "no call to the tool-calls table: {ledger:#?}"
     );
 
+    // The turn's own bookkeeping (its record, log and chat) has no spans of its own.
+    assert!(
+        !spans
+            .iter()
+            .any(|s| s.parent == root.id && s.attributes.contains_key("rpc.service")),
+        "{spans:#?}"
+    );
+
     // The call to the award function, its server span (joined by `traceparent`), and the
     // function's own calls to Seats.aero beneath that.
     let calls: Vec<&Received> = spans.iter().filter(|s| s.parent == tool.id).collect();

@@ -359,27 +359,40 @@ async fn a_turn_its_host_ended_reads_as_interrupted() {
     assert_eq!(record.status, TurnStatus::Interrupted);
 }
 
-/// A turn of `user` in `chat_id` whose host died in the middle: begun under `key`, with
-/// one token logged, holding the chat, its last sign of life `silent_for` ago (its deadline
+/// A user's chat held by a turn whose host died in the middle: begun under `key` for
+/// `message`, with one token logged, its last sign of life `silent_for` ago (its deadline
 /// still a minute ahead).
-async fn turn_whose_host_died(
+struct HeldChat {
+    user: String,
+    token: String,
+    chat_id: String,
+    turn: TurnRecord,
+}
+
+async fn chat_held_by_a_silent_turn(
     rig: &Rig,
-    user: &str,
-    chat_id: &str,
     key: &str,
     message: &str,
     silent_for: time::Duration,
-) -> TurnRecord {
+) -> HeldChat {
+    let user = test_support::unique("host");
+    let token = rig.token(&user);
+    rig.llm.push(Reply::text("Hi."));
+    let chat_id = rig
+        .chat(Some(&token), json!({"message": "hi"}))
+        .await
+        .chat_id();
     // The host's clock: its writes happened `silent_for` ago.
     let then = shared::clock::OffsetClock::new(-silent_for);
     let now = time::OffsetDateTime::now_utc() - silent_for;
     let request: chat_router::handler::ChatRequest =
         serde_json::from_value(json!({"chat_id": chat_id, "message": message})).unwrap();
     let turn = TurnRecord {
-        turn_id: shared::turns::turn_id_for_key(user, key),
-        owner_id: user.to_owned(),
-        chat_id: chat_id.to_owned(),
+        turn_id: shared::turns::turn_id_for_key(&user, key),
+        owner_id: user.clone(),
+        chat_id: chat_id.clone(),
         created: false,
+        // The resend's own: the router's fingerprint of the same request.
         fingerprint: chat_router::handler::fingerprint(&request, message),
         status: TurnStatus::Running,
         cancel_requested: false,
@@ -407,42 +420,37 @@ async fn turn_whose_host_died(
     };
     rig.deps
         .chats
-        .open_held(user, chat_id, &lease, 1)
+        .open_held(&user, &chat_id, &lease, 1)
         .await
         .unwrap();
-    turn
+    HeldChat {
+        user,
+        token,
+        chat_id,
+        turn,
+    }
+}
+
+impl HeldChat {
+    /// The chat's next message, answered `answer` by the model.
+    async fn next_message(&self, rig: &Rig, answer: &str) -> Turn {
+        rig.llm.push(Reply::text(answer));
+        let body = json!({"chat_id": self.chat_id, "message": "hello?"});
+        rig.chat(Some(&self.token), body).await
+    }
 }
 
 #[tokio::test]
 async fn a_resend_to_a_turn_whose_host_died_ends_it_interrupted_and_frees_the_chat() {
     let rig = Rig::start().await;
-    let user = test_support::unique("crashed");
-    let token = rig.token(&user);
-    rig.llm.push(Reply::text("Hi."));
-    let chat_id = rig
-        .chat(Some(&token), json!({"message": "hi"}))
-        .await
-        .chat_id();
     let message = "Business FRA to JFK";
-    let turn = turn_whose_host_died(
-        &rig,
-        &user,
-        &chat_id,
-        "k-crash",
-        message,
-        time::Duration::seconds(30),
-    )
-    .await;
+    let held =
+        chat_held_by_a_silent_turn(&rig, "k-crash", message, time::Duration::seconds(30)).await;
 
     // The client resends the same message with the same key, as after a broken stream.
     let started = std::time::Instant::now();
-    let resent = rig
-        .chat_keyed(
-            &token,
-            "k-crash",
-            json!({"chat_id": chat_id, "message": message}),
-        )
-        .await;
+    let body = json!({"chat_id": held.chat_id, "message": message});
+    let resent = rig.chat_keyed(&held.token, "k-crash", body).await;
     assert_eq!(resent.status, 200, "{:?}", resent.json);
     assert_eq!(resent.names(), ["init", "assistant_token", "error", "done"]);
     assert_eq!(resent.first("error")["code"], json!("interrupted"));
@@ -454,19 +462,13 @@ async fn a_resend_to_a_turn_whose_host_died_ends_it_interrupted_and_frees_the_ch
     let record = rig
         .deps
         .turns
-        .get(&user, &chat_id, &turn.turn_id)
+        .get(&held.user, &held.chat_id, &held.turn.turn_id)
         .await
         .unwrap();
     assert_eq!(record.status, TurnStatus::Interrupted);
 
     // The chat is free: the next message runs at once.
-    rig.llm.push(Reply::text("Here again."));
-    let next = rig
-        .chat(
-            Some(&token),
-            json!({"chat_id": chat_id, "message": "still there?"}),
-        )
-        .await;
+    let next = held.next_message(&rig, "Here again.").await;
     assert_eq!(next.status, 200, "{:?}", next.json);
     assert_eq!(next.names().last(), Some(&"done"));
     assert_eq!(next.text(), "Here again.");
@@ -475,33 +477,15 @@ async fn a_resend_to_a_turn_whose_host_died_ends_it_interrupted_and_frees_the_ch
 #[tokio::test]
 async fn a_new_message_takes_over_a_chat_whose_turn_lost_its_host() {
     let rig = Rig::start().await;
-    let user = test_support::unique("taken-over");
-    let token = rig.token(&user);
-    rig.llm.push(Reply::text("Hi."));
-    let chat_id = rig
-        .chat(Some(&token), json!({"message": "hi"}))
-        .await
-        .chat_id();
-    let dead = turn_whose_host_died(
-        &rig,
-        &user,
-        &chat_id,
-        "k-dead",
-        "first",
-        time::Duration::seconds(30),
-    )
-    .await;
-    rig.llm.push(Reply::text("Taken over."));
-    let next = rig
-        .chat(
-            Some(&token),
-            json!({"chat_id": chat_id, "message": "hello?"}),
-        )
-        .await;
+    let held =
+        chat_held_by_a_silent_turn(&rig, "k-dead", "first", time::Duration::seconds(30)).await;
+    let next = held.next_message(&rig, "Taken over.").await;
     assert_eq!(next.status, 200, "{:?}", next.json);
     assert_eq!(next.text(), "Taken over.");
     // The dead turn's log ends as interrupted, for a client that resumes it.
-    let resumed = rig.resume(&token, &chat_id, &dead.turn_id, None).await;
+    let resumed = rig
+        .resume(&held.token, &held.chat_id, &held.turn.turn_id, None)
+        .await;
     assert_eq!(
         resumed.names(),
         ["init", "assistant_token", "error", "done"]
@@ -511,38 +495,19 @@ async fn a_new_message_takes_over_a_chat_whose_turn_lost_its_host() {
 #[tokio::test]
 async fn a_turn_whose_host_is_alive_keeps_its_chat() {
     let rig = Rig::start().await;
-    let user = test_support::unique("alive");
-    let token = rig.token(&user);
-    rig.llm.push(Reply::text("Hi."));
-    let chat_id = rig
-        .chat(Some(&token), json!({"message": "hi"}))
-        .await
-        .chat_id();
     // Its last write a second ago: alive.
-    let live = turn_whose_host_died(
-        &rig,
-        &user,
-        &chat_id,
-        "k-live",
-        "first",
-        time::Duration::seconds(1),
-    )
-    .await;
-    let next = rig
-        .chat(
-            Some(&token),
-            json!({"chat_id": chat_id, "message": "hello?"}),
-        )
-        .await;
+    let held =
+        chat_held_by_a_silent_turn(&rig, "k-live", "first", time::Duration::seconds(1)).await;
+    let next = held.next_message(&rig, "unused").await;
     assert_eq!(next.status, 409, "{:?}", next.json);
     assert_eq!(
         next.json["error"]["details"]["turn_id"],
-        json!(live.turn_id)
+        json!(held.turn.turn_id)
     );
     let record = rig
         .deps
         .turns
-        .get(&user, &chat_id, &live.turn_id)
+        .get(&held.user, &held.chat_id, &held.turn.turn_id)
         .await
         .unwrap();
     assert_eq!(record.status, TurnStatus::Running);
