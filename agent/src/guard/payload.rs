@@ -86,10 +86,8 @@ pub fn cut_fields(value: &Value) -> usize {
 
 /// The checks of one turn, for its payloads.
 pub struct PayloadGuard {
-    canary: String,
-    echo: Arc<EchoIndex>,
-    secrets: Vec<String>,
-    hosts: Vec<String>,
+    /// Built once; each string is checked by a restart of it.
+    checks: StreamGuard,
 }
 
 impl PayloadGuard {
@@ -102,10 +100,7 @@ impl PayloadGuard {
         hosts: Vec<String>,
     ) -> Self {
         Self {
-            canary: canary.to_owned(),
-            echo,
-            secrets,
-            hosts,
+            checks: StreamGuard::with_echo_index(canary, echo, secrets, hosts),
         }
     }
 
@@ -117,12 +112,7 @@ impl PayloadGuard {
             Some((end, _)) => format!("{}…", &normalised[..end]),
             None => normalised,
         };
-        let mut guard = StreamGuard::with_echo_index(
-            &self.canary,
-            Arc::clone(&self.echo),
-            self.secrets.clone(),
-            self.hosts.clone(),
-        );
+        let mut guard = self.checks.restarted();
         let mut shown = guard.push(&capped);
         shown.push_str(&guard.finish());
         if let Some(violation) = guard.violation() {

@@ -71,8 +71,12 @@ struct Buffer {
 }
 
 impl Buffer {
+    /// The spans so far; the buffer starts again with room for as many, since a span is a
+    /// few hundred bytes and growing the buffer span by span copied them over and over.
     fn take(&self) -> Vec<SpanData> {
-        std::mem::take(&mut *self.spans.lock().unwrap_or_else(PoisonError::into_inner))
+        let mut spans = self.spans.lock().unwrap_or_else(PoisonError::into_inner);
+        let room = spans.len().clamp(16, MAX_BUFFERED);
+        std::mem::replace(&mut *spans, Vec::with_capacity(room))
     }
 }
 
@@ -108,7 +112,13 @@ pub fn layer<S>(service: &str) -> impl Layer<S> + Send + Sync + 'static
 where
     S: tracing::Subscriber + for<'a> LookupSpan<'a> + Send + Sync,
 {
-    let buffer = BUFFER.get_or_init(Default::default).clone();
+    let buffer = BUFFER
+        .get_or_init(|| {
+            std::sync::Arc::new(Buffer {
+                spans: Mutex::new(Vec::with_capacity(16)),
+            })
+        })
+        .clone();
     let provider = PROVIDER.get_or_init(|| {
         SdkTracerProvider::builder()
             .with_span_processor(Buffered(buffer))

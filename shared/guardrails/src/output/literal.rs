@@ -2,6 +2,8 @@
 //! (Knuth–Morris–Pratt): constant work per byte, and the matched length at any point is the
 //! longest end of the stream that begins the string, which is what must be held back.
 
+use std::sync::Arc;
+
 /// One string to look for.
 #[derive(Debug, Clone)]
 pub struct Literal {
@@ -54,14 +56,15 @@ impl Literal {
 /// Several [`Literal`]s followed along one stream, each with a tag that says what it is.
 #[derive(Debug, Clone)]
 pub struct Literals<T> {
-    literals: Vec<(T, Literal)>,
+    /// Shared between restarts: a payload guard restarts once per string it checks.
+    literals: Arc<[(T, Literal)]>,
     matched: Vec<usize>,
 }
 
 impl<T: Copy> Literals<T> {
     /// The non-empty ones of `texts`.
     pub fn new<'a>(texts: impl IntoIterator<Item = (T, &'a str)>) -> Self {
-        let literals: Vec<(T, Literal)> = texts
+        let literals: Arc<[(T, Literal)]> = texts
             .into_iter()
             .filter(|(_, t)| !t.is_empty())
             .map(|(tag, t)| (tag, Literal::new(t)))
@@ -100,7 +103,7 @@ impl<T: Copy> Literals<T> {
     /// The same literals, at the start of a new stream.
     pub fn restarted(&self) -> Self {
         Self {
-            literals: self.literals.clone(),
+            literals: Arc::clone(&self.literals),
             matched: vec![0; self.matched.len()],
         }
     }

@@ -197,7 +197,7 @@ pub struct StreamGuard {
     folded_from: [usize; FOLDED_KEPT],
     /// Characters folded so far; the one numbered `n` came from `folded_from[n % FOLDED_KEPT]`.
     folded: usize,
-    links: LinkPolicy,
+    links: Arc<LinkPolicy>,
     /// Everything the model sent so far.
     text: String,
     /// Bytes of `text` handed out.
@@ -241,6 +241,22 @@ impl StreamGuard {
                 .map(|s| (Violation::Secret, s.as_str())),
         );
         let sent = Literals::new(literals);
+        Self::starting(sent, echo, Arc::new(LinkPolicy::new(allowed_hosts)))
+    }
+
+    /// A guard for a new text with the same checks: what was built from the canary, the
+    /// secrets and the hosts is shared, not built again (a payload guard checks hundreds of
+    /// strings per turn).
+    pub fn restarted(&self) -> Self {
+        Self::starting(
+            self.sent.restarted(),
+            Arc::clone(&self.echo),
+            Arc::clone(&self.links),
+        )
+    }
+
+    /// A guard at the start of a text, with these checks.
+    fn starting(sent: Literals<Violation>, echo: Arc<EchoIndex>, links: Arc<LinkPolicy>) -> Self {
         Self {
             shown: None,
             sent,
@@ -249,7 +265,7 @@ impl StreamGuard {
             folder: Folder::default(),
             folded_from: [0; FOLDED_KEPT],
             folded: 0,
-            links: LinkPolicy::new(allowed_hosts),
+            links,
             text: String::new(),
             released: 0,
             violation: None,
