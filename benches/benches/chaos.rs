@@ -9,7 +9,8 @@
 //! Kill points: before the model call (the model is slow to answer), while a tool runs (the
 //! flight search's upstream is slow), while the answer streams, at the turn's `final` (its
 //! last writes under way), and in the turn that writes a fare alert after its approval.
-//! Reported per point: turns ended with `done` (answered, or the log replayed), with a clean
+//! Reported per point: turns ended with `done` (answered: the resend ran a turn whose host
+//! died before logging anything, or replayed a turn that had ended), with a clean
 //! error (`interrupted`: send again), time from the resend to the end of its stream (p50,
 //! max), duplicate executions of a write (fare alerts stored more than once), lost answers
 //! (a client saw `final`, but neither the resend nor the chat's history has the answer),

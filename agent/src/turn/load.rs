@@ -97,7 +97,13 @@ impl Agent {
         let limit = self.settings.history_max_messages;
         let (chat, history) = self.chats.open_held(owner, id, lease, limit).await?;
         // A decision is taken once the chat is held, so its turn runs alone.
-        let admitted = match self.admit_turn(owner).await {
+        // A turn taken over from its dead host was counted when it began.
+        let admission = if input.resumes {
+            Ok(())
+        } else {
+            self.admit_turn(owner).await
+        };
+        let admitted = match admission {
             Ok(()) => match &input.decision {
                 Some(decision) => self
                     .take_decision(input, &chat.id, decision)

@@ -129,6 +129,10 @@ pub struct TurnInput {
     /// condition of one is the turn's error. Only for a turn that creates its chat; the
     /// caller of a turn in an existing chat writes them first.
     pub begin_with: Vec<Companion>,
+    /// This request took the turn over from its host, which died before anything of the
+    /// turn but `init` was logged: it runs the turn again in its chat (`chat_id`), which
+    /// the turn already holds and counted (see `chat-router`'s `turn_log`).
+    pub resumes: bool,
 }
 
 /// A turn whose chat is loaded: nothing can be refused any more.

@@ -159,6 +159,7 @@ impl Rig {
             decision: None,
             trace: None,
             begin_with: Vec::new(),
+            resumes: false,
         }
     }
 

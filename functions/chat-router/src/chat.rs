@@ -14,6 +14,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use sha2::{Digest, Sha256};
+use shared::companion::Companion;
 use shared::domain::flight::Locale;
 use shared::http::auth::AuthenticatedUser;
 use shared::http::lambda::{deadline, json_body};
@@ -24,7 +25,8 @@ use shared::turns::{Begun, TurnRecord, TurnStatus, turn_id_for_key};
 use crate::Deps;
 use crate::chats::chat_still_there;
 use crate::respond::{accept_language, error, follow, stream};
-use crate::{turn_log, validate};
+use crate::turn_log::Successor;
+use crate::{takeover, turn_log, validate};
 use agent::guard::input::UserMessage;
 use agent::language;
 use agent::profiles::AgentProfile;
@@ -64,29 +66,35 @@ pub struct ChatRequest {
 
 /// Writes the turn's record, which claims its idempotency key. `Err` is the whole answer
 /// when the key was used before (see [`begun_already`]).
-async fn begin(deps: &Deps, req: &Request, record: &TurnRecord) -> Result<(), Response<Body>> {
+async fn begin(
+    deps: &Deps,
+    req: &Request,
+    record: &TurnRecord,
+    successor: impl FnOnce() -> Successor,
+) -> Result<(), Response<Body>> {
     match deps.turns.begin(record).await {
         Ok(Begun::New) => Ok(()),
-        Ok(Begun::Existing(turn)) => Err(begun_already(deps, req, record, turn).await),
+        Ok(Begun::Existing(turn)) => Err(begun_already(deps, req, record, turn, successor).await),
         Err(e) => Err(error(&ApiError::from(&e))),
     }
 }
 
 /// The answer to a request whose idempotency key names a turn that exists: the same request
-/// follows the first turn from its first event (never a second turn); another request with
-/// that key is 422.
+/// follows the first turn from its first event (never a second turn), and takes the turn
+/// over if its host died early (`successor`); another request with that key is 422.
 async fn begun_already(
     deps: &Deps,
     req: &Request,
     record: &TurnRecord,
     turn: TurnRecord,
+    successor: impl FnOnce() -> Successor,
 ) -> Response<Body> {
     if turn.fingerprint == record.fingerprint {
         if let Err(e) = chat_still_there(deps, &turn).await {
             return error(&e);
         }
         tracing::info!(turn_id = %turn.turn_id, "resent message; following its turn");
-        return follow(deps, req, turn, None);
+        return follow(deps, req, turn, None, Some(successor()));
     }
     error(&ApiError::new(
         ErrorCode::IdempotencyKeyReused,
@@ -103,21 +111,7 @@ pub(crate) async fn chat(deps: &Deps, req: &Request, user: AuthenticatedUser) ->
     let debug = valid.body.debug && deps.config.may_debug(&user);
     let turn_deadline = deadline(req, deps.config.turn_timeout);
     let record = new_turn_record(&user.user_id, &valid, turn_deadline);
-    // A new chat's turn record goes into the chat's creating write; in an existing chat it
-    // is written first, before the chat is taken.
-    let begin_with = if record.created {
-        match deps.turns.begin_companion(&record) {
-            Ok(write) => vec![write],
-            Err(e) => return error(&ApiError::from(&e)),
-        }
-    } else {
-        if let Err(response) = begin(deps, req, &record).await {
-            return response;
-        }
-        Vec::new()
-    };
-    let stop = StopSignal::default();
-    let input = || TurnInput {
+    let input = |stop: &StopSignal, begin_with: &[Companion]| TurnInput {
         user_id: user.user_id.clone(),
         chat_id: valid.body.chat_id.clone(),
         profile: valid.profile.clone(),
@@ -131,21 +125,47 @@ pub(crate) async fn chat(deps: &Deps, req: &Request, user: AuthenticatedUser) ->
         stop: stop.clone(),
         decision: None,
         trace: Trace::of(req),
-        begin_with: begin_with.clone(),
+        begin_with: begin_with.to_vec(),
+        resumes: false,
     };
-    let mut opened = deps.agent.open(input()).await;
+    // A resend's way to run the turn again if its host died before logging anything (in
+    // the turn's chat, which the turn holds and was counted for already).
+    let successor = || {
+        let resumed = TurnInput {
+            resumes: true,
+            ..input(&StopSignal::default(), &[])
+        };
+        takeover::successor(deps.clone(), resumed, debug)
+    };
+    // A new chat's turn record goes into the chat's creating write; in an existing chat it
+    // is written first, before the chat is taken.
+    let begin_with = if record.created {
+        match deps.turns.begin_companion(&record) {
+            Ok(write) => vec![write],
+            Err(e) => return error(&ApiError::from(&e)),
+        }
+    } else {
+        if let Err(response) = begin(deps, req, &record, successor).await {
+            return response;
+        }
+        Vec::new()
+    };
+    let stop = StopSignal::default();
+    let mut opened = deps.agent.open(input(&stop, &begin_with)).await;
     // The chat is held by a turn whose host is gone (crashed, killed, timed out): that turn
     // is ended as interrupted and the chat freed, then this one takes it.
     if let Err(shared::Error::TurnInProgress { turn_id }) = &opened
         && free_dead_turns_chat(deps, req, &record, turn_id).await
     {
-        opened = deps.agent.open(input()).await;
+        opened = deps.agent.open(input(&stop, &begin_with)).await;
     }
     // A foreign or missing chat, a busy chat or a used-up limit is refused here, before the
     // stream starts; the record keeps why, for a resend that is following it.
     match opened {
         Ok(turn) => stream(deps.clone(), turn, record, stop, debug),
-        Err(shared::Error::TurnBegun(turn)) => begun_already(deps, req, &record, *turn).await,
+        Err(shared::Error::TurnBegun(turn)) => {
+            begun_already(deps, req, &record, *turn, successor).await
+        }
         Err(e) => {
             let api = ApiError::from(&e);
             if let Err(e) = deps.turns.refuse(&record, json!(api)).await {
@@ -273,6 +293,7 @@ fn new_turn_record(user_id: &str, chat: &ValidChat, deadline: std::time::Instant
         created_at: now,
         refusal: None,
         alive_until: Some(now + shared::turns::LIVENESS),
+        host: 0,
     }
 }
 

@@ -43,7 +43,7 @@ pub(crate) async fn turn_events(
     if let Err(e) = chat_still_there(deps, &turn).await {
         return error(&e);
     }
-    follow(deps, req, turn, after)
+    follow(deps, req, turn, after, None)
 }
 
 /// A turn's events are readable only while its chat exists: deleting a chat makes the

@@ -56,7 +56,7 @@ pub async fn decide(
         Ok(Begun::New) => {}
         Ok(Begun::Existing(turn)) if turn.fingerprint == record.fingerprint => {
             tracing::info!(turn_id = %turn.turn_id, "repeated decision; following its turn");
-            return follow(deps, req, turn, None);
+            return follow(deps, req, turn, None, None);
         }
         Ok(Begun::Existing(_)) => {
             let decided = if approve { "denied" } else { "approved" };
@@ -93,6 +93,7 @@ pub async fn decide(
         }),
         trace: shared::observability::Trace::of(req),
         begin_with: Vec::new(),
+        resumes: false,
     };
     match deps.agent.open(input).await {
         Ok(turn) => stream(deps.clone(), turn, record, stop, false),
@@ -172,5 +173,6 @@ fn decision_record(
         created_at: now,
         refusal: None,
         alive_until: Some(now + shared::turns::LIVENESS),
+        host: 0,
     }
 }

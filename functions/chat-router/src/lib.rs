@@ -13,6 +13,7 @@ pub mod events;
 pub mod handler;
 mod respond;
 mod routes;
+mod takeover;
 pub mod turn_log;
 pub mod validate;
 

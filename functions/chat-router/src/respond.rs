@@ -3,7 +3,7 @@
 
 use lambda_http::Request;
 use lambda_http::http::{HeaderValue, Response, header};
-use lambda_http::lambda_runtime::streaming::{Body, channel};
+use lambda_http::lambda_runtime::streaming::{Body, Sender, channel};
 use shared::domain::flight::Locale;
 use shared::http::lambda::{deadline, error_response, json_response};
 use shared::http::{ApiError, ErrorCode};
@@ -88,14 +88,29 @@ pub(crate) fn stream(
     stop: StopSignal,
     debug: bool,
 ) -> Response<Body> {
-    let (emitter, queue) = Emitter::new(debug);
     let (sender, body) = channel();
+    tokio::spawn(run(deps, turn, record, stop, debug, sender, None));
+    event_stream(body)
+}
+
+/// Runs the turn on its own task and records its events, sending them to `client`; returns
+/// once `done` is stored and sent. `resumed`: see `turn_log::record`.
+pub(crate) async fn run(
+    deps: Deps,
+    turn: OpenTurn,
+    record: TurnRecord,
+    stop: StopSignal,
+    debug: bool,
+    client: Sender,
+    resumed: Option<u64>,
+) {
+    let (emitter, queue) = Emitter::new(debug);
     let agent = deps.agent.clone();
     // The turn's tasks outlive the handler: they carry its span (and so its trace id) and
     // the chat and turn ids on every log line.
     let span = tracing::info_span!("turn", chat_id = %turn.chat_id(), turn_id = %record.turn_id);
     // The turn's spans go out once it has ended, before its stream does.
-    let run = tokio::spawn(
+    let running = tokio::spawn(
         async move {
             agent.run_turn(turn, &emitter).await;
             shared::telemetry::flush().await;
@@ -104,31 +119,42 @@ pub(crate) fn stream(
     );
     // A gone client only stops the sending: holding the body open until the turn's log is
     // written (and its spans sent) keeps the invocation (and so the turn) alive on Lambda.
-    tokio::spawn(
-        turn_log::record(deps.turns.clone(), record, stop, queue, sender, run).instrument(span),
-    );
-    event_stream(body)
+    turn_log::record(
+        deps.turns.clone(),
+        record,
+        stop,
+        queue,
+        client,
+        running,
+        resumed,
+    )
+    .instrument(span)
+    .await;
 }
 
 /// Streams a turn's stored events after `after`, following it until `done`; an error it
-/// adds is in the follower's `Accept-Language`.
+/// adds is in the follower's `Accept-Language`. A resent request passes the `successor`
+/// that takes the turn over if its host died early (see `turn_log::follow`).
 pub(crate) fn follow(
     deps: &Deps,
     req: &Request,
     turn: TurnRecord,
     after: Option<u64>,
+    successor: Option<turn_log::Successor>,
 ) -> Response<Body> {
     let (sender, body) = channel();
-    let until = deadline(req, deps.config.turn_timeout);
-    let locale = accept_language(req).unwrap_or_default();
+    let follower = turn_log::Follower {
+        until: deadline(req, deps.config.turn_timeout),
+        locale: accept_language(req).unwrap_or_default(),
+    };
     tokio::spawn(turn_log::follow(
         deps.turns.clone(),
         deps.chats.clone(),
         turn,
         after,
-        until,
-        locale,
+        follower,
         sender,
+        successor,
     ));
     event_stream(body)
 }

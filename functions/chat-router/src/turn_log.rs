@@ -75,6 +75,10 @@ struct Batch {
 /// Sends a turn's events to its client and its log, in order; returns once `done` is
 /// stored and sent (or the turn dropped its queue). `done` waits for the turn's task `run`
 /// to end too: its spans are exported before the invocation ends.
+///
+/// `resumed` is the sequence number a turn taken over from its dead host goes on from (see
+/// [`follow`]): after 0, the dead host's `init` is logged and its client has it, so this
+/// run's is neither sent nor logged; at 0 the log was empty and this run begins it.
 pub async fn record(
     store: Arc<dyn TurnStore>,
     turn: TurnRecord,
@@ -82,11 +86,12 @@ pub async fn record(
     mut queue: mpsc::UnboundedReceiver<TurnEvent>,
     mut client: Sender,
     run: tokio::task::JoinHandle<()>,
+    resumed: Option<u64>,
 ) {
     let (batches, flushed) = mpsc::unbounded_channel::<Batch>();
     let flusher = tokio::spawn(flush(store, turn.clone(), stop, flushed));
     let mut connected = true;
-    let mut seq = 0u64;
+    let mut seq = resumed.unwrap_or(0);
     let mut pending: Vec<StoredEvent> = Vec::new();
     let mut last_flush = Instant::now();
     let done = loop {
@@ -109,6 +114,10 @@ pub async fn record(
                 continue;
             }
         };
+        // The dead host's `init` was logged, and its client has it.
+        if resumed.is_some_and(|from| from > 0) && matches!(event, TurnEvent::Init(_)) {
+            continue;
+        }
         let event = stored(seq, &event);
         seq += 1;
         if event.event == "done" {
@@ -180,24 +189,45 @@ async fn flush(
     }
 }
 
+/// Who follows a turn: until when (its own deadline; the client then resumes from the last
+/// id it got), and in which language the errors it adds are written.
+pub struct Follower {
+    pub until: Instant,
+    pub locale: Locale,
+}
+
+/// What takes a turn over from its dead host and runs it on, streaming to the client
+/// (`chat`'s, from the resent request): given the turn as read, the sequence number to go
+/// on from and the client. It hands the client back when it could not take the turn.
+pub type Successor = Box<
+    dyn FnOnce(TurnRecord, u64, Sender) -> futures::future::BoxFuture<'static, Option<Sender>>
+        + Send,
+>;
+
 /// Streams `turn`'s events after `after` (all of them, `init` first, for `None`) to
-/// `client`, following the log until `done` or until `until` (the follower's own deadline;
-/// the client then resumes from the last id it got). The errors this adds are written in
-/// the follower's `locale`.
+/// `client`, following the log until `done` or until the [`Follower`]'s deadline.
+///
+/// A turn whose host died before its log held anything but `init` is run again by the
+/// `successor`, when the follower is the resent request that has one: nothing of it
+/// reached the client or the chat, so running it again repeats no answer and no event.
+/// Any other dead turn is ended as interrupted.
 pub async fn follow(
     store: Arc<dyn TurnStore>,
     chats: Arc<dyn ChatStore>,
     mut turn: TurnRecord,
     after: Option<u64>,
-    until: Instant,
-    locale: Locale,
+    follower: Follower,
     mut client: Sender,
+    mut successor: Option<Successor>,
 ) {
+    let Follower { until, locale } = follower;
     let text = |code| UserText::for_error(code).text(locale);
     // `None` until `init` went out: the logged one, as the turn sent it. A turn whose log
     // has none (it ended before its first write, or was logged before `init` was) gets the
     // record's.
     let mut last = after;
+    // Whether the log's events so far are `init` at most, and whether it had `init`.
+    let (mut only_init, mut logged_init) = (after.is_none(), false);
     loop {
         let read = match last {
             Some(seq) => store.events_after(&turn, seq).await,
@@ -222,6 +252,8 @@ pub async fn follow(
             if client.send_data(frame(event)).await.is_err() {
                 return;
             }
+            logged_init |= event.event == "init";
+            only_init &= event.event == "init";
             last = Some(event.seq);
             if event.event == "done" {
                 return;
@@ -269,6 +301,14 @@ pub async fn follow(
                 return;
             }
             TurnStatus::Running if turn.overdue(time::OffsetDateTime::now_utc() - GRACE) => {
+                if only_init && let Some(take_over) = successor.take() {
+                    tracing::warn!(turn_id = %turn.turn_id, "the turn's host is gone before it logged anything; running the turn here");
+                    match take_over(turn.clone(), u64::from(logged_init), client).await {
+                        None => return,
+                        // Not taken (alive after all, taken by another, or not resumable).
+                        Some(back) => client = back,
+                    }
+                }
                 tracing::warn!(turn_id = %turn.turn_id, "the turn's host is gone; ending it as interrupted");
                 let message = text(TurnErrorCode::Interrupted);
                 if interrupt(store.as_ref(), &turn, last.unwrap_or(0), &message).await {

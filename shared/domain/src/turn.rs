@@ -76,6 +76,15 @@ pub struct TurnRecord {
         skip_serializing_if = "Option::is_none"
     )]
     pub alive_until: Option<OffsetDateTime>,
+    /// Which host runs the turn: 0 for the one that began it, one more for each that took
+    /// it over after its host died. A host's writes to the record hold only while it is
+    /// still the turn's host, so one that was taken for dead and comes back stops.
+    #[serde(default, skip_serializing_if = "is_first_host")]
+    pub host: u32,
+}
+
+fn is_first_host(host: &u32) -> bool {
+    *host == 0
 }
 
 impl TurnRecord {

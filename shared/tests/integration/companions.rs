@@ -65,6 +65,7 @@ fn record(owner: &str, chat_id: &str) -> TurnRecord {
         created_at: now,
         refusal: None,
         alive_until: None,
+        host: 0,
     }
 }
 

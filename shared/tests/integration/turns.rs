@@ -34,6 +34,7 @@ fn record(owner: &str, key: &str, now: OffsetDateTime) -> TurnRecord {
         created_at: now,
         refusal: None,
         alive_until: None,
+        host: 0,
     }
 }
 
@@ -227,4 +228,42 @@ async fn each_write_renews_a_turn_and_a_silent_one_is_ended_and_learns_it() {
     let seqs: Vec<u64> = log.iter().map(|e| e.seq).collect();
     assert_eq!(seqs, [1, 2, 3, 4]);
     assert_eq!(log[2], ending[0], "the interruption's, not the host's");
+}
+
+#[tokio::test]
+async fn a_silent_turn_is_taken_over_once_and_its_old_host_is_fenced_off() {
+    let clock = Arc::new(ManualClock::new(OffsetDateTime::now_utc()));
+    let store = store(clock.clone()).await;
+    let owner = common::unique("user");
+    let mut turn = record(&owner, "key-take", clock.now());
+    turn.alive_until = Some(clock.now() + shared::turns::LIVENESS);
+    assert_eq!(ok(store.begin(&turn).await), Begun::New);
+    assert!(!ok(store.append(&turn, &events(0..=0)).await));
+
+    // Alive: nobody takes it.
+    let later = clock.now() + Duration::seconds(60);
+    assert_eq!(ok(store.take_over(&turn, later).await), None);
+    // Silent for 6 s: one request takes it, a second finds it taken.
+    clock.advance(Duration::seconds(6));
+    let Some(taken) = ok(store.take_over(&turn, later).await) else {
+        panic!("the silent turn was not taken over");
+    };
+    assert_eq!(taken.host, 1);
+    assert_eq!(taken.deadline, later);
+    assert_eq!(ok(store.take_over(&turn, later).await), None);
+    let read = ok(store.get(&owner, &turn.chat_id, &turn.turn_id).await);
+    assert_eq!(read, taken);
+    assert!(!read.overdue(clock.now()));
+
+    // The old host comes back: its writes fail and tell it to stop; the new host's hold.
+    assert!(ok(store.append(&turn, &events(1..=1)).await));
+    assert!(ok(store.append(&turn, &[]).await));
+    assert!(!ok(store.finish(&turn, &events(1..=2)).await));
+    assert!(!ok(store.append(&taken, &events(1..=2)).await));
+    assert!(ok(store.finish(&taken, &events(3..=4)).await));
+    let log = ok(store.events_from(&turn, 0).await);
+    let seqs: Vec<u64> = log.iter().map(|e| e.seq).collect();
+    assert_eq!(seqs, [0, 1, 2, 3, 4]);
+    let read = ok(store.get(&owner, &turn.chat_id, &turn.turn_id).await);
+    assert_eq!(read.status, TurnStatus::Finished);
 }

@@ -181,6 +181,7 @@ impl Runner {
             decision: None,
             trace: None,
             begin_with: Vec::new(),
+            resumes: false,
         };
         let turn = self.agent.open(input).await.map_err(Error::Runtime)?;
         let sink = FirstStep {

@@ -329,6 +329,7 @@ async fn a_turn_its_host_ended_reads_as_interrupted() {
         created_at: now - time::Duration::seconds(90),
         refusal: None,
         alive_until: None,
+        host: 0,
     };
     rig.deps.turns.begin(&turn).await.unwrap();
     let token_event = StoredEvent {
@@ -359,8 +360,17 @@ async fn a_turn_its_host_ended_reads_as_interrupted() {
     assert_eq!(record.status, TurnStatus::Interrupted);
 }
 
+/// What the dead host of [`chat_held_by_a_silent_turn`] logged: half an answer.
+fn half_answer() -> Vec<StoredEvent> {
+    vec![StoredEvent {
+        seq: 1,
+        event: "assistant_token".into(),
+        data: json!({"content": "Half an ans"}).to_string(),
+    }]
+}
+
 /// A user's chat held by a turn whose host died in the middle: begun under `key` for
-/// `message`, with one token logged, its last sign of life `silent_for` ago (its deadline
+/// `message`, with `logged` in its log, its last sign of life `silent_for` ago (its deadline
 /// still a minute ahead).
 struct HeldChat {
     user: String,
@@ -374,6 +384,7 @@ async fn chat_held_by_a_silent_turn(
     key: &str,
     message: &str,
     silent_for: time::Duration,
+    logged: Vec<StoredEvent>,
 ) -> HeldChat {
     let user = test_support::unique("host");
     let token = rig.token(&user);
@@ -397,9 +408,12 @@ async fn chat_held_by_a_silent_turn(
         status: TurnStatus::Running,
         cancel_requested: false,
         deadline: now + time::Duration::seconds(90),
-        created_at: now - time::Duration::seconds(2),
+        // Begun after the chat's earlier messages were written, as a real turn is; only
+        // its host's writes lie in the past.
+        created_at: time::OffsetDateTime::now_utc(),
         refusal: None,
         alive_until: Some(now + shared::turns::LIVENESS),
+        host: 0,
     };
     let host = shared::turns::DynamoTurnStore::with_clock(
         test_support::dynamodb().await,
@@ -407,13 +421,8 @@ async fn chat_held_by_a_silent_turn(
         std::sync::Arc::new(then),
     );
     host.begin(&turn).await.unwrap();
-    let token_event = StoredEvent {
-        seq: 1,
-        event: "assistant_token".into(),
-        data: json!({"content": "Half an ans"}).to_string(),
-    };
     // Logged as the host did, its last sign of life.
-    assert!(!host.append(&turn, &[token_event]).await.unwrap());
+    assert!(!host.append(&turn, &logged).await.unwrap());
     let lease = shared::chats::TurnLease {
         turn_id: turn.turn_id.clone(),
         until: turn.deadline,
@@ -444,8 +453,14 @@ impl HeldChat {
 async fn a_resend_to_a_turn_whose_host_died_ends_it_interrupted_and_frees_the_chat() {
     let rig = Rig::start().await;
     let message = "Business FRA to JFK";
-    let held =
-        chat_held_by_a_silent_turn(&rig, "k-crash", message, time::Duration::seconds(30)).await;
+    let held = chat_held_by_a_silent_turn(
+        &rig,
+        "k-crash",
+        message,
+        time::Duration::seconds(30),
+        half_answer(),
+    )
+    .await;
 
     // The client resends the same message with the same key, as after a broken stream.
     let started = std::time::Instant::now();
@@ -474,11 +489,145 @@ async fn a_resend_to_a_turn_whose_host_died_ends_it_interrupted_and_frees_the_ch
     assert_eq!(next.text(), "Here again.");
 }
 
+/// A resend to a turn whose host died before its log held more than `logged` (nothing, or
+/// its `init`): the resend runs the turn and answers it; the stream has no gap and no
+/// duplicate, and the log replays as the resend saw it.
+async fn a_resend_runs_a_turn_whose_host_died_early(logged: Vec<StoredEvent>) {
+    let rig = Rig::start().await;
+    let message = "Hello again";
+    let held = chat_held_by_a_silent_turn(
+        &rig,
+        "k-early",
+        message,
+        time::Duration::seconds(30),
+        logged,
+    )
+    .await;
+    let calls_before = rig.llm.request_count();
+
+    rig.llm.push(Reply::text("Answered by the new host."));
+    let started = std::time::Instant::now();
+    let body = json!({"chat_id": held.chat_id, "message": message});
+    let resent = rig.chat_keyed(&held.token, "k-early", body).await;
+    assert_eq!(resent.status, 200, "{:?}", resent.json);
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(resent.names().first(), Some(&"init"));
+    assert_eq!(resent.names().last(), Some(&"done"));
+    assert!(!resent.names().contains(&"error"), "{:?}", resent.names());
+    assert_eq!(resent.text(), "Answered by the new host.");
+    assert_eq!(
+        ids(&resent.events),
+        (0..resent.events.len() as u64).collect::<Vec<_>>(),
+        "no gap, no duplicate"
+    );
+    assert_eq!(rig.llm.request_count(), calls_before + 1, "one model call");
+
+    let record = rig
+        .deps
+        .turns
+        .get(&held.user, &held.chat_id, &held.turn.turn_id)
+        .await
+        .unwrap();
+    assert_eq!(record.status, TurnStatus::Finished);
+    assert_eq!(record.host, 1, "taken over once");
+    // The log reads back as the resend got it (the replay's `init` may be the logged one).
+    let replay = rig
+        .resume(&held.token, &held.chat_id, &held.turn.turn_id, Some(0))
+        .await;
+    assert_eq!(sequence(&replay), sequence(&resent)[1..].to_vec());
+    // The user's message and the answer are in the chat once each.
+    let (status, page) = rig
+        .get(&held.token, &format!("/chats/{}/messages", held.chat_id))
+        .await;
+    assert_eq!(status, 200, "{page}");
+    let contents: Vec<&str> = page["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|m| m["content"].as_str())
+        .collect();
+    assert_eq!(
+        contents.iter().filter(|c| **c == message).count(),
+        1,
+        "{contents:?}"
+    );
+    assert_eq!(
+        contents
+            .iter()
+            .filter(|c| **c == "Answered by the new host.")
+            .count(),
+        1,
+        "{contents:?}"
+    );
+    // The chat is free.
+    let next = held.next_message(&rig, "Next.").await;
+    assert_eq!(next.status, 200, "{:?}", next.json);
+    assert_eq!(next.text(), "Next.");
+}
+
+#[tokio::test]
+async fn a_resend_runs_a_turn_whose_host_died_before_logging_anything() {
+    a_resend_runs_a_turn_whose_host_died_early(Vec::new()).await;
+}
+
+#[tokio::test]
+async fn a_resend_runs_a_turn_whose_host_died_after_logging_init() {
+    let init = StoredEvent {
+        seq: 0,
+        event: "init".into(),
+        data: json!({"chat_id": "unused", "created": false, "turn_id": "unused", "language": "en"})
+            .to_string(),
+    };
+    a_resend_runs_a_turn_whose_host_died_early(vec![init]).await;
+}
+
+#[tokio::test]
+async fn a_turn_whose_dead_host_wrote_to_the_chat_is_not_run_again() {
+    let rig = Rig::start().await;
+    let message = "Business FRA to JFK";
+    let held = chat_held_by_a_silent_turn(
+        &rig,
+        "k-wrote",
+        message,
+        time::Duration::seconds(30),
+        Vec::new(),
+    )
+    .await;
+    // Its first step reached the chat, its events never the log.
+    rig.deps
+        .chats
+        .append_messages(
+            &held.user,
+            &held.chat_id,
+            vec![shared::domain::chat::NewMessage::user(message)],
+        )
+        .await
+        .unwrap();
+    let calls_before = rig.llm.request_count();
+    let body = json!({"chat_id": held.chat_id, "message": message});
+    let resent = rig.chat_keyed(&held.token, "k-wrote", body).await;
+    assert_eq!(resent.names(), ["init", "error", "done"]);
+    assert_eq!(resent.first("error")["code"], json!("interrupted"));
+    assert_eq!(rig.llm.request_count(), calls_before, "no model call");
+    let next = held.next_message(&rig, "Free again.").await;
+    assert_eq!(next.text(), "Free again.");
+}
+
 #[tokio::test]
 async fn a_new_message_takes_over_a_chat_whose_turn_lost_its_host() {
     let rig = Rig::start().await;
-    let held =
-        chat_held_by_a_silent_turn(&rig, "k-dead", "first", time::Duration::seconds(30)).await;
+    let held = chat_held_by_a_silent_turn(
+        &rig,
+        "k-dead",
+        "first",
+        time::Duration::seconds(30),
+        half_answer(),
+    )
+    .await;
     let next = held.next_message(&rig, "Taken over.").await;
     assert_eq!(next.status, 200, "{:?}", next.json);
     assert_eq!(next.text(), "Taken over.");
@@ -496,8 +645,14 @@ async fn a_new_message_takes_over_a_chat_whose_turn_lost_its_host() {
 async fn a_turn_whose_host_is_alive_keeps_its_chat() {
     let rig = Rig::start().await;
     // Its last write a second ago: alive.
-    let held =
-        chat_held_by_a_silent_turn(&rig, "k-live", "first", time::Duration::seconds(1)).await;
+    let held = chat_held_by_a_silent_turn(
+        &rig,
+        "k-live",
+        "first",
+        time::Duration::seconds(1),
+        half_answer(),
+    )
+    .await;
     let next = held.next_message(&rig, "unused").await;
     assert_eq!(next.status, 409, "{:?}", next.json);
     assert_eq!(

@@ -370,8 +370,10 @@ impl DynamoChatStore {
             .update_expression("SET turn_id = :turn, turn_until = :until, #ttl = :ttl")
             .expression_attribute_names("#ttl", "ttl")
             .expression_attribute_values(":ttl", n(self.expiry(self.clock.now())))
+            // The turn holding the chat may take it again: a request that took the turn over
+            // from its dead host.
             .condition_expression(
-                "owner_id = :owner AND (attribute_not_exists(turn_id) OR turn_until < :now)",
+                "owner_id = :owner AND (attribute_not_exists(turn_id) OR turn_until < :now OR turn_id = :turn)",
             )
             .expression_attribute_values(":turn", s(&lease.turn_id))
             .expression_attribute_values(":until", s(sortable_time(lease.until)))

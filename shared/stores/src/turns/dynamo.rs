@@ -169,18 +169,25 @@ impl DynamoTurnStore {
             .map_err(invalid_action)
     }
 
-    /// An update of the record whose condition says it is still running.
-    fn status_update(&self, turn_id: &str, to: TurnStatus, overdue_only: bool) -> Result<Update> {
+    /// An update of the record whose condition says it is still running: overdue (a
+    /// follower ends it), or (its host ends it) still run by `turn`'s host.
+    fn status_update(
+        &self,
+        turn: &TurnRecord,
+        to: TurnStatus,
+        overdue_only: bool,
+    ) -> Result<Update> {
         let condition = if overdue_only {
-            "#status = :running AND #until < :now"
+            "#status = :running AND #until < :now".to_owned()
         } else {
-            "#status = :running"
+            format!("#status = :running AND {}", host_condition(turn))
         };
         let builder = Update::builder()
             .table_name(&self.table)
-            .set_key(Some(Self::meta_key(turn_id)))
+            .set_key(Some(Self::meta_key(&turn.turn_id)))
             .update_expression("SET #status = :to")
             .condition_expression(condition)
+            .set_expression_attribute_values(host_value(turn, overdue_only))
             .expression_attribute_names("#status", "status")
             .expression_attribute_values(":to", to_av(&to)?)
             .expression_attribute_values(":running", to_av(&TurnStatus::Running)?);
@@ -216,7 +223,11 @@ impl DynamoTurnStore {
             .table_name(&self.table)
             .set_key(Some(Self::meta_key(&turn.turn_id)))
             .update_expression("SET alive_until = :alive, #until = :until")
-            .condition_expression("#status = :running AND created_at = :created")
+            .condition_expression(format!(
+                "#status = :running AND created_at = :created AND {}",
+                host_condition(turn)
+            ))
+            .set_expression_attribute_values(host_value(turn, false))
             .expression_attribute_names("#status", "status")
             .expression_attribute_names("#until", "until")
             .expression_attribute_values(":alive", rfc3339(alive))
@@ -248,7 +259,7 @@ impl DynamoTurnStore {
     ) -> Result<bool> {
         let mut actions = vec![
             TransactWriteItem::builder()
-                .update(self.status_update(&turn.turn_id, to, overdue_only)?)
+                .update(self.status_update(turn, to, overdue_only)?)
                 .build(),
         ];
         if let Some(put) = self.chunk_put(turn, events)? {
@@ -267,6 +278,23 @@ fn until(record: &TurnRecord) -> time::OffsetDateTime {
     record
         .alive_until
         .map_or(record.deadline, |alive| alive.min(record.deadline))
+}
+
+/// The condition that `turn`'s host still runs it (`:host`, see [`host_value`]).
+fn host_condition(turn: &TurnRecord) -> &'static str {
+    if turn.host == 0 {
+        "attribute_not_exists(host)"
+    } else {
+        "host = :host"
+    }
+}
+
+/// The `:host` value [`host_condition`] names, if it names one (never with `skip`).
+fn host_value(
+    turn: &TurnRecord,
+    skip: bool,
+) -> Option<std::collections::HashMap<String, AttributeValue>> {
+    (turn.host != 0 && !skip).then(|| [(":host".to_owned(), n(i64::from(turn.host)))].into())
 }
 
 /// What a failed condition of the record's creation means: the turn exists (`old`).
@@ -352,9 +380,11 @@ impl TurnStore for DynamoTurnStore {
             .table_name(&self.table)
             .set_key(Some(Self::meta_key(&turn.turn_id)))
             .update_expression("SET alive_until = :alive, #until = :until")
-            .condition_expression(
-                "#status = :running AND cancel_requested = :no AND created_at = :created",
-            )
+            .condition_expression(format!(
+                "#status = :running AND cancel_requested = :no AND created_at = :created AND {}",
+                host_condition(turn)
+            ))
+            .set_expression_attribute_values(host_value(turn, false))
             .expression_attribute_names("#status", "status")
             .expression_attribute_names("#until", "until")
             .expression_attribute_values(":alive", rfc3339(alive))
@@ -370,13 +400,14 @@ impl TurnStore for DynamoTurnStore {
         ];
         match transact(&self.client, actions).await? {
             Transaction::Written => Ok(false),
-            // Asked to stop, or ended elsewhere: the turn learns of it. A cancel's events
-            // still go in; a turn that was ended elsewhere has its log closed already.
+            // Asked to stop, ended or taken over elsewhere: the turn learns of it. A
+            // cancel's events still go in; a turn that was ended elsewhere has its log
+            // closed already, and one taken over is another host's log now.
             canceled if canceled.failed_at(1) && !canceled.failed_at(0) => {
                 if self
                     .read(&turn.turn_id)
                     .await?
-                    .is_some_and(|r| r.status == TurnStatus::Running)
+                    .is_some_and(|r| r.status == TurnStatus::Running && r.host == turn.host)
                 {
                     self.put_chunk(turn, events).await?;
                 }
@@ -471,5 +502,52 @@ impl TurnStore for DynamoTurnStore {
 
     async fn interrupt(&self, turn: &TurnRecord, events: &[StoredEvent]) -> Result<bool> {
         self.end(turn, TurnStatus::Interrupted, true, events).await
+    }
+
+    async fn take_over(
+        &self,
+        turn: &TurnRecord,
+        deadline: time::OffsetDateTime,
+    ) -> Result<Option<TurnRecord>> {
+        let taken = TurnRecord {
+            host: turn.host + 1,
+            deadline,
+            ..turn.clone()
+        };
+        let (alive, until) = self.liveness(&taken);
+        let taken = TurnRecord {
+            alive_until: Some(alive),
+            ..taken
+        };
+        let result = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .set_key(Some(Self::meta_key(&turn.turn_id)))
+            .update_expression(
+                "SET host = :next, deadline = :deadline, alive_until = :alive, #until = :until",
+            )
+            .condition_expression(format!(
+                "#status = :running AND created_at = :created AND #until < :now AND {}",
+                host_condition(turn)
+            ))
+            .set_expression_attribute_values(host_value(turn, false))
+            .expression_attribute_names("#status", "status")
+            .expression_attribute_names("#until", "until")
+            .expression_attribute_values(":next", n(i64::from(taken.host)))
+            .expression_attribute_values(":deadline", rfc3339(deadline))
+            .expression_attribute_values(":alive", rfc3339(alive))
+            .expression_attribute_values(":until", s(until))
+            .expression_attribute_values(":running", to_av(&TurnStatus::Running)?)
+            .expression_attribute_values(":created", rfc3339(turn.created_at))
+            .expression_attribute_values(":now", s(sortable_time(self.clock.now())))
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(Some(taken)),
+            // Alive after all, ended, or taken over by another request first.
+            Err(err) if err.condition_failed_item().is_some() => Ok(None),
+            Err(err) => Err(sdk_error("UpdateItem", err)),
+        }
     }
 }

@@ -71,6 +71,16 @@ pub trait TurnStore: Send + Sync {
     /// Ends an overdue turn with `events` (`error{interrupted}`, `done`). False if it was
     /// not overdue any more (it finished, or another reader ended it first).
     async fn interrupt(&self, turn: &TurnRecord, events: &[StoredEvent]) -> Result<bool>;
+
+    /// Makes the caller the host of an overdue turn (its host died), to run it on until
+    /// `deadline`: the record as the new host holds it, or `None` if the turn was not
+    /// overdue any more (alive after all, ended, or taken over first). The old host's
+    /// writes to the record fail from then on ([`TurnRecord::host`]).
+    async fn take_over(
+        &self,
+        turn: &TurnRecord,
+        deadline: time::OffsetDateTime,
+    ) -> Result<Option<TurnRecord>>;
 }
 
 #[cfg(test)]

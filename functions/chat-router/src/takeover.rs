@@ -1,0 +1,138 @@
+//! A resent request takes its turn over when the turn's host died before anything of the
+//! turn reached the log but `init` (before the model's first token or tool call was
+//! written): it becomes the turn's host ([`shared::turns::TurnStore::take_over`]) and runs
+//! the turn again in its own process, streaming on from where the log ends. Nothing the
+//! dead host did is repeated that anyone saw: no event of it is in the log, the chat holds
+//! nothing of the turn and the ledger no tool call it made (both checked first: a host
+//! that got that far before its events were logged is not taken over, its turn ends as
+//! interrupted).
+
+use std::time::Instant;
+
+use lambda_http::lambda_runtime::streaming::Sender;
+use shared::turns::TurnRecord;
+
+use crate::turn_log::{self, Successor};
+use crate::{Deps, respond};
+use agent::texts::UserText;
+use agent::{TurnErrorCode, TurnEvent, TurnInput};
+use shared::domain::flight::Locale;
+
+/// Messages read back to see whether the dead host wrote anything of its turn to the chat:
+/// its first write holds the user's message and the step's messages.
+const RECENT: u32 = 4;
+
+/// The [`Successor`] of a resent request: `input` is the request's turn, marked `resumes`.
+pub(crate) fn successor(deps: Deps, input: TurnInput, debug: bool) -> Successor {
+    Box::new(move |turn, next, client| Box::pin(take_over(deps, input, debug, turn, next, client)))
+}
+
+/// Takes `turn` over and runs it to its end on `client`; gives the client back when the
+/// turn was not taken (see [`Successor`]).
+async fn take_over(
+    deps: Deps,
+    input: TurnInput,
+    debug: bool,
+    turn: TurnRecord,
+    next: u64,
+    client: Sender,
+) -> Option<Sender> {
+    match deps
+        .chats
+        .recent_messages(&turn.owner_id, &turn.chat_id, RECENT)
+        .await
+    {
+        Ok(messages) if messages.iter().all(|m| m.created_at < turn.created_at) => {}
+        Ok(_) => {
+            tracing::warn!(turn_id = %turn.turn_id, "the dead host wrote to the chat already; the turn is not run again");
+            return Some(client);
+        }
+        Err(e) => {
+            tracing::error!(turn_id = %turn.turn_id, error = %e, "reading the chat failed; the turn is not run again");
+            return Some(client);
+        }
+    }
+    // A tool call the dead host claimed holds its lease for a while yet: run again, the turn
+    // would wait for it and answer without its result. Ended as interrupted instead.
+    match deps
+        .ledger
+        .list(&turn.owner_id, &turn.chat_id, 1, None)
+        .await
+    {
+        Ok(page) if page.items.iter().all(|c| c.updated_at < turn.created_at) => {}
+        Ok(_) => {
+            tracing::warn!(turn_id = %turn.turn_id, "the dead host had started a tool call; the turn is not run again");
+            return Some(client);
+        }
+        Err(e) => {
+            tracing::error!(turn_id = %turn.turn_id, error = %e, "reading the chat's tool calls failed; the turn is not run again");
+            return Some(client);
+        }
+    }
+    let left = input.deadline.saturating_duration_since(Instant::now());
+    let deadline = time::OffsetDateTime::now_utc() + left;
+    let record = match deps.turns.take_over(&turn, deadline).await {
+        Ok(Some(record)) => record,
+        Ok(None) => return Some(client),
+        Err(e) => {
+            tracing::error!(turn_id = %turn.turn_id, error = %e, "taking the turn over failed");
+            return Some(client);
+        }
+    };
+    tracing::info!(turn_id = %record.turn_id, host = record.host, "took the turn over from its dead host");
+    // In the chat the turn holds (a resend for a new chat names none).
+    let input = TurnInput {
+        chat_id: Some(record.chat_id.clone()),
+        ..input
+    };
+    let stop = input.stop.clone();
+    match deps.agent.open(input).await {
+        Ok(open) => respond::run(deps, open, record, stop, debug, client, Some(next)).await,
+        // The turn is this request's now and ran nothing: it ends with the error, and its
+        // chat is let go of.
+        Err(e) => {
+            tracing::error!(turn_id = %record.turn_id, error = %e, "the taken-over turn could not open its chat");
+            end_with_error(&deps, record, &e, client, next).await;
+        }
+    }
+    None
+}
+
+/// Ends the taken-over `record` with the error `e` and `done`, logged and sent from event
+/// `next` on (after the record's `init` for an empty log), and frees its chat.
+async fn end_with_error(
+    deps: &Deps,
+    record: TurnRecord,
+    e: &shared::Error,
+    mut client: Sender,
+    next: u64,
+) {
+    let code = match e {
+        shared::Error::NotFound => TurnErrorCode::NotFound,
+        shared::Error::Limited { .. } => TurnErrorCode::RateLimited,
+        _ => TurnErrorCode::Interrupted,
+    };
+    let message = UserText::for_error(code).text(Locale::default());
+    // An empty log: the client has no `init` yet; it gets the record's, as a follower would.
+    if next == 0 {
+        let _ = client
+            .send_data(turn_log::frame(&record.init_event()))
+            .await;
+    }
+    let next = next.max(1);
+    let ending = [
+        turn_log::stored(next, &TurnEvent::error(code, message)),
+        turn_log::stored(next + 1, &TurnEvent::DONE),
+    ];
+    if let Err(e) = deps.turns.finish(&record, &ending).await {
+        tracing::error!(turn_id = %record.turn_id, error = %e, "storing the turn's end failed");
+    }
+    for event in &ending {
+        if client.send_data(turn_log::frame(event)).await.is_err() {
+            break;
+        }
+    }
+    if let Err(e) = deps.chats.release(&record.chat_id, &record.turn_id).await {
+        tracing::error!(turn_id = %record.turn_id, error = %e, "freeing the chat failed");
+    }
+}
