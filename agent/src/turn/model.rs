@@ -237,6 +237,16 @@ impl Agent {
         )
     }
 
+    /// Whether a call of `tool` may run again while an earlier one might still be under
+    /// way: its result depends only on its request (`DynTool::cache_scope`),
+    /// so it reads and writes nothing of the user's.
+    pub fn reruns_safely(&self, tool: shared::domain::tool_call::ToolName) -> bool {
+        self.pipeline
+            .registry
+            .get(tool)
+            .is_some_and(|t| t.tool.cache_scope().is_some())
+    }
+
     /// The payload checks for what the routes return of stored texts (the requests the
     /// model made, results, refusals, messages): those the ledger's writes pass.
     pub fn audit_guard(&self) -> PayloadGuard {

@@ -2,14 +2,16 @@
 //! turn reached the log but `init` (before the model's first token or tool call was
 //! written): it becomes the turn's host ([`shared::turns::TurnStore::take_over`]) and runs
 //! the turn again in its own process, streaming on from where the log ends. Nothing the
-//! dead host did is repeated that anyone saw: no event of it is in the log, the chat holds
-//! nothing of the turn and the ledger no tool call it made (both checked first: a host
-//! that got that far before its events were logged is not taken over, its turn ends as
-//! interrupted).
+//! dead host did is repeated that anyone saw: no event of it is in the log and the chat
+//! holds nothing of the turn (checked first: a host that got that far before its events
+//! were logged is not taken over, its turn ends as interrupted). A tool call it left
+//! running is taken over by the new run at once when the tool only reads
+//! ([`orphaned_calls`]); one that writes or waits keeps the turn from running again.
 
 use std::time::Instant;
 
 use lambda_http::lambda_runtime::streaming::Sender;
+use shared::domain::tool_call::{ToolCallRecord, ToolCallStatus};
 use shared::turns::TurnRecord;
 
 use crate::turn_log::{self, Successor};
@@ -52,23 +54,9 @@ async fn take_over(
             return Some(client);
         }
     }
-    // A tool call the dead host claimed holds its lease for a while yet: run again, the turn
-    // would wait for it and answer without its result. Ended as interrupted instead.
-    match deps
-        .ledger
-        .list(&turn.owner_id, &turn.chat_id, 1, None)
-        .await
-    {
-        Ok(page) if page.items.iter().all(|c| c.updated_at < turn.created_at) => {}
-        Ok(_) => {
-            tracing::warn!(turn_id = %turn.turn_id, "the dead host had started a tool call; the turn is not run again");
-            return Some(client);
-        }
-        Err(e) => {
-            tracing::error!(turn_id = %turn.turn_id, error = %e, "reading the chat's tool calls failed; the turn is not run again");
-            return Some(client);
-        }
-    }
+    let Some(orphans) = orphaned_calls(&deps, &turn).await else {
+        return Some(client);
+    };
     let left = input.deadline.saturating_duration_since(Instant::now());
     let deadline = time::OffsetDateTime::now_utc() + left;
     let record = match deps.turns.take_over(&turn, deadline).await {
@@ -80,6 +68,17 @@ async fn take_over(
         }
     };
     tracing::info!(turn_id = %record.turn_id, host = record.host, "took the turn over from its dead host");
+    // The dead host's running calls are this turn's to run again now, not after their
+    // leases (the tool's timeout and 30 s): the same call in the new run takes them over.
+    for call in orphans {
+        if let Err(e) = deps
+            .ledger
+            .expire_lease(&call.chat_id, &call.id, call.attempt)
+            .await
+        {
+            tracing::error!(call_id = %call.id, error = %e, "ending a dead host's lease failed; the call is taken over when it runs out");
+        }
+    }
     // In the chat the turn holds (a resend for a new chat names none).
     let input = TurnInput {
         chat_id: Some(record.chat_id.clone()),
@@ -135,4 +134,40 @@ async fn end_with_error(
     if let Err(e) = deps.chats.release(&record.chat_id, &record.turn_id).await {
         tracing::error!(turn_id = %record.turn_id, error = %e, "freeing the chat failed");
     }
+}
+
+/// The tool calls the dead host of `turn` left running, which a new run of the turn takes
+/// over: `None` when the turn may not run again, because the host had a call running that
+/// is not safe to run twice (it may still be under way somewhere) or one that waits (for
+/// approval, for the worker). Calls that ended are fine: the new run reuses a result and
+/// tries a failure again.
+async fn orphaned_calls(deps: &Deps, turn: &TurnRecord) -> Option<Vec<ToolCallRecord>> {
+    let page = match deps
+        .ledger
+        .list(&turn.owner_id, &turn.chat_id, RECENT, None)
+        .await
+    {
+        Ok(page) => page,
+        Err(e) => {
+            tracing::error!(turn_id = %turn.turn_id, error = %e, "reading the chat's tool calls failed; the turn is not run again");
+            return None;
+        }
+    };
+    let mut orphans = Vec::new();
+    // Most recently attempted first: the turn's own calls lead the page.
+    for call in page
+        .items
+        .into_iter()
+        .filter(|c| c.updated_at >= turn.created_at)
+    {
+        match call.status {
+            ToolCallStatus::Running if deps.agent.reruns_safely(call.tool) => orphans.push(call),
+            ToolCallStatus::Running | ToolCallStatus::Queued | ToolCallStatus::AwaitingApproval => {
+                tracing::warn!(turn_id = %turn.turn_id, tool = %call.tool, status = %call.status, "the dead host left a tool call that must not run twice; the turn is not run again");
+                return None;
+            }
+            _ => {}
+        }
+    }
+    Some(orphans)
 }

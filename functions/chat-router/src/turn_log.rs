@@ -114,10 +114,16 @@ pub async fn record(
                 continue;
             }
         };
-        // The dead host's `init` was logged, and its client has it.
-        if resumed.is_some_and(|from| from > 0) && matches!(event, TurnEvent::Init(_)) {
-            continue;
-        }
+        let event = match event {
+            // The dead host's `init` was logged, and its client has it.
+            TurnEvent::Init(_) if resumed.is_some_and(|from| from > 0) => continue,
+            // A turn run again opened the chat its first host created: the turn created it.
+            TurnEvent::Init(mut init) if resumed.is_some() => {
+                init.created = turn.created;
+                TurnEvent::Init(init)
+            }
+            event => event,
+        };
         let event = stored(seq, &event);
         seq += 1;
         if event.event == "done" {

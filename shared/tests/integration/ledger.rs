@@ -297,6 +297,50 @@ async fn expired_lease_is_taken_over_and_the_old_holder_is_fenced() {
 }
 
 #[tokio::test]
+async fn a_lease_ended_early_is_taken_over_at_once_and_fences_its_old_holder() {
+    let f = fixture().await;
+    let args = json!({"query": "the dead host's call"});
+    let old = f.claimed(args.clone()).await;
+
+    // The lease still runs; its holder is known to be gone: the lease is ended now.
+    f.clock.advance(Duration::seconds(1));
+    assert!(
+        f.ledger
+            .expire_lease(&f.chat, &old.id, old.attempt)
+            .await
+            .unwrap()
+    );
+    // Once only, and only for the running attempt.
+    assert!(
+        !f.ledger
+            .expire_lease(&f.chat, &old.id, old.attempt)
+            .await
+            .unwrap()
+    );
+    assert!(!f.ledger.expire_lease(&f.chat, &old.id, 7).await.unwrap());
+
+    let new = f.claimed(args.clone()).await;
+    assert!(new.took_over);
+    assert_eq!((new.id.as_str(), new.attempt), (old.id.as_str(), 2));
+    let late = f
+        .ledger
+        .finish(&old, Outcome::Succeeded(json!({"from": "old"})))
+        .await;
+    assert!(matches!(late, Err(Error::Fenced { .. })), "{late:?}");
+    f.ledger
+        .finish(&new, Outcome::Succeeded(json!({"from": "new"})))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    // An ended call has no lease to end.
+    assert!(
+        !f.ledger
+            .expire_lease(&f.chat, &old.id, new.attempt)
+            .await
+            .unwrap()
+    );
+}
+
+#[tokio::test]
 async fn illegal_transitions_are_rejected() {
     let f = fixture().await;
     let illegal = |r: &shared::Result<_>, from: ToolCallStatus, to: ToolCallStatus| {

@@ -10,7 +10,8 @@ use std::time::{Duration, Instant};
 use crate::common::{Event, Rig, Turn, flight_args};
 use serde_json::{Value, json};
 use shared::domain::chat::Role;
-use shared::domain::tool_call::ToolCallStatus;
+use shared::domain::tool_call::{ToolCallStatus, ToolName};
+use shared::ledger::{Claim, ClaimMode, ClaimRequest};
 use shared::turns::{StoredEvent, TurnRecord, TurnStatus, TurnStore};
 use test_support::dynamo_faults::{DynamoFaults, Fault};
 use test_support::fake_llm::Reply;
@@ -615,6 +616,83 @@ async fn a_turn_whose_dead_host_wrote_to_the_chat_is_not_run_again() {
     assert_eq!(rig.llm.request_count(), calls_before, "no model call");
     let next = held.next_message(&rig, "Free again.").await;
     assert_eq!(next.text(), "Free again.");
+}
+
+/// A call the dead host of `held` left running: `tool`'s, under a lease of a minute.
+async fn left_running(rig: &Rig, held: &HeldChat, tool: ToolName) -> String {
+    let claim = rig
+        .deps
+        .ledger
+        .record_and_claim(ClaimRequest {
+            owner_id: held.user.clone(),
+            chat_id: held.chat_id.clone(),
+            tool,
+            request: json!({"query": "left running", "top_k": 6}),
+            mode: ClaimMode::Run {
+                lease: time::Duration::minutes(1),
+            },
+        })
+        .await
+        .unwrap();
+    let Claim::Claimed(call) = claim else {
+        panic!("not claimed: {claim:?}")
+    };
+    call.id
+}
+
+#[tokio::test]
+async fn a_resend_runs_a_turn_again_and_frees_the_search_its_dead_host_left_running() {
+    let rig = Rig::start().await;
+    let message = "What is the baggage allowance?";
+    let held = chat_held_by_a_silent_turn(
+        &rig,
+        "k-search",
+        message,
+        time::Duration::seconds(30),
+        Vec::new(),
+    )
+    .await;
+    let call_id = left_running(&rig, &held, ToolName::SEARCH_KNOWLEDGE_BASE).await;
+
+    rig.llm.push(Reply::text("Answered again."));
+    let body = json!({"chat_id": held.chat_id, "message": message});
+    let resent = rig.chat_keyed(&held.token, "k-search", body).await;
+    assert_eq!(resent.text(), "Answered again.", "{:?}", resent.names());
+    // The orphan's lease ended: the same search in the new run takes it over at once.
+    let call = rig
+        .deps
+        .ledger
+        .get(&held.user, &held.chat_id, &call_id)
+        .await
+        .unwrap();
+    assert_eq!(call.status, ToolCallStatus::Running);
+    assert!(
+        call.lease_until
+            .is_some_and(|until| until <= time::OffsetDateTime::now_utc()),
+        "{:?}",
+        call.lease_until
+    );
+}
+
+#[tokio::test]
+async fn a_turn_whose_dead_host_left_a_call_that_must_not_run_twice_is_not_run_again() {
+    let rig = Rig::start().await;
+    let message = "Tell me about Lisbon";
+    let held = chat_held_by_a_silent_turn(
+        &rig,
+        "k-gpt",
+        message,
+        time::Duration::seconds(30),
+        Vec::new(),
+    )
+    .await;
+    left_running(&rig, &held, ToolName::ASK_GPT).await;
+    let calls_before = rig.llm.request_count();
+    let body = json!({"chat_id": held.chat_id, "message": message});
+    let resent = rig.chat_keyed(&held.token, "k-gpt", body).await;
+    assert_eq!(resent.names(), ["init", "error", "done"]);
+    assert_eq!(resent.first("error")["code"], json!("interrupted"));
+    assert_eq!(rig.llm.request_count(), calls_before, "no model call");
 }
 
 #[tokio::test]

@@ -880,6 +880,34 @@ impl ToolCallLedger for DynamoLedger {
         Ok(call)
     }
 
+    async fn expire_lease(&self, chat_id: &str, call_id: &str, attempt: u32) -> Result<bool> {
+        let now_ms = epoch_millis(self.clock.now());
+        let result = self
+            .update(chat_id, call_id)
+            .update_expression("SET lease_until = :expired")
+            .condition_expression(
+                "attribute_exists(pk) AND #status = :running AND attempt = :attempt \
+                 AND lease_until > :expired",
+            )
+            .expression_attribute_values(":expired", n(now_ms - 1))
+            .expression_attribute_values(":running", status_av(ToolCallStatus::Running))
+            .expression_attribute_values(":attempt", n(attempt))
+            .send()
+            .await;
+        match result {
+            Ok(_) => {
+                tracing::warn!(
+                    call_id,
+                    attempt,
+                    "the lease of a call whose turn lost its host was ended"
+                );
+                Ok(true)
+            }
+            Err(err) if err.condition_failed_item().is_some() => Ok(false),
+            Err(err) => Err(sdk_error("UpdateItem", err)),
+        }
+    }
+
     async fn start_queued(
         &self,
         chat_id: &str,

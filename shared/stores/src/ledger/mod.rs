@@ -186,6 +186,12 @@ pub trait ToolCallLedger: Send + Sync {
         lease: Duration,
     ) -> Result<ClaimedCall>;
 
+    /// Ends the lease of a `running` attempt `attempt` now, so that the next claim of the
+    /// call takes it over at once: for a call whose caller is known to be gone (the turn
+    /// that made it was taken over from its dead host). False if the attempt was not
+    /// running under a lease any more.
+    async fn expire_lease(&self, chat_id: &str, call_id: &str, attempt: u32) -> Result<bool>;
+
     /// queued → running for the attempt a worker was handed.
     async fn start_queued(
         &self,
