@@ -7,6 +7,7 @@
 
 pub mod award_trips;
 pub mod bridge;
+pub mod cli;
 pub mod fakes;
 pub mod gate;
 pub mod load;
