@@ -1,5 +1,5 @@
 # Entry points; each target is a thin wrapper around a script you can also run directly.
-.PHONY: dev down test eval check deny lint emulators-up emulators-down ci sam-local sam-local-down sam-invoke sam-api
+.PHONY: dev down test docs eval check deny lint emulators-up emulators-down ci sam-local sam-local-down sam-invoke sam-api
 .PHONY: web-test web-e2e
 
 # The RustSec advisory database snapshot `make deny` reads offline, and where it goes: a
@@ -20,6 +20,11 @@ down:
 ## supply-chain check.
 test: deny
 	./infra/local/test.sh
+
+## The reference tables the code owns (settings, tool limits, template parameters, secrets,
+## functions), written from the code and template.yaml; `make test` fails when one differs.
+docs:
+	./infra/local/docs.sh
 
 ## Tool-calling evals through the real runtime against the configured model (the offline
 ## stand-in without one): docs/evals.md. EVAL_ARGS goes to the runner (--only, --limit).

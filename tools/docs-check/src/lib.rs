@@ -13,6 +13,7 @@
 
 pub mod anchors;
 pub mod facts;
+pub mod generate;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -238,28 +239,8 @@ pub fn config_rows(markdown: &str, first: &str) -> BTreeMap<String, VarDefault> 
     rows
 }
 
-/// Each documented default that differs from the code's, and each variable the code reads
-/// that is not documented.
-pub fn config_mismatches(
-    documented: &BTreeMap<String, VarDefault>,
-    code: &BTreeMap<String, VarDefault>,
-) -> Vec<String> {
-    let mut problems = Vec::new();
-    for (name, default) in code {
-        match documented.get(name) {
-            None => problems.push(format!("{name} is read by the code but not documented")),
-            Some(doc) if doc != default => problems.push(format!(
-                "{name}: documented default {} but the code's is {}",
-                show(doc),
-                show(default)
-            )),
-            Some(_) => {}
-        }
-    }
-    problems
-}
-
-fn show(default: &VarDefault) -> String {
+/// A default as the settings tables write it: `required`, `unset` or the value in backticks.
+pub fn show_default(default: &VarDefault) -> String {
     match default {
         VarDefault::Required => "required".into(),
         VarDefault::Unset => "unset".into(),

@@ -8,7 +8,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod code_tables;
-mod configuration;
 mod facts;
+mod generated;
 mod layout;
 mod markdown;
