@@ -14,6 +14,7 @@
 pub mod anchors;
 pub mod facts;
 pub mod generate;
+pub mod measurements;
 
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -77,3 +77,43 @@ fn quoted_code_must_stand_in_its_file_in_order() {
     let missing = "<!-- file: src/nope.rs -->\n```rust\nfn x() {}\n```\n";
     assert!(stale_quotes(missing, root)[0].contains("does not exist"));
 }
+
+#[test]
+fn figures_name_their_command_and_commit_and_are_flagged_when_their_code_changed() {
+    use docs_check::measurements::{bench_paths, figures, stale_figures};
+    // 9a79f48 is an ancestor of every later commit; docs/ changed after it, the page's own
+    // bench table's paths below did too, `LICENSE-MIT` did not.
+    let page = "\
+| what | figure | command | measured |
+| --- | --- | --- | --- |
+| docs size | 148 KB | `wc -c docs/*.md` | 2026-12-01, at `9a79f48` |
+| licence | 1 file | `ls LICENSE-MIT` | 2026-12-01, at `9a79f48` |
+| old | needs measuring again | `ls` | 2026-11-01, at `9a79f48` |
+| undated | 1 | `true` | 2026-11-01 |
+
+| command | code it measures |
+| --- | --- |
+| `wc -c docs/*.md` | `docs` |
+| `ls LICENSE-MIT` | `LICENSE-MIT` |
+";
+    let rows = figures(page);
+    assert_eq!(rows.len(), 4);
+    assert_eq!(rows[0].command, "wc -c docs/*.md");
+    assert_eq!(rows[0].commit.as_deref(), Some("9a79f48"));
+    assert_eq!(rows[3].commit, None);
+    assert_eq!(bench_paths(page)["wc -c docs/*.md"], vec!["docs"]);
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let notes = stale_figures(page, &root);
+    assert!(
+        notes[0].starts_with("\"docs size\" (at 9a79f48):")
+            && notes[0].ends_with("changed docs since"),
+        "{notes:?}"
+    );
+    assert_eq!(notes[1], "\"old\": marked as needing measuring again");
+    assert_eq!(notes[2], "\"undated\": names no commit");
+    assert_eq!(
+        notes.len(),
+        3,
+        "the licence row's code did not change: {notes:?}"
+    );
+}
