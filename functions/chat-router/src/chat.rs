@@ -58,8 +58,9 @@ pub struct ChatRequest {
     /// The user's IANA time zone (e.g. `Europe/Berlin`); remembered in the chat.
     #[serde(default)]
     pub timezone: Option<String>,
-    /// The language of the user's texts, a tag such as `de` or `en-GB`; before
-    /// `Accept-Language` and the message's own.
+    /// The language of the user's texts, a tag such as `de` or `en-GB`. A turn speaks the
+    /// message's own language when it shows one, else the chat's, else this one, else
+    /// `Accept-Language`'s.
     #[serde(default)]
     pub language: Option<String>,
 }
