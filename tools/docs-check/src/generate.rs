@@ -125,60 +125,80 @@ impl Owned {
     pub fn regenerate(&self, page: &str, markdown: &str) -> Regenerated {
         let lines: Vec<&str> = markdown.lines().collect();
         let found = tables(&lines, self.name);
-        let mut problems = Vec::new();
         if found.is_empty() {
             return Regenerated {
                 text: markdown.to_owned(),
                 problems: vec![format!("{page}: no `{}` line", marker(self.name))],
             };
         }
+        let rendered = self.rows_by_table(&found);
+        let problems = self.problems(page, &found, &rendered);
+        let mut out: Vec<String> = Vec::new();
+        let mut at = 0;
+        for (table, rows) in found.iter().zip(&rendered) {
+            out.extend(lines[at..table.span.start].iter().map(|l| (*l).to_owned()));
+            out.push(line(&self.header));
+            out.push(line(&vec!["---".to_owned(); self.header.len()]));
+            out.extend(rows.iter().map(|r| line(r)));
+            at = table.span.end;
+        }
+        out.extend(lines[at..].iter().map(|l| (*l).to_owned()));
+        let mut text = out.join("\n");
+        if markdown.ends_with('\n') {
+            text.push('\n');
+        }
+        Regenerated { text, problems }
+    }
+
+    /// The rows each of the page's tables gets: kept rows as they are, the code's rows with
+    /// their prose carried over, rows new to the page at the end of the last table.
+    fn rows_by_table(&self, found: &[Table]) -> Vec<Vec<Vec<String>>> {
         let code: BTreeMap<&str, &Vec<String>> =
             self.rows.iter().map(|(k, c)| (k.as_str(), c)).collect();
         let placed: BTreeSet<&str> = found
             .iter()
             .flat_map(|t| t.rows.iter().map(|(k, _)| k.as_str()))
             .collect();
-        let mut rendered: Vec<Vec<Vec<String>>> = Vec::new();
+        // Where a key stood in the page (a row may move between tables of one marker).
+        let old_row = |key: &str| {
+            found.iter().find_map(|t| {
+                t.rows
+                    .iter()
+                    .find(|(k, _)| k == key)
+                    .map(|(_, r)| (t, r.as_slice()))
+            })
+        };
+        let mut rendered = Vec::new();
         for (n, table) in found.iter().enumerate() {
-            let mut rows = Vec::new();
             let keys: Vec<&str> = match self.order {
                 Order::Code if n == 0 => self.rows.iter().map(|(k, _)| k.as_str()).collect(),
                 Order::Code => Vec::new(),
                 Order::Page => table.rows.iter().map(|(k, _)| k.as_str()).collect(),
             };
+            let mut rows = Vec::new();
             for key in keys {
-                let old = table.rows.iter().find(|(k, _)| k == key);
                 if self.kept.contains(key) {
-                    if let Some((_, cells)) = old {
-                        rows.push(cells.clone());
-                    }
-                    continue;
+                    rows.extend(old_row(key).map(|(_, cells)| cells.to_vec()));
+                } else if let Some(cells) = code.get(key) {
+                    rows.push(self.render(key, cells, old_row(key)));
                 }
-                let Some(cells) = code.get(key) else { continue };
-                // A row may have moved between tables of the same marker (Order::Code).
-                let old = old.or_else(|| {
-                    found
-                        .iter()
-                        .flat_map(|t| t.rows.iter())
-                        .find(|(k, _)| k == key)
-                });
-                let old_table = found.iter().find(|t| t.rows.iter().any(|(k, _)| k == key));
-                let old = old.zip(old_table).map(|((_, r), t)| (t, r.as_slice()));
-                rows.push(self.render(key, cells, old));
             }
-            let last = n + 1 == found.len();
-            if last && self.order == Order::Page {
-                for (key, cells) in self
+            if n + 1 == found.len() && self.order == Order::Page {
+                let new = self
                     .rows
                     .iter()
-                    .filter(|(k, _)| !placed.contains(k.as_str()))
-                {
-                    rows.push(self.render(key, cells, None));
-                }
+                    .filter(|(k, _)| !placed.contains(k.as_str()));
+                rows.extend(new.map(|(key, cells)| self.render(key, cells, None)));
             }
             rendered.push(rows);
         }
-        for (table, rows) in found.iter().zip(&rendered) {
+        rendered
+    }
+
+    /// Where the committed tables differ from `rendered`, and prose still to write.
+    fn problems(&self, page: &str, found: &[Table], rendered: &[Vec<Vec<String>>]) -> Vec<String> {
+        let mut problems = Vec::new();
+        for (table, rows) in found.iter().zip(rendered) {
             if table.header != self.header {
                 problems.push(format!(
                     "{page}: `{}` table: the header is {:?}, the code writes {:?}",
@@ -198,21 +218,7 @@ impl Owned {
                 }
             }
         }
-        let mut out: Vec<String> = Vec::new();
-        let mut at = 0;
-        for (table, rows) in found.iter().zip(&rendered) {
-            out.extend(lines[at..table.span.start].iter().map(|l| (*l).to_owned()));
-            out.push(line(&self.header));
-            out.push(line(&vec!["---".to_owned(); self.header.len()]));
-            out.extend(rows.iter().map(|r| line(r)));
-            at = table.span.end;
-        }
-        out.extend(lines[at..].iter().map(|l| (*l).to_owned()));
-        let mut text = out.join("\n");
-        if markdown.ends_with('\n') {
-            text.push('\n');
-        }
-        Regenerated { text, problems }
+        problems
     }
 }
 
