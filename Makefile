@@ -22,7 +22,7 @@ test: deny
 	./infra/local/test.sh
 
 ## The reference tables the code owns (settings, tool limits, template parameters, secrets,
-## functions), written from the code and template.yaml; `make test` fails when one differs.
+## functions, error codes), written from the code and template.yaml; `make test` fails when one differs.
 docs:
 	./infra/local/docs.sh
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `make docs`: writes the reference tables the code owns (docs/configuration.md: settings,
 # tool limits, template parameters, secrets; docs/operations.md: functions, log groups,
-# alarms) from the code and template.yaml. `make test` runs the same module without writing
+# alarms; docs/api.md: error codes) from the code and template.yaml. `make test` runs the same module without writing
 # and fails, naming the row, when a committed table differs.
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 cd "$REPO_ROOT"

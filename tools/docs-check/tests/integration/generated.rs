@@ -1,7 +1,8 @@
 //! The reference tables the code owns, written by `make docs` (this module with `DOCS_WRITE=1`)
 //! and checked here: a committed page that differs fails and names the row. The settings
 //! (default, who reads them, the template parameter behind them), the template's parameters,
-//! its secrets, its functions with their log groups and alarms, and the tools' limits.
+//! its secrets, its functions with their log groups and alarms, the tools' limits, and the error
+//! codes of the HTTP envelope (with their statuses) and of a turn's `error` event.
 //!
 //! "Read by" comes from running each binary's start-up (`Deps::from_env`, the command-line
 //! tools' argument parsers) against an environment that records what is read.
@@ -18,6 +19,7 @@ use shared::config::{Env, VarDefault};
 
 const CONFIGURATION: &str = "docs/configuration.md";
 const OPERATIONS: &str = "docs/operations.md";
+const API: &str = "docs/api.md";
 
 /// The binaries whose reads the settings table lists, in its order.
 const FUNCTIONS: [&str; 6] = [
@@ -428,6 +430,35 @@ fn tools() -> Owned {
     }
 }
 
+/// The error envelope's codes with their statuses, and the turn's `error` codes.
+fn error_codes() -> [Owned; 2] {
+    let http = crate::code_tables::code_http_errors().into_iter().collect();
+    let turn = crate::code_tables::code_turn_errors()
+        .into_keys()
+        .map(|code| (code, Vec::new()))
+        .collect();
+    [
+        Owned {
+            name: "http-errors",
+            header: header(&["code", "status", "produced when"]),
+            owned: 1,
+            rows: http,
+            kept: BTreeSet::new(),
+            order: Order::Page,
+            prose_optional: false,
+        },
+        Owned {
+            name: "turn-errors",
+            header: header(&["code", "when"]),
+            owned: 0,
+            rows: turn,
+            kept: BTreeSet::new(),
+            order: Order::Page,
+            prose_optional: false,
+        },
+    ]
+}
+
 fn pages(tables: Vec<(&'static str, Owned)>) -> BTreeMap<&'static str, Vec<Owned>> {
     let mut pages: BTreeMap<&'static str, Vec<Owned>> = BTreeMap::new();
     for (page, table) in tables {
@@ -455,6 +486,8 @@ async fn the_reference_tables_are_what_the_code_generates() {
         (CONFIGURATION, tools()),
         (OPERATIONS, functions(&facts)),
     ]);
+    let mut tables = tables;
+    tables.entry(API).or_default().extend(error_codes());
     let root = root();
     let problems: Vec<String> = tables
         .iter()
