@@ -420,7 +420,8 @@ web_up() {
   wait_for "the web chat's server" "$WEB_URL" 30 web
 }
 
-# A flight search, then the README's chat commands, run as written (CI checks their output).
+# The demo: a fare alert and its approval, a handoff, a knowledge-base question, then a flight
+# search and its follow-up, the chat the README's next command continues.
 demo() {
   local date
   date="$(days_from_today 60)"
