@@ -44,9 +44,10 @@ def names_in(value):
     return [n for n in dict.fromkeys(found) if not n.startswith("AWS::")]
 
 
-def resource_text(value, resources):
-    """A policy resource as the docs name it: the template resources it is built from."""
-    names = [n for n in names_in(value) if n in resources]
+def resource_text(value, known):
+    """Policy resources as the docs name them: the template resources and parameters they are
+    built from."""
+    names = [n for n in dict.fromkeys(names_in(value)) if n in known]
     if not names:
         return "`*`" if value == "*" else "other ARNs"
     text = ", ".join(f"`{n}`" for n in names)
@@ -73,13 +74,17 @@ def statements(policy, resources, condition=None):
             actions = [actions] if isinstance(actions, str) else actions
             targets = statement.get("Resource", [])
             targets = targets if isinstance(targets, list) else [targets]
-            where = ", ".join(dict.fromkeys(resource_text(t, resources) for t in targets))
-            acts = ", ".join(f"`{a}`" for a in actions)
-            lines.append(f"{acts} on {where}{suffix}")
+            where = resource_text(targets, resources)
+            services = {a.split(":")[0] for a in actions}
+            if len(services) == 1:
+                acts = f"{services.pop()} " + ", ".join(f"`{a.split(':', 1)[1]}`" for a in actions)
+            else:
+                acts = ", ".join(f"`{a}`" for a in actions)
+            lines.append(f"{where}: {acts}{suffix}")
         return lines
     lines = []
     for template, args in policy.items():
-        lines.append(f"`{template}` on {resource_text(args, resources)}{suffix}")
+        lines.append(f"{resource_text(args, resources)}: `{template}`{suffix}")
     return lines
 
 
@@ -117,8 +122,9 @@ def facts(template):
             group_name = group_name.get("Fn::Sub")
         about = sorted(a for a, alarm in alarms.items() if name in names_in(alarm["Properties"].get("Dimensions", [])) or name in names_in(alarm["Properties"].get("Metrics", [])))
         permissions = []
+        known = set(resources) | parameters
         for policy in props.get("Policies", []):
-            permissions += statements(policy, resources)
+            permissions += statements(policy, known)
         out_functions.append({
             "resource": name,
             "binary": binary(fn) or name,

@@ -20,6 +20,7 @@ use shared::config::{Env, VarDefault};
 const CONFIGURATION: &str = "docs/configuration.md";
 const OPERATIONS: &str = "docs/operations.md";
 const API: &str = "docs/api.md";
+const SECURITY: &str = "docs/security.md";
 
 /// The binaries whose reads the settings table lists, in its order.
 const FUNCTIONS: [&str; 6] = [
@@ -430,6 +431,33 @@ fn tools() -> Owned {
     }
 }
 
+/// What each function's role may do, from its policies in the template.
+fn iam(facts: &Value) -> Owned {
+    let rows = facts["functions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|f| {
+            (
+                f["resource"].as_str().unwrap_or_default().to_owned(),
+                vec![
+                    f["binary"].as_str().unwrap_or_default().to_owned(),
+                    strings(&f["permissions"]).join("; "),
+                ],
+            )
+        })
+        .collect();
+    Owned {
+        name: "iam",
+        header: header(&["resource", "binary", "its role may"]),
+        owned: 2,
+        rows,
+        kept: BTreeSet::new(),
+        order: Order::Code,
+        prose_optional: false,
+    }
+}
+
 /// The error envelope's codes with their statuses, and the turn's `error` codes.
 fn error_codes() -> [Owned; 2] {
     let http = crate::code_tables::code_http_errors().into_iter().collect();
@@ -485,6 +513,7 @@ async fn the_reference_tables_are_what_the_code_generates() {
         (CONFIGURATION, secrets(&facts)),
         (CONFIGURATION, tools()),
         (OPERATIONS, functions(&facts)),
+        (SECURITY, iam(&facts)),
     ]);
     let mut tables = tables;
     tables.entry(API).or_default().extend(error_codes());
