@@ -47,5 +47,7 @@ ahead -p dev-stack --test integration -- standin_bedrock::
 "$VENV_DIR/bin/python" "$REPO_ROOT/infra/tests/ops.py"
 # Gradual deployments: aliases, deployment preferences, rollback alarms, pre-traffic hooks.
 "$VENV_DIR/bin/python" "$REPO_ROOT/infra/tests/deploy.py"
+# README's clean-up step as written, against the emulators: bucket emptied before `sam delete`.
+"$VENV_DIR/bin/python" "$REPO_ROOT/infra/tests/cleanup.py"
 # `make sam-invoke` / `make sam-api`'s helpers: events to functions, routes, configuration.
 "$VENV_DIR/bin/python" "$REPO_ROOT/infra/tests/sam_local_test.py"
