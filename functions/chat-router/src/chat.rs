@@ -20,7 +20,7 @@ use shared::http::auth::AuthenticatedUser;
 use shared::http::lambda::{deadline, json_body};
 use shared::http::{ApiError, ErrorCode};
 use shared::observability::Trace;
-use shared::turns::{Begun, TurnRecord, TurnStatus, turn_id_for_key};
+use shared::turns::{Begun, TurnRecord, TurnRequest, TurnStatus, turn_id_for_key};
 
 use crate::Deps;
 use crate::chats::chat_still_there;
@@ -111,7 +111,7 @@ pub(crate) async fn chat(deps: &Deps, req: &Request, user: AuthenticatedUser) ->
     // Asked for without the privilege: ignored, not refused (the turn is the same).
     let debug = valid.body.debug && deps.config.may_debug(&user);
     let turn_deadline = deadline(req, deps.config.turn_timeout);
-    let record = new_turn_record(&user.user_id, &valid, turn_deadline);
+    let record = new_turn_record(&user.user_id, &valid, turn_deadline, debug);
     let input = |stop: &StopSignal, begin_with: &[Companion]| TurnInput {
         user_id: user.user_id.clone(),
         chat_id: valid.body.chat_id.clone(),
@@ -272,8 +272,14 @@ fn requested_language(body: &ChatRequest, req: &Request) -> Result<Option<Locale
 }
 
 /// The record of the turn `chat` starts: its id comes from the `Idempotency-Key` when there
-/// is one, so a resend names the same turn.
-fn new_turn_record(user_id: &str, chat: &ValidChat, deadline: std::time::Instant) -> TurnRecord {
+/// is one, so a resend names the same turn; it keeps the checked request, so a resume can
+/// run the turn again if its host dies early.
+fn new_turn_record(
+    user_id: &str,
+    chat: &ValidChat,
+    deadline: std::time::Instant,
+    debug: bool,
+) -> TurnRecord {
     let now = time::OffsetDateTime::now_utc();
     TurnRecord {
         turn_id: match &chat.idempotency_key {
@@ -295,6 +301,13 @@ fn new_turn_record(user_id: &str, chat: &ValidChat, deadline: std::time::Instant
         refusal: None,
         alive_until: Some(now + shared::turns::LIVENESS),
         host: 0,
+        request: Some(Box::new(TurnRequest {
+            message: chat.message.as_str().to_owned(),
+            agent: chat.body.agent.clone(),
+            timezone: chat.body.timezone.clone(),
+            language: chat.language,
+            debug,
+        })),
     }
 }
 

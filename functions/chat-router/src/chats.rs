@@ -15,7 +15,7 @@ use shared::http::{ApiError, ErrorCode};
 use shared::turns::{TurnRecord, TurnStatus};
 
 use crate::respond::{error, follow};
-use crate::{Deps, validate};
+use crate::{Deps, takeover, validate};
 /// The answer of `GET /alerts`.
 #[derive(Serialize, JsonSchema)]
 pub struct AlertList {
@@ -43,7 +43,9 @@ pub(crate) async fn turn_events(
     if let Err(e) = chat_still_there(deps, &turn).await {
         return error(&e);
     }
-    follow(deps, req, turn, after, None)
+    // A turn whose host died before logging more than `init` is run again here.
+    let successor = takeover::for_resume(deps, req, &turn);
+    follow(deps, req, turn, after, successor)
 }
 
 /// A turn's events are readable only while its chat exists: deleting a chat makes the

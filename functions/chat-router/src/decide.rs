@@ -174,5 +174,6 @@ fn decision_record(
         refusal: None,
         alive_until: Some(now + shared::turns::LIVENESS),
         host: 0,
+        request: None,
     }
 }

@@ -10,15 +10,20 @@
 
 use std::time::Instant;
 
+use lambda_http::Request;
 use lambda_http::lambda_runtime::streaming::Sender;
 use shared::domain::tool_call::{ToolCallRecord, ToolCallStatus};
 use shared::turns::TurnRecord;
 
 use crate::turn_log::{self, Successor};
 use crate::{Deps, respond};
+use agent::guard::input::UserMessage;
 use agent::texts::UserText;
-use agent::{TurnErrorCode, TurnEvent, TurnInput};
+use agent::timezone::UserTimeZone;
+use agent::{StopSignal, TurnErrorCode, TurnEvent, TurnInput};
 use shared::domain::flight::Locale;
+use shared::http::lambda::deadline;
+use shared::observability::Trace;
 
 /// Messages read back to see whether the dead host wrote anything of its turn to the chat:
 /// its first write holds the user's message and the step's messages.
@@ -27,6 +32,37 @@ const RECENT: u32 = 4;
 /// The [`Successor`] of a resent request: `input` is the request's turn, marked `resumes`.
 pub(crate) fn successor(deps: Deps, input: TurnInput, debug: bool) -> Successor {
     Box::new(move |turn, next, client| Box::pin(take_over(deps, input, debug, turn, next, client)))
+}
+
+/// The [`Successor`] of a resume (`GET …/events`, no body): the turn's request as its
+/// record keeps it, marked `resumes`; `None` when the record keeps none (a decision's turn)
+/// or names an agent the catalog no longer has.
+pub(crate) fn for_resume(deps: &Deps, req: &Request, turn: &TurnRecord) -> Option<Successor> {
+    let request = turn.request.as_ref()?;
+    let profile = deps.agents.profile(request.agent.as_deref())?.clone();
+    let timezone = match request.timezone.as_deref().map(UserTimeZone::parse) {
+        Some(Ok(zone)) => Some(zone),
+        Some(Err(_)) => return None,
+        None => None,
+    };
+    let input = TurnInput {
+        user_id: turn.owner_id.clone(),
+        chat_id: (!turn.created).then(|| turn.chat_id.clone()),
+        profile,
+        agent_named: request.agent.is_some(),
+        message: UserMessage::new(&request.message),
+        deadline: deadline(req, deps.config.turn_timeout),
+        timezone,
+        language: request.language,
+        turn_id: turn.turn_id.clone(),
+        new_chat_id: turn.chat_id.clone(),
+        stop: StopSignal::default(),
+        decision: None,
+        trace: Trace::of(req),
+        begin_with: Vec::new(),
+        resumes: true,
+    };
+    Some(successor(deps.clone(), input, request.debug))
 }
 
 /// Takes `turn` over and runs it to its end on `client`; gives the client back when the

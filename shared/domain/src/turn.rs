@@ -81,6 +81,30 @@ pub struct TurnRecord {
     /// still the turn's host, so one that was taken for dead and comes back stops.
     #[serde(default, skip_serializing_if = "is_first_host")]
     pub host: u32,
+    /// What began the turn, for a resume (`GET …/events`, no body) that finds its host dead
+    /// before anything but `init` was logged and runs the turn again. `None` for a turn
+    /// that cannot run again so (a decision's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request: Option<Box<TurnRequest>>,
+}
+
+/// The request a turn runs, as checked when it began (`TurnRecord::request`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TurnRequest {
+    /// The user's message, normalised.
+    pub message: String,
+    /// The agent profile the request named; `None`: the chat's active agent or the default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+    /// The user's IANA time zone, as sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timezone: Option<String>,
+    /// The language the request asked for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub language: Option<crate::flight::Locale>,
+    /// Whether the caller asked for debug events and may have them.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub debug: bool,
 }
 
 fn is_first_host(host: &u32) -> bool {

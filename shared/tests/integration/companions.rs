@@ -66,6 +66,7 @@ fn record(owner: &str, chat_id: &str) -> TurnRecord {
         refusal: None,
         alive_until: None,
         host: 0,
+        request: None,
     }
 }
 

@@ -35,6 +35,7 @@ fn record(owner: &str, key: &str, now: OffsetDateTime) -> TurnRecord {
         refusal: None,
         alive_until: None,
         host: 0,
+        request: None,
     }
 }
 

@@ -331,6 +331,7 @@ async fn a_turn_its_host_ended_reads_as_interrupted() {
         refusal: None,
         alive_until: None,
         host: 0,
+        request: None,
     };
     rig.deps.turns.begin(&turn).await.unwrap();
     let token_event = StoredEvent {
@@ -415,6 +416,13 @@ async fn chat_held_by_a_silent_turn(
         refusal: None,
         alive_until: Some(now + shared::turns::LIVENESS),
         host: 0,
+        request: Some(Box::new(shared::turns::TurnRequest {
+            message: message.to_owned(),
+            agent: None,
+            timezone: None,
+            language: None,
+            debug: false,
+        })),
     };
     let host = shared::turns::DynamoTurnStore::with_clock(
         test_support::dynamodb().await,
@@ -493,7 +501,16 @@ async fn a_resend_to_a_turn_whose_host_died_ends_it_interrupted_and_frees_the_ch
 /// A resend to a turn whose host died before its log held more than `logged` (nothing, or
 /// its `init`): the resend runs the turn and answers it; the stream has no gap and no
 /// duplicate, and the log replays as the resend saw it.
-async fn a_resend_runs_a_turn_whose_host_died_early(logged: Vec<StoredEvent>) {
+/// How a client whose stream broke asks for its turn again.
+#[derive(Clone, Copy)]
+enum Ask {
+    /// `POST /chat` with the same body and `Idempotency-Key`.
+    Resend,
+    /// `GET …/turns/{turn_id}/events`, no body.
+    Resume,
+}
+
+async fn a_turn_whose_host_died_early_is_run_again(logged: Vec<StoredEvent>, ask: Ask) {
     let rig = Rig::start().await;
     let message = "Hello again";
     let held = chat_held_by_a_silent_turn(
@@ -508,8 +525,16 @@ async fn a_resend_runs_a_turn_whose_host_died_early(logged: Vec<StoredEvent>) {
 
     rig.llm.push(Reply::text("Answered by the new host."));
     let started = std::time::Instant::now();
-    let body = json!({"chat_id": held.chat_id, "message": message});
-    let resent = rig.chat_keyed(&held.token, "k-early", body).await;
+    let resent = match ask {
+        Ask::Resend => {
+            let body = json!({"chat_id": held.chat_id, "message": message});
+            rig.chat_keyed(&held.token, "k-early", body).await
+        }
+        Ask::Resume => {
+            rig.resume(&held.token, &held.chat_id, &held.turn.turn_id, None)
+                .await
+        }
+    };
     assert_eq!(resent.status, 200, "{:?}", resent.json);
     assert!(
         started.elapsed() < Duration::from_secs(5),
@@ -572,18 +597,24 @@ async fn a_resend_runs_a_turn_whose_host_died_early(logged: Vec<StoredEvent>) {
 
 #[tokio::test]
 async fn a_resend_runs_a_turn_whose_host_died_before_logging_anything() {
-    a_resend_runs_a_turn_whose_host_died_early(Vec::new()).await;
+    a_turn_whose_host_died_early_is_run_again(Vec::new(), Ask::Resend).await;
 }
 
 #[tokio::test]
-async fn a_resend_runs_a_turn_whose_host_died_after_logging_init() {
+async fn a_resume_runs_a_turn_whose_host_died_before_logging_anything() {
+    a_turn_whose_host_died_early_is_run_again(Vec::new(), Ask::Resume).await;
+}
+
+#[tokio::test]
+async fn a_resend_or_a_resume_runs_a_turn_whose_host_died_after_logging_init() {
     let init = StoredEvent {
         seq: 0,
         event: "init".into(),
         data: json!({"chat_id": "unused", "created": false, "turn_id": "unused", "language": "en"})
             .to_string(),
     };
-    a_resend_runs_a_turn_whose_host_died_early(vec![init]).await;
+    a_turn_whose_host_died_early_is_run_again(vec![init.clone()], Ask::Resend).await;
+    a_turn_whose_host_died_early_is_run_again(vec![init], Ask::Resume).await;
 }
 
 #[tokio::test]

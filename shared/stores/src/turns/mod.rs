@@ -11,7 +11,7 @@ mod dynamo;
 
 use async_trait::async_trait;
 pub use domain::turn::{
-    Begun, LIVENESS, RETENTION, StoredEvent, TurnRecord, TurnStatus, turn_id_for_key,
+    Begun, LIVENESS, RETENTION, StoredEvent, TurnRecord, TurnRequest, TurnStatus, turn_id_for_key,
 };
 pub use dynamo::DynamoTurnStore;
 
