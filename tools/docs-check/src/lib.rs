@@ -297,31 +297,6 @@ pub fn table(markdown: &str, header: &[&str]) -> Vec<Vec<String>> {
     rows
 }
 
-/// Where a table in the docs and the code disagree, both keyed by the row's name: rows the
-/// code has and the docs lack, rows the docs have and the code lacks, and differing cells.
-pub fn row_mismatches(
-    table: &str,
-    documented: &BTreeMap<String, Vec<String>>,
-    code: &BTreeMap<String, Vec<String>>,
-) -> Vec<String> {
-    let mut problems = Vec::new();
-    for (name, cells) in code {
-        match documented.get(name) {
-            None => problems.push(format!("{table}: no row for `{name}`, which the code has")),
-            Some(doc) if doc != cells => problems.push(format!(
-                "{table}: `{name}` is documented as {doc:?} but the code says {cells:?}"
-            )),
-            Some(_) => {}
-        }
-    }
-    for name in documented.keys().filter(|name| !code.contains_key(*name)) {
-        problems.push(format!(
-            "{table}: `{name}` is documented but not in the code"
-        ));
-    }
-    problems
-}
-
 /// Rows of a limits table (first cell → second cell) that do not state what the code says:
 /// each `(row, texts)` expectation needs its row, and each text in that row's limit cell.
 pub fn limit_mismatches(rows: &[Vec<String>], expected: &[(&str, Vec<String>)]) -> Vec<String> {

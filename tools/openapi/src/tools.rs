@@ -32,7 +32,7 @@ const ROUTES: [Route; 3] = [
         path: cash_search::handler::ROUTE,
         id: "searchCash",
         tag: "flights",
-        summary: "Cash fares from Amadeus",
+        summary: "Cash fares from Duffel or Amadeus (`CashFareProvider`)",
     },
     Route {
         function: "kb-retrieve",

@@ -1,25 +1,20 @@
-//! Tables in the docs that state what the code decides: the agent profiles and their tools,
-//! the tools, the input limits and the routes (the error codes' tables are generated:
-//! generated.rs). Each is compared with the code
-//! here (`make test`), so a change to one without the other fails; a fixture with wrong
-//! rows proves each comparison can fail.
+//! Tables in the docs whose rows the code decides but whose cells are prose: the tools the
+//! architecture describes and the input limits. Each is compared with the code here (`make
+//! test`); a fixture with wrong rows proves each comparison can fail. The tables the code
+//! writes whole are generated (generated.rs).
 
 use std::collections::BTreeMap;
 
 use agent::TurnErrorCode;
-use agent::profiles::{AgentCatalog, ToolChoiceMode};
-use docs_check::{limit_mismatches, row_mismatches, table};
+use docs_check::{limit_mismatches, table};
 use schemars::JsonSchema;
 use serde_json::Value;
 use shared::http::error::ErrorCode;
 
 const ARCHITECTURE: &str = include_str!("../../../../docs/architecture.md");
-const API: &str = include_str!("../../../../docs/api.md");
 const SECURITY: &str = include_str!("../../../../docs/security.md");
-const OPENAPI: &str = include_str!("../../../../docs/openapi.json");
 const WRONG: &str = include_str!("../fixtures/wrong-tables.md");
 
-const PROFILES: &[&str] = &["profile", "`tool_choice`", "`handoffs`"];
 const TOOLS: &[&str] = &["tool", "does"];
 const INPUT_LIMITS: &[&str] = &["what", "limit", "answer"];
 
@@ -28,50 +23,6 @@ type Rows = BTreeMap<String, Vec<String>>;
 /// The first backticked word of a cell: `` `travel` (default) `` → `travel`.
 fn name(cell: &str) -> String {
     cell.split('`').nth(1).unwrap_or(cell).to_owned()
-}
-
-/// A cell listing names: `` `a`, `b` `` → `a, b`; `none` stays.
-fn names(cell: &str) -> String {
-    let listed: Vec<&str> = cell.split('`').skip(1).step_by(2).collect();
-    if listed.is_empty() {
-        cell.to_owned()
-    } else {
-        listed.join(", ")
-    }
-}
-
-fn documented_profiles(markdown: &str) -> Rows {
-    table(markdown, PROFILES)
-        .iter()
-        .map(|row| (name(&row[0]), vec![name(&row[1]), names(&row[2])]))
-        .collect()
-}
-
-fn list_or_none(items: Vec<String>) -> String {
-    if items.is_empty() {
-        "none".into()
-    } else {
-        items.join(", ")
-    }
-}
-
-fn code_profiles() -> Rows {
-    let catalog = AgentCatalog::built_in().expect("config/agents.toml loads");
-    catalog
-        .profiles()
-        .map(|p| {
-            let choice = match &p.tool_choice {
-                ToolChoiceMode::Auto => "auto".to_owned(),
-                ToolChoiceMode::Required => "required".to_owned(),
-                ToolChoiceMode::None => "none".to_owned(),
-                ToolChoiceMode::Tool(tool) => tool.as_str().to_owned(),
-            };
-            (
-                p.name.clone(),
-                vec![choice, list_or_none(p.handoffs.clone())],
-            )
-        })
-        .collect()
 }
 
 /// The tools the table describes.
@@ -232,65 +183,6 @@ fn the_input_limits_table_states_the_code_s_limits() {
     );
 }
 
-/// Every `METHOD /path` of an entry point's routes cell.
-fn routes_cell(markdown: &str, entry_point: &str) -> Vec<String> {
-    let header = ["entry point", "stack output", "routes", "auth"];
-    let rows = table(markdown, &header);
-    let mut routes: Vec<String> = rows
-        .iter()
-        .filter(|row| row[0] == entry_point)
-        .flat_map(|row| {
-            row[2]
-                .split('`')
-                .skip(1)
-                .step_by(2)
-                .map(str::to_owned)
-                .collect::<Vec<_>>()
-        })
-        .collect();
-    routes.sort();
-    routes
-}
-
-/// The chat-router's routes in the OpenAPI document (which its own test checks against the
-/// router's code).
-fn router_routes() -> Vec<String> {
-    let document: Value = serde_json::from_str(OPENAPI).expect("docs/openapi.json parses");
-    let mut routes = Vec::new();
-    for (path, item) in document["paths"].as_object().into_iter().flatten() {
-        let tool_route = ["/flights", "/kb", "/internal"]
-            .iter()
-            .any(|p| path.starts_with(p));
-        for method in item.as_object().into_iter().flatten().map(|(m, _)| m) {
-            if !tool_route && ["get", "post", "delete", "put", "patch"].contains(&method.as_str()) {
-                routes.push(format!("{} {path}", method.to_uppercase()));
-            }
-        }
-    }
-    routes.sort();
-    routes
-}
-
-#[test]
-fn api_md_lists_every_route_of_the_chat_router() {
-    assert_eq!(
-        routes_cell(API, "chat-router Function URL"),
-        router_routes()
-    );
-    let wrong = routes_cell(WRONG, "chat-router Function URL");
-    assert!(!wrong.is_empty() && wrong != router_routes(), "{wrong:?}");
-}
-
-#[test]
-fn the_profile_table_is_config_agents_toml() {
-    let problems = row_mismatches(
-        "architecture.md profiles",
-        &documented_profiles(ARCHITECTURE),
-        &code_profiles(),
-    );
-    assert!(problems.is_empty(), "{problems:#?}");
-}
-
 #[test]
 fn the_tool_table_describes_registered_tools() {
     let documented = documented_tools(ARCHITECTURE);
@@ -303,17 +195,6 @@ fn the_tool_table_describes_registered_tools() {
 /// what differs.
 #[test]
 fn wrong_tables_are_reported() {
-    let profiles = row_mismatches("profiles", &documented_profiles(WRONG), &code_profiles());
-    assert!(
-        profiles
-            .iter()
-            .any(|p| p.contains("`travel` is documented as")),
-        "{profiles:#?}"
-    );
-    assert!(
-        profiles.iter().any(|p| p.contains("no row for `support`")),
-        "{profiles:#?}"
-    );
     let tools = unknown_tools(&documented_tools(WRONG));
     assert_eq!(
         tools,

@@ -458,6 +458,93 @@ fn iam(facts: &Value) -> Owned {
     }
 }
 
+/// Every route of the OpenAPI document (generated from the handlers' types) with what it
+/// does and the statuses it answers, but the three every route may answer.
+fn routes() -> Owned {
+    const EVERY_ROUTE: [&str; 3] = ["500", "502", "504"];
+    let text = std::fs::read_to_string(root().join("docs/openapi.json")).expect("openapi.json");
+    let document: Value = serde_json::from_str(&text).expect("openapi.json parses");
+    let mut rows = Vec::new();
+    for (path, item) in document["paths"].as_object().into_iter().flatten() {
+        for (method, op) in item.as_object().into_iter().flatten() {
+            if !["get", "post", "put", "patch", "delete"].contains(&method.as_str()) {
+                continue;
+            }
+            let statuses: Vec<&str> = op["responses"]
+                .as_object()
+                .into_iter()
+                .flatten()
+                .map(|(status, _)| status.as_str())
+                .filter(|status| !EVERY_ROUTE.contains(status))
+                .collect();
+            rows.push((
+                format!("{} {path}", method.to_uppercase()),
+                vec![
+                    op["summary"].as_str().unwrap_or_default().to_owned(),
+                    statuses.join(", "),
+                ],
+            ));
+        }
+    }
+    Owned {
+        name: "routes",
+        header: header(&["route", "does", "answers"]),
+        owned: 2,
+        rows,
+        kept: BTreeSet::new(),
+        order: Order::Code,
+        prose_optional: false,
+    }
+}
+
+/// The agent profiles of `config/agents.toml`: the default, how hard each pushes the model to
+/// call a tool, and whom it may hand off to.
+fn profiles() -> Owned {
+    use agent::profiles::AgentCatalog;
+    let catalog = AgentCatalog::built_in().expect("config/agents.toml loads");
+    let default = catalog.profile(None).map(|p| p.name.clone());
+    let choice = |c: &agent::llm::ToolChoice| match c {
+        agent::llm::ToolChoice::Auto => "`auto`".to_owned(),
+        agent::llm::ToolChoice::Required => "`required`".to_owned(),
+        agent::llm::ToolChoice::None => "`none`".to_owned(),
+        agent::llm::ToolChoice::Tool(name) => format!("`{name}`"),
+    };
+    let rows = catalog
+        .profiles()
+        .map(|p| {
+            let (first, later) = (p.tool_choice.for_step(0), p.tool_choice.for_step(1));
+            let tool_choice = if first == later {
+                choice(&first)
+            } else {
+                format!("{} (first step only)", choice(&first))
+            };
+            let handoffs = if p.handoffs.is_empty() {
+                "none".to_owned()
+            } else {
+                ticked(&p.handoffs)
+            };
+            let is_default = if default.as_ref() == Some(&p.name) {
+                "yes"
+            } else {
+                ""
+            };
+            (
+                p.name.clone(),
+                vec![is_default.to_owned(), tool_choice, handoffs],
+            )
+        })
+        .collect();
+    Owned {
+        name: "profiles",
+        header: header(&["profile", "default", "`tool_choice`", "`handoffs`"]),
+        owned: 3,
+        rows,
+        kept: BTreeSet::new(),
+        order: Order::Page,
+        prose_optional: false,
+    }
+}
+
 /// The error envelope's codes with their statuses, and the turn's `error` codes.
 fn error_codes() -> [Owned; 2] {
     let http = crate::code_tables::code_http_errors().into_iter().collect();
@@ -516,7 +603,12 @@ async fn the_reference_tables_are_what_the_code_generates() {
         (SECURITY, iam(&facts)),
     ]);
     let mut tables = tables;
+    tables.entry(API).or_default().push(routes());
     tables.entry(API).or_default().extend(error_codes());
+    tables
+        .entry("docs/architecture.md")
+        .or_default()
+        .push(profiles());
     let root = root();
     let problems: Vec<String> = tables
         .iter()
