@@ -125,9 +125,14 @@ def facts(template):
         known = set(resources) | parameters
         for policy in props.get("Policies", []):
             permissions += statements(policy, known)
+        defaults = template.get("Globals", {}).get("Function", {})
+        memory = props.get("MemorySize", defaults.get("MemorySize"))
+        timeout = props.get("Timeout", defaults.get("Timeout"))
         out_functions.append({
             "resource": name,
             "binary": binary(fn) or name,
+            "memory": f"{memory} MB",
+            "timeout": f"`{ref(timeout)}`" if ref(timeout) else f"{timeout} s",
             "hook": name in hooks,
             "log_group": group_name.replace("${AWS::StackName}", "<stack>") if isinstance(group_name, str) else None,
             "alarms": about,

@@ -357,6 +357,8 @@ fn functions(facts: &Value) -> Owned {
                 name,
                 vec![
                     what,
+                    f["memory"].as_str().unwrap_or_default().to_owned(),
+                    f["timeout"].as_str().unwrap_or_default().to_owned(),
                     format!("`{}`", f["log_group"].as_str().unwrap_or("—")),
                     ticked(&strings(&f["alarms"])),
                 ],
@@ -365,8 +367,15 @@ fn functions(facts: &Value) -> Owned {
         .collect();
     Owned {
         name: "functions",
-        header: header(&["resource", "binary", "log group", "alarms"]),
-        owned: 3,
+        header: header(&[
+            "resource",
+            "binary",
+            "memory",
+            "timeout",
+            "log group",
+            "alarms",
+        ]),
+        owned: 5,
         rows,
         kept: BTreeSet::new(),
         order: Order::Code,
