@@ -35,6 +35,40 @@ pub struct Owned {
     pub prose_optional: bool,
 }
 
+impl Owned {
+    /// A table the code writes in `order`, its key column and `owned` columns from `rows`,
+    /// every further column of `header` prose the page must write.
+    pub fn new(
+        name: &'static str,
+        header: &[&str],
+        owned: usize,
+        order: Order,
+        rows: Vec<(String, Vec<String>)>,
+    ) -> Self {
+        Self {
+            name,
+            header: header.iter().map(|c| (*c).to_owned()).collect(),
+            owned,
+            rows,
+            kept: BTreeSet::new(),
+            order,
+            prose_optional: false,
+        }
+    }
+
+    /// With rows the page writes whole.
+    pub fn keeping(mut self, kept: BTreeSet<String>) -> Self {
+        self.kept = kept;
+        self
+    }
+
+    /// With prose a row may leave empty.
+    pub fn prose_optional(mut self) -> Self {
+        self.prose_optional = true;
+        self
+    }
+}
+
 /// A page with its generated tables rewritten, and where the committed page differed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Regenerated {

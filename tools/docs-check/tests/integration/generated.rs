@@ -7,7 +7,7 @@
 //! "Read by" comes from running each binary's start-up (`Deps::from_env`, the command-line
 //! tools' argument parsers) against an environment that records what is read.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -219,8 +219,9 @@ fn ticked(names: &[String]) -> String {
     }
 }
 
-fn header(cells: &[&str]) -> Vec<String> {
-    cells.iter().map(|c| (*c).to_owned()).collect()
+/// The entries of a JSON array (none when it is not one).
+fn items(value: &Value) -> impl Iterator<Item = &Value> {
+    value.as_array().into_iter().flatten()
 }
 
 async fn settings(facts: &Value) -> Owned {
@@ -251,32 +252,24 @@ async fn settings(facts: &Value) -> Owned {
             )
         })
         .collect();
-    Owned {
-        name: "settings",
-        header: header(&[
+    Owned::new(
+        "settings",
+        &[
             "variable",
             "default",
             "read by",
             "template parameter",
             "meaning",
-        ]),
-        owned: 3,
+        ],
+        3,
+        Order::Page,
         rows,
-        kept: defaults
-            .keys()
-            .chain(std::iter::once(&"AWS_REGION".to_owned()))
-            .filter(|n| read_outside_the_code(n))
-            .cloned()
-            .collect::<BTreeSet<_>>()
-            .into_iter()
-            .chain(aws_rows())
-            .collect(),
-        order: Order::Page,
-        prose_optional: false,
-    }
+    )
+    // The SDK's and the log filter's rows: the page writes them.
+    .keeping(aws_rows().into_iter().collect())
 }
 
-/// The SDK's and the log filter's rows of the page (kept whole).
+/// The page's rows of variables read outside the project's code (the SDK's, the log filter).
 fn aws_rows() -> Vec<String> {
     let page = std::fs::read_to_string(root().join(CONFIGURATION)).unwrap_or_default();
     page.lines()
@@ -302,23 +295,19 @@ fn parameters(facts: &Value) -> Owned {
             (name, vec![show_default(&default), ticked(&variables)])
         })
         .collect();
-    Owned {
-        name: "parameters",
-        header: header(&["parameter", "default", "sets", "meaning"]),
-        owned: 2,
+    Owned::new(
+        "parameters",
+        &["parameter", "default", "sets", "meaning"],
+        2,
+        Order::Page,
         rows,
-        kept: BTreeSet::new(),
-        order: Order::Page,
-        // A parameter that only sets a variable is explained by the variable's row.
-        prose_optional: true,
-    }
+    )
+    // A parameter that only sets a variable is explained by the variable's row.
+    .prose_optional()
 }
 
 fn secrets(facts: &Value) -> Owned {
-    let rows = facts["secrets"]
-        .as_array()
-        .into_iter()
-        .flatten()
+    let rows = items(&facts["secrets"])
         .map(|s| {
             (
                 s["name"].as_str().unwrap_or_default().to_owned(),
@@ -329,22 +318,17 @@ fn secrets(facts: &Value) -> Owned {
             )
         })
         .collect();
-    Owned {
-        name: "secrets",
-        header: header(&["secret", "named by", "readable by", "holds"]),
-        owned: 2,
+    Owned::new(
+        "secrets",
+        &["secret", "named by", "readable by", "holds"],
+        2,
+        Order::Code,
         rows,
-        kept: BTreeSet::new(),
-        order: Order::Code,
-        prose_optional: false,
-    }
+    )
 }
 
 fn functions(facts: &Value) -> Owned {
-    let rows = facts["functions"]
-        .as_array()
-        .into_iter()
-        .flatten()
+    let rows = items(&facts["functions"])
         .map(|f| {
             let name = f["resource"].as_str().unwrap_or_default().to_owned();
             let binary = f["binary"].as_str().unwrap_or_default();
@@ -365,22 +349,20 @@ fn functions(facts: &Value) -> Owned {
             )
         })
         .collect();
-    Owned {
-        name: "functions",
-        header: header(&[
+    Owned::new(
+        "functions",
+        &[
             "resource",
             "binary",
             "memory",
             "timeout",
             "log group",
             "alarms",
-        ]),
-        owned: 5,
+        ],
+        5,
+        Order::Code,
         rows,
-        kept: BTreeSet::new(),
-        order: Order::Code,
-        prose_optional: false,
-    }
+    )
 }
 
 fn tools() -> Owned {
@@ -421,9 +403,9 @@ fn tools() -> Owned {
             )
         })
         .collect();
-    Owned {
-        name: "tools",
-        header: header(&[
+    Owned::new(
+        "tools",
+        &[
             "tool",
             "timeout",
             "rate limit per user",
@@ -431,21 +413,16 @@ fn tools() -> Owned {
             "result cached",
             "approval",
             "MCP",
-        ]),
-        owned: 6,
+        ],
+        6,
+        Order::Code,
         rows,
-        kept: BTreeSet::new(),
-        order: Order::Code,
-        prose_optional: false,
-    }
+    )
 }
 
 /// What each function's role may do, from its policies in the template.
 fn iam(facts: &Value) -> Owned {
-    let rows = facts["functions"]
-        .as_array()
-        .into_iter()
-        .flatten()
+    let rows = items(&facts["functions"])
         .map(|f| {
             (
                 f["resource"].as_str().unwrap_or_default().to_owned(),
@@ -456,15 +433,13 @@ fn iam(facts: &Value) -> Owned {
             )
         })
         .collect();
-    Owned {
-        name: "iam",
-        header: header(&["resource", "binary", "its role may"]),
-        owned: 2,
+    Owned::new(
+        "iam",
+        &["resource", "binary", "its role may"],
+        2,
+        Order::Code,
         rows,
-        kept: BTreeSet::new(),
-        order: Order::Code,
-        prose_optional: false,
-    }
+    )
 }
 
 /// Every route of the OpenAPI document (generated from the handlers' types) with what it
@@ -495,15 +470,13 @@ fn routes() -> Owned {
             ));
         }
     }
-    Owned {
-        name: "routes",
-        header: header(&["route", "does", "answers"]),
-        owned: 2,
+    Owned::new(
+        "routes",
+        &["route", "does", "answers"],
+        2,
+        Order::Code,
         rows,
-        kept: BTreeSet::new(),
-        order: Order::Code,
-        prose_optional: false,
-    }
+    )
 }
 
 /// The agent profiles of `config/agents.toml`: the default, how hard each pushes the model to
@@ -543,15 +516,13 @@ fn profiles() -> Owned {
             )
         })
         .collect();
-    Owned {
-        name: "profiles",
-        header: header(&["profile", "default", "`tool_choice`", "`handoffs`"]),
-        owned: 3,
+    Owned::new(
+        "profiles",
+        &["profile", "default", "`tool_choice`", "`handoffs`"],
+        3,
+        Order::Page,
         rows,
-        kept: BTreeSet::new(),
-        order: Order::Page,
-        prose_optional: false,
-    }
+    )
 }
 
 /// The error envelope's codes with their statuses, and the turn's `error` codes.
@@ -562,24 +533,14 @@ fn error_codes() -> [Owned; 2] {
         .map(|code| (code, Vec::new()))
         .collect();
     [
-        Owned {
-            name: "http-errors",
-            header: header(&["code", "status", "produced when"]),
-            owned: 1,
-            rows: http,
-            kept: BTreeSet::new(),
-            order: Order::Page,
-            prose_optional: false,
-        },
-        Owned {
-            name: "turn-errors",
-            header: header(&["code", "when"]),
-            owned: 0,
-            rows: turn,
-            kept: BTreeSet::new(),
-            order: Order::Page,
-            prose_optional: false,
-        },
+        Owned::new(
+            "http-errors",
+            &["code", "status", "produced when"],
+            1,
+            Order::Page,
+            http,
+        ),
+        Owned::new("turn-errors", &["code", "when"], 0, Order::Page, turn),
     ]
 }
 
@@ -633,19 +594,17 @@ async fn the_reference_tables_are_what_the_code_generates() {
 /// The fixture's `limits` table: one row states another timeout than the code, one row the
 /// code no longer has, one row is missing, and one has no prose.
 fn fixture_table() -> Owned {
-    Owned {
-        name: "limits",
-        header: header(&["tool", "timeout", "what it does"]),
-        owned: 1,
-        rows: vec![
+    Owned::new(
+        "limits",
+        &["tool", "timeout", "what it does"],
+        1,
+        Order::Page,
+        vec![
             ("search".to_owned(), vec!["12 s".to_owned()]),
             ("ask".to_owned(), vec!["5 s".to_owned()]),
             ("new_tool".to_owned(), vec!["1 s".to_owned()]),
         ],
-        kept: BTreeSet::new(),
-        order: Order::Page,
-        prose_optional: false,
-    }
+    )
 }
 
 #[test]
