@@ -25,7 +25,6 @@ use shared::turns::{Begun, TurnRecord, TurnRequest, TurnStatus, turn_id_for_key}
 use crate::Deps;
 use crate::chats::chat_still_there;
 use crate::respond::{accept_language, error, follow, stream};
-use crate::turn_log::Successor;
 use crate::{takeover, turn_log, validate};
 use agent::guard::input::UserMessage;
 use agent::language;
@@ -67,35 +66,31 @@ pub struct ChatRequest {
 
 /// Writes the turn's record, which claims its idempotency key. `Err` is the whole answer
 /// when the key was used before (see [`begun_already`]).
-async fn begin(
-    deps: &Deps,
-    req: &Request,
-    record: &TurnRecord,
-    successor: impl FnOnce() -> Successor,
-) -> Result<(), Response<Body>> {
+async fn begin(deps: &Deps, req: &Request, record: &TurnRecord) -> Result<(), Response<Body>> {
     match deps.turns.begin(record).await {
         Ok(Begun::New) => Ok(()),
-        Ok(Begun::Existing(turn)) => Err(begun_already(deps, req, record, turn, successor).await),
+        Ok(Begun::Existing(turn)) => Err(begun_already(deps, req, record, turn).await),
         Err(e) => Err(error(&ApiError::from(&e))),
     }
 }
 
 /// The answer to a request whose idempotency key names a turn that exists: the same request
-/// follows the first turn from its first event (never a second turn), and takes the turn
-/// over if its host died early (`successor`); another request with that key is 422.
+/// follows the first turn from its first event (never a second turn), and runs the turn
+/// again from the request its record keeps if its host died early; another request with
+/// that key is 422.
 async fn begun_already(
     deps: &Deps,
     req: &Request,
     record: &TurnRecord,
     turn: TurnRecord,
-    successor: impl FnOnce() -> Successor,
 ) -> Response<Body> {
     if turn.fingerprint == record.fingerprint {
         if let Err(e) = chat_still_there(deps, &turn).await {
             return error(&e);
         }
         tracing::info!(turn_id = %turn.turn_id, "resent message; following its turn");
-        return follow(deps, req, turn, None, Some(successor()));
+        let successor = takeover::successor(deps, req, &turn);
+        return follow(deps, req, turn, None, successor);
     }
     error(&ApiError::new(
         ErrorCode::IdempotencyKeyReused,
@@ -129,15 +124,6 @@ pub(crate) async fn chat(deps: &Deps, req: &Request, user: AuthenticatedUser) ->
         begin_with: begin_with.to_vec(),
         resumes: false,
     };
-    // A resend's way to run the turn again if its host died before logging anything (in
-    // the turn's chat, which the turn holds and was counted for already).
-    let successor = || {
-        let resumed = TurnInput {
-            resumes: true,
-            ..input(&StopSignal::default(), &[])
-        };
-        takeover::successor(deps.clone(), resumed, debug)
-    };
     // A new chat's turn record goes into the chat's creating write; in an existing chat it
     // is written first, before the chat is taken.
     let begin_with = if record.created {
@@ -146,7 +132,7 @@ pub(crate) async fn chat(deps: &Deps, req: &Request, user: AuthenticatedUser) ->
             Err(e) => return error(&ApiError::from(&e)),
         }
     } else {
-        if let Err(response) = begin(deps, req, &record, successor).await {
+        if let Err(response) = begin(deps, req, &record).await {
             return response;
         }
         Vec::new()
@@ -164,9 +150,7 @@ pub(crate) async fn chat(deps: &Deps, req: &Request, user: AuthenticatedUser) ->
     // stream starts; the record keeps why, for a resend that is following it.
     match opened {
         Ok(turn) => stream(deps.clone(), turn, record, stop, debug),
-        Err(shared::Error::TurnBegun(turn)) => {
-            begun_already(deps, req, &record, *turn, successor).await
-        }
+        Err(shared::Error::TurnBegun(turn)) => begun_already(deps, req, &record, *turn).await,
         Err(e) => {
             let api = ApiError::from(&e);
             if let Err(e) = deps.turns.refuse(&record, json!(api)).await {

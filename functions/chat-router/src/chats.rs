@@ -44,7 +44,7 @@ pub(crate) async fn turn_events(
         return error(&e);
     }
     // A turn whose host died before logging more than `init` is run again here.
-    let successor = takeover::for_resume(deps, req, &turn);
+    let successor = takeover::successor(deps, req, &turn);
     follow(deps, req, turn, after, successor)
 }
 

@@ -1,6 +1,6 @@
-//! A resent request takes its turn over when the turn's host died before anything of the
-//! turn reached the log but `init` (before the model's first token or tool call was
-//! written): it becomes the turn's host ([`shared::turns::TurnStore::take_over`]) and runs
+//! A resent request or a resume takes its turn over when the turn's host died before
+//! anything of the turn reached the log but `init` (before the model's first token or tool
+//! call was written): it becomes the turn's host ([`shared::turns::TurnStore::take_over`]) and runs
 //! the turn again in its own process, streaming on from where the log ends. Nothing the
 //! dead host did is repeated that anyone saw: no event of it is in the log and the chat
 //! holds nothing of the turn (checked first: a host that got that far before its events
@@ -29,15 +29,10 @@ use shared::observability::Trace;
 /// its first write holds the user's message and the step's messages.
 const RECENT: u32 = 4;
 
-/// The [`Successor`] of a resent request: `input` is the request's turn, marked `resumes`.
-pub(crate) fn successor(deps: Deps, input: TurnInput, debug: bool) -> Successor {
-    Box::new(move |turn, next, client| Box::pin(take_over(deps, input, debug, turn, next, client)))
-}
-
-/// The [`Successor`] of a resume (`GET …/events`, no body): the turn's request as its
-/// record keeps it, marked `resumes`; `None` when the record keeps none (a decision's turn)
-/// or names an agent the catalog no longer has.
-pub(crate) fn for_resume(deps: &Deps, req: &Request, turn: &TurnRecord) -> Option<Successor> {
+/// The [`Successor`] of a resend or a resume (`GET …/events`, no body): the turn's request
+/// as its record keeps it, marked `resumes`; `None` when the record keeps none (a
+/// decision's turn) or names an agent the catalog no longer has.
+pub(crate) fn successor(deps: &Deps, req: &Request, turn: &TurnRecord) -> Option<Successor> {
     let request = turn.request.as_ref()?;
     let profile = deps.agents.profile(request.agent.as_deref())?.clone();
     let timezone = match request.timezone.as_deref().map(UserTimeZone::parse) {
@@ -62,7 +57,10 @@ pub(crate) fn for_resume(deps: &Deps, req: &Request, turn: &TurnRecord) -> Optio
         begin_with: Vec::new(),
         resumes: true,
     };
-    Some(successor(deps.clone(), input, request.debug))
+    let (deps, debug) = (deps.clone(), request.debug);
+    Some(Box::new(move |turn, next, client| {
+        Box::pin(take_over(deps, input, debug, turn, next, client))
+    }))
 }
 
 /// Takes `turn` over and runs it to its end on `client`; gives the client back when the
