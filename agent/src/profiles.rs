@@ -130,20 +130,7 @@ impl AgentProfile {
             .model
             .as_deref()
             .unwrap_or_else(|| defaults.model(provider));
-        let fallback = self
-            .fallback
-            .iter()
-            .map(|entry| {
-                let provider = entry.provider.unwrap_or(provider);
-                ModelRef {
-                    provider,
-                    model: entry
-                        .model
-                        .clone()
-                        .unwrap_or_else(|| defaults.model(provider).to_owned()),
-                }
-            })
-            .collect();
+        let fallback = resolve_fallback(&self.fallback, provider, defaults);
         StepModels {
             provider,
             decision: self.decision_model.as_deref().unwrap_or(model).to_owned(),
@@ -214,6 +201,42 @@ pub struct FallbackModel {
     /// The model id; `None`: the provider's default (`OPENAI_MODEL`, `BEDROCK_MODEL_ID`).
     #[serde(default)]
     pub model: Option<String>,
+}
+
+/// `list`'s models, a provider left out being `own` and a model left out its provider's
+/// default.
+fn resolve_fallback(
+    list: &[FallbackModel],
+    own: Provider,
+    defaults: &ModelDefaults,
+) -> std::sync::Arc<[ModelRef]> {
+    list.iter()
+        .map(|entry| {
+            let provider = entry.provider.unwrap_or(own);
+            ModelRef {
+                provider,
+                model: entry
+                    .model
+                    .clone()
+                    .unwrap_or_else(|| defaults.model(provider).to_owned()),
+            }
+        })
+        .collect()
+}
+
+/// `list` names a provider or a model in every entry, and no empty model (`owner` says
+/// whose list it is in the error).
+fn check_fallback(list: &[FallbackModel], owner: &str, source: &str) -> Result<()> {
+    match list.iter().position(|f| {
+        f.model.as_deref().is_some_and(|m| m.trim().is_empty())
+            || (f.model.is_none() && f.provider.is_none())
+    }) {
+        Some(i) => Err(Error::Config(format!(
+            "{source}: {owner} has fallback model {} without a provider or model",
+            i + 1
+        ))),
+        None => Ok(()),
+    }
 }
 
 impl StepModels {
@@ -331,6 +354,9 @@ struct ToolEntry {
     cache_secs: Option<u64>,
     #[serde(default)]
     approval: Approval,
+    /// Only for `ask_gpt`, the one tool that calls a model.
+    #[serde(default)]
+    fallback: Vec<FallbackModel>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -351,6 +377,8 @@ pub struct AgentCatalog {
     agents: BTreeMap<String, AgentProfile>,
     tools: BTreeMap<ToolName, ToolSettings>,
     mcp_servers: Vec<McpServerConfig>,
+    /// `[tools.ask_gpt] fallback`: where `ask_gpt`'s calls go when its model is unavailable.
+    ask_gpt_fallback: Vec<FallbackModel>,
 }
 
 /// A tool's settings from its `[tools.<name>]` entry: timeout, rate limit and retries, each
@@ -416,15 +444,7 @@ fn check_agent(name: &str, entry: &AgentEntry, source: &str) -> Result<()> {
             "{source}: agent `{name}` has an empty {key}; leave it out for the default"
         )));
     }
-    if let Some(i) = entry.fallback.iter().position(|f| {
-        f.model.as_deref().is_some_and(|m| m.trim().is_empty())
-            || (f.model.is_none() && f.provider.is_none())
-    }) {
-        return Err(Error::Config(format!(
-            "{source}: agent `{name}` has fallback model {} without a provider or model",
-            i + 1
-        )));
-    }
+    check_fallback(&entry.fallback, &format!("agent `{name}`"), source)?;
     if let ToolChoiceMode::Tool(forced) = &entry.tool_choice
         && !entry.tools.contains(forced)
     {
@@ -490,11 +510,21 @@ impl AgentCatalog {
     pub fn from_toml(text: &str, source: &str) -> Result<Self> {
         let file: AgentsFile =
             toml::from_str(text).map_err(|e| Error::Config(format!("{source}: {e}")))?;
-        let tools = file
-            .tools
-            .into_iter()
-            .map(|(name, entry)| Ok((name, tool_settings(name, entry, source)?)))
-            .collect::<Result<BTreeMap<_, _>>>()?;
+        let mut ask_gpt_fallback = Vec::new();
+        let mut tools = BTreeMap::new();
+        for (name, mut entry) in file.tools {
+            let fallback = std::mem::take(&mut entry.fallback);
+            if !fallback.is_empty() {
+                if name != ToolName::ASK_GPT {
+                    return Err(Error::Config(format!(
+                        "{source}: tools.{name}.fallback: only ask_gpt calls a model"
+                    )));
+                }
+                check_fallback(&fallback, &format!("tools.{name}"), source)?;
+                ask_gpt_fallback = fallback;
+            }
+            tools.insert(name, tool_settings(name, entry, source)?);
+        }
         let mcp_servers = file
             .mcp_servers
             .into_iter()
@@ -547,7 +577,23 @@ impl AgentCatalog {
             agents,
             tools,
             mcp_servers,
+            ask_gpt_fallback,
         })
+    }
+
+    /// Where `ask_gpt`'s calls go, in order, when the deployment's default model stays
+    /// unavailable (`[tools.ask_gpt] fallback`; a provider left out is the deployment's).
+    pub fn ask_gpt_fallback(&self, defaults: &ModelDefaults) -> std::sync::Arc<[ModelRef]> {
+        resolve_fallback(&self.ask_gpt_fallback, defaults.provider, defaults)
+    }
+
+    /// Every provider some call of the deployment may go to: the default one, each
+    /// profile's and its fallbacks', and `ask_gpt`'s fallbacks'.
+    pub fn providers_used(&self, defaults: &ModelDefaults) -> Vec<Provider> {
+        let mut used = vec![defaults.provider];
+        used.extend(self.profiles().flat_map(|p| p.providers(defaults)));
+        used.extend(self.ask_gpt_fallback(defaults).iter().map(|m| m.provider));
+        used
     }
 
     /// The catalog compiled into the binary.
@@ -757,6 +803,38 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("modle"), "{err}");
+    }
+
+    #[test]
+    fn only_ask_gpt_may_name_fallback_models_among_the_tools() {
+        let catalog = |tool: &str, fallback: &str| {
+            AgentCatalog::from_toml(
+                &format!(
+                    "default_agent = \"a\"\n[tools.{tool}]\nfallback = {fallback}\n\
+                     [agents.a]\nsystem_prompt = \"x\"\n"
+                ),
+                "test",
+            )
+        };
+        let ok = catalog(
+            "ask_gpt",
+            "[{ provider = \"bedrock\" }, { model = \"mini\" }]",
+        )
+        .unwrap();
+        let defaults = defaults(Provider::OpenAi);
+        let refs: Vec<String> = ok
+            .ask_gpt_fallback(&defaults)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(refs, ["bedrock:bedrock-default", "openai:mini"]);
+        assert!(ok.providers_used(&defaults).contains(&Provider::Bedrock));
+        let err = catalog("search_flights", "[{ model = \"m\" }]")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("only ask_gpt calls a model"), "{err}");
+        let err = catalog("ask_gpt", "[{}]").unwrap_err().to_string();
+        assert!(err.contains("tools.ask_gpt has fallback model 1"), "{err}");
     }
 
     #[test]

@@ -314,13 +314,8 @@ fn llm_client(
     agents: &AgentCatalog,
     clients: &ToolClients,
 ) -> Result<Providers> {
-    let defaults = config.llm.model_defaults();
-    let used = |provider: Provider| {
-        config.llm.provider == provider
-            || agents
-                .profiles()
-                .any(|p| p.providers(&defaults).any(|used| used == provider))
-    };
+    let used_providers = agents.providers_used(&config.llm.model_defaults());
+    let used = |provider: Provider| used_providers.contains(&provider);
     let settings = ClientSettings {
         base_url: config.llm.base_url.clone(),
         stream_usage: config.llm.stream_usage,
@@ -358,6 +353,7 @@ struct ToolStores {
 /// What the tools are built from (`agent_tools::build_all`, where a new tool is listed).
 fn tool_deps(
     config: &ToolsConfig,
+    agents: &AgentCatalog,
     functions: FunctionClient,
     llm: Arc<dyn LlmProvider>,
     stores: ToolStores,
@@ -381,7 +377,9 @@ fn tool_deps(
         support_contact: config.support_contact.clone(),
         metrics,
         ask_gpt: AskGptConfig {
+            provider: config.llm.provider,
             model: config.llm.default_model().to_owned(),
+            fallback: agents.ask_gpt_fallback(&config.llm.model_defaults()),
             system_prompt: ASK_GPT_PROMPT.to_owned(),
             fixed_temperature_models: config.llm.fixed_temperature_models.clone(),
             max_tokens: config.llm.max_tokens,
@@ -514,6 +512,7 @@ impl ToolRuntime {
         };
         let deps = tool_deps(
             config,
+            agents,
             functions,
             llm.clone(),
             stores,

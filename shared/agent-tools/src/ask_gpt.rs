@@ -86,7 +86,7 @@ impl Tool for AskGptTool {
         messages.push(PromptMessage::user(args.query.clone()));
         let request = CompletionRequest {
             // The deployment's default provider and its model.
-            provider: None,
+            provider: Some(self.config.provider),
             model: self.config.model.clone(),
             messages: messages.into(),
             tools: Default::default(),
@@ -96,7 +96,7 @@ impl Tool for AskGptTool {
                 .accepts_temperature()
                 .then(|| args.temperature() as f32),
             max_tokens: Some(self.config.max_tokens),
-            fallback: Default::default(),
+            fallback: self.config.fallback.clone(),
         };
         let scope = UsageScope {
             user_id: &ctx.user_id,
@@ -145,7 +145,9 @@ mod tests {
     #[test]
     fn temperature_is_left_out_for_fixed_models() {
         let mut config = AskGptConfig {
+            provider: agent_core::llm::Provider::OpenAi,
             model: "GPT-5-mini".into(),
+            fallback: Default::default(),
             system_prompt: String::new(),
             fixed_temperature_models: vec!["gpt-5".into(), "o1".into()],
             max_tokens: 1024,

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use agent_core::llm::LlmProvider;
+use agent_core::llm::{LlmProvider, ModelRef, Provider};
 use guardrails::links::LinkPolicy;
 use shared::alerts::AlertStore;
 use shared::memory::MemoryStore;
@@ -162,8 +162,13 @@ mod tests {
 /// `ask_gpt`'s model and prompt, from the deployment's LLM settings.
 #[derive(Debug, Clone)]
 pub struct AskGptConfig {
+    /// Who answers: the deployment's provider (`LLM_PROVIDER`).
+    pub provider: Provider,
     /// The model that answers (the deployment's default, not the profile's).
     pub model: String,
+    /// Where the call goes, in order, when `model` stays unavailable before its first token
+    /// (`[tools.ask_gpt] fallback` in the agent catalog); empty: nowhere.
+    pub fallback: Arc<[ModelRef]>,
     /// Prepended to the question; says how to answer.
     pub system_prompt: String,
     /// Model-name prefixes that reject a custom temperature (e.g. `gpt-5`, `o1`): for them

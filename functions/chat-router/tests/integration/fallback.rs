@@ -179,3 +179,58 @@ async fn a_model_that_keeps_failing_rests_and_its_calls_go_straight_to_the_next(
         .collect();
     assert_eq!(models, [json!("backup")]);
 }
+
+#[tokio::test]
+async fn ask_gpt_falls_back_to_the_models_its_tool_settings_list() {
+    const ASK_AGENTS: &str = r#"
+default_agent = "travel"
+[tools.ask_gpt]
+fallback = [{ provider = "bedrock", model = "ask-backup" }]
+[agents.travel]
+system_prompt = "test"
+tools = ["ask_gpt"]
+provider = "openai"
+model = "primary"
+"#;
+    let rig = Rig::with(
+        |vars| vars.push(("LLM_PRICES_JSON".into(), PRICES.into())),
+        Some(ASK_AGENTS),
+    )
+    .await;
+    // The turn's model asks ask_gpt; ask_gpt's own model (the deployment's default) is
+    // unavailable, its fallback answers; then the turn's model writes the answer.
+    rig.llm.when(
+        matchers::model("primary"),
+        Reply::tool_call("ask_gpt", json!({"query": "Why is the sky blue?"})),
+    );
+    for _ in 0..ATTEMPTS {
+        rig.llm
+            .when(matchers::model("gpt-4o-mini"), Reply::status(503));
+    }
+    rig.llm.when(
+        matchers::model("ask-backup"),
+        Reply::text("Rayleigh scattering.").with_usage(10, 5),
+    );
+    rig.llm.when(
+        matchers::model("primary"),
+        Reply::text("Because of Rayleigh scattering."),
+    );
+    let turn = say(&rig, &test_support::unique("fallback-ask"), "Why blue?").await;
+    assert_eq!(turn.status, 200, "{:?}", turn.json);
+    let result = turn.first("tool_result");
+    assert_eq!(result["status"], json!("succeeded"), "{result}");
+    assert_eq!(turn.text(), "Because of Rayleigh scattering.");
+
+    // The turn's model, ask_gpt's model on every attempt, its Bedrock fallback, the turn's.
+    let mut expected = vec![Protocol::OpenAi; ATTEMPTS + 1];
+    expected.push(Protocol::Bedrock);
+    expected.push(Protocol::OpenAi);
+    assert_eq!(rig.llm.protocols(), expected);
+    let mut calls = llm_calls(&rig);
+    calls.sort_by(|a, b| a.0.cmp(&b.0));
+    assert!(
+        calls.contains(&("ask-backup".into(), 1.0, 0.0))
+            && calls.contains(&("gpt-4o-mini".into(), 1.0, 1.0)),
+        "{calls:?}"
+    );
+}
