@@ -244,7 +244,7 @@ pub struct ToolClients {
 impl ToolClients {
     /// The clients of a Lambda container, from the SDK configuration and the environment
     /// (`SECRETS_CACHE_TTL_SECS`).
-    pub fn from_sdk(
+    pub async fn from_sdk(
         sdk: &aws_config::SdkConfig,
         env: &Env,
         llm: Arc<dyn LlmClients>,
@@ -257,7 +257,7 @@ impl ToolClients {
         ));
         let http = shared::upstream::http_client()?;
         // Traces, when a collector is configured (`OTEL_EXPORTER_OTLP_ENDPOINT`).
-        shared::telemetry::configure(env, &http);
+        shared::telemetry::configure(env, &http, &secrets).await;
         Ok(Self {
             dynamodb: shared::aws::dynamodb(sdk),
             sqs: sqs_client(sdk),

@@ -69,7 +69,8 @@ impl Deps {
             Arc::new(llm::Clients::from_sdk(&sdk)),
             SigV4Signer::from_sdk_config(&sdk),
             Metrics::stdout("chat-router", env),
-        )?;
+        )
+        .await?;
         let deps = Self::new(config, agents, auth, clients)?;
         deps.agent.warm();
         Ok(deps)

@@ -28,7 +28,8 @@ pub async fn from_env(env: &Env) -> shared::Result<Deps> {
         Arc::new(agent::llm::NoClients),
         agent::tools::SigV4Signer::from_sdk_config(&sdk),
         shared::metrics::Metrics::stdout("mcp-server", env),
-    )?;
+    )
+    .await?;
     build(env, clients)
 }
 

@@ -117,7 +117,8 @@ impl Deps {
             Arc::new(llm::Clients::from_sdk(&sdk)),
             agent::tools::SigV4Signer::from_sdk_config(&sdk),
             shared::metrics::Metrics::stdout("tool-worker", env),
-        )?;
+        )
+        .await?;
         let deps = Self::new(config, &agents, clients)?;
         // Every job's result is scanned: the detector is built at init, not by the first job.
         agent::guard::detect::warm();

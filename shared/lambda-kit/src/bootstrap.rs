@@ -40,7 +40,7 @@ impl Basics {
         );
         let http = crate::upstream::http_client()?;
         // Traces, when a collector is configured (`OTEL_EXPORTER_OTLP_ENDPOINT`).
-        crate::telemetry::configure(env, &http);
+        crate::telemetry::configure(env, &http, &secrets).await;
         Ok(Self {
             http,
             sdk,

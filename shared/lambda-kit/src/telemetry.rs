@@ -11,6 +11,7 @@
 //! function calls before its invocation ends (Lambda freezes a container between
 //! invocations, so nothing may be left to a background thread).
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock, PoisonError};
 use std::time::Duration;
@@ -27,6 +28,7 @@ use tracing_subscriber::filter::dynamic_filter_fn;
 use tracing_subscriber::registry::LookupSpan;
 
 use crate::config::Env;
+use crate::secrets::SecretsCache;
 
 /// The target of the spans and events that go into the trace.
 pub const TARGET: &str = "otel";
@@ -163,6 +165,10 @@ pub struct TelemetryConfig {
     pub service_name: Option<String>,
     /// A trace's page in a viewer, `{trace_id}` standing for its id (`TRACE_VIEW_URL`).
     pub view_url: Option<String>,
+    /// The secret holding the headers of every export, as `OTEL_EXPORTER_OTLP_HEADERS`
+    /// writes them (`api-key=...,x-team=...`): a vendor's key stays out of the environment
+    /// (`OTEL_EXPORTER_OTLP_HEADERS_SECRET`).
+    pub headers_secret: Option<String>,
 }
 
 impl TelemetryConfig {
@@ -187,19 +193,48 @@ impl TelemetryConfig {
         let view_url = r
             .optional("TRACE_VIEW_URL")
             .filter(|u| u.contains("{trace_id}"));
+        let headers_secret = r
+            .optional("OTEL_EXPORTER_OTLP_HEADERS_SECRET")
+            .filter(|v| !v.trim().is_empty());
         r.finish(Self {
             endpoint,
             capture_content,
             service_name,
             view_url,
+            headers_secret,
         })
     }
 }
 
+/// The headers of `text` in `OTEL_EXPORTER_OTLP_HEADERS`' form: `name=value` pairs apart by
+/// commas, values percent-encoded where they need to be (the exporter decodes them). An
+/// error names the pair by its place, never its value: the value is a credential.
+pub fn otlp_headers(text: &str) -> Result<HashMap<String, String>, String> {
+    let mut headers = HashMap::new();
+    for (i, pair) in text.split(',').map(str::trim).enumerate() {
+        if pair.is_empty() {
+            continue;
+        }
+        let place = i + 1;
+        let (name, value) = pair
+            .split_once('=')
+            .ok_or_else(|| format!("header {place} is not `name=value`"))?;
+        let (name, value) = (name.trim(), value.trim());
+        if reqwest::header::HeaderName::from_bytes(name.as_bytes()).is_err() || value.is_empty() {
+            return Err(format!(
+                "header {place} needs a valid name and a value that is not empty"
+            ));
+        }
+        headers.insert(name.to_owned(), value.to_owned());
+    }
+    Ok(headers)
+}
+
 /// Turns traces on when `env` names a collector ([`TelemetryConfig`]), exporting with
-/// `http`. Returns whether they are on. The exporter is built once per container; the
-/// content setting follows the latest call.
-pub fn configure(env: &Env, http: &reqwest::Client) -> bool {
+/// `http` and the headers the configured secret holds (read through `secrets`). Returns
+/// whether they are on. The exporter is built once per container; the content setting
+/// follows the latest call.
+pub async fn configure(env: &Env, http: &reqwest::Client, secrets: &SecretsCache) -> bool {
     let config = match TelemetryConfig::from_env(env) {
         Ok(config) => config,
         Err(e) => {
@@ -209,6 +244,21 @@ pub fn configure(env: &Env, http: &reqwest::Client) -> bool {
     };
     let Some(endpoint) = config.endpoint else {
         return enabled();
+    };
+    let headers = match &config.headers_secret {
+        None => HashMap::new(),
+        Some(name) => match secrets.get(name).await.map(|v| otlp_headers(v.expose())) {
+            Ok(Ok(headers)) => headers,
+            // Exports without the collector's key would only be refused.
+            Ok(Err(problem)) => {
+                tracing::warn!(secret = %name, problem, "traces off: the OTLP headers secret is malformed");
+                return enabled();
+            }
+            Err(e) => {
+                tracing::warn!(secret = %name, error = %e, "traces off: the OTLP headers secret could not be read");
+                return enabled();
+            }
+        },
     };
     CAPTURE_CONTENT.store(config.capture_content, Ordering::Relaxed);
     if let Some(url) = config.view_url {
@@ -220,6 +270,7 @@ pub fn configure(env: &Env, http: &reqwest::Client) -> bool {
         .with_endpoint(endpoint.clone())
         .with_http_client(http.clone())
         .with_timeout(Duration::from_secs(2))
+        .with_headers(headers)
         .build();
     match built {
         Ok(exporter) => {
@@ -388,7 +439,21 @@ mod tests {
     use super::*;
 
     #[test]
-    fn empty_endpoints_leave_traces_off() {
+    fn otlp_headers_are_read_as_the_environment_variable_writes_them() {
+        let headers = otlp_headers(" api-key = k%3D1 ,x-team=t, ").unwrap();
+        assert_eq!(headers.len(), 2);
+        assert_eq!(headers["api-key"], "k%3D1");
+        assert_eq!(headers["x-team"], "t");
+        assert!(otlp_headers("").unwrap().is_empty());
+        for bad in ["just-a-key", "bad name=s3cret", "x-team=", "a=1,s3cret"] {
+            let err = otlp_headers(bad).unwrap_err();
+            assert!(err.contains("header"), "{bad}: {err}");
+            assert!(!err.contains("s3cret"), "the value leaked: {err}");
+        }
+    }
+
+    #[tokio::test]
+    async fn empty_endpoints_leave_traces_off() {
         let env = Env::from_pairs([
             ("OTEL_EXPORTER_OTLP_ENDPOINT".to_owned(), String::new()),
             (
@@ -397,7 +462,23 @@ mod tests {
             ),
         ]);
         let http = reqwest::Client::new();
-        assert!(!configure(&env, &http));
+        let secrets = SecretsCache::new(std::sync::Arc::new(NoSecrets), Duration::from_secs(60));
+        assert!(!configure(&env, &http, &secrets).await);
         assert!(headers_of(&tracing::Span::current()).is_empty());
+    }
+
+    struct NoSecrets;
+
+    #[async_trait::async_trait]
+    impl crate::secrets::SecretSource for NoSecrets {
+        async fn fetch(&self, name: &str) -> domain::Result<crate::secrets::SecretString> {
+            Err(domain::Error::Secret {
+                name: name.to_owned(),
+                message: "none here".into(),
+            })
+        }
+        async fn store(&self, _: &str, _: &str) -> domain::Result<()> {
+            Ok(())
+        }
     }
 }

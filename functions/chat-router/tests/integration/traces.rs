@@ -100,8 +100,15 @@ async fn receiver() -> MockServer {
     receiver
 }
 
-fn traces_to(receiver: &MockServer, capture: bool) {
-    let mut vars = vec![("OTEL_EXPORTER_OTLP_ENDPOINT".to_owned(), receiver.uri())];
+/// Turns traces on towards `receiver`, with the collector's key from a secret.
+async fn traces_to(receiver: &MockServer, capture: bool) {
+    let headers =
+        test_support::create_secret("otlp-headers", "x-collector-key=k%3Dtest, x-team=travel")
+            .await;
+    let mut vars = vec![
+        ("OTEL_EXPORTER_OTLP_ENDPOINT".to_owned(), receiver.uri()),
+        ("OTEL_EXPORTER_OTLP_HEADERS_SECRET".to_owned(), headers),
+    ];
     if capture {
         vars.push((
             "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT".to_owned(),
@@ -109,7 +116,13 @@ fn traces_to(receiver: &MockServer, capture: bool) {
         ));
     }
     let http = shared::upstream::http_client().unwrap_or_else(|e| panic!("{e}"));
-    assert!(shared::telemetry::configure(&Env::from_pairs(vars), &http));
+    let secrets = shared::secrets::SecretsCache::new(
+        std::sync::Arc::new(shared::secrets::AwsSecretSource::new(
+            test_support::secrets_manager().await,
+        )),
+        std::time::Duration::from_secs(60),
+    );
+    assert!(shared::telemetry::configure(&Env::from_pairs(vars), &http, &secrets).await);
 }
 
 /// The one test that turns traces on for this process (they are per container): the span
@@ -118,7 +131,7 @@ fn traces_to(receiver: &MockServer, capture: bool) {
 async fn a_flight_turn_is_one_trace_across_the_router_the_function_and_its_upstream() {
     shared::observability::init_tracing();
     let receiver = receiver().await;
-    traces_to(&receiver, false);
+    traces_to(&receiver, false).await;
 
     // The router's DynamoDB client as production builds it, so its calls are traced.
     let dynamodb = shared::aws::dynamodb(&test_support::sdk_config().await);
@@ -134,6 +147,12 @@ async fn a_flight_turn_is_one_trace_across_the_router_the_function_and_its_upstr
     assert_eq!(turn.names().last(), Some(&"done"));
     let chat_id = turn.chat_id();
     let spans = turn_trace(&receiver, &chat_id).await;
+    // Every export carries the collector's key from the secret, decoded.
+    for request in receiver.received_requests().await.unwrap_or_default() {
+        let key = request.headers.get("x-collector-key");
+        assert_eq!(key.and_then(|v| v.to_str().ok()), Some("k=test"));
+        assert!(request.headers.get("x-team").is_some());
+    }
 
     // The turn is the root; its model call and its tool call hang below it.
     let root = one(&spans, "invoke_agent travel");
@@ -238,7 +257,7 @@ async fn a_flight_turn_is_one_trace_across_the_router_the_function_and_its_upstr
     assert!(!everything.contains("gen_ai.tool.call.arguments"));
 
     // With it, the prompt and the call's arguments are there.
-    traces_to(&receiver, true);
+    traces_to(&receiver, true).await;
     rig.llm
         .push(Reply::tool_calls(vec![("search_flights", flight_args())]).with_usage(1000, 50));
     let opted = rig
@@ -247,7 +266,7 @@ async fn a_flight_turn_is_one_trace_across_the_router_the_function_and_its_upstr
             json!({"message": "Business FRA to JFK, the opted-in turn"}),
         )
         .await;
-    traces_to(&receiver, false);
+    traces_to(&receiver, false).await;
     assert_eq!(opted.status, 200, "{:?}", opted.json);
     let spans = turn_trace(&receiver, &opted.chat_id()).await;
     let chat = one(&spans, "chat gpt-4o-mini");
