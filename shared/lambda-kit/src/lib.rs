@@ -20,6 +20,7 @@ pub mod layers;
 pub mod limits;
 pub mod metrics;
 pub mod observability;
+mod otlp;
 pub mod runtime_loop;
 pub mod sdk_spans;
 pub mod secrets;

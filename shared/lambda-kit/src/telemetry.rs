@@ -11,17 +11,17 @@
 //! function calls before its invocation ends (Lambda freezes a container between
 //! invocations, so nothing may be left to a background thread).
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
-use opentelemetry::Context;
 use opentelemetry::propagation::{Injector, TextMapPropagator};
 use opentelemetry::trace::TracerProvider as _;
+use opentelemetry::{Context, KeyValue};
 use opentelemetry_sdk::error::OTelSdkResult;
 use opentelemetry_sdk::propagation::TraceContextPropagator;
-use opentelemetry_sdk::trace::{SdkTracerProvider, Span, SpanData, SpanExporter, SpanProcessor};
+use opentelemetry_sdk::trace::{SdkTracerProvider, Span, SpanData, SpanProcessor};
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 use tracing_subscriber::Layer;
 use tracing_subscriber::filter::dynamic_filter_fn;
@@ -43,7 +43,12 @@ const MAX_BUFFERED: usize = 2048;
 static ENABLED: AtomicBool = AtomicBool::new(false);
 static PROVIDER: OnceLock<SdkTracerProvider> = OnceLock::new();
 static BUFFER: OnceLock<std::sync::Arc<Buffer>> = OnceLock::new();
-static EXPORTER: OnceLock<opentelemetry_otlp::SpanExporter> = OnceLock::new();
+static EXPORT: OnceLock<Export> = OnceLock::new();
+/// The process's resource (`service.name`, the SDK's attributes), sent with every export.
+static RESOURCE: OnceLock<Vec<KeyValue>> = OnceLock::new();
+
+/// How long one export may take before its spans are dropped.
+const EXPORT_TIMEOUT: Duration = Duration::from_secs(2);
 static CAPTURE_CONTENT: AtomicBool = AtomicBool::new(false);
 static VIEW_URL: OnceLock<String> = OnceLock::new();
 
@@ -122,13 +127,18 @@ where
         })
         .clone();
     let provider = PROVIDER.get_or_init(|| {
+        let resource = opentelemetry_sdk::Resource::builder()
+            .with_service_name(service.to_owned())
+            .build();
+        let _ = RESOURCE.set(
+            resource
+                .iter()
+                .map(|(k, v)| KeyValue::new(k.clone(), v.clone()))
+                .collect(),
+        );
         SdkTracerProvider::builder()
             .with_span_processor(Buffered(buffer))
-            .with_resource(
-                opentelemetry_sdk::Resource::builder()
-                    .with_service_name(service.to_owned())
-                    .build(),
-            )
+            .with_resource(resource)
             .build()
     });
     tracing_opentelemetry::layer()
@@ -165,9 +175,10 @@ pub struct TelemetryConfig {
     pub service_name: Option<String>,
     /// A trace's page in a viewer, `{trace_id}` standing for its id (`TRACE_VIEW_URL`).
     pub view_url: Option<String>,
-    /// The secret holding the headers of every export, as `OTEL_EXPORTER_OTLP_HEADERS`
-    /// writes them (`api-key=...,x-team=...`): a vendor's key stays out of the environment
-    /// (`OTEL_EXPORTER_OTLP_HEADERS_SECRET`).
+    /// Headers of every export (`OTEL_EXPORTER_OTLP_HEADERS`: `api-key=...,x-team=...`).
+    pub headers: Option<String>,
+    /// The secret holding more of them, in the same form, so a vendor's key stays out of
+    /// the environment (`OTEL_EXPORTER_OTLP_HEADERS_SECRET`); its headers win.
     pub headers_secret: Option<String>,
 }
 
@@ -193,6 +204,9 @@ impl TelemetryConfig {
         let view_url = r
             .optional("TRACE_VIEW_URL")
             .filter(|u| u.contains("{trace_id}"));
+        let headers = r
+            .optional("OTEL_EXPORTER_OTLP_HEADERS")
+            .filter(|v| !v.trim().is_empty());
         let headers_secret = r
             .optional("OTEL_EXPORTER_OTLP_HEADERS_SECRET")
             .filter(|v| !v.trim().is_empty());
@@ -201,16 +215,17 @@ impl TelemetryConfig {
             capture_content,
             service_name,
             view_url,
+            headers,
             headers_secret,
         })
     }
 }
 
 /// The headers of `text` in `OTEL_EXPORTER_OTLP_HEADERS`' form: `name=value` pairs apart by
-/// commas, values percent-encoded where they need to be (the exporter decodes them). An
-/// error names the pair by its place, never its value: the value is a credential.
-pub fn otlp_headers(text: &str) -> Result<HashMap<String, String>, String> {
-    let mut headers = HashMap::new();
+/// commas, values percent-encoded where they need to be. An error names the pair by its
+/// place, never its value: the value is a credential.
+pub fn otlp_headers(text: &str) -> Result<HeaderMap, String> {
+    let mut headers = HeaderMap::new();
     for (i, pair) in text.split(',').map(str::trim).enumerate() {
         if pair.is_empty() {
             continue;
@@ -219,15 +234,33 @@ pub fn otlp_headers(text: &str) -> Result<HashMap<String, String>, String> {
         let (name, value) = pair
             .split_once('=')
             .ok_or_else(|| format!("header {place} is not `name=value`"))?;
-        let (name, value) = (name.trim(), value.trim());
-        if reqwest::header::HeaderName::from_bytes(name.as_bytes()).is_err() || value.is_empty() {
-            return Err(format!(
-                "header {place} needs a valid name and a value that is not empty"
-            ));
+        let value = percent_encoding::percent_decode_str(value.trim()).decode_utf8();
+        let parsed = (
+            HeaderName::from_bytes(name.trim().as_bytes()),
+            value.map(|v| HeaderValue::from_str(&v)),
+        );
+        match parsed {
+            (Ok(name), Ok(Ok(value))) if !value.is_empty() => {
+                headers.insert(name, value);
+            }
+            _ => {
+                return Err(format!(
+                    "header {place} needs a valid name and a value that is not empty"
+                ));
+            }
         }
-        headers.insert(name.to_owned(), value.to_owned());
     }
     Ok(headers)
+}
+
+/// Where and how the spans go: the collector's URL and headers, the process's resource,
+/// and the buffer each export is encoded into (`crate::otlp`).
+struct Export {
+    http: reqwest::Client,
+    url: reqwest::Url,
+    headers: HeaderMap,
+    resource: Vec<KeyValue>,
+    body: Mutex<Vec<u8>>,
 }
 
 /// Turns traces on when `env` names a collector ([`TelemetryConfig`]), exporting with
@@ -245,10 +278,20 @@ pub async fn configure(env: &Env, http: &reqwest::Client, secrets: &SecretsCache
     let Some(endpoint) = config.endpoint else {
         return enabled();
     };
-    let headers = match &config.headers_secret {
-        None => HashMap::new(),
-        Some(name) => match secrets.get(name).await.map(|v| otlp_headers(v.expose())) {
-            Ok(Ok(headers)) => headers,
+    let mut headers = match config.headers.as_deref().map(otlp_headers) {
+        None => HeaderMap::new(),
+        Some(Ok(headers)) => headers,
+        Some(Err(problem)) => {
+            tracing::warn!(
+                problem,
+                "traces off: OTEL_EXPORTER_OTLP_HEADERS is malformed"
+            );
+            return enabled();
+        }
+    };
+    if let Some(name) = &config.headers_secret {
+        match secrets.get(name).await.map(|v| otlp_headers(v.expose())) {
+            Ok(Ok(secret)) => headers.extend(secret),
             // Exports without the collector's key would only be refused.
             Ok(Err(problem)) => {
                 tracing::warn!(secret = %name, problem, "traces off: the OTLP headers secret is malformed");
@@ -258,47 +301,75 @@ pub async fn configure(env: &Env, http: &reqwest::Client, secrets: &SecretsCache
                 tracing::warn!(secret = %name, error = %e, "traces off: the OTLP headers secret could not be read");
                 return enabled();
             }
-        },
+        }
+    }
+    let url = match reqwest::Url::parse(&endpoint) {
+        Ok(url) if matches!(url.scheme(), "http" | "https") => url,
+        _ => {
+            // Traces are an aid: a bad endpoint must not stop the function.
+            tracing::warn!(endpoint = %endpoint, "traces off: the OTLP endpoint is not an http(s) URL");
+            return enabled();
+        }
     };
     CAPTURE_CONTENT.store(config.capture_content, Ordering::Relaxed);
     if let Some(url) = config.view_url {
         let _ = VIEW_URL.set(url);
     }
-    use opentelemetry_otlp::{WithExportConfig, WithHttpConfig};
-    let built = opentelemetry_otlp::SpanExporter::builder()
-        .with_http()
-        .with_endpoint(endpoint.clone())
-        .with_http_client(http.clone())
-        .with_timeout(Duration::from_secs(2))
-        .with_headers(headers)
-        .build();
-    match built {
-        Ok(exporter) => {
-            let _ = EXPORTER.set(exporter);
-            ENABLED.store(true, Ordering::Relaxed);
-            tracing::info!(endpoint = %endpoint, "traces on: OTLP/HTTP");
-        }
-        Err(e) => {
-            // Traces are an aid: a bad endpoint must not stop the function.
-            tracing::warn!(error = %e, "traces off: the OTLP exporter could not be built");
-        }
+    headers.insert(
+        reqwest::header::CONTENT_TYPE,
+        HeaderValue::from_static("application/x-protobuf"),
+    );
+    let export = Export {
+        http: http.clone(),
+        url,
+        headers,
+        resource: RESOURCE.get().cloned().unwrap_or_default(),
+        body: Mutex::new(Vec::with_capacity(8 * 1024)),
+    };
+    if EXPORT.set(export).is_ok() {
+        tracing::info!(endpoint = %endpoint, "traces on: OTLP/HTTP");
     }
+    ENABLED.store(true, Ordering::Relaxed);
     enabled()
 }
 
 /// Sends the spans finished so far. Every function awaits it before its invocation ends; a
 /// failed export is logged and dropped, never the request's failure.
 pub async fn flush() {
-    let (Some(buffer), Some(exporter)) = (BUFFER.get(), EXPORTER.get()) else {
+    let (Some(buffer), Some(export)) = (BUFFER.get(), EXPORT.get()) else {
         return;
     };
     let spans = buffer.take();
     if spans.is_empty() {
         return;
     }
+    let body = {
+        let mut encoded = export.body.lock().unwrap_or_else(PoisonError::into_inner);
+        crate::otlp::encode_export(&export.resource, &spans, &mut encoded);
+        encoded.clone()
+    };
     let count = spans.len();
-    if let Err(e) = exporter.export(spans).await {
-        tracing::warn!(spans = count, error = %e, "exporting spans failed; they are dropped");
+    drop(spans);
+    let sent = export
+        .http
+        .post(export.url.clone())
+        .headers(export.headers.clone())
+        .timeout(EXPORT_TIMEOUT)
+        .body(body)
+        .send()
+        .await;
+    match sent {
+        Ok(response) if response.status().is_success() => {}
+        Ok(response) => {
+            tracing::warn!(
+                spans = count,
+                status = response.status().as_u16(),
+                "the collector refused the spans; they are dropped"
+            );
+        }
+        Err(e) => {
+            tracing::warn!(spans = count, error = %e, "exporting spans failed; they are dropped");
+        }
     }
 }
 
@@ -442,7 +513,7 @@ mod tests {
     fn otlp_headers_are_read_as_the_environment_variable_writes_them() {
         let headers = otlp_headers(" api-key = k%3D1 ,x-team=t, ").unwrap();
         assert_eq!(headers.len(), 2);
-        assert_eq!(headers["api-key"], "k%3D1");
+        assert_eq!(headers["api-key"], "k=1");
         assert_eq!(headers["x-team"], "t");
         assert!(otlp_headers("").unwrap().is_empty());
         for bad in ["just-a-key", "bad name=s3cret", "x-team=", "a=1,s3cret"] {
