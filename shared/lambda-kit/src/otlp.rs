@@ -17,38 +17,66 @@ use opentelemetry::{Array, InstrumentationScope, KeyValue, Value};
 use opentelemetry_sdk::trace::SpanData;
 use prost::encoding::{WireType, encode_key, encode_varint, encoded_len_varint, key_len};
 
-/// Where encoded bytes go: a buffer, or a counter that sizes a message before it is
-/// written (protobuf puts a message's length before it).
+/// Where encoded bytes go. Protobuf puts a message's length before it, so an export is
+/// walked twice in the same order: [`Sizer`] measures every message once (inner ones first)
+/// and keeps the lengths in the order the messages begin, then [`Writer`] writes each
+/// message behind the length kept for it.
 trait Sink {
     fn key(&mut self, tag: u32, wire_type: WireType);
     fn varint(&mut self, value: u64);
     fn raw(&mut self, bytes: &[u8]);
+    fn message<M: Message>(&mut self, tag: u32, message: &M);
 }
 
-impl Sink for Vec<u8> {
-    fn key(&mut self, tag: u32, wire_type: WireType) {
-        encode_key(tag, wire_type, self);
-    }
-    fn varint(&mut self, value: u64) {
-        encode_varint(value, self);
-    }
-    fn raw(&mut self, bytes: &[u8]) {
-        self.extend_from_slice(bytes);
-    }
+/// The first walk: counts bytes, and keeps each message's length.
+struct Sizer<'a> {
+    count: usize,
+    lengths: &'a mut Vec<usize>,
 }
 
-/// Counts the bytes instead of writing them.
-struct Size(usize);
-
-impl Sink for Size {
+impl Sink for Sizer<'_> {
     fn key(&mut self, tag: u32, _: WireType) {
-        self.0 += key_len(tag);
+        self.count += key_len(tag);
     }
     fn varint(&mut self, value: u64) {
-        self.0 += encoded_len_varint(value);
+        self.count += encoded_len_varint(value);
     }
     fn raw(&mut self, bytes: &[u8]) {
-        self.0 += bytes.len();
+        self.count += bytes.len();
+    }
+    fn message<M: Message>(&mut self, tag: u32, message: &M) {
+        let slot = self.lengths.len();
+        self.lengths.push(0);
+        let outer = std::mem::replace(&mut self.count, 0);
+        message.fields(self);
+        let inner = std::mem::replace(&mut self.count, outer);
+        self.lengths[slot] = inner;
+        self.count += key_len(tag) + encoded_len_varint(inner as u64) + inner;
+    }
+}
+
+/// The second walk: writes, taking the lengths in the order the first walk kept them.
+struct Writer<'a> {
+    out: &'a mut Vec<u8>,
+    lengths: std::slice::Iter<'a, usize>,
+}
+
+impl Sink for Writer<'_> {
+    fn key(&mut self, tag: u32, wire_type: WireType) {
+        encode_key(tag, wire_type, self.out);
+    }
+    fn varint(&mut self, value: u64) {
+        encode_varint(value, self.out);
+    }
+    fn raw(&mut self, bytes: &[u8]) {
+        self.out.extend_from_slice(bytes);
+    }
+    fn message<M: Message>(&mut self, tag: u32, message: &M) {
+        // The walks visit the same messages in the same order: there is a length for each.
+        let length = self.lengths.next().copied().unwrap_or_default();
+        self.key(tag, WireType::LengthDelimited);
+        self.varint(length as u64);
+        message.fields(self);
     }
 }
 
@@ -58,11 +86,7 @@ trait Message {
 }
 
 fn message<S: Sink, M: Message>(out: &mut S, tag: u32, message: &M) {
-    let mut size = Size(0);
-    message.fields(&mut size);
-    out.key(tag, WireType::LengthDelimited);
-    out.varint(size.0 as u64);
-    message.fields(out);
+    out.message(tag, message);
 }
 
 /// A length-delimited field; proto3 leaves an empty one out.
@@ -299,6 +323,8 @@ impl Message for Scope<'_> {
 struct ScopeSpans<'a> {
     scope: &'a InstrumentationScope,
     spans: &'a [SpanData],
+    /// Every span is of `scope` (no need to compare).
+    only: bool,
 }
 
 impl Message for ScopeSpans<'_> {
@@ -307,7 +333,7 @@ impl Message for ScopeSpans<'_> {
         for span in self
             .spans
             .iter()
-            .filter(|s| s.instrumentation_scope == *self.scope)
+            .filter(|s| self.only || s.instrumentation_scope == *self.scope)
         {
             message(out, 2, &Span(span));
         }
@@ -338,32 +364,50 @@ impl Message for ResourceSpans<'_> {
     fn fields<S: Sink>(&self, out: &mut S) {
         message(out, 1, &Resource(self.resource));
         // One `ScopeSpans` per scope, in the order the scopes first appear (one, usually).
-        for (i, span) in self.spans.iter().enumerate() {
-            let scope = &span.instrumentation_scope;
-            if !self.spans[..i]
-                .iter()
-                .any(|s| s.instrumentation_scope == *scope)
-            {
-                message(
-                    out,
-                    2,
-                    &ScopeSpans {
-                        scope,
-                        spans: self.spans,
-                    },
-                );
+        let mut scopes: Vec<&InstrumentationScope> = Vec::new();
+        for span in self.spans {
+            if !scopes.contains(&&span.instrumentation_scope) {
+                scopes.push(&span.instrumentation_scope);
             }
+        }
+        let only = scopes.len() == 1;
+        for scope in scopes {
+            message(
+                out,
+                2,
+                &ScopeSpans {
+                    scope,
+                    spans: self.spans,
+                    only,
+                },
+            );
         }
     }
 }
 
 /// Writes the export of `spans`, from the process `resource` describes, into `out` (which
 /// is cleared first): the body of a `POST /v1/traces` with `application/x-protobuf`.
-pub fn encode_export(resource: &[KeyValue], spans: &[SpanData], out: &mut Vec<u8>) {
+/// `lengths` is scratch space, kept by the caller between exports.
+pub fn encode_export(
+    resource: &[KeyValue],
+    spans: &[SpanData],
+    out: &mut Vec<u8>,
+    lengths: &mut Vec<usize>,
+) {
     out.clear();
-    if !spans.is_empty() {
-        message(out, 1, &ResourceSpans { resource, spans });
+    lengths.clear();
+    if spans.is_empty() {
+        return;
     }
+    let export = ResourceSpans { resource, spans };
+    let mut sizer = Sizer { count: 0, lengths };
+    message(&mut sizer, 1, &export);
+    out.reserve(sizer.count);
+    let mut writer = Writer {
+        out,
+        lengths: lengths.iter(),
+    };
+    message(&mut writer, 1, &export);
 }
 
 #[cfg(test)]
@@ -474,8 +518,8 @@ mod tests {
             .iter()
             .map(|(k, v)| KeyValue::new(k.clone(), v.clone()))
             .collect();
-        let mut body = Vec::new();
-        encode_export(&attributes, &spans, &mut body);
+        let (mut body, mut lengths) = (Vec::new(), Vec::new());
+        encode_export(&attributes, &spans, &mut body, &mut lengths);
         let decoded = ExportTraceServiceRequest::decode(body.as_slice()).unwrap();
 
         let mut expected = group_spans_by_resource_and_scope(
@@ -494,7 +538,7 @@ mod tests {
         assert_eq!(got.scope_spans.len(), 2);
         assert_eq!(got.scope_spans[0].spans.len(), 2);
 
-        encode_export(&attributes, &[], &mut body);
+        encode_export(&attributes, &[], &mut body, &mut lengths);
         assert!(body.is_empty());
     }
 }

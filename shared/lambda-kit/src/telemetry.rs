@@ -260,7 +260,8 @@ struct Export {
     url: reqwest::Url,
     headers: HeaderMap,
     resource: Vec<KeyValue>,
-    body: Mutex<Vec<u8>>,
+    /// The encoded body and the encoder's scratch, kept between exports.
+    body: Mutex<(Vec<u8>, Vec<usize>)>,
 }
 
 /// Turns traces on when `env` names a collector ([`TelemetryConfig`]), exporting with
@@ -324,7 +325,7 @@ pub async fn configure(env: &Env, http: &reqwest::Client, secrets: &SecretsCache
         url,
         headers,
         resource: RESOURCE.get().cloned().unwrap_or_default(),
-        body: Mutex::new(Vec::with_capacity(8 * 1024)),
+        body: Mutex::new((Vec::with_capacity(8 * 1024), Vec::with_capacity(256))),
     };
     if EXPORT.set(export).is_ok() {
         tracing::info!(endpoint = %endpoint, "traces on: OTLP/HTTP");
@@ -344,8 +345,9 @@ pub async fn flush() {
         return;
     }
     let body = {
-        let mut encoded = export.body.lock().unwrap_or_else(PoisonError::into_inner);
-        crate::otlp::encode_export(&export.resource, &spans, &mut encoded);
+        let mut buffers = export.body.lock().unwrap_or_else(PoisonError::into_inner);
+        let (encoded, lengths) = &mut *buffers;
+        crate::otlp::encode_export(&export.resource, &spans, encoded, lengths);
         encoded.clone()
     };
     let count = spans.len();
