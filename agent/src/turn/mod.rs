@@ -11,6 +11,7 @@ mod decision;
 mod execute;
 
 pub use decision::CallDecision;
+pub use replay::{ReplayedCall, ReplayedStep};
 
 pub use execute::MAX_CALLS_STORED_PER_STEP;
 mod finish;
@@ -20,6 +21,7 @@ pub mod history;
 mod load;
 mod model;
 pub(crate) mod prompt;
+pub mod replay;
 mod usage;
 
 use std::sync::Arc;
@@ -133,6 +135,9 @@ pub struct TurnInput {
     /// turn but `init` was logged: it runs the turn again in its chat (`chat_id`), which
     /// the turn already holds and counted (see `chat-router`'s `turn_log`).
     pub resumes: bool,
+    /// The first model step, as the dead host took it, for a turn taken over after that
+    /// host logged the step's calls: the turn goes on from it without asking the model.
+    pub replay: Option<ReplayedStep>,
 }
 
 /// A turn whose chat is loaded: nothing can be refused any more.
@@ -403,7 +408,10 @@ impl Agent {
         state: &mut TurnState,
         events: &dyn EventSink,
     ) -> Result<Ending> {
-        if let Some(findings) = self.guard_input(input, state, events) {
+        // A replayed turn's message passed the guard in its first host.
+        if input.replay.is_none()
+            && let Some(findings) = self.guard_input(input, state, events)
+        {
             return Ok(Ending::Guarded(findings));
         }
         let max_steps = self.settings.max_tool_steps;
@@ -418,13 +426,18 @@ impl Agent {
             // After the last tool round, or once the message's calls are used up, the model
             // must answer in text.
             let offer_tools = step < max_steps && !state.tools.is_empty() && state.calls_left > 0;
+            let replayed = input.replay.as_ref().filter(|_| step == 0);
             let model::StepReply {
                 completion: reply,
                 cut,
                 offered_tools,
-            } = self
-                .step(input, state, &models, step, offer_tools, events)
-                .await?;
+            } = match replayed {
+                Some(replayed) => replayed.reply(&models.decision),
+                None => {
+                    self.step(input, state, &models, step, offer_tools, events)
+                        .await?
+                }
+            };
             state.steps += 1;
             state.answered_by = Some(reply.model.clone());
             // A stop during the step abandoned its stream: what it said so far is the answer.
@@ -450,7 +463,19 @@ impl Agent {
             // are aborted.
             let said = reply.content.clone();
             spoken = with_said(spoken, &said);
-            let Some((outcome, handed_to)) = self.execute_step(input, state, reply, events).await?
+            let unrepeated;
+            let step_events: &dyn EventSink = match replayed {
+                Some(step) => {
+                    unrepeated = replay::Unrepeated {
+                        inner: events,
+                        step,
+                    };
+                    &unrepeated
+                }
+                None => events,
+            };
+            let Some((outcome, handed_to)) =
+                self.execute_step(input, state, reply, step_events).await?
             else {
                 return Ok(Ending::Stopped(spoken));
             };

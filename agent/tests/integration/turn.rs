@@ -160,6 +160,7 @@ impl Rig {
             trace: None,
             begin_with: Vec::new(),
             resumes: false,
+            replay: None,
         }
     }
 

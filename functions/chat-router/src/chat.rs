@@ -123,6 +123,7 @@ pub(crate) async fn chat(deps: &Deps, req: &Request, user: AuthenticatedUser) ->
         trace: Trace::of(req),
         begin_with: begin_with.to_vec(),
         resumes: false,
+        replay: None,
     };
     // A new chat's turn record goes into the chat's creating write; in an existing chat it
     // is written first, before the chat is taken.

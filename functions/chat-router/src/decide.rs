@@ -94,6 +94,7 @@ pub async fn decide(
         trace: shared::observability::Trace::of(req),
         begin_with: Vec::new(),
         resumes: false,
+        replay: None,
     };
     match deps.agent.open(input).await {
         Ok(turn) => stream(deps.clone(), turn, record, stop, false),

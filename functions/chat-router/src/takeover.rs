@@ -1,12 +1,20 @@
-//! A resent request or a resume takes its turn over when the turn's host died before
-//! anything of the turn reached the log but `init` (before the model's first token or tool
-//! call was written): it becomes the turn's host ([`shared::turns::TurnStore::take_over`]) and runs
-//! the turn again in its own process, streaming on from where the log ends. Nothing the
-//! dead host did is repeated that anyone saw: no event of it is in the log and the chat
-//! holds nothing of the turn (checked first: a host that got that far before its events
-//! were logged is not taken over, its turn ends as interrupted). A tool call it left
-//! running is taken over by the new run at once when the tool only reads
-//! ([`orphaned_calls`]); one that writes or waits keeps the turn from running again.
+//! A resent request or a resume takes its turn over when the turn's host died while its
+//! first model step was under way: it becomes the turn's host
+//! ([`shared::turns::TurnStore::take_over`]) and runs the turn in its own process,
+//! streaming on from where the log ends.
+//!
+//! - Nothing but `init` logged: the turn runs again from its start.
+//! - The first step's text and calls logged ([`turn_log::Logged`]): the turn goes on from
+//!   that step (`agent::ReplayedStep`), its calls taken from the ledger, so the model is
+//!   not asked again; the calls run again through the pipeline, which answers those that
+//!   ended from the ledger and takes over those left running. Only calls of tools that
+//!   only read may be run so ([`replayed_step`]).
+//!
+//! Nothing the dead host did is repeated that anyone saw: the chat holds nothing of the
+//! turn (checked first: a host that wrote its step to the chat is not taken over, its turn
+//! ends as interrupted). A tool call it left running is taken over by the new run at once
+//! when the tool only reads ([`orphaned_calls`]); one that writes or waits keeps the turn
+//! from running again.
 
 use std::time::Instant;
 
@@ -15,11 +23,12 @@ use lambda_http::lambda_runtime::streaming::Sender;
 use shared::domain::tool_call::{ToolCallRecord, ToolCallStatus};
 use shared::turns::TurnRecord;
 
-use crate::turn_log::{self, Successor};
+use crate::turn_log::{self, Logged, LoggedStep, Successor};
 use crate::{Deps, respond};
 use agent::guard::input::UserMessage;
 use agent::texts::UserText;
 use agent::timezone::UserTimeZone;
+use agent::turn::{ReplayedCall, ReplayedStep};
 use agent::{StopSignal, TurnErrorCode, TurnEvent, TurnInput};
 use shared::domain::flight::Locale;
 use shared::http::lambda::deadline;
@@ -56,23 +65,27 @@ pub(crate) fn successor(deps: &Deps, req: &Request, turn: &TurnRecord) -> Option
         trace: Trace::of(req),
         begin_with: Vec::new(),
         resumes: true,
+        replay: None,
     };
     let (deps, debug) = (deps.clone(), request.debug);
-    Some(Box::new(move |turn, next, client| {
-        Box::pin(take_over(deps, input, debug, turn, next, client))
+    Some(Box::new(move |turn, logged, client| {
+        Box::pin(take_over(deps, input, debug, turn, logged, client))
     }))
 }
 
-/// Takes `turn` over and runs it to its end on `client`; gives the client back when the
-/// turn was not taken (see [`Successor`]).
+/// Takes `turn` over and runs it to its end on `client`, on from what its log holds; gives
+/// the client back when the turn was not taken (see [`Successor`]).
 async fn take_over(
     deps: Deps,
     input: TurnInput,
     debug: bool,
     turn: TurnRecord,
-    next: u64,
+    logged: Logged,
     client: Sender,
 ) -> Option<Sender> {
+    let (next, Some(step)) = (logged.next, logged.step) else {
+        return Some(client);
+    };
     match deps
         .chats
         .recent_messages(&turn.owner_id, &turn.chat_id, RECENT)
@@ -90,6 +103,14 @@ async fn take_over(
     }
     let Some(orphans) = orphaned_calls(&deps, &turn).await else {
         return Some(client);
+    };
+    let replay = if step.started.is_empty() && step.said.is_empty() {
+        None
+    } else {
+        match replayed_step(&deps, &turn, step).await {
+            Some(step) => Some(step),
+            None => return Some(client),
+        }
     };
     let left = input.deadline.saturating_duration_since(Instant::now());
     let deadline = time::OffsetDateTime::now_utc() + left;
@@ -116,6 +137,7 @@ async fn take_over(
     // In the chat the turn holds (a resend for a new chat names none).
     let input = TurnInput {
         chat_id: Some(record.chat_id.clone()),
+        replay,
         ..input
     };
     let stop = input.stop.clone();
@@ -168,6 +190,44 @@ async fn end_with_error(
     if let Err(e) = deps.chats.release(&record.chat_id, &record.turn_id).await {
         tracing::error!(turn_id = %record.turn_id, error = %e, "freeing the chat failed");
     }
+}
+
+/// The first step of `turn` as its dead host logged it, with its calls from the ledger:
+/// `None` (the turn is not taken over) when a call is not found, belongs to a tool that
+/// does not only read (running it again could act twice), or the step has text but no
+/// call (it was answering: the answer cannot be taken back).
+async fn replayed_step(deps: &Deps, turn: &TurnRecord, step: LoggedStep) -> Option<ReplayedStep> {
+    if step.started.is_empty() {
+        return None;
+    }
+    let mut calls = Vec::with_capacity(step.started.len());
+    for job_id in step.started {
+        let call = match deps
+            .ledger
+            .get(&turn.owner_id, &turn.chat_id, &job_id)
+            .await
+        {
+            Ok(call) => call,
+            Err(e) => {
+                tracing::warn!(turn_id = %turn.turn_id, call_id = %job_id, error = %e, "a logged call is not in the ledger; the turn is not taken over");
+                return None;
+            }
+        };
+        if !deps.agent.reruns_safely(call.tool) {
+            tracing::warn!(turn_id = %turn.turn_id, tool = %call.tool, "the logged step called a tool that must not run twice; the turn is not taken over");
+            return None;
+        }
+        calls.push(ReplayedCall {
+            job_id,
+            tool: call.tool,
+            arguments: call.request,
+        });
+    }
+    Some(ReplayedStep {
+        said: step.said,
+        calls,
+        ended: step.ended,
+    })
 }
 
 /// The tool calls the dead host of `turn` left running, which a new run of the turn takes

@@ -203,20 +203,100 @@ pub struct Follower {
 }
 
 /// What takes a turn over from its dead host and runs it on, streaming to the client
-/// (`chat`'s, from the resent request): given the turn as read, the sequence number to go
-/// on from and the client. It hands the client back when it could not take the turn.
+/// (`chat`'s, from the resent request): given the turn as read, what its log holds and the
+/// client. It hands the client back when it could not take the turn.
 pub type Successor = Box<
-    dyn FnOnce(TurnRecord, u64, Sender) -> futures::future::BoxFuture<'static, Option<Sender>>
+    dyn FnOnce(TurnRecord, Logged, Sender) -> futures::future::BoxFuture<'static, Option<Sender>>
         + Send,
 >;
+
+/// What a dead host's log says it did, for the request that takes its turn over: nothing
+/// but `init`, or the first model step's text and the calls it started (which the new host
+/// goes on from), or more than a new host can go on from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Logged {
+    /// The sequence number the new host's events go on from (0: the log is empty).
+    pub next: u64,
+    /// `None`: the log holds more than the first step's text and calls (a second step, an
+    /// answer, a refused or queued call): the turn cannot go on elsewhere.
+    pub step: Option<LoggedStep>,
+}
+
+/// The first model step as logged: its text before its calls, and its calls.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LoggedStep {
+    /// The step's text.
+    pub said: String,
+    /// The `job_id` of each call it started, in order.
+    pub started: Vec<String>,
+    /// The calls whose `tool_result` is logged.
+    pub ended: std::collections::HashSet<String>,
+}
+
+impl Logged {
+    /// Reads a dead host's log.
+    pub fn of(events: &[StoredEvent]) -> Self {
+        let next = events.last().map_or(0, |e| e.seq + 1);
+        let mut step = LoggedStep::default();
+        let field = |event: &StoredEvent, name: &str| {
+            serde_json::from_str::<serde_json::Value>(&event.data)
+                .ok()
+                .and_then(|data| data.get(name).cloned())
+        };
+        for event in events {
+            let fits = match event.event.as_str() {
+                "init" | "debug" | "tool_progress" => true,
+                // The step's text comes before its calls; text after them is a later step's.
+                "assistant_token" => {
+                    let text = field(event, "content");
+                    match text.as_ref().and_then(|t| t.as_str()) {
+                        Some(text) if step.started.is_empty() => {
+                            step.said.push_str(text);
+                            true
+                        }
+                        _ => false,
+                    }
+                }
+                "tool_started" => {
+                    let running = field(event, "status").is_some_and(|s| s == "running");
+                    match field(event, "job_id").and_then(|id| id.as_str().map(str::to_owned)) {
+                        Some(id) if running => {
+                            step.started.push(id);
+                            true
+                        }
+                        _ => false,
+                    }
+                }
+                // A refused call (no job id) cannot be told again from the ledger.
+                "tool_result" => {
+                    match field(event, "job_id").and_then(|id| id.as_str().map(str::to_owned)) {
+                        Some(id) => {
+                            step.ended.insert(id);
+                            true
+                        }
+                        None => false,
+                    }
+                }
+                _ => false,
+            };
+            if !fits {
+                return Self { next, step: None };
+            }
+        }
+        Self {
+            next,
+            step: Some(step),
+        }
+    }
+}
 
 /// Streams `turn`'s events after `after` (all of them, `init` first, for `None`) to
 /// `client`, following the log until `done` or until the [`Follower`]'s deadline.
 ///
-/// A turn whose host died before its log held anything but `init` is run again by the
-/// `successor`, when the follower is the resent request that has one: nothing of it
-/// reached the client or the chat, so running it again repeats no answer and no event.
-/// Any other dead turn is ended as interrupted.
+/// A turn whose host died before its log held more than `init` and the first model step's
+/// text and calls is taken over by the `successor`, when the follower is a resend or a
+/// resume that has one ([`Logged`]): it runs the turn again, or goes on from that step,
+/// streaming on from the log's end. Any other dead turn is ended as interrupted.
 pub async fn follow(
     store: Arc<dyn TurnStore>,
     chats: Arc<dyn ChatStore>,
@@ -232,8 +312,6 @@ pub async fn follow(
     // has none (it ended before its first write, or was logged before `init` was) gets the
     // record's.
     let mut last = after;
-    // Whether the log's events so far are `init` at most, and whether it had `init`.
-    let (mut only_init, mut logged_init) = (after.is_none(), false);
     loop {
         let read = match last {
             Some(seq) => store.events_after(&turn, seq).await,
@@ -258,8 +336,6 @@ pub async fn follow(
             if client.send_data(frame(event)).await.is_err() {
                 return;
             }
-            logged_init |= event.event == "init";
-            only_init &= event.event == "init";
             last = Some(event.seq);
             if event.event == "done" {
                 return;
@@ -307,12 +383,22 @@ pub async fn follow(
                 return;
             }
             TurnStatus::Running if turn.overdue(time::OffsetDateTime::now_utc() - GRACE) => {
-                if only_init && let Some(take_over) = successor.take() {
-                    tracing::warn!(turn_id = %turn.turn_id, "the turn's host is gone before it logged anything; running the turn here");
-                    match take_over(turn.clone(), u64::from(logged_init), client).await {
-                        None => return,
-                        // Not taken (alive after all, taken by another, or not resumable).
-                        Some(back) => client = back,
+                if let Some(take_over) = successor.take() {
+                    // The whole log: a follower that resumed after an id has not read it all.
+                    match store.events_from(&turn, 0).await.map(|e| Logged::of(&e)) {
+                        Ok(logged) if logged.step.is_some() => {
+                            tracing::warn!(turn_id = %turn.turn_id, next = logged.next, "the turn's host is gone; going on with the turn here");
+                            match take_over(turn.clone(), logged, client).await {
+                                None => return,
+                                // Not taken (alive after all, taken by another, or not
+                                // resumable).
+                                Some(back) => client = back,
+                            }
+                        }
+                        Ok(_) => {}
+                        Err(e) => {
+                            tracing::error!(turn_id = %turn.turn_id, error = %e, "reading the turn's events failed");
+                        }
                     }
                 }
                 tracing::warn!(turn_id = %turn.turn_id, "the turn's host is gone; ending it as interrupted");
@@ -421,5 +507,65 @@ pub fn cancel_response(turn: &TurnRecord) -> CancelResponse {
         status: turn.status,
         // The record keeps its flag after the turn ends; asking again then stops nothing.
         cancel_requested: turn.cancel_requested && turn.status == TurnStatus::Running,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn log(events: &[(&str, serde_json::Value)]) -> Vec<StoredEvent> {
+        events
+            .iter()
+            .enumerate()
+            .map(|(seq, (event, data))| StoredEvent {
+                seq: seq as u64,
+                event: (*event).to_owned(),
+                data: data.to_string(),
+            })
+            .collect()
+    }
+
+    fn started(job: &str, status: &str) -> (&'static str, serde_json::Value) {
+        (
+            "tool_started",
+            json!({"tool": "search_flights", "job_id": job, "deduped": false, "status": status}),
+        )
+    }
+
+    #[test]
+    fn a_log_is_read_as_its_first_steps_text_and_calls_or_as_more() {
+        let empty = Logged::of(&[]);
+        assert_eq!(empty.next, 0);
+        assert_eq!(empty.step, Some(LoggedStep::default()));
+
+        let step = Logged::of(&log(&[
+            ("init", json!({})),
+            ("assistant_token", json!({"content": "Let me look. "})),
+            started("tc_1", "running"),
+            started("tc_2", "running"),
+            ("tool_progress", json!({})),
+            ("tool_result", json!({"job_id": "tc_1"})),
+        ]));
+        assert_eq!(step.next, 6);
+        let step = step.step.unwrap();
+        assert_eq!(step.said, "Let me look. ");
+        assert_eq!(step.started, ["tc_1", "tc_2"]);
+        assert!(step.ended.contains("tc_1") && !step.ended.contains("tc_2"));
+
+        for beyond in [
+            // Text after the calls: a later step's.
+            vec![
+                started("tc_1", "running"),
+                ("assistant_token", json!({"content": "x"})),
+            ],
+            // A refused call, a queued one, an answer, a handoff.
+            vec![("tool_result", json!({"job_id": null}))],
+            vec![started("tc_1", "queued")],
+            vec![("final", json!({}))],
+            vec![("handoff", json!({}))],
+        ] {
+            assert_eq!(Logged::of(&log(&beyond)).step, None, "{beyond:?}");
+        }
     }
 }

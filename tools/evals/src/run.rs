@@ -182,6 +182,7 @@ impl Runner {
             trace: None,
             begin_with: Vec::new(),
             resumes: false,
+            replay: None,
         };
         let turn = self.agent.open(input).await.map_err(Error::Runtime)?;
         let sink = FirstStep {

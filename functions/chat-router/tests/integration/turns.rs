@@ -705,6 +705,159 @@ async fn a_resend_runs_a_turn_again_and_frees_the_search_its_dead_host_left_runn
     );
 }
 
+/// Appends `events` to `held`'s log as its host did, `silent_for` ago: the host's last sign
+/// of life stays in the past.
+async fn logged_by_its_host(held: &HeldChat, silent_for: time::Duration, events: &[StoredEvent]) {
+    let host = shared::turns::DynamoTurnStore::with_clock(
+        test_support::dynamodb().await,
+        test_support::require_env("CHATS_TABLE"),
+        std::sync::Arc::new(shared::clock::OffsetClock::new(-silent_for)),
+    );
+    assert!(!host.append(&held.turn, events).await.unwrap());
+}
+
+fn logged(seq: u64, event: &str, data: Value) -> StoredEvent {
+    StoredEvent {
+        seq,
+        event: event.into(),
+        data: data.to_string(),
+    }
+}
+
+/// A turn whose host died while its first step's search ran (`init` and `tool_started`
+/// logged, the call left running): the resend or resume goes on from that step. The model
+/// is not asked for the step again, the search is taken over under the same job id, the
+/// client gets no event twice and none is missing, and the turn answers.
+async fn a_turn_whose_host_died_while_its_search_ran_goes_on(ask: Ask) {
+    let rig = Rig::start().await;
+    let message = "What are the lounge access rules?";
+    let silent = time::Duration::seconds(30);
+    let held = chat_held_by_a_silent_turn(&rig, "k-step", message, silent, Vec::new()).await;
+    let job_id = left_running(&rig, &held, ToolName::SEARCH_KNOWLEDGE_BASE).await;
+    let init = json!({"chat_id": held.chat_id, "created": false, "turn_id": held.turn.turn_id, "language": "en"});
+    let started = json!({"tool": "search_knowledge_base", "job_id": job_id, "deduped": false, "status": "running"});
+    logged_by_its_host(
+        &held,
+        silent,
+        &[logged(0, "init", init), logged(1, "tool_started", started)],
+    )
+    .await;
+    let calls_before = rig.llm.request_count();
+
+    rig.llm.push(Reply::text("Nothing on lounges, sorry."));
+    let begun = Instant::now();
+    let resent = match ask {
+        Ask::Resend => {
+            let body = json!({"chat_id": held.chat_id, "message": message});
+            rig.chat_keyed(&held.token, "k-step", body).await
+        }
+        Ask::Resume => {
+            rig.resume(&held.token, &held.chat_id, &held.turn.turn_id, None)
+                .await
+        }
+    };
+    assert_eq!(resent.status, 200, "{:?}", resent.json);
+    assert!(
+        begun.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        begun.elapsed()
+    );
+    assert_eq!(
+        resent.shape(),
+        [
+            "init",
+            "tool_started",
+            "tool_result",
+            "assistant_token",
+            "final",
+            "done"
+        ]
+    );
+    assert_eq!(
+        ids(&resent.events),
+        (0..resent.events.len() as u64).collect::<Vec<_>>(),
+        "no gap, no duplicate"
+    );
+    let result = resent.first("tool_result");
+    assert_eq!(result["job_id"], json!(job_id), "the same call, taken over");
+    assert_eq!(resent.text(), "Nothing on lounges, sorry.");
+    // One model call, the next step's: it sees the replayed call and its result.
+    assert_eq!(rig.llm.request_count(), calls_before + 1, "one model call");
+    let tool_message = rig.tool_message_seen(calls_before);
+    assert!(tool_message.contains("nothing relevant"), "{tool_message}");
+    let call = rig
+        .deps
+        .ledger
+        .get(&held.user, &held.chat_id, &job_id)
+        .await
+        .unwrap();
+    assert_eq!(call.status, ToolCallStatus::Succeeded);
+    assert_eq!(
+        call.attempt, 2,
+        "the dead host's attempt, then the new host's"
+    );
+
+    let record = rig
+        .deps
+        .turns
+        .get(&held.user, &held.chat_id, &held.turn.turn_id)
+        .await
+        .unwrap();
+    assert_eq!(record.status, TurnStatus::Finished);
+    assert_eq!(record.host, 1);
+    // The user's message, the step and the answer are in the chat once each.
+    let (status, page) = rig
+        .get(&held.token, &format!("/chats/{}/messages", held.chat_id))
+        .await;
+    assert_eq!(status, 200, "{page}");
+    let items = page["items"].as_array().cloned().unwrap_or_default();
+    let count = |role: &str, needle: &str| {
+        items
+            .iter()
+            .filter(|m| m["role"] == json!(role))
+            .filter(|m| m["content"].as_str().is_some_and(|c| c.contains(needle)))
+            .count()
+    };
+    assert_eq!(count("user", message), 1, "{items:?}");
+    assert_eq!(count("assistant", "Nothing on lounges"), 1, "{items:?}");
+    assert_eq!(count("tool", ""), 1, "{items:?}");
+    let next = held.next_message(&rig, "Next.").await;
+    assert_eq!(next.text(), "Next.");
+}
+
+#[tokio::test]
+async fn a_resend_goes_on_from_the_step_a_dead_host_logged() {
+    a_turn_whose_host_died_while_its_search_ran_goes_on(Ask::Resend).await;
+}
+
+#[tokio::test]
+async fn a_resume_goes_on_from_the_step_a_dead_host_logged() {
+    a_turn_whose_host_died_while_its_search_ran_goes_on(Ask::Resume).await;
+}
+
+#[tokio::test]
+async fn a_logged_step_that_called_a_tool_that_must_not_run_twice_is_not_taken_over() {
+    let rig = Rig::start().await;
+    let silent = time::Duration::seconds(30);
+    let held = chat_held_by_a_silent_turn(&rig, "k-step-gpt", "Tell me", silent, Vec::new()).await;
+    let job_id = left_running(&rig, &held, ToolName::ASK_GPT).await;
+    let started =
+        json!({"tool": "ask_gpt", "job_id": job_id, "deduped": false, "status": "running"});
+    let init = json!({"chat_id": held.chat_id, "created": false, "turn_id": held.turn.turn_id, "language": "en"});
+    logged_by_its_host(
+        &held,
+        silent,
+        &[logged(0, "init", init), logged(1, "tool_started", started)],
+    )
+    .await;
+    let calls_before = rig.llm.request_count();
+    let body = json!({"chat_id": held.chat_id, "message": "Tell me"});
+    let resent = rig.chat_keyed(&held.token, "k-step-gpt", body).await;
+    assert_eq!(resent.names(), ["init", "tool_started", "error", "done"]);
+    assert_eq!(resent.first("error")["code"], json!("interrupted"));
+    assert_eq!(rig.llm.request_count(), calls_before, "no model call");
+}
+
 #[tokio::test]
 async fn a_turn_whose_dead_host_left_a_call_that_must_not_run_twice_is_not_run_again() {
     let rig = Rig::start().await;
