@@ -146,6 +146,10 @@ where
         .with_location(false)
         .with_threads(false)
         .with_tracked_inactivity(false)
+        // Parents come from the `tracing` span tree and the `traceparent` we read; nothing
+        // here asks OpenTelemetry for its current context, so entering a span (every poll
+        // of an instrumented future) need not make it current there.
+        .with_context_activation(false)
         .with_target(false)
         // Decided per callsite once: every other callsite stays statically off for this
         // layer, so the log filter alone decides them (a `sometimes` here would make every
