@@ -9,8 +9,11 @@
 //! Kill points: before the model call (the model is slow to answer), while a tool runs (the
 //! flight search's upstream is slow), while the answer streams, at the turn's `final` (its
 //! last writes under way), and in the turn that writes a fare alert after its approval.
-//! Reported per point: turns ended with `done` (answered: the resend ran a turn whose host
-//! died before logging anything, or replayed a turn that had ended), with a clean
+//! Every other turn whose client saw `init` resumes instead (`GET …/events` with
+//! `Last-Event-ID`), as a client whose stream broke would.
+//! Reported per point: turns resumed, turns ended with `done` (answered: the resend ran a
+//! turn whose host died early, went on from its logged first step, or replayed a turn that
+//! had ended), with a clean
 //! error (`interrupted`: send again), time from the resend to the end of its stream (p50,
 //! max), duplicate executions of a write (fare alerts stored more than once), lost answers
 //! (a client saw `final`, but neither the resend nor the chat's history has the answer),
@@ -92,6 +95,8 @@ impl KillPoint {
 #[derive(Debug)]
 struct TurnReport {
     point: KillPoint,
+    /// The client resumed the turn (`GET …/events`) instead of sending it again.
+    resumed: bool,
     /// The resend ended with `done` and no `error`.
     done: bool,
     /// The resend ended with `error{code:"interrupted"}` and `done`.
@@ -389,6 +394,27 @@ fn approve_event(token: &str, chat_id: &str, job_id: &str) -> Value {
     event
 }
 
+/// `GET …/turns/{turn_id}/events` with `Last-Event-ID`: a client whose stream broke asks for
+/// the rest of its turn.
+fn resume_event(token: &str, chat_id: &str, turn_id: &str, last_id: u64) -> Value {
+    let mut event = event("chat-router/chat-200.json", &json!({}));
+    let route = format!("/chats/{chat_id}/turns/{turn_id}/events");
+    event["rawPath"] = json!(route);
+    event["requestContext"]["http"]["path"] = json!(route);
+    event["requestContext"]["http"]["method"] = json!("GET");
+    event["headers"]["authorization"] = json!(format!("Bearer {token}"));
+    event["headers"]["last-event-id"] = json!(last_id.to_string());
+    event["body"] = Value::Null;
+    event
+}
+
+/// The last `id:` of an SSE stream's text.
+fn last_id(text: &str) -> Option<u64> {
+    text.lines()
+        .filter_map(|line| line.strip_prefix("id: ")?.trim().parse().ok())
+        .last()
+}
+
 fn first<'a>(events: &'a [(String, Value)], name: &str) -> Option<&'a Value> {
     events.iter().find(|(n, _)| n == name).map(|(_, d)| d)
 }
@@ -402,6 +428,7 @@ async fn run_turn(rig: Arc<Rig>, n: usize, point: KillPoint, at_final: bool) -> 
         clean_error: false,
         failure: None,
         resend_to_end: Duration::ZERO,
+        resumed: false,
         duplicate_writes: 0,
         lost_answer: false,
         chat_usable: false,
@@ -497,10 +524,27 @@ async fn turn(
         .into_iter()
         .find(|(name, _)| name == "final");
 
-    // The client sends the same request again; a new environment takes it.
+    // The client sends the same request again, or (every other turn that saw its `init`)
+    // resumes the turn after the last event it got; a new environment takes it.
+    let seen_init = parse_sse(&seen)
+        .into_iter()
+        .find(|(name, _)| name == "init")
+        .map(|(_, init)| init);
+    let again = match (&seen_init, last_id(&seen)) {
+        (Some(init), Some(last)) if n % 2 == 1 && point != KillPoint::ApprovedAlert => {
+            report.resumed = true;
+            resume_event(
+                &token,
+                init["chat_id"].as_str().unwrap_or_default(),
+                init["turn_id"].as_str().unwrap_or_default(),
+                last,
+            )
+        }
+        _ => request.clone(),
+    };
     let mut host = Host::start(rig).await;
     let started = Instant::now();
-    let resent = host.invoke(request.clone()).await;
+    let resent = host.invoke(again).await;
     report.resend_to_end = started.elapsed();
     let resent = resent?;
     let error = first(&resent, "error").map(|e| e["code"].clone());
@@ -516,6 +560,7 @@ async fn turn(
         }
     }
     let chat_id = first(&resent, "init")
+        .or(seen_init.as_ref())
         .and_then(|init| init["chat_id"].as_str())
         .or_else(|| request["rawPath"].as_str()?.split('/').nth(2))
         .ok_or("no chat id")?
@@ -627,8 +672,18 @@ fn report(reports: &[TurnReport]) -> Vec<String> {
         by_point.entry(r.point).or_default().push(r);
     }
     println!(
-        "\n{:<26} {:>5} {:>5} {:>6} {:>6} {:>9} {:>9} {:>6} {:>5} {:>7}",
-        "kill point", "turns", "done", "clean", "failed", "p50 s", "max s", "dup", "lost", "usable"
+        "\n{:<26} {:>5} {:>7} {:>5} {:>6} {:>6} {:>9} {:>9} {:>6} {:>5} {:>7}",
+        "kill point",
+        "turns",
+        "resumed",
+        "done",
+        "clean",
+        "failed",
+        "p50 s",
+        "max s",
+        "dup",
+        "lost",
+        "usable"
     );
     let mut problems = Vec::new();
     for (point, rows) in &by_point {
@@ -639,9 +694,10 @@ fn report(reports: &[TurnReport]) -> Vec<String> {
         let lost = count(|r| r.lost_answer);
         let usable = count(|r| r.chat_usable);
         println!(
-            "{:<26} {:>5} {:>5} {:>6} {:>6} {:>9.2} {:>9.2} {:>6} {:>5} {:>7}",
+            "{:<26} {:>5} {:>7} {:>5} {:>6} {:>6} {:>9.2} {:>9.2} {:>6} {:>5} {:>7}",
             point.name(),
             rows.len(),
+            count(|r| r.resumed),
             count(|r| r.done),
             count(|r| r.clean_error),
             failed,

@@ -387,7 +387,7 @@ pub async fn follow(
                     // The whole log: a follower that resumed after an id has not read it all.
                     match store.events_from(&turn, 0).await.map(|e| Logged::of(&e)) {
                         Ok(logged) if logged.step.is_some() => {
-                            tracing::warn!(turn_id = %turn.turn_id, next = logged.next, "the turn's host is gone; going on with the turn here");
+                            tracing::warn!(turn_id = %turn.turn_id, next = logged.next, "the turn's host is gone; taking the turn over here if it may");
                             match take_over(turn.clone(), logged, client).await {
                                 None => return,
                                 // Not taken (alive after all, taken by another, or not

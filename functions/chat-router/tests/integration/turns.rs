@@ -450,6 +450,29 @@ async fn chat_held_by_a_silent_turn(
 }
 
 impl HeldChat {
+    /// The client whose stream broke asks for its turn again (`key`: the `Idempotency-Key`
+    /// of `message`'s first request), and gets an answer within 5 s.
+    async fn ask_again(&self, rig: &Rig, ask: Ask, key: &str, message: &str) -> Turn {
+        let started = Instant::now();
+        let again = match ask {
+            Ask::Resend => {
+                let body = json!({"chat_id": self.chat_id, "message": message});
+                rig.chat_keyed(&self.token, key, body).await
+            }
+            Ask::Resume => {
+                rig.resume(&self.token, &self.chat_id, &self.turn.turn_id, None)
+                    .await
+            }
+        };
+        assert_eq!(again.status, 200, "{:?}", again.json);
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            started.elapsed()
+        );
+        again
+    }
+
     /// The chat's next message, answered `answer` by the model.
     async fn next_message(&self, rig: &Rig, answer: &str) -> Turn {
         rig.llm.push(Reply::text(answer));
@@ -524,23 +547,7 @@ async fn a_turn_whose_host_died_early_is_run_again(logged: Vec<StoredEvent>, ask
     let calls_before = rig.llm.request_count();
 
     rig.llm.push(Reply::text("Answered by the new host."));
-    let started = std::time::Instant::now();
-    let resent = match ask {
-        Ask::Resend => {
-            let body = json!({"chat_id": held.chat_id, "message": message});
-            rig.chat_keyed(&held.token, "k-early", body).await
-        }
-        Ask::Resume => {
-            rig.resume(&held.token, &held.chat_id, &held.turn.turn_id, None)
-                .await
-        }
-    };
-    assert_eq!(resent.status, 200, "{:?}", resent.json);
-    assert!(
-        started.elapsed() < Duration::from_secs(5),
-        "{:?}",
-        started.elapsed()
-    );
+    let resent = held.ask_again(&rig, ask, "k-early", message).await;
     assert_eq!(resent.names().first(), Some(&"init"));
     assert_eq!(resent.names().last(), Some(&"done"));
     assert!(!resent.names().contains(&"error"), "{:?}", resent.names());
@@ -745,23 +752,7 @@ async fn a_turn_whose_host_died_while_its_search_ran_goes_on(ask: Ask) {
     let calls_before = rig.llm.request_count();
 
     rig.llm.push(Reply::text("Nothing on lounges, sorry."));
-    let begun = Instant::now();
-    let resent = match ask {
-        Ask::Resend => {
-            let body = json!({"chat_id": held.chat_id, "message": message});
-            rig.chat_keyed(&held.token, "k-step", body).await
-        }
-        Ask::Resume => {
-            rig.resume(&held.token, &held.chat_id, &held.turn.turn_id, None)
-                .await
-        }
-    };
-    assert_eq!(resent.status, 200, "{:?}", resent.json);
-    assert!(
-        begun.elapsed() < Duration::from_secs(5),
-        "{:?}",
-        begun.elapsed()
-    );
+    let resent = held.ask_again(&rig, ask, "k-step", message).await;
     assert_eq!(
         resent.shape(),
         [
