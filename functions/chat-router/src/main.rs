@@ -8,7 +8,10 @@ use chat_router::handler::handle;
 use lambda_http::{Request, run_with_streaming_response, service_fn};
 use shared::config::Env;
 
-#[tokio::main]
+// One thread, as the other functions: at 512 MB Lambda gives the function about a third of
+// a vCPU, so a second worker thread buys no parallel CPU, only wake-ups between threads
+// (measurements.md, "Cold start").
+#[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), lambda_http::Error> {
     shared::observability::init_tracing();
     let deps = Deps::from_env(&Env::from_process()).await?;
