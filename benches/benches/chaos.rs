@@ -411,8 +411,8 @@ fn resume_event(token: &str, chat_id: &str, turn_id: &str, last_id: u64) -> Valu
 /// The last `id:` of an SSE stream's text.
 fn last_id(text: &str) -> Option<u64> {
     text.lines()
-        .filter_map(|line| line.strip_prefix("id: ")?.trim().parse().ok())
-        .last()
+        .rev()
+        .find_map(|line| line.strip_prefix("id: ")?.trim().parse().ok())
 }
 
 fn first<'a>(events: &'a [(String, Value)], name: &str) -> Option<&'a Value> {
