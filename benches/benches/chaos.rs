@@ -7,7 +7,8 @@
 //!     cargo bench -p benchmarks --bench chaos        # CHAOS_TURNS=120, CHAOS_SEED=<n>
 //!
 //! Kill points: before the model call (the model is slow to answer), while a tool runs (the
-//! flight search's upstream is slow), while the answer streams, at the turn's `final` (its
+//! flight search's upstream is slow; half of these after the log holds the call, so the
+//! resend goes on from the logged step), while the answer streams, at the turn's `final` (its
 //! last writes under way), and in the turn that writes a fare alert after its approval.
 //! Every other turn whose client saw `init` resumes instead (`GET …/events` with
 //! `Last-Event-ID`), as a client whose stream broke would.
@@ -61,6 +62,9 @@ const RESEND_BOUND: Duration = Duration::from_secs(15);
 const PATIENCE: Duration = Duration::from_secs(45);
 /// How long the slow upstreams take: the kill lands while they work.
 const SLOW: Duration = Duration::from_secs(2);
+/// How long after `tool_started` half the tool-runs are killed: past the log's first write
+/// (`FLUSH_EVERY`, 1 s), before the slow search ends.
+const LOGGED: Duration = Duration::from_millis(1300);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum KillPoint {
@@ -518,6 +522,11 @@ async fn turn(
         }
     })
     .await;
+    // Half the tool-runs die a little later: their log holds the step's call by then (the
+    // turn writes its log about once a second), while the slow search still runs.
+    if point == KillPoint::ToolRunning && at_final {
+        tokio::time::sleep(LOGGED).await;
+    }
     host.kill();
     reached.map_err(|_| "the kill point was never reached".to_owned())?;
     let saw_final = parse_sse(&seen)

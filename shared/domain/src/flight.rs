@@ -1070,6 +1070,22 @@ mod tests {
         }
     }
 
+    /// A call taken over from a dead host is prepared again from the canonical arguments
+    /// the ledger keeps (chat-router's takeover): read back, they must name the same call.
+    #[test]
+    fn canonical_read_back_is_the_same_canonical() {
+        let rich = r#"{"origin":"fra","destination":"jfk","depart_date":"2025-06-01",
+            "return_date":"2025-06-09","cabin":"premium economy","pax":2,"children":1,
+            "infants":1,"flexibility":3,"award_only":false,
+            "loyalty_programs":["flying blue","Miles & More"],
+            "constraints":{"alliances":["oneworld"],"nonstop_only":true,"max_taxes":250}}"#;
+        for text in [BASE, rich] {
+            let canonical = input(text).canonical();
+            let again: FlightSearchInput = serde_json::from_value(canonical.clone()).unwrap();
+            assert_eq!(again.canonical(), canonical, "{text}");
+        }
+    }
+
     #[test]
     fn canonical_has_all_defaults_and_sorted_keys() {
         let text = serde_json::to_string(&input(BASE).canonical()).unwrap();
