@@ -384,21 +384,9 @@ pub async fn follow(
             }
             TurnStatus::Running if turn.overdue(time::OffsetDateTime::now_utc() - GRACE) => {
                 if let Some(take_over) = successor.take() {
-                    // The whole log: a follower that resumed after an id has not read it all.
-                    match store.events_from(&turn, 0).await.map(|e| Logged::of(&e)) {
-                        Ok(logged) if logged.step.is_some() => {
-                            tracing::warn!(turn_id = %turn.turn_id, next = logged.next, "the turn's host is gone; taking the turn over here if it may");
-                            match take_over(turn.clone(), logged, client).await {
-                                None => return,
-                                // Not taken (alive after all, taken by another, or not
-                                // resumable).
-                                Some(back) => client = back,
-                            }
-                        }
-                        Ok(_) => {}
-                        Err(e) => {
-                            tracing::error!(turn_id = %turn.turn_id, error = %e, "reading the turn's events failed");
-                        }
+                    match try_take_over(store.as_ref(), &turn, take_over, client).await {
+                        None => return,
+                        Some(back) => client = back,
                     }
                 }
                 tracing::warn!(turn_id = %turn.turn_id, "the turn's host is gone; ending it as interrupted");
@@ -408,6 +396,28 @@ pub async fn follow(
                 }
             }
             _ => {}
+        }
+    }
+}
+
+/// Hands the dead `turn` to `take_over` when its whole log ([`Logged`]) allows it (a
+/// follower that resumed after an id has not read it all); gives the client back when the
+/// turn was not taken (alive after all, taken by another, or not resumable).
+async fn try_take_over(
+    store: &dyn TurnStore,
+    turn: &TurnRecord,
+    take_over: Successor,
+    client: Sender,
+) -> Option<Sender> {
+    match store.events_from(turn, 0).await.map(|e| Logged::of(&e)) {
+        Ok(logged) if logged.step.is_some() => {
+            tracing::warn!(turn_id = %turn.turn_id, next = logged.next, "the turn's host is gone; taking the turn over here if it may");
+            take_over(turn.clone(), logged, client).await
+        }
+        Ok(_) => Some(client),
+        Err(e) => {
+            tracing::error!(turn_id = %turn.turn_id, error = %e, "reading the turn's events failed");
+            Some(client)
         }
     }
 }
