@@ -6,11 +6,9 @@
 //! operator opts in ([`lambda_kit::telemetry::capture_content`]): they are users' data.
 
 pub use lambda_kit::telemetry::TARGET;
-use lambda_kit::telemetry::{capture_content, enabled};
-use opentelemetry::{Array, StringValue, Value};
+use lambda_kit::telemetry::{AttrValue, capture_content, enabled, set_attribute};
 use tracing::Span;
 use tracing::field::Empty;
-use tracing_opentelemetry::OpenTelemetrySpanExt;
 
 use crate::llm::{Completion, FinishReason};
 use domain::provider::Provider;
@@ -46,11 +44,7 @@ pub fn invoke_agent(agent: &str, chat_id: &str, turn_id: &str, language: &str) -
 
 /// Where `span`'s trace is, for the turn's `init` event; `None` while traces are off.
 pub fn trace_of(span: &Span) -> Option<crate::events::TraceRef> {
-    if span.is_none() {
-        return None;
-    }
-    use opentelemetry::trace::TraceContextExt;
-    let id = span.context().span().span_context().trace_id().to_string();
+    let id = lambda_kit::telemetry::trace_id(span)?;
     let url = lambda_kit::telemetry::view_url(&id);
     Some(crate::events::TraceRef { id, url })
 }
@@ -118,9 +112,10 @@ pub fn record_chat(
             FinishReason::ContentFilter => "content_filter",
             FinishReason::Other(other) => other.as_str(),
         };
-        span.set_attribute(
+        set_attribute(
+            span,
             "gen_ai.response.finish_reasons",
-            Value::Array(Array::String(vec![StringValue::from(reason.to_owned())])),
+            AttrValue::Strs(vec![reason.to_owned()]),
         );
     }
     if capture_content() {
@@ -135,7 +130,11 @@ pub fn record_chat(
         }
         parts.extend(calls);
         let output = serde_json::json!([{"role": "assistant", "parts": parts}]);
-        span.set_attribute("gen_ai.output.messages", output.to_string());
+        set_attribute(
+            span,
+            "gen_ai.output.messages",
+            AttrValue::Str(output.to_string()),
+        );
     }
 }
 
@@ -145,7 +144,7 @@ pub fn record_input(span: &Span, messages: &[crate::llm::PromptMessage]) {
         return;
     }
     if let Ok(text) = serde_json::to_string(messages) {
-        span.set_attribute("gen_ai.input.messages", text);
+        set_attribute(span, "gen_ai.input.messages", AttrValue::Str(text));
     }
 }
 
@@ -193,8 +192,9 @@ pub fn record_tool_content(span: &Span, arguments: &str, result: &str) {
     if span.is_none() || !capture_content() {
         return;
     }
-    span.set_attribute("gen_ai.tool.call.arguments", arguments.to_owned());
-    span.set_attribute("gen_ai.tool.call.result", result.to_owned());
+    let text = |s: &str| AttrValue::Str(s.to_owned());
+    set_attribute(span, "gen_ai.tool.call.arguments", text(arguments));
+    set_attribute(span, "gen_ai.tool.call.result", text(result));
 }
 
 /// Something that happened in the turn (a guard finding, a handoff), as an event on the

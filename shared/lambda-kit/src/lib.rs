@@ -24,6 +24,7 @@ mod otlp;
 pub mod runtime_loop;
 pub mod sdk_spans;
 pub mod secrets;
+mod span_recorder;
 pub mod telemetry;
 pub mod tls;
 pub mod upstream;

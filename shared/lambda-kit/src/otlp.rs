@@ -1,22 +1,15 @@
 //! Finished spans as an OTLP/HTTP trace export (`ExportTraceServiceRequest`, protobuf),
-//! written straight from the SDK's `SpanData` into one reused buffer.
-//!
-//! Why not the `opentelemetry-otlp` exporter: it first converts every span into the
-//! generated proto types, copying each attribute's key and value into a new `String`, then
-//! encodes those; for a flight turn's dozen spans that was a quarter of what tracing cost
-//! (docs/measurements.md, "Traces"). The wire format is the same: a unit test compares what
-//! this writes with what `opentelemetry-proto` builds from the same spans, and the trace
-//! test decodes every export with it.
+//! written straight from the recorded spans (`crate::span_recorder`) into one reused
+//! buffer, without building the generated proto types first (that copied every
+//! attribute's key and value once more). A unit test decodes what this writes with
+//! `opentelemetry-proto`, and the trace test decodes every export with it.
 //!
 //! Field numbers are those of `opentelemetry/proto/trace/v1/trace.proto`,
 //! `common/v1/common.proto` and `resource/v1/resource.proto`.
 
-use std::time::{SystemTime, UNIX_EPOCH};
-
-use opentelemetry::trace::{SpanKind, Status};
-use opentelemetry::{Array, InstrumentationScope, KeyValue, Value};
-use opentelemetry_sdk::trace::SpanData;
 use prost::encoding::{WireType, encode_key, encode_varint, encoded_len_varint, key_len};
+
+use crate::span_recorder::{AttrValue, Attribute, RecordedSpan, SpanEvent};
 
 /// Where encoded bytes go. Protobuf puts a message's length before it, so an export is
 /// walked twice in the same order: [`Sizer`] measures every message once (inner ones first)
@@ -120,16 +113,10 @@ fn fixed64<S: Sink>(out: &mut S, tag: u32, value: u64) {
     }
 }
 
-fn nanos(time: SystemTime) -> u64 {
-    time.duration_since(UNIX_EPOCH)
-        .map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
-        .unwrap_or(0)
-}
-
 /// `AnyValue`: one member of its `oneof` is always written, a default value included.
-struct Any<'a>(&'a Value);
+struct Any<'a>(&'a AttrValue);
 
-/// One scalar of an array, as an `AnyValue`.
+/// One scalar, as an `AnyValue`.
 enum Scalar<'a> {
     Bool(bool),
     Int(i64),
@@ -162,20 +149,13 @@ impl Message for Scalar<'_> {
     }
 }
 
-/// `ArrayValue { repeated AnyValue values = 1; }`.
-struct Values<'a>(&'a Array);
+/// `ArrayValue { repeated AnyValue values = 1; }` of strings.
+struct Strings<'a>(&'a [String]);
 
-impl Message for Values<'_> {
+impl Message for Strings<'_> {
     fn fields<S: Sink>(&self, out: &mut S) {
-        match self.0 {
-            Array::Bool(v) => v.iter().for_each(|b| message(out, 1, &Scalar::Bool(*b))),
-            Array::I64(v) => v.iter().for_each(|i| message(out, 1, &Scalar::Int(*i))),
-            Array::F64(v) => v.iter().for_each(|f| message(out, 1, &Scalar::Double(*f))),
-            Array::String(v) => v
-                .iter()
-                .for_each(|s| message(out, 1, &Scalar::Str(s.as_str()))),
-            // A kind of array this encoder does not know: its text, as one string.
-            other => message(out, 1, &Scalar::Str(&other.to_string())),
+        for s in self.0 {
+            message(out, 1, &Scalar::Str(s));
         }
     }
 }
@@ -183,171 +163,114 @@ impl Message for Values<'_> {
 impl Message for Any<'_> {
     fn fields<S: Sink>(&self, out: &mut S) {
         match self.0 {
-            Value::Bool(b) => Scalar::Bool(*b).fields(out),
-            Value::I64(i) => Scalar::Int(*i).fields(out),
-            Value::F64(f) => Scalar::Double(*f).fields(out),
-            Value::String(s) => Scalar::Str(s.as_str()).fields(out),
-            Value::Array(a) => message(out, 5, &Values(a)),
-            other => Scalar::Str(&other.as_str()).fields(out),
+            AttrValue::Bool(b) => Scalar::Bool(*b).fields(out),
+            AttrValue::Int(i) => Scalar::Int(*i).fields(out),
+            AttrValue::Double(f) => Scalar::Double(*f).fields(out),
+            AttrValue::Str(s) => Scalar::Str(s).fields(out),
+            AttrValue::Strs(list) => message(out, 5, &Strings(list)),
         }
     }
 }
 
 /// `KeyValue { string key = 1; AnyValue value = 2; }`.
-struct Attribute<'a>(&'a KeyValue);
+struct KeyValue<'a>(&'a Attribute);
 
-impl Message for Attribute<'_> {
+impl Message for KeyValue<'_> {
     fn fields<S: Sink>(&self, out: &mut S) {
-        bytes(out, 1, self.0.key.as_str().as_bytes());
-        message(out, 2, &Any(&self.0.value));
+        bytes(out, 1, self.0.0.as_bytes());
+        message(out, 2, &Any(&self.0.1));
     }
 }
 
-fn attributes<S: Sink>(out: &mut S, tag: u32, list: &[KeyValue]) {
-    for kv in list {
-        message(out, tag, &Attribute(kv));
+fn attributes<S: Sink>(out: &mut S, tag: u32, list: &[Attribute]) {
+    for attribute in list {
+        message(out, tag, &KeyValue(attribute));
     }
 }
 
-/// `Span.Event { fixed64 time_unix_nano = 1; string name = 2; repeated KeyValue attributes = 3; uint32 dropped_attributes_count = 4; }`.
-struct Event<'a>(&'a opentelemetry::trace::Event);
+/// `Span.Event { fixed64 time_unix_nano = 1; string name = 2; repeated KeyValue attributes = 3; }`.
+struct Event<'a>(&'a SpanEvent);
 
 impl Message for Event<'_> {
     fn fields<S: Sink>(&self, out: &mut S) {
-        fixed64(out, 1, nanos(self.0.timestamp));
+        fixed64(out, 1, self.0.time);
         bytes(out, 2, self.0.name.as_bytes());
         attributes(out, 3, &self.0.attributes);
-        uint(out, 4, u64::from(self.0.dropped_attributes_count));
     }
 }
 
-/// `Status { string message = 2; StatusCode code = 3; }` (unset 0, ok 1, error 2).
-struct SpanStatus<'a>(&'a Status);
+/// `Status { string message = 2; StatusCode code = 3; }` (error 2).
+struct Failed<'a>(&'a str);
 
-impl Message for SpanStatus<'_> {
+impl Message for Failed<'_> {
     fn fields<S: Sink>(&self, out: &mut S) {
-        match self.0 {
-            Status::Unset => {}
-            Status::Ok => uint(out, 3, 1),
-            Status::Error { description } => {
-                bytes(out, 2, description.as_bytes());
-                uint(out, 3, 2);
-            }
-        }
+        bytes(out, 2, self.0.as_bytes());
+        uint(out, 3, 2);
     }
 }
 
-/// The span flags: the trace flags, and whether the parent is remote (both known).
-fn flags(trace_flags: u8, parent_is_remote: bool) -> u32 {
+/// The span flags: sampled, and whether the parent is remote (both known).
+fn flags(sampled: bool, parent_is_remote: bool) -> u32 {
     const HAS_IS_REMOTE: u32 = 0x100;
     const IS_REMOTE: u32 = 0x200;
-    u32::from(trace_flags) | HAS_IS_REMOTE | if parent_is_remote { IS_REMOTE } else { 0 }
-}
-
-/// `Span.Link { bytes trace_id = 1; bytes span_id = 2; string trace_state = 3; repeated KeyValue attributes = 4; uint32 dropped_attributes_count = 5; fixed32 flags = 6; }`.
-struct Link<'a>(&'a opentelemetry::trace::Link);
-
-impl Message for Link<'_> {
-    fn fields<S: Sink>(&self, out: &mut S) {
-        let context = &self.0.span_context;
-        bytes(out, 1, &context.trace_id().to_bytes());
-        bytes(out, 2, &context.span_id().to_bytes());
-        bytes(out, 3, context.trace_state().header().as_bytes());
-        attributes(out, 4, &self.0.attributes);
-        uint(out, 5, u64::from(self.0.dropped_attributes_count));
-        fixed32(
-            out,
-            6,
-            flags(context.trace_flags().to_u8(), context.is_remote()),
-        );
-    }
+    u32::from(sampled) | HAS_IS_REMOTE | if parent_is_remote { IS_REMOTE } else { 0 }
 }
 
 /// The `Span` message.
-struct Span<'a>(&'a SpanData);
+struct Span<'a>(&'a RecordedSpan);
 
 impl Message for Span<'_> {
     fn fields<S: Sink>(&self, out: &mut S) {
         let span = self.0;
-        let context = &span.span_context;
-        bytes(out, 1, &context.trace_id().to_bytes());
-        bytes(out, 2, &context.span_id().to_bytes());
-        bytes(out, 3, context.trace_state().header().as_bytes());
-        if span.parent_span_id != opentelemetry::trace::SpanId::INVALID {
-            bytes(out, 4, &span.parent_span_id.to_bytes());
+        bytes(out, 1, &span.trace_id);
+        bytes(out, 2, &span.span_id);
+        bytes(out, 3, span.trace_state.as_bytes());
+        if let Some(parent) = &span.parent {
+            bytes(out, 4, parent);
         }
         bytes(out, 5, span.name.as_bytes());
-        let kind = match span.span_kind {
-            SpanKind::Internal => 1,
-            SpanKind::Server => 2,
-            SpanKind::Client => 3,
-            SpanKind::Producer => 4,
-            SpanKind::Consumer => 5,
-        };
-        uint(out, 6, kind);
-        fixed64(out, 7, nanos(span.start_time));
-        fixed64(out, 8, nanos(span.end_time));
+        uint(out, 6, span.kind as u64);
+        fixed64(out, 7, span.start);
+        fixed64(out, 8, span.end);
         attributes(out, 9, &span.attributes);
-        uint(out, 10, u64::from(span.dropped_attributes_count));
-        for event in span.events.iter() {
+        for event in &span.events {
             message(out, 11, &Event(event));
         }
-        uint(out, 12, u64::from(span.events.dropped_count));
-        for link in span.links.iter() {
-            message(out, 13, &Link(link));
+        // An unset status is an empty message: left out, as proto3 leaves it.
+        if let Some(error) = &span.error {
+            message(out, 15, &Failed(error));
         }
-        uint(out, 14, u64::from(span.links.dropped_count));
-        message(out, 15, &SpanStatus(&span.status));
-        fixed32(
-            out,
-            16,
-            flags(context.trace_flags().to_u8(), span.parent_span_is_remote),
-        );
+        fixed32(out, 16, flags(span.sampled, span.parent_is_remote));
     }
 }
 
-/// `InstrumentationScope { string name = 1; string version = 2; repeated KeyValue attributes = 3; }`.
-struct Scope<'a>(&'a InstrumentationScope);
+/// `InstrumentationScope { string name = 1; }`: the spans are all this project's.
+struct Scope;
 
-impl Message for Scope<'_> {
+/// The instrumentation scope of every span.
+pub const SCOPE: &str = "tool-calling";
+
+impl Message for Scope {
     fn fields<S: Sink>(&self, out: &mut S) {
-        bytes(out, 1, self.0.name().as_bytes());
-        bytes(out, 2, self.0.version().unwrap_or_default().as_bytes());
-        for kv in self.0.attributes() {
-            message(out, 3, &Attribute(kv));
-        }
+        bytes(out, 1, SCOPE.as_bytes());
     }
 }
 
-/// `ScopeSpans { InstrumentationScope scope = 1; repeated Span spans = 2; string schema_url = 3; }`:
-/// the spans of `scope`, in the order they ended.
-struct ScopeSpans<'a> {
-    scope: &'a InstrumentationScope,
-    spans: &'a [SpanData],
-    /// Every span is of `scope` (no need to compare).
-    only: bool,
-}
+/// `ScopeSpans { InstrumentationScope scope = 1; repeated Span spans = 2; }`, in the order
+/// the spans ended.
+struct ScopeSpans<'a>(&'a [RecordedSpan]);
 
 impl Message for ScopeSpans<'_> {
     fn fields<S: Sink>(&self, out: &mut S) {
-        message(out, 1, &Scope(self.scope));
-        for span in self
-            .spans
-            .iter()
-            .filter(|s| self.only || s.instrumentation_scope == *self.scope)
-        {
+        message(out, 1, &Scope);
+        for span in self.0 {
             message(out, 2, &Span(span));
         }
-        bytes(
-            out,
-            3,
-            self.scope.schema_url().unwrap_or_default().as_bytes(),
-        );
     }
 }
 
 /// `Resource { repeated KeyValue attributes = 1; }`.
-struct Resource<'a>(&'a [KeyValue]);
+struct Resource<'a>(&'a [Attribute]);
 
 impl Message for Resource<'_> {
     fn fields<S: Sink>(&self, out: &mut S) {
@@ -357,32 +280,14 @@ impl Message for Resource<'_> {
 
 /// `ResourceSpans { Resource resource = 1; repeated ScopeSpans scope_spans = 2; }`.
 struct ResourceSpans<'a> {
-    resource: &'a [KeyValue],
-    spans: &'a [SpanData],
+    resource: &'a [Attribute],
+    spans: &'a [RecordedSpan],
 }
 
 impl Message for ResourceSpans<'_> {
     fn fields<S: Sink>(&self, out: &mut S) {
         message(out, 1, &Resource(self.resource));
-        // One `ScopeSpans` per scope, in the order the scopes first appear (one, usually).
-        let mut scopes: Vec<&InstrumentationScope> = Vec::new();
-        for span in self.spans {
-            if !scopes.contains(&&span.instrumentation_scope) {
-                scopes.push(&span.instrumentation_scope);
-            }
-        }
-        let only = scopes.len() == 1;
-        for scope in scopes {
-            message(
-                out,
-                2,
-                &ScopeSpans {
-                    scope,
-                    spans: self.spans,
-                    only,
-                },
-            );
-        }
+        message(out, 2, &ScopeSpans(self.spans));
     }
 }
 
@@ -390,8 +295,8 @@ impl Message for ResourceSpans<'_> {
 /// is cleared first): the body of a `POST /v1/traces` with `application/x-protobuf`.
 /// `lengths` is scratch space, kept by the caller between exports.
 pub fn encode_export(
-    resource: &[KeyValue],
-    spans: &[SpanData],
+    resource: &[Attribute],
+    spans: &[RecordedSpan],
     out: &mut Vec<u8>,
     lengths: &mut Vec<usize>,
 ) {
@@ -413,133 +318,163 @@ pub fn encode_export(
 
 #[cfg(test)]
 mod tests {
-    use std::borrow::Cow;
-    use std::time::Duration;
-
-    use opentelemetry::trace::{Event, Link, SpanContext, SpanId, TraceFlags, TraceId, TraceState};
     use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
-    use opentelemetry_proto::transform::common::tonic::ResourceAttributesWithSchema;
-    use opentelemetry_proto::transform::trace::tonic::group_spans_by_resource_and_scope;
-    use opentelemetry_sdk::trace::{SpanEvents, SpanLinks};
+    use opentelemetry_proto::tonic::common::v1::{
+        AnyValue, ArrayValue, InstrumentationScope, KeyValue as ProtoKeyValue, any_value,
+    };
+    use opentelemetry_proto::tonic::resource::v1::Resource as ProtoResource;
+    use opentelemetry_proto::tonic::trace::v1::{
+        ResourceSpans as ProtoResourceSpans, ScopeSpans as ProtoScopeSpans, Span as ProtoSpan,
+        Status, span::Event as ProtoEvent,
+    };
     use prost::Message as _;
 
     use super::*;
+    use crate::span_recorder::Kind;
 
-    fn context(trace: u128, span: u64, remote: bool) -> SpanContext {
-        SpanContext::new(
-            TraceId::from(trace),
-            SpanId::from(span),
-            TraceFlags::SAMPLED,
-            remote,
-            TraceState::from_key_value([("vendor", "v1")]).unwrap_or_default(),
-        )
-    }
+    const START: u64 = 1_700_000_000_123_456_789;
 
-    fn span(
-        name: &'static str,
-        scope: &InstrumentationScope,
-        parent: u64,
-        status: Status,
-    ) -> SpanData {
-        let start = UNIX_EPOCH + Duration::from_nanos(1_700_000_000_123_456_789);
-        SpanData {
-            span_context: context(7, parent + 1, false),
-            parent_span_id: SpanId::from(parent),
-            parent_span_is_remote: parent == 3,
-            span_kind: SpanKind::Client,
-            name: Cow::Borrowed(name),
-            start_time: start,
-            end_time: start + Duration::from_micros(250),
+    fn recorded(name: &str, id: u8, parent: Option<u8>, remote: bool) -> RecordedSpan {
+        RecordedSpan {
+            trace_id: [7; 16],
+            span_id: [id; 8],
+            parent: parent.map(|p| [p; 8]),
+            parent_is_remote: remote,
+            trace_state: if remote {
+                "vendor=v1".into()
+            } else {
+                String::new()
+            },
+            sampled: true,
+            name: name.to_owned(),
+            kind: Kind::Client,
+            start: START,
+            end: START + 250_000,
             attributes: vec![
-                KeyValue::new("gen_ai.operation.name", "chat"),
-                KeyValue::new("gen_ai.usage.input_tokens", 1200_i64),
-                KeyValue::new("app.ok", false),
-                KeyValue::new("app.zero", 0_i64),
-                KeyValue::new("app.negative", -5_i64),
-                KeyValue::new("app.cost", 0.0125),
-                KeyValue::new("app.empty", ""),
-                KeyValue::new(
+                ("gen_ai.operation.name", AttrValue::Str("chat".into())),
+                ("gen_ai.usage.input_tokens", AttrValue::Int(1200)),
+                ("app.ok", AttrValue::Bool(false)),
+                ("app.zero", AttrValue::Int(0)),
+                ("app.negative", AttrValue::Int(-5)),
+                ("app.cost", AttrValue::Double(0.0125)),
+                ("app.empty", AttrValue::Str(String::new())),
+                (
                     "gen_ai.response.finish_reasons",
-                    Value::Array(Array::String(vec!["stop".into(), "tool_call".into()])),
+                    AttrValue::Strs(vec!["stop".into(), "tool_call".into()]),
                 ),
-                KeyValue::new("app.ints", Value::Array(Array::I64(vec![0, 3]))),
-                KeyValue::new("app.flags", Value::Array(Array::Bool(vec![true]))),
-                KeyValue::new("app.ratios", Value::Array(Array::F64(vec![0.5]))),
             ],
-            dropped_attributes_count: 1,
-            events: {
-                let mut events = SpanEvents::default();
-                events.events.push(Event::new(
-                    "guard.finding",
-                    start + Duration::from_micros(10),
-                    vec![KeyValue::new("app.guard.rule", "injection")],
-                    0,
-                ));
-                events.dropped_count = 2;
-                events
-            },
-            links: {
-                let mut links = SpanLinks::default();
-                links.links.push(Link::new(
-                    context(9, 99, true),
-                    vec![KeyValue::new("app.link", 1_i64)],
-                    0,
-                ));
-                links
-            },
-            status,
-            instrumentation_scope: scope.clone(),
+            events: vec![SpanEvent {
+                time: START + 10_000,
+                name: "guard.finding".into(),
+                attributes: vec![("app.guard.rule", AttrValue::Str("injection".into()))],
+            }],
+            error: None,
         }
     }
 
-    /// What this encoder writes decodes to exactly what `opentelemetry-proto`'s own
-    /// conversion of the same spans builds.
+    fn kv(key: &str, value: any_value::Value) -> ProtoKeyValue {
+        ProtoKeyValue {
+            key: key.to_owned(),
+            value: Some(AnyValue { value: Some(value) }),
+            ..Default::default()
+        }
+    }
+
+    fn text(s: &str) -> any_value::Value {
+        any_value::Value::StringValue(s.to_owned())
+    }
+
+    /// The proto message `recorded` stands for, built field by field.
+    fn expected(span: &RecordedSpan) -> ProtoSpan {
+        use any_value::Value::{BoolValue, DoubleValue, IntValue};
+        ProtoSpan {
+            trace_id: span.trace_id.to_vec(),
+            span_id: span.span_id.to_vec(),
+            trace_state: span.trace_state.clone(),
+            parent_span_id: span.parent.map(|p| p.to_vec()).unwrap_or_default(),
+            flags: 0x101 | if span.parent_is_remote { 0x200 } else { 0 },
+            name: span.name.clone(),
+            kind: 3,
+            start_time_unix_nano: START,
+            end_time_unix_nano: START + 250_000,
+            attributes: vec![
+                kv("gen_ai.operation.name", text("chat")),
+                kv("gen_ai.usage.input_tokens", IntValue(1200)),
+                kv("app.ok", BoolValue(false)),
+                kv("app.zero", IntValue(0)),
+                kv("app.negative", IntValue(-5)),
+                kv("app.cost", DoubleValue(0.0125)),
+                kv("app.empty", text("")),
+                kv(
+                    "gen_ai.response.finish_reasons",
+                    any_value::Value::ArrayValue(ArrayValue {
+                        values: ["stop", "tool_call"]
+                            .map(|s| AnyValue {
+                                value: Some(text(s)),
+                            })
+                            .to_vec(),
+                    }),
+                ),
+            ],
+            dropped_attributes_count: 0,
+            events: vec![ProtoEvent {
+                time_unix_nano: START + 10_000,
+                name: "guard.finding".into(),
+                attributes: vec![kv("app.guard.rule", text("injection"))],
+                dropped_attributes_count: 0,
+            }],
+            dropped_events_count: 0,
+            links: vec![],
+            dropped_links_count: 0,
+            status: span.error.as_ref().map(|e| Status {
+                message: e.clone(),
+                code: 2,
+            }),
+        }
+    }
+
+    /// What this encoder writes decodes, with the proto crate's generated types, to exactly
+    /// the messages the recorded spans stand for.
     #[test]
-    fn the_export_is_what_the_proto_crate_builds_from_the_same_spans() {
-        let ours = InstrumentationScope::builder("tool-calling").build();
-        let other = InstrumentationScope::builder("other")
-            .with_version("1.2")
-            .with_schema_url("https://opentelemetry.io/schemas/1.30.0")
-            .with_attributes([KeyValue::new("scope.attr", "x")])
-            .build();
+    fn the_export_decodes_to_the_spans_it_was_written_from() {
+        let mut failed = recorded("execute_tool search_flights", 5, Some(1), false);
+        failed.error = Some("upstream".into());
+        failed.kind = Kind::Client;
         let spans = vec![
-            span("invoke_agent travel", &ours, 0, Status::Unset),
-            span("chat gpt-4o-mini", &other, 3, Status::Ok),
-            span(
-                "execute_tool search_flights",
-                &ours,
-                5,
-                Status::error("upstream"),
-            ),
+            recorded("invoke_agent travel", 1, None, false),
+            recorded("POST /search", 3, Some(9), true),
+            failed,
         ];
-        let resource = opentelemetry_sdk::Resource::builder()
-            .with_service_name("chat-router")
-            .build();
-        let attributes: Vec<KeyValue> = resource
-            .iter()
-            .map(|(k, v)| KeyValue::new(k.clone(), v.clone()))
-            .collect();
+        let resource = vec![
+            ("service.name", AttrValue::Str("chat-router".into())),
+            ("telemetry.sdk.language", AttrValue::Str("rust".into())),
+        ];
         let (mut body, mut lengths) = (Vec::new(), Vec::new());
-        encode_export(&attributes, &spans, &mut body, &mut lengths);
+        encode_export(&resource, &spans, &mut body, &mut lengths);
         let decoded = ExportTraceServiceRequest::decode(body.as_slice()).unwrap();
 
-        let mut expected = group_spans_by_resource_and_scope(
-            spans,
-            &ResourceAttributesWithSchema::from(&resource),
-        );
-        assert_eq!(decoded.resource_spans.len(), 1);
-        let mut got = decoded.resource_spans[0].clone();
-        // The resource's attributes come from a map: compared as a set.
-        for r in [&mut got, &mut expected[0]] {
-            if let Some(resource) = r.resource.as_mut() {
-                resource.attributes.sort_by(|a, b| a.key.cmp(&b.key));
-            }
-        }
-        assert_eq!(got, expected[0]);
-        assert_eq!(got.scope_spans.len(), 2);
-        assert_eq!(got.scope_spans[0].spans.len(), 2);
+        let want = ProtoResourceSpans {
+            resource: Some(ProtoResource {
+                attributes: vec![
+                    kv("service.name", text("chat-router")),
+                    kv("telemetry.sdk.language", text("rust")),
+                ],
+                dropped_attributes_count: 0,
+                entity_refs: vec![],
+            }),
+            scope_spans: vec![ProtoScopeSpans {
+                scope: Some(InstrumentationScope {
+                    name: SCOPE.into(),
+                    ..Default::default()
+                }),
+                spans: spans.iter().map(expected).collect(),
+                schema_url: String::new(),
+            }],
+            schema_url: String::new(),
+        };
+        assert_eq!(decoded.resource_spans, vec![want]);
 
-        encode_export(&attributes, &[], &mut body, &mut lengths);
+        encode_export(&resource, &[], &mut body, &mut lengths);
         assert!(body.is_empty());
     }
 }

@@ -12,23 +12,18 @@
 //! invocations, so nothing may be left to a background thread).
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
-use opentelemetry::propagation::{Injector, TextMapPropagator};
-use opentelemetry::trace::TracerProvider as _;
-use opentelemetry::{Context, KeyValue};
-use opentelemetry_sdk::error::OTelSdkResult;
-use opentelemetry_sdk::propagation::TraceContextPropagator;
-use opentelemetry_sdk::trace::{SdkTracerProvider, Span, SpanData, SpanProcessor};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
-use tracing_opentelemetry::OpenTelemetrySpanExt;
 use tracing_subscriber::Layer;
 use tracing_subscriber::filter::dynamic_filter_fn;
 use tracing_subscriber::registry::LookupSpan;
 
 use crate::config::Env;
 use crate::secrets::SecretsCache;
+pub use crate::span_recorder::AttrValue;
+use crate::span_recorder::{Attribute, Buffer, Recorder, with_recorded};
 
 /// The target of the spans and events that go into the trace.
 pub const TARGET: &str = "otel";
@@ -36,16 +31,11 @@ pub const TARGET: &str = "otel";
 /// The W3C trace-context header.
 pub const TRACEPARENT: &str = "traceparent";
 
-/// At most this many finished spans wait for [`flush`]; more are dropped (and counted in
-/// the log), so a runaway loop cannot hold the container's memory.
-const MAX_BUFFERED: usize = 2048;
-
 static ENABLED: AtomicBool = AtomicBool::new(false);
-static PROVIDER: OnceLock<SdkTracerProvider> = OnceLock::new();
-static BUFFER: OnceLock<std::sync::Arc<Buffer>> = OnceLock::new();
+static BUFFER: OnceLock<Arc<Buffer>> = OnceLock::new();
 static EXPORT: OnceLock<Export> = OnceLock::new();
-/// The process's resource (`service.name`, the SDK's attributes), sent with every export.
-static RESOURCE: OnceLock<Vec<KeyValue>> = OnceLock::new();
+/// The process's resource (`service.name`, `telemetry.sdk.*`), sent with every export.
+static RESOURCE: OnceLock<Vec<Attribute>> = OnceLock::new();
 
 /// How long one export may take before its spans are dropped.
 const EXPORT_TIMEOUT: Duration = Duration::from_secs(2);
@@ -71,47 +61,6 @@ pub fn capture_content() -> bool {
     CAPTURE_CONTENT.load(Ordering::Relaxed)
 }
 
-/// Finished spans, kept until [`flush`].
-#[derive(Debug, Default)]
-struct Buffer {
-    spans: Mutex<Vec<SpanData>>,
-}
-
-impl Buffer {
-    /// The spans so far; the buffer starts again with room for as many, since a span is a
-    /// few hundred bytes and growing the buffer span by span copied them over and over.
-    fn take(&self) -> Vec<SpanData> {
-        let mut spans = self.spans.lock().unwrap_or_else(PoisonError::into_inner);
-        let room = spans.len().clamp(16, MAX_BUFFERED);
-        std::mem::replace(&mut *spans, Vec::with_capacity(room))
-    }
-}
-
-/// The processor that keeps finished spans for [`flush`].
-#[derive(Debug, Clone)]
-struct Buffered(std::sync::Arc<Buffer>);
-
-impl SpanProcessor for Buffered {
-    fn on_start(&self, _: &mut Span, _: &Context) {}
-
-    fn on_end(&self, span: SpanData) {
-        let mut spans = self.0.spans.lock().unwrap_or_else(PoisonError::into_inner);
-        if spans.len() < MAX_BUFFERED {
-            spans.push(span);
-        } else {
-            tracing::warn!(max = MAX_BUFFERED, "trace buffer full: a span was dropped");
-        }
-    }
-
-    fn force_flush(&self) -> OTelSdkResult {
-        Ok(())
-    }
-
-    fn shutdown_with_timeout(&self, _: Duration) -> OTelSdkResult {
-        Ok(())
-    }
-}
-
 /// The `tracing` layer that turns the trace's spans into OpenTelemetry spans; part of the
 /// subscriber `crate::observability::init_tracing` installs. It sees only spans and events
 /// of [`TARGET`], and only while traces are on.
@@ -119,38 +68,20 @@ pub fn layer<S>(service: &str) -> impl Layer<S> + Send + Sync + 'static
 where
     S: tracing::Subscriber + for<'a> LookupSpan<'a> + Send + Sync,
 {
-    let buffer = BUFFER
-        .get_or_init(|| {
-            std::sync::Arc::new(Buffer {
-                spans: Mutex::new(Vec::with_capacity(16)),
-            })
-        })
-        .clone();
-    let provider = PROVIDER.get_or_init(|| {
-        let resource = opentelemetry_sdk::Resource::builder()
-            .with_service_name(service.to_owned())
-            .build();
-        let _ = RESOURCE.set(
-            resource
-                .iter()
-                .map(|(k, v)| KeyValue::new(k.clone(), v.clone()))
-                .collect(),
-        );
-        SdkTracerProvider::builder()
-            .with_span_processor(Buffered(buffer))
-            .with_resource(resource)
-            .build()
-    });
-    tracing_opentelemetry::layer()
-        .with_tracer(provider.tracer("tool-calling"))
-        .with_location(false)
-        .with_threads(false)
-        .with_tracked_inactivity(false)
-        // Parents come from the `tracing` span tree and the `traceparent` we read; nothing
-        // here asks OpenTelemetry for its current context, so entering a span (every poll
-        // of an instrumented future) need not make it current there.
-        .with_context_activation(false)
-        .with_target(false)
+    let buffer = BUFFER.get_or_init(Arc::default).clone();
+    let _ = RESOURCE.set(vec![
+        ("service.name", AttrValue::Str(service.to_owned())),
+        ("telemetry.sdk.language", AttrValue::Str("rust".into())),
+        (
+            "telemetry.sdk.name",
+            AttrValue::Str(crate::otlp::SCOPE.into()),
+        ),
+        (
+            "telemetry.sdk.version",
+            AttrValue::Str(env!("CARGO_PKG_VERSION").into()),
+        ),
+    ]);
+    Recorder::new(buffer)
         // Decided per callsite once: every other callsite stays statically off for this
         // layer, so the log filter alone decides them (a `sometimes` here would make every
         // debug and trace event of every dependency be checked at run time).
@@ -263,7 +194,7 @@ struct Export {
     http: reqwest::Client,
     url: reqwest::Url,
     headers: HeaderMap,
-    resource: Vec<KeyValue>,
+    resource: Vec<Attribute>,
     /// The encoded body and the encoder's scratch, kept between exports.
     body: Mutex<(Vec<u8>, Vec<usize>)>,
 }
@@ -385,35 +316,88 @@ pub fn headers_of(span: &tracing::Span) -> Vec<(String, String)> {
     if !enabled() {
         return Vec::new();
     }
-    struct Headers(Vec<(String, String)>);
-    impl Injector for Headers {
-        fn set(&mut self, key: &str, value: String) {
-            self.0.push((key.to_owned(), value));
+    with_recorded(span, |r| {
+        let parent = format!(
+            "00-{}-{}-{}",
+            hex::encode(r.trace_id),
+            hex::encode(r.span_id),
+            if r.sampled { "01" } else { "00" }
+        );
+        let mut headers = vec![(TRACEPARENT.to_owned(), parent)];
+        if !r.trace_state.is_empty() {
+            headers.push(("tracestate".to_owned(), r.trace_state.clone()));
         }
-    }
-    let mut headers = Headers(Vec::new());
-    TraceContextPropagator::new().inject_context(&span.context(), &mut headers);
-    headers.0
+        headers
+    })
+    .unwrap_or_default()
 }
 
-/// Makes `span` a child of the trace a caller sent in `traceparent` (a W3C header, parsed
-/// strictly by the propagator: anything malformed starts a trace of its own).
+/// The id of `span`'s trace, as 32 hex digits; `None` while traces are off.
+pub fn trace_id(span: &tracing::Span) -> Option<String> {
+    with_recorded(span, |r| hex::encode(r.trace_id))
+}
+
+/// A W3C `traceparent`: the trace id, the parent's span id, and whether it is sampled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TraceParent {
+    /// The trace's id.
+    pub trace_id: [u8; 16],
+    /// The caller's span: the parent of ours.
+    pub span_id: [u8; 8],
+    /// The caller records the trace (flag `01`).
+    pub sampled: bool,
+}
+
+/// Reads a `traceparent` strictly (W3C Trace Context, level 1): `None` for anything
+/// malformed, so that a bad header starts a trace of its own. A later version's header is
+/// read by its first four parts, as the specification asks.
+pub fn parse_traceparent(header: &str) -> Option<TraceParent> {
+    let header = header.trim();
+    let mut parts = header.split('-');
+    let (version, trace, span, flags) =
+        (parts.next()?, parts.next()?, parts.next()?, parts.next()?);
+    let lower_hex = |s: &str, len: usize| {
+        s.len() == len && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+    };
+    if !lower_hex(version, 2) || version == "ff" || !lower_hex(flags, 2) {
+        return None;
+    }
+    if version == "00" && parts.next().is_some() {
+        return None;
+    }
+    if !lower_hex(trace, 32) || !lower_hex(span, 16) {
+        return None;
+    }
+    let mut parent = TraceParent {
+        trace_id: [0; 16],
+        span_id: [0; 8],
+        sampled: false,
+    };
+    hex::decode_to_slice(trace, &mut parent.trace_id).ok()?;
+    hex::decode_to_slice(span, &mut parent.span_id).ok()?;
+    let flags = u8::from_str_radix(flags, 16).ok()?;
+    parent.sampled = flags & 1 == 1;
+    let invalid = parent.trace_id == [0; 16] || parent.span_id == [0; 8];
+    (!invalid).then_some(parent)
+}
+
+/// Makes `span` a child of the trace a caller sent in `traceparent` (parsed strictly:
+/// anything malformed starts a trace of its own); its `tracestate` is passed on.
 pub fn continue_from(span: &tracing::Span, get: impl Fn(&str) -> Option<String>) {
     if !enabled() {
         return;
     }
-    let (Some(parent), state) = (get(TRACEPARENT), get("tracestate")) else {
+    let Some(parent) = get(TRACEPARENT).as_deref().and_then(parse_traceparent) else {
         return;
     };
-    let carrier: std::collections::HashMap<String, String> = [
-        Some((TRACEPARENT.to_owned(), parent)),
-        state.map(|s| ("tracestate".to_owned(), s)),
-    ]
-    .into_iter()
-    .flatten()
-    .collect();
-    let cx = TraceContextPropagator::new().extract(&carrier);
-    let _ = span.set_parent(cx);
+    let state = get("tracestate").unwrap_or_default();
+    with_recorded(span, |r| {
+        r.trace_id = parent.trace_id;
+        r.parent = Some(parent.span_id);
+        r.parent_is_remote = true;
+        r.sampled = parent.sampled;
+        r.trace_state = state.trim().to_owned();
+    });
 }
 
 /// An outgoing HTTP call to `service`, as a client span (`method`, `server.address` from
@@ -465,7 +449,15 @@ pub fn record_error(span: &tracing::Span, kind: &str) {
         return;
     }
     span.record("error.type", kind);
-    span.set_status(opentelemetry::trace::Status::error(kind.to_owned()));
+    with_recorded(span, |r| r.error = Some(kind.to_owned()));
+}
+
+/// Sets an attribute `span` has no field for (an array, text only an operator's opt-in
+/// lets in).
+pub fn set_attribute(span: &tracing::Span, key: &'static str, value: AttrValue) {
+    with_recorded(span, |r| {
+        crate::span_recorder::set_attribute(&mut r.attributes, key, value);
+    });
 }
 
 /// The span of a request a function serves: `<method> <route>`, a child of the caller's
@@ -526,6 +518,35 @@ mod tests {
             let err = otlp_headers(bad).unwrap_err();
             assert!(err.contains("header"), "{bad}: {err}");
             assert!(!err.contains("s3cret"), "the value leaked: {err}");
+        }
+    }
+
+    #[test]
+    fn traceparent_is_read_strictly() {
+        let good = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+        let parent = parse_traceparent(good).unwrap();
+        assert_eq!(
+            hex::encode(parent.trace_id),
+            "0af7651916cd43dd8448eb211c80319c"
+        );
+        assert_eq!(hex::encode(parent.span_id), "b7ad6b7169203331");
+        assert!(parent.sampled);
+        let unsampled = good.replace("-01", "-00");
+        assert!(!parse_traceparent(&unsampled).unwrap().sampled);
+        // A later version is read by its first four parts.
+        assert!(parse_traceparent(&format!("{}-extra", good.replacen("00", "cc", 1))).is_some());
+        for bad in [
+            "",
+            "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331",
+            "00-0AF7651916CD43DD8448EB211C80319C-b7ad6b7169203331-01",
+            "00-00000000000000000000000000000000-b7ad6b7169203331-01",
+            "00-0af7651916cd43dd8448eb211c80319c-0000000000000000-01",
+            "ff-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+            "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01-extra",
+            "00-0af7651916cd43dd8448eb211c8031-b7ad6b7169203331-01",
+            "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-0g",
+        ] {
+            assert_eq!(parse_traceparent(bad), None, "{bad}");
         }
     }
 
