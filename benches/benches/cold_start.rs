@@ -22,7 +22,8 @@
 //! `COLD_START_ONLY=kb-retrieve,chat-router` measures only those functions;
 //! `COLD_START_WRAPPER=<command>` starts each binary under a profiler (see `wrapped`);
 //! `COLD_START_TRACES=1` turns traces on, exported to a local OTLP receiver;
-//! `COLD_START_WARM=<n>` sets the warm invocations per cold start.
+//! `COLD_START_WARM=<n>` sets the warm invocations per cold start, `COLD_START_RUNS=<n>` the
+//! cold starts per function.
 
 // Tests and benches fail loudly: unwrap, expect and panic are how they report.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -142,11 +143,18 @@ async fn main() {
     } else {
         (1, 2)
     };
-    // `COLD_START_WARM=<n>`: more warm invocations, e.g. for a profile of warm turns.
-    let warm = std::env::var("COLD_START_WARM")
-        .ok()
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(warm);
+    // `COLD_START_WARM=<n>`: more warm invocations, e.g. for a profile of warm turns;
+    // `COLD_START_RUNS=<n>`: more cold starts, e.g. pairs enough to see a small cost.
+    let number = |name: &str, default: usize| {
+        std::env::var(name)
+            .ok()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(default)
+    };
+    let (runs, warm) = (
+        number("COLD_START_RUNS", runs),
+        number("COLD_START_WARM", warm),
+    );
     let bin_dir = match binaries(full) {
         Ok(Some(dir)) => dir,
         Ok(None) => {
@@ -183,17 +191,20 @@ async fn main() {
         }
         let mut samples = Vec::with_capacity(runs);
         let mut off_samples = Vec::with_capacity(runs);
-        for _ in 0..runs {
-            // Compared in pairs, off then on, so that drift of the machine hits both alike.
-            if compare {
-                match run_once(&bin, &function, warm, &[]).await {
+        for run in 0..runs {
+            // Compared in pairs, off and on, so that drift of the machine hits both alike;
+            // every other pair runs on first, so that going second favours neither.
+            let on_first = run % 2 == 1;
+            for traced in [on_first, !on_first] {
+                if !traced && !compare {
+                    continue;
+                }
+                let env = if traced { on } else { &[] };
+                match run_once(&bin, &function, warm, env).await {
+                    Ok(sample) if traced => samples.push(sample),
                     Ok(sample) => off_samples.push(sample),
                     Err(e) => panic!("{}: {e}", function.name),
                 }
-            }
-            match run_once(&bin, &function, warm, on).await {
-                Ok(sample) => samples.push(sample),
-                Err(e) => panic!("{}: {e}", function.name),
             }
         }
         if compare {
