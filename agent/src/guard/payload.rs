@@ -107,6 +107,10 @@ impl PayloadGuard {
     /// `text` as the client may see it: normalised, capped, then checked; `None` when it
     /// is shown unchanged.
     pub fn text(&self, text: &str) -> Option<String> {
+        // Printable ASCII is its own normal form and is not capped here.
+        if self.checks.passes_as_plain(text) {
+            return None;
+        }
         let normalised = input::normalise(text).text;
         let capped = match normalised.char_indices().nth(MAX_FIELD_CHARS) {
             Some((end, _)) => format!("{}…", &normalised[..end]),

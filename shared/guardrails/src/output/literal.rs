@@ -100,6 +100,15 @@ impl<T: Copy> Literals<T> {
         first.map(|(_, tag)| tag)
     }
 
+    /// Whether one of the literals occurs in `bytes`, a text of its own.
+    pub fn occur_in(&self, bytes: &[u8]) -> bool {
+        self.literals.iter().any(|(_, literal)| {
+            bytes
+                .windows(literal.len())
+                .any(|window| *window == *literal.bytes)
+        })
+    }
+
     /// The same literals, at the start of a new stream.
     pub fn restarted(&self) -> Self {
         Self {
@@ -139,5 +148,7 @@ mod tests {
         assert_eq!(other.feed(b"aaxy"), None);
         assert_eq!(other.partial(), 2);
         assert_eq!(other.feed(b"z"), Some(3));
+        assert!(other.occur_in(b"..xyz"));
+        assert!(!other.occur_in(b"abcab xy"));
     }
 }

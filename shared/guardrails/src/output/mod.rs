@@ -42,6 +42,9 @@ const LINK_HOLD: usize = 400;
 /// Folded characters whose origin is kept: more than an echo shorter than a window.
 const FOLDED_KEPT: usize = 64;
 const _: () = assert!(FOLDED_KEPT > PROMPT_WINDOW);
+/// The punctuation a text [`StreamGuard::passes_as_plain`] may hold: none of it begins
+/// markup, a link or an entity.
+const PLAIN_PUNCTUATION: &[u8] = b" -_.,:+/()'%#";
 /// Stored secrets shorter than this are not looked for (they would match ordinary words).
 const MIN_SECRET_LEN: usize = 8;
 
@@ -242,6 +245,21 @@ impl StreamGuard {
         );
         let sent = Literals::new(literals);
         Self::starting(sent, echo, Arc::new(LinkPolicy::new(allowed_hosts)))
+    }
+
+    /// Whether `text`, checked on its own by a restart of this guard, would be shown as it
+    /// is with nothing found, told without running the checks: printable ASCII with no
+    /// character that begins markup, shorter than an echo, with neither a secret's nor a
+    /// URL's beginning, and none of the literals. (A payload guard checks hundreds of
+    /// strings per turn, most of them codes, dates and prices.)
+    pub fn passes_as_plain(&self, text: &str) -> bool {
+        text.len() < PROMPT_WINDOW
+            && text
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || PLAIN_PUNCTUATION.contains(&b))
+            && secret_start(text, false).is_none()
+            && !forms::may_be_url(text)
+            && !self.sent.occur_in(text.as_bytes())
     }
 
     /// A guard for a new text with the same checks: what was built from the canary, the
@@ -620,5 +638,103 @@ mod tests {
             seen,
             "See [image: chart] and [United](https://www.united.com/book) or here."
         );
+    }
+
+    /// What the shortcut lets through is what the checks would show unchanged: thousands
+    /// of strings built from plain characters, markup, the canary's and a secret's pieces,
+    /// secret and URL beginnings; and typical payload strings take it.
+    #[test]
+    fn a_plain_text_passes_as_the_checks_would_pass_it() {
+        let template = guard();
+        let pieces = [
+            "FRA",
+            "2027-03-15",
+            "T08:30:00Z",
+            " ",
+            "LH 400",
+            "1,234.56",
+            "EUR",
+            "a",
+            "Z",
+            "9",
+            "-",
+            ":",
+            "/",
+            "(",
+            ")",
+            "'",
+            "%",
+            "#",
+            "_",
+            ".",
+            ",",
+            "+",
+            "sk-",
+            "AKIA",
+            "eyJ",
+            "AIza",
+            "www.",
+            "http://",
+            "https://",
+            "htt",
+            "ww",
+            "CANARY-12",
+            "34567890",
+            "sk-stored",
+            "-secret-value",
+            "[",
+            "]",
+            "<",
+            ">",
+            "&",
+            "*",
+            "`",
+            "\n",
+            "é",
+            "\u{200b}",
+            "You are a travel assistant for people who pay for",
+        ];
+        let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = |n: usize| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            usize::try_from(state % n as u64).unwrap_or(0)
+        };
+        let mut plain = 0;
+        for _ in 0..20_000 {
+            let text: String = (0..1 + next(6))
+                .map(|_| pieces[next(pieces.len())])
+                .collect();
+            if !template.passes_as_plain(&text) {
+                continue;
+            }
+            plain += 1;
+            let mut checked = template.restarted();
+            let mut shown = checked.push(&text);
+            shown.push_str(&checked.finish());
+            assert_eq!((shown.as_str(), checked.violation()), (text.as_str(), None));
+        }
+        assert!(plain > 1_000, "{plain}");
+        for text in [
+            "FRA",
+            "2027-03-15T08:30:00Z",
+            "LH 400",
+            "1,234.56 EUR",
+            "Lufthansa",
+        ] {
+            assert!(template.passes_as_plain(text), "{text}");
+        }
+        for text in [
+            "CANARY-1234567890",
+            "x sk-stored-secret-value",
+            "sk-abc",
+            "see www.x.com",
+            "a [link]",
+            "Zürich",
+            "You are a travel assistant for people who pay for",
+        ] {
+            assert!(!template.passes_as_plain(text), "{text}");
+        }
     }
 }
