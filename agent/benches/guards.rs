@@ -2,7 +2,8 @@
 //! typical ~300-character message, the stream guard over a 4 KB answer arriving in
 //! 4-character tokens (German text, Markdown links on the allow-list; the guard built for
 //! the turn included, from the profile's echo index that a container builds once), and the
-//! tool-output scan of a 4 KB tool result; then input and stream guard together, the
+//! tool-output scan of a 4 KB tool result, the payload guard over the strings of that result
+//! as the client gets it (`tool_result`); then input and stream guard together, the
 //! per-turn figure the target is about (under 0.2 ms), and all three.
 //!
 //!     cargo bench -p agent --bench guards
@@ -21,8 +22,9 @@ use std::sync::Arc;
 
 use agent::guard::output::StreamGuard;
 use agent::guard::output::echo::EchoIndex;
+use agent::guard::payload::PayloadGuard;
 use agent::profiles::AgentCatalog;
-use criterion::{Criterion, criterion_group, criterion_main};
+use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use serde_json::json;
 
 /// The allow-list's default (`ANSWER_LINK_HOSTS`).
@@ -133,6 +135,21 @@ fn guards(c: &mut Criterion) {
     });
     group.bench_function("tool output: scan of a 4 KB result", |b| {
         b.iter(|| detect::scan(black_box(&tool_result)).len())
+    });
+    let payload = PayloadGuard::new(
+        &canary,
+        Arc::clone(&echo),
+        vec!["sk-a-stored-secret-value".into()],
+        hosts.clone(),
+    );
+    let result: serde_json::Value = serde_json::from_str(&tool_result).unwrap();
+    assert_eq!(payload.value(&mut result.clone()), 0);
+    group.bench_function("payload guard: the strings of a 4 KB result", |b| {
+        b.iter_batched(
+            || result.clone(),
+            |mut value| payload.value(&mut value),
+            BatchSize::SmallInput,
+        )
     });
     group.bench_function("once per container and profile: the echo index", |b| {
         b.iter(|| EchoIndex::new(&[black_box(&prompt)]))
