@@ -238,13 +238,14 @@ impl Agent {
     }
 
     /// Whether a call of `tool` may run again while an earlier one might still be under
-    /// way: its result depends only on its request (`DynTool::cache_scope`),
-    /// so it reads and writes nothing of the user's.
+    /// way: its result depends only on its request (`DynTool::cache_scope`), so it reads
+    /// and writes nothing of the user's, or it is a UI skill (`DynTool::ui_kind`), whose
+    /// run only checks its request.
     pub fn reruns_safely(&self, tool: shared::domain::tool_call::ToolName) -> bool {
         self.pipeline
             .registry
             .get(tool)
-            .is_some_and(|t| t.tool.cache_scope().is_some())
+            .is_some_and(|t| t.tool.cache_scope().is_some() || t.tool.ui_kind().is_some())
     }
 
     /// The payload checks for what the routes return of stored texts (the requests the

@@ -658,6 +658,16 @@ async fn a_turn_whose_dead_host_wrote_to_the_chat_is_not_run_again() {
 
 /// A call the dead host of `held` left running: `tool`'s, under a lease of a minute.
 async fn left_running(rig: &Rig, held: &HeldChat, tool: ToolName) -> String {
+    left_running_with(
+        rig,
+        held,
+        tool,
+        json!({"query": "left running", "top_k": 6}),
+    )
+    .await
+}
+
+async fn left_running_with(rig: &Rig, held: &HeldChat, tool: ToolName, request: Value) -> String {
     let claim = rig
         .deps
         .ledger
@@ -665,7 +675,7 @@ async fn left_running(rig: &Rig, held: &HeldChat, tool: ToolName) -> String {
             owner_id: held.user.clone(),
             chat_id: held.chat_id.clone(),
             tool,
-            request: json!({"query": "left running", "top_k": 6}),
+            request,
             mode: ClaimMode::Run {
                 lease: time::Duration::minutes(1),
             },
@@ -824,6 +834,60 @@ async fn a_resend_goes_on_from_the_step_a_dead_host_logged() {
 #[tokio::test]
 async fn a_resume_goes_on_from_the_step_a_dead_host_logged() {
     a_turn_whose_host_died_while_its_search_ran_goes_on(Ask::Resume).await;
+}
+
+/// The step of `make dev`'s flight turn: a search and quick replies beside it. A UI skill
+/// only checks its request, so the step goes on like a search alone.
+#[tokio::test]
+async fn a_logged_step_with_quick_replies_beside_its_search_goes_on() {
+    let rig = Rig::start().await;
+    let message = "What are the lounge rules?";
+    let silent = time::Duration::seconds(30);
+    let held = chat_held_by_a_silent_turn(&rig, "k-step-ui", message, silent, Vec::new()).await;
+    let search = left_running(&rig, &held, ToolName::SEARCH_KNOWLEDGE_BASE).await;
+    let replies = json!({"replies": ["Lounges in Frankfurt", "Lounges in Munich"]});
+    let ui = left_running_with(&rig, &held, ToolName::new("suggest_replies"), replies).await;
+    let init = json!({"chat_id": held.chat_id, "created": false, "turn_id": held.turn.turn_id, "language": "en"});
+    let started = |tool: &str, job_id: &str| json!({"tool": tool, "job_id": job_id, "deduped": false, "status": "running"});
+    logged_by_its_host(
+        &held,
+        silent,
+        &[
+            logged(0, "init", init),
+            logged(1, "tool_started", started("search_knowledge_base", &search)),
+            logged(2, "tool_started", started("suggest_replies", &ui)),
+        ],
+    )
+    .await;
+    let calls_before = rig.llm.request_count();
+    rig.llm.push(Reply::text("Nothing on lounges, sorry."));
+    let resent = rig
+        .chat_keyed(
+            &held.token,
+            "k-step-ui",
+            json!({"chat_id": held.chat_id, "message": message}),
+        )
+        .await;
+    assert!(resent.all("error").is_empty(), "{:?}", resent.names());
+    assert_eq!(resent.names().last(), Some(&"done"));
+    assert_eq!(resent.text(), "Nothing on lounges, sorry.");
+    assert_eq!(
+        ids(&resent.events),
+        (0..resent.events.len() as u64).collect::<Vec<_>>(),
+        "no gap, no duplicate"
+    );
+    assert_eq!(resent.all("tool_started").len(), 2, "{:?}", resent.names());
+    assert_eq!(resent.all("ui").len(), 1, "{:?}", resent.names());
+    assert_eq!(rig.llm.request_count(), calls_before + 1, "one model call");
+    for job_id in [&search, &ui] {
+        let call = rig
+            .deps
+            .ledger
+            .get(&held.user, &held.chat_id, job_id)
+            .await
+            .unwrap();
+        assert_eq!(call.status, ToolCallStatus::Succeeded, "{job_id}");
+    }
 }
 
 #[tokio::test]
