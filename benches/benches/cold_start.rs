@@ -189,24 +189,7 @@ async fn main() {
         if full && let Err(e) = run_once(&bin, &function, warm, on).await {
             panic!("{}: {e}", function.name);
         }
-        let mut samples = Vec::with_capacity(runs);
-        let mut off_samples = Vec::with_capacity(runs);
-        for run in 0..runs {
-            // Compared in pairs, off and on, so that drift of the machine hits both alike;
-            // every other pair runs on first, so that going second favours neither.
-            let on_first = run % 2 == 1;
-            for traced in [on_first, !on_first] {
-                if !traced && !compare {
-                    continue;
-                }
-                let env = if traced { on } else { &[] };
-                match run_once(&bin, &function, warm, env).await {
-                    Ok(sample) if traced => samples.push(sample),
-                    Ok(sample) => off_samples.push(sample),
-                    Err(e) => panic!("{}: {e}", function.name),
-                }
-            }
-        }
+        let (off_samples, samples) = cold_starts(&bin, &function, runs, warm, on, compare).await;
         if compare {
             report(&function, "traces off", &off_samples);
             verdicts.extend(report(&function, "traces on", &samples));
@@ -222,6 +205,36 @@ async fn main() {
     println!(
         "(targets: the *_TARGET constants and each row's own, in benches/benches/cold_start.rs; medians)"
     );
+}
+
+/// `runs` cold starts of `function` with the environment `on` (traces on, when asked for),
+/// and with `compare` as many without it: (without, with).
+async fn cold_starts(
+    bin: &Path,
+    function: &Function,
+    runs: usize,
+    warm: usize,
+    on: &[(String, String)],
+    compare: bool,
+) -> (Vec<Sample>, Vec<Sample>) {
+    let (mut off, mut with) = (Vec::with_capacity(runs), Vec::with_capacity(runs));
+    for run in 0..runs {
+        // Compared in pairs, off and on, so that drift of the machine hits both alike;
+        // every other pair runs on first, so that going second favours neither.
+        let on_first = run % 2 == 1;
+        for traced in [on_first, !on_first] {
+            if !traced && !compare {
+                continue;
+            }
+            let env = if traced { on } else { &[] };
+            match run_once(bin, function, warm, env).await {
+                Ok(sample) if traced => with.push(sample),
+                Ok(sample) => off.push(sample),
+                Err(e) => panic!("{}: {e}", function.name),
+            }
+        }
+    }
+    (off, with)
 }
 
 /// The directory holding the functions' binaries: `COLD_START_BIN_DIR` if set (to compare

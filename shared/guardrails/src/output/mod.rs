@@ -640,60 +640,59 @@ mod tests {
         );
     }
 
-    /// What the shortcut lets through is what the checks would show unchanged: thousands
-    /// of strings built from plain characters, markup, the canary's and a secret's pieces,
-    /// secret and URL beginnings; and typical payload strings take it.
-    #[test]
-    fn a_plain_text_passes_as_the_checks_would_pass_it() {
-        let template = guard();
-        let pieces = [
-            "FRA",
-            "2027-03-15",
-            "T08:30:00Z",
-            " ",
-            "LH 400",
-            "1,234.56",
-            "EUR",
-            "a",
-            "Z",
-            "9",
-            "-",
-            ":",
-            "/",
-            "(",
-            ")",
-            "'",
-            "%",
-            "#",
-            "_",
-            ".",
-            ",",
-            "+",
-            "sk-",
-            "AKIA",
-            "eyJ",
-            "AIza",
-            "www.",
-            "http://",
-            "https://",
-            "htt",
-            "ww",
-            "CANARY-12",
-            "34567890",
-            "sk-stored",
-            "-secret-value",
-            "[",
-            "]",
-            "<",
-            ">",
-            "&",
-            "*",
-            "`",
-            "\n",
-            "é",
-            "\u{200b}",
-            "You are a travel assistant for people who pay for",
-        ];
+    /// What generated texts are made of: plain characters, markup, the canary's and a
+    /// secret's pieces, secret and URL beginnings, a run of the prompt.
+    const PIECES: &[&str] = &[
+        "FRA",
+        "2027-03-15",
+        "T08:30:00Z",
+        " ",
+        "LH 400",
+        "1,234.56",
+        "EUR",
+        "a",
+        "Z",
+        "9",
+        "-",
+        ":",
+        "/",
+        "(",
+        ")",
+        "'",
+        "%",
+        "#",
+        "_",
+        ".",
+        ",",
+        "+",
+        "sk-",
+        "AKIA",
+        "eyJ",
+        "AIza",
+        "www.",
+        "http://",
+        "https://",
+        "htt",
+        "ww",
+        "CANARY-12",
+        "34567890",
+        "sk-stored",
+        "-secret-value",
+        "[",
+        "]",
+        "<",
+        ">",
+        "&",
+        "*",
+        "`",
+        "\n",
+        "é",
+        "\u{200b}",
+        "You are a travel assistant for people who pay for",
+    ];
+
+    /// `count` texts of one to six [`PIECES`], always the same.
+    fn generated_texts(count: usize) -> Vec<String> {
         let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
         let mut next = |n: usize| {
             state ^= state << 13;
@@ -701,11 +700,22 @@ mod tests {
             state ^= state << 17;
             usize::try_from(state % n as u64).unwrap_or(0)
         };
+        (0..count)
+            .map(|_| {
+                (0..1 + next(6))
+                    .map(|_| PIECES[next(PIECES.len())])
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// What the shortcut lets through is what the checks would show unchanged, and typical
+    /// payload strings take it.
+    #[test]
+    fn a_plain_text_passes_as_the_checks_would_pass_it() {
+        let template = guard();
         let mut plain = 0;
-        for _ in 0..20_000 {
-            let text: String = (0..1 + next(6))
-                .map(|_| pieces[next(pieces.len())])
-                .collect();
+        for text in generated_texts(20_000) {
             if !template.passes_as_plain(&text) {
                 continue;
             }
