@@ -390,7 +390,9 @@ pub fn continue_from(span: &tracing::Span, get: impl Fn(&str) -> Option<String>)
     let Some(parent) = get(TRACEPARENT).as_deref().and_then(parse_traceparent) else {
         return;
     };
-    let state = get("tracestate").unwrap_or_default();
+    let state = get("tracestate")
+        .filter(|s| is_trace_state(s))
+        .unwrap_or_default();
     with_recorded(span, |r| {
         r.trace_id = parent.trace_id;
         r.parent = Some(parent.span_id);
@@ -398,6 +400,31 @@ pub fn continue_from(span: &tracing::Span, get: impl Fn(&str) -> Option<String>)
         r.sampled = parent.sampled;
         r.trace_state = state.trim().to_owned();
     });
+}
+
+/// Whether `header` is a W3C `tracestate` this process may pass on and export: at most 512
+/// characters, at most 32 `key=value` members, keys of `[a-z0-9_-*/@]`, values of printable
+/// ASCII without `,` and `=`. Anything else is a caller's text we do not carry.
+pub fn is_trace_state(header: &str) -> bool {
+    const MAX_LEN: usize = 512;
+    const MAX_MEMBERS: usize = 32;
+    let members: Vec<&str> = header
+        .split(',')
+        .map(str::trim)
+        .filter(|m| !m.is_empty())
+        .collect();
+    let key_char = |c: char| matches!(c, 'a'..='z' | '0'..='9' | '_' | '-' | '*' | '/' | '@');
+    let value_char = |c: char| matches!(c, ' '..='~') && c != ',' && c != '=';
+    header.len() <= MAX_LEN
+        && members.len() <= MAX_MEMBERS
+        && members.iter().all(|member| {
+            member.split_once('=').is_some_and(|(key, value)| {
+                !key.is_empty()
+                    && key.chars().all(key_char)
+                    && !value.is_empty()
+                    && value.chars().all(value_char)
+            })
+        })
 }
 
 /// An outgoing HTTP call to `service`, as a client span (`method`, `server.address` from
@@ -547,6 +574,28 @@ mod tests {
             "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-0g",
         ] {
             assert_eq!(parse_traceparent(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn only_a_well_formed_tracestate_is_passed_on() {
+        for good in [
+            "",
+            "vendor=v1",
+            "rojo=00f067aa0ba902b7, congo=t61rcWkgMzE",
+            "a@b/c*d_e-f=x y",
+        ] {
+            assert!(is_trace_state(good), "{good}");
+        }
+        let long = format!("k={}", "v".repeat(600));
+        let many = (0..33)
+            .map(|i| format!("k{i}=v"))
+            .collect::<Vec<_>>()
+            .join(",");
+        for bad in [
+            "novalue", "Key=v", "k=", "k=a=b", "k=\u{1}", "k=ü", &long, &many,
+        ] {
+            assert!(!is_trace_state(bad), "{bad}");
         }
     }
 
