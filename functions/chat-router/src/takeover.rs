@@ -8,7 +8,7 @@
 //!   that step (`agent::ReplayedStep`), its calls taken from the ledger, so the model is
 //!   not asked again; the calls run again through the pipeline, which answers those that
 //!   ended from the ledger and takes over those left running. Only calls of tools that
-//!   only read may be run so ([`replayed_step`]).
+//!   only read, or UI skills, may be run so ([`replayed_step`]).
 //!
 //! Nothing the dead host did is repeated that anyone saw: the chat holds nothing of the
 //! turn (checked first: a host that wrote its step to the chat is not taken over, its turn
@@ -194,8 +194,8 @@ async fn end_with_error(
 
 /// The first step of `turn` as its dead host logged it, with its calls from the ledger:
 /// `None` (the turn is not taken over) when a call is not found, belongs to a tool that
-/// does not only read (running it again could act twice), or the step has text but no
-/// call (it was answering: the answer cannot be taken back).
+/// neither only reads nor is a UI skill (running it again could act twice), or the step
+/// has text but no call (it was answering: the answer cannot be taken back).
 async fn replayed_step(deps: &Deps, turn: &TurnRecord, step: LoggedStep) -> Option<ReplayedStep> {
     if step.started.is_empty() {
         return None;
