@@ -215,7 +215,7 @@ impl Agent {
         .await
     }
 
-    /// The secrets this container holds now (the LLM key, the JWT key, ...): no check lets
+    /// The secrets this container has read (the LLM key, the JWT key, ...): no check lets
     /// them through.
     fn held_secrets(&self) -> Vec<String> {
         self.secrets
