@@ -16,6 +16,7 @@ use serde_json::{Value, json};
 use crate::stream::StreamAssembler;
 use agent_core::llm::{
     Completion, CompletionRequest, LlmProvider, PromptMessage, PromptRole, TokenSink, ToolChoice,
+    ToolSpec,
 };
 use domain::{Error, Result};
 use lambda_kit::secrets::{SecretString, SecretsCache};
@@ -303,7 +304,7 @@ struct WireRequest<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     stream_options: Option<Value>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    tools: Vec<Value>,
+    tools: Vec<WireTool<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     tool_choice: Option<Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -312,6 +313,14 @@ struct WireRequest<'a> {
     temperature: Option<f32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     max_tokens: Option<u32>,
+}
+
+/// A tool as OpenAI's API takes it, borrowing the spec: a turn's tools are sent with every
+/// model call, and their schemas are the larger part of the request.
+#[derive(Serialize)]
+struct WireTool<'a> {
+    r#type: &'static str,
+    function: &'a ToolSpec,
 }
 
 #[derive(Serialize)]
@@ -335,15 +344,9 @@ fn wire_request(request: &CompletionRequest, stream_usage: bool) -> WireRequest<
         tools: request
             .tools
             .iter()
-            .map(|t| {
-                json!({
-                    "type": "function",
-                    "function": {
-                        "name": t.name,
-                        "description": t.description,
-                        "parameters": t.parameters,
-                    }
-                })
+            .map(|function| WireTool {
+                r#type: "function",
+                function,
             })
             .collect(),
         tool_choice: with_tools.then(|| match &request.tool_choice {
