@@ -56,10 +56,20 @@ pub fn stored(seq: u64, event: &TurnEvent) -> StoredEvent {
 
 /// `id: SEQ\nevent: NAME\ndata: JSON\n\n`.
 pub fn frame(event: &StoredEvent) -> Bytes {
-    Bytes::from(format!(
+    let mut frame = Vec::new();
+    frame_into(&mut frame, event);
+    Bytes::from(frame)
+}
+
+/// Appends `event`'s frame to `frames`: events that are ready together go out in one write.
+fn frame_into(frames: &mut Vec<u8>, event: &StoredEvent) {
+    use std::io::Write as _;
+    // Writing into a `Vec` cannot fail.
+    let _ = write!(
+        frames,
         "id: {}\nevent: {}\ndata: {}\n\n",
         event.seq, event.event, event.data
-    ))
+    );
 }
 
 /// An event that ends a stream outside the log (no `id:`: it is not part of the turn).
@@ -70,6 +80,61 @@ fn unlogged(event: &TurnEvent) -> Bytes {
 struct Batch {
     events: Vec<StoredEvent>,
     last: bool,
+}
+
+/// Most events sent in one write: the turn's events that are ready when the stream is
+/// polled go out together (one chunk, one system call), and never wait for more.
+const EVENTS_PER_WRITE: usize = 64;
+
+/// The events of a turn on their way to its log: numbered, and handed to the flusher in
+/// batches.
+struct Log {
+    seq: u64,
+    pending: Vec<StoredEvent>,
+    last_flush: Instant,
+    batches: mpsc::UnboundedSender<Batch>,
+}
+
+impl Log {
+    /// How long to wait for the turn's next event before writing what is pending (or, with
+    /// nothing pending, reading for a cancel).
+    fn wait(&self) -> Duration {
+        if self.pending.is_empty() {
+            IDLE_CHECK
+        } else {
+            FLUSH_EVERY.saturating_sub(self.last_flush.elapsed())
+        }
+    }
+
+    /// `event` with its sequence number.
+    fn number(&mut self, event: &TurnEvent) -> StoredEvent {
+        let stored = stored(self.seq, event);
+        self.seq += 1;
+        stored
+    }
+
+    /// Hands what is pending to the flusher; `last` with `done`.
+    fn flush(&mut self, last: bool) {
+        let _ = self.batches.send(Batch {
+            events: std::mem::take(&mut self.pending),
+            last,
+        });
+        self.last_flush = Instant::now();
+    }
+}
+
+/// The turn's event as this run logs it: `None` for the dead host's `init`, which was
+/// logged and which its client has (`resumed` after 0); a turn run again opened the chat
+/// its first host created, so the turn created it.
+fn as_logged(event: TurnEvent, turn: &TurnRecord, resumed: Option<u64>) -> Option<TurnEvent> {
+    match event {
+        TurnEvent::Init(_) if resumed.is_some_and(|from| from > 0) => None,
+        TurnEvent::Init(mut init) if resumed.is_some() => {
+            init.created = turn.created;
+            Some(TurnEvent::Init(init))
+        }
+        event => Some(event),
+    }
 }
 
 /// Sends a turn's events to its client and its log, in order; returns once `done` is
@@ -91,64 +156,51 @@ pub async fn record(
     let (batches, flushed) = mpsc::unbounded_channel::<Batch>();
     let flusher = tokio::spawn(flush(store, turn.clone(), stop, flushed));
     let mut connected = true;
-    let mut seq = resumed.unwrap_or(0);
-    let mut pending: Vec<StoredEvent> = Vec::new();
-    let mut last_flush = Instant::now();
+    let mut log = Log {
+        seq: resumed.unwrap_or(0),
+        pending: Vec::new(),
+        last_flush: Instant::now(),
+        batches,
+    };
     let done = loop {
-        let wait = if pending.is_empty() {
-            IDLE_CHECK
-        } else {
-            FLUSH_EVERY.saturating_sub(last_flush.elapsed())
-        };
-        let event = match tokio::time::timeout(wait, queue.recv()).await {
+        let first = match tokio::time::timeout(log.wait(), queue.recv()).await {
             Ok(Some(event)) => event,
             // The turn ended without `done` (it panicked): end the log as it would have.
             Ok(None) => TurnEvent::DONE,
             // Due: write what is pending, or (nothing pending) just read for a cancel.
             Err(_) => {
-                let _ = batches.send(Batch {
-                    events: std::mem::take(&mut pending),
-                    last: false,
-                });
-                last_flush = Instant::now();
+                log.flush(false);
                 continue;
             }
         };
-        let event = match event {
-            // The dead host's `init` was logged, and its client has it.
-            TurnEvent::Init(_) if resumed.is_some_and(|from| from > 0) => continue,
-            // A turn run again opened the chat its first host created: the turn created it.
-            TurnEvent::Init(mut init) if resumed.is_some() => {
-                init.created = turn.created;
-                TurnEvent::Init(init)
+        let ready = std::iter::once(first)
+            .chain(std::iter::from_fn(|| queue.try_recv().ok()))
+            .take(EVENTS_PER_WRITE);
+        let (mut frames, mut done) = (Vec::new(), None);
+        for event in ready.filter_map(|event| as_logged(event, &turn, resumed)) {
+            let event = log.number(&event);
+            if event.event == "done" {
+                done = Some(event);
+                break;
             }
-            event => event,
-        };
-        let event = stored(seq, &event);
-        seq += 1;
-        if event.event == "done" {
-            pending.push(event.clone());
-            let _ = batches.send(Batch {
-                events: std::mem::take(&mut pending),
-                last: true,
-            });
-            break event;
+            frame_into(&mut frames, &event);
+            // `init` too: it names the turn's language, which the record does not know.
+            log.pending.push(event);
         }
-        if connected && client.send_data(frame(&event)).await.is_err() {
+        if connected && !frames.is_empty() && client.send_data(frames.into()).await.is_err() {
             tracing::warn!(turn_id = %turn.turn_id, "client disconnected; finishing the turn without it");
             connected = false;
         }
-        // `init` too: it names the turn's language, which the record does not know.
-        pending.push(event);
-        if !pending.is_empty() && last_flush.elapsed() >= FLUSH_EVERY {
-            let _ = batches.send(Batch {
-                events: std::mem::take(&mut pending),
-                last: false,
-            });
-            last_flush = Instant::now();
+        if let Some(done) = done {
+            log.pending.push(done.clone());
+            log.flush(true);
+            break done;
+        }
+        if !log.pending.is_empty() && log.last_flush.elapsed() >= FLUSH_EVERY {
+            log.flush(false);
         }
     };
-    drop(batches);
+    drop(log);
     // Stored before shown: `done` goes out once the log has it, and the response (and so
     // the invocation) stays open until then.
     if let Err(e) = flusher.await {
@@ -329,17 +381,23 @@ pub async fn follow(
         };
         // No logged `init` to send first: the log starts later, or the turn ended with none.
         let record_init = last.is_none() && events.first().map_or(turn.ended(), |e| e.seq > 0);
-        if record_init && client.send_data(frame(&turn.init_event())).await.is_err() {
-            return;
+        // What was read goes out in one write.
+        let mut frames = Vec::new();
+        if record_init {
+            frame_into(&mut frames, &turn.init_event());
         }
+        let mut ended = false;
         for event in &events {
-            if client.send_data(frame(event)).await.is_err() {
-                return;
-            }
+            frame_into(&mut frames, event);
             last = Some(event.seq);
             if event.event == "done" {
-                return;
+                ended = true;
+                break;
             }
+        }
+        let gone = !frames.is_empty() && client.send_data(frames.into()).await.is_err();
+        if gone || ended {
+            return;
         }
         if record_init && events.is_empty() {
             last = Some(0);
