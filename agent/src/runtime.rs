@@ -737,6 +737,12 @@ mod tests {
             if let Err(e) = registered.tool.schema().validator() {
                 panic!("{tool}: {e}");
             }
+            // Each compiles as Draft 7: a first call spares building 2020-12's validators.
+            assert_eq!(
+                registered.tool.schema().dialect(),
+                agent_tools::Dialect::Draft7,
+                "{tool}"
+            );
             assert!(
                 catalog.configures(tool),
                 "{tool} has no [tools.{tool}] section in config/agents.toml"

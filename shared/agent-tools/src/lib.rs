@@ -37,7 +37,7 @@ use std::sync::Arc;
 pub use catalog::{Label, McpExposure, ToolInfo};
 pub use deps::{FunctionUrls, ToolDeps};
 pub use functions::{FunctionClient, SigV4Signer};
-pub use schema::ToolSchema;
+pub use schema::{Dialect, ToolSchema};
 pub use settings::RateLimitEntry;
 pub use settings::{
     Approval, DEFAULT_RETRY_BASE_SECS, MAX_DELAY, RetryOn, RetrySchedule, ToolSettings,
