@@ -374,29 +374,14 @@ pub async fn follow(
             Err(e) => {
                 tracing::error!(turn_id = %turn.turn_id, error = %e, "reading the turn's events failed");
                 let code = TurnErrorCode::Internal;
-                let error = json!({ "code": code, "message": text(code) });
-                end_with(&mut client, error).await;
+                end_with(&mut client, json!({ "code": code, "message": text(code) })).await;
                 return;
             }
         };
         // No logged `init` to send first: the log starts later, or the turn ended with none.
         let record_init = last.is_none() && events.first().map_or(turn.ended(), |e| e.seq > 0);
-        // What was read goes out in one write.
-        let mut frames = Vec::new();
-        if record_init {
-            frame_into(&mut frames, &turn.init_event());
-        }
-        let mut ended = false;
-        for event in &events {
-            frame_into(&mut frames, event);
-            last = Some(event.seq);
-            if event.event == "done" {
-                ended = true;
-                break;
-            }
-        }
-        let gone = !frames.is_empty() && client.send_data(frames.into()).await.is_err();
-        if gone || ended {
+        let init = record_init.then(|| turn.init_event());
+        if !send_read(&mut client, init, &events, &mut last).await {
             return;
         }
         if record_init && events.is_empty() {
@@ -427,35 +412,79 @@ pub async fn follow(
                 continue;
             }
         };
-        match turn.status {
-            // The request that began it was refused (a limit, a busy chat): its error.
-            TurnStatus::Refused => {
-                if last.is_none() && client.send_data(frame(&turn.init_event())).await.is_err() {
-                    return;
-                }
+        client = match after_quiet_poll(&store, &chats, &turn, last, locale, &mut successor, client)
+            .await
+        {
+            Some(back) => back,
+            None => return,
+        };
+    }
+}
+
+/// What a follower whose poll found nothing new does about the turn's record: ends its
+/// stream with the refusal of the request that began the turn (a limit, a busy chat), or,
+/// when the turn's host is gone, hands it to the `successor` or ends it as interrupted and
+/// frees its chat. `None`: the stream is over (or taken over); else the client, to poll on.
+async fn after_quiet_poll(
+    store: &Arc<dyn TurnStore>,
+    chats: &Arc<dyn ChatStore>,
+    turn: &TurnRecord,
+    last: Option<u64>,
+    locale: Locale,
+    successor: &mut Option<Successor>,
+    mut client: Sender,
+) -> Option<Sender> {
+    let text = |code| UserText::for_error(code).text(locale);
+    match turn.status {
+        TurnStatus::Refused => {
+            if last.is_some() || client.send_data(frame(&turn.init_event())).await.is_ok() {
                 let error = turn.refusal.clone().unwrap_or_else(|| {
                     let code = TurnErrorCode::Conflict;
                     json!({ "code": code, "message": text(code) })
                 });
                 end_with(&mut client, error).await;
-                return;
             }
-            TurnStatus::Running if turn.overdue(time::OffsetDateTime::now_utc() - GRACE) => {
-                if let Some(take_over) = successor.take() {
-                    match try_take_over(store.as_ref(), &turn, take_over, client).await {
-                        None => return,
-                        Some(back) => client = back,
-                    }
-                }
-                tracing::warn!(turn_id = %turn.turn_id, "the turn's host is gone; ending it as interrupted");
-                let message = text(TurnErrorCode::Interrupted);
-                if interrupt(store.as_ref(), &turn, last.unwrap_or(0), &message).await {
-                    release(chats.as_ref(), &turn).await;
-                }
+            None
+        }
+        TurnStatus::Running if turn.overdue(time::OffsetDateTime::now_utc() - GRACE) => {
+            if let Some(take_over) = successor.take() {
+                client = try_take_over(store.as_ref(), turn, take_over, client).await?;
             }
-            _ => {}
+            tracing::warn!(turn_id = %turn.turn_id, "the turn's host is gone; ending it as interrupted");
+            let message = text(TurnErrorCode::Interrupted);
+            if interrupt(store.as_ref(), turn, last.unwrap_or(0), &message).await {
+                release(chats.as_ref(), turn).await;
+            }
+            Some(client)
+        }
+        _ => Some(client),
+    }
+}
+
+/// Sends what a read of the log found in one write, after the record's `init` when the log
+/// has none to send first; `last` moves to the last event sent. False once the stream is
+/// over: the client is gone, or `done` went out.
+async fn send_read(
+    client: &mut Sender,
+    init: Option<StoredEvent>,
+    events: &[StoredEvent],
+    last: &mut Option<u64>,
+) -> bool {
+    let mut frames = Vec::new();
+    if let Some(init) = &init {
+        frame_into(&mut frames, init);
+    }
+    let mut ended = false;
+    for event in events {
+        frame_into(&mut frames, event);
+        *last = Some(event.seq);
+        if event.event == "done" {
+            ended = true;
+            break;
         }
     }
+    let gone = !frames.is_empty() && client.send_data(frames.into()).await.is_err();
+    !(gone || ended)
 }
 
 /// Hands the dead `turn` to `take_over` when its whole log ([`Logged`]) allows it (a
