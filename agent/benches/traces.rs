@@ -199,31 +199,34 @@ fn micros(d: Duration) -> String {
     format!("{:.1} µs", d.as_secs_f64() * 1e6)
 }
 
+/// A local OTLP receiver, and traces turned on towards it. A full run sends thousands of
+/// exports: the receiver keeps none of them.
+async fn traces_to_a_receiver(full: bool) -> MockServer {
+    let builder = MockServer::builder();
+    let receiver = if full {
+        builder.disable_request_recording().start().await
+    } else {
+        builder.start().await
+    };
+    Mock::given(method("POST"))
+        .and(path("/v1/traces"))
+        .respond_with(ResponseTemplate::new(200))
+        .mount(&receiver)
+        .await;
+    let env = Env::from_pairs([("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.uri())]);
+    let http = shared::upstream::http_client().unwrap();
+    let secrets = SecretsCache::new(Arc::new(NoSecrets), Duration::from_secs(60));
+    assert!(telemetry::configure(&env, &http, &secrets).await);
+    receiver
+}
+
 fn main() {
     let full = full_run();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap();
-    let receiver = runtime.block_on(async {
-        // The full run sends thousands of exports: the receiver keeps none of them.
-        let builder = MockServer::builder();
-        let receiver = if full {
-            builder.disable_request_recording().start().await
-        } else {
-            builder.start().await
-        };
-        Mock::given(method("POST"))
-            .and(path("/v1/traces"))
-            .respond_with(ResponseTemplate::new(200))
-            .mount(&receiver)
-            .await;
-        let env = Env::from_pairs([("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.uri())]);
-        let http = shared::upstream::http_client().unwrap();
-        let secrets = SecretsCache::new(Arc::new(NoSecrets), Duration::from_secs(60));
-        assert!(telemetry::configure(&env, &http, &secrets).await);
-        receiver
-    });
+    let receiver = runtime.block_on(traces_to_a_receiver(full));
     let completion = Completion {
         model: "gpt-4o-mini-2024-07-18".into(),
         content: String::new(),
