@@ -29,7 +29,7 @@ pub enum Dialect {
 }
 
 /// Keywords that Draft 7 does not know or reads otherwise than 2020-12.
-const AFTER_DRAFT_7: [&str; 12] = [
+const AFTER_DRAFT_7: [&str; 13] = [
     "$anchor",
     "$dynamicAnchor",
     "$dynamicRef",
@@ -41,6 +41,7 @@ const AFTER_DRAFT_7: [&str; 12] = [
     "maxContains",
     "minContains",
     "prefixItems",
+    "unevaluatedItems",
     "unevaluatedProperties",
 ];
 
@@ -69,7 +70,6 @@ impl Dialect {
                     let array_items = object.get("items").is_some_and(Value::is_array);
                     ref_alone
                         && !array_items
-                        && !object.contains_key("unevaluatedItems")
                         && object.keys().all(|k| !AFTER_DRAFT_7.contains(&k.as_str()))
                         && object.values().all(same_in_draft_7)
                 }

@@ -160,11 +160,7 @@ impl LlmProvider for OpenAiClient {
                 return Err(rejection(response).await);
             }
 
-            let json_answer = response
-                .headers()
-                .get(reqwest::header::CONTENT_TYPE)
-                .and_then(|v| v.to_str().ok())
-                .is_some_and(|v| v.trim_start().starts_with("application/json"));
+            let json_answer = is_json(&response);
             let mut counted = Counted {
                 inner: tokens,
                 forwarded: false,
@@ -191,21 +187,35 @@ impl LlmProvider for OpenAiClient {
                 }
             };
 
-            tracing::info!(
-                model = %completion.model,
-                provider = "openai",
-                status = status.as_u16(),
-                duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
-                prompt_tokens = completion.usage.map(|u| u.prompt_tokens),
-                completion_tokens = completion.usage.map(|u| u.completion_tokens),
-                tool_calls = completion.tool_calls.len(),
-                finish_reason = ?completion.finish_reason,
-                streamed = !json_answer,
-                "llm completion"
-            );
+            log_completion(&completion, status, started, !json_answer);
             return Ok(completion);
         }
     }
+}
+
+/// Whether the provider answered with one JSON document rather than a stream.
+fn is_json(response: &reqwest::Response) -> bool {
+    response
+        .headers()
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.trim_start().starts_with("application/json"))
+}
+
+/// The log line of a finished completion.
+fn log_completion(completion: &Completion, status: StatusCode, started: Instant, streamed: bool) {
+    tracing::info!(
+        model = %completion.model,
+        provider = "openai",
+        status = status.as_u16(),
+        duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        prompt_tokens = completion.usage.map(|u| u.prompt_tokens),
+        completion_tokens = completion.usage.map(|u| u.completion_tokens),
+        tool_calls = completion.tool_calls.len(),
+        finish_reason = ?completion.finish_reason,
+        streamed,
+        "llm completion"
+    );
 }
 
 /// A token sink that notes whether anything went through it.
