@@ -45,9 +45,9 @@ impl QueryEmbedder {
         }
     }
 
-    /// Embeds through `client` when the configuration says Bedrock (else it is unused).
-    /// Set once; a second call changes nothing.
-    pub fn use_bedrock(&self, client: BedrockRuntime) {
+    /// Embeds through the client `client` builds when the configuration says Bedrock (else
+    /// it is not built). Set once; a second call changes nothing.
+    pub fn use_bedrock(&self, client: impl FnOnce() -> BedrockRuntime) {
         if let Some(config) = &self.config
             && config.endpoint == EmbeddingsEndpoint::Bedrock
         {
@@ -56,7 +56,7 @@ impl QueryEmbedder {
                 .unwrap_or(knowledge::embeddings::BEDROCK_DIMENSIONS[0]);
             let _ = self
                 .bedrock
-                .set(BedrockEmbeddings::new(client, &config.model, dimensions));
+                .set(BedrockEmbeddings::new(client(), &config.model, dimensions));
         }
     }
 

@@ -67,10 +67,11 @@ impl Deps {
             rescore_max_bytes: config.rescore_max_bytes,
         });
         let mut deps = Deps::new(basics.http, basics.secrets, store, config)
-            // Unused unless EMBEDDINGS_PROVIDER=bedrock; building it opens no connection.
-            .with_bedrock(knowledge::embeddings::bedrock::client(sdk))
-            // Unused unless KB_BACKEND=bedrock.
-            .with_bedrock_kb(crate::bedrock_kb::client(sdk))
+            // Each built only when the configuration uses it (EMBEDDINGS_PROVIDER=bedrock,
+            // KB_BACKEND=bedrock): building an SDK client reads its endpoint rules, a
+            // quarter of a millisecond of the cold start.
+            .with_bedrock(|| knowledge::embeddings::bedrock::client(sdk))
+            .with_bedrock_kb(|| crate::bedrock_kb::client(sdk))
             .with_access(basics.access)
             .with_metrics(basics.metrics);
         if let Some(source) = snapshots {
@@ -111,11 +112,14 @@ impl Deps {
         }
     }
 
-    /// Searches answered by a Bedrock knowledge base through `client`, when the
-    /// configuration says `KB_BACKEND=bedrock` (otherwise the client is not used).
-    pub fn with_bedrock_kb(mut self, client: aws_sdk_bedrockagentruntime::Client) -> Self {
+    /// Searches answered by a Bedrock knowledge base through the client `client` builds,
+    /// when the configuration says `KB_BACKEND=bedrock` (otherwise it is not built).
+    pub fn with_bedrock_kb(
+        mut self,
+        client: impl FnOnce() -> aws_sdk_bedrockagentruntime::Client,
+    ) -> Self {
         if let Backend::Bedrock(config) = &self.config.backend {
-            self.bedrock_kb = Some(Arc::new(BedrockKb::new(client, config.clone())));
+            self.bedrock_kb = Some(Arc::new(BedrockKb::new(client(), config.clone())));
         }
         self
     }
@@ -127,8 +131,12 @@ impl Deps {
         self
     }
 
-    /// Query embeddings from Bedrock through `client`, when the configuration says Bedrock.
-    pub fn with_bedrock(self, client: knowledge::embeddings::bedrock::Client) -> Self {
+    /// Query embeddings from Bedrock through the client `client` builds, when the
+    /// configuration says Bedrock (otherwise it is not built).
+    pub fn with_bedrock(
+        self,
+        client: impl FnOnce() -> knowledge::embeddings::bedrock::Client,
+    ) -> Self {
         self.embedder.use_bedrock(client);
         self
     }

@@ -52,7 +52,7 @@ async fn deps(kb: &KbTable, fake: &FakeLlm, dims: u32) -> Deps {
         &test_support::sdk_config().await,
         &fake.endpoint_url(),
     );
-    Deps::new(http, secrets, store, config).with_bedrock(client)
+    Deps::new(http, secrets, store, config).with_bedrock(|| client)
 }
 
 async fn search(deps: &Deps, query: &str) -> serde_json::Value {

@@ -68,7 +68,7 @@ async fn deps(bedrock: &MockServer, search_type: BedrockSearchType, max_results:
         Arc::new(DynamoKbStore::new(test_support::dynamodb().await, table));
     let http = lambda_kit::upstream::http_client().unwrap_or_else(|e| panic!("client: {e}"));
     Deps::new(http, secrets, store, config)
-        .with_bedrock_kb(kb_retrieve::bedrock_kb::client_at(&sdk, &bedrock.uri()))
+        .with_bedrock_kb(|| kb_retrieve::bedrock_kb::client_at(&sdk, &bedrock.uri()))
 }
 
 async fn search(deps: &Deps, body: Value) -> (u16, Value) {
