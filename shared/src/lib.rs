@@ -15,9 +15,9 @@ pub use stores::{alerts, cache, chats, ledger, memory, support, turns, usage};
 /// Plain domain types (the `domain` crate's modules).
 pub mod domain {
     pub use ::domain::{
-        alert, award_booking, carrier_sites, chat, flight, flight_notes, flight_text, loyalty,
-        memory, money, schema, session, support, tool_args, tool_call, tool_output, tool_result,
-        turn, ui,
+        alert, award_booking, carrier_sites, chat, flight, flight_notes, flight_text, json_len,
+        loyalty, memory, money, schema, session, support, tool_args, tool_call, tool_output,
+        tool_result, turn, ui,
     };
 }
 

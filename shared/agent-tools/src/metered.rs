@@ -8,6 +8,7 @@
 
 use std::time::Instant;
 
+use shared::domain::json_len::json_len;
 use shared::metrics::{Dimension, Metric, Metrics, Point};
 use shared::usage::{Hold, Reservation, TokenUsage, UsageRecord, UsageStore};
 use shared::{Error, Result};
@@ -75,25 +76,6 @@ pub fn estimate(request: &CompletionRequest, completion_chars: usize) -> TokenUs
         cached_tokens: 0,
         estimated: true,
     }
-}
-
-/// The length of `value` as JSON, counted as it is written rather than written out: the
-/// tools' schemas are counted at every model call.
-fn json_len(value: &serde_json::Value) -> usize {
-    struct Count(usize);
-    impl std::io::Write for Count {
-        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-            self.0 += bytes.len();
-            Ok(bytes.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut count = Count(0);
-    // Writing a `Value` cannot fail, and `Count` never does.
-    let _ = serde_json::to_writer(&mut count, value);
-    count.0
 }
 
 /// What a completion produced, in characters: its text and its tool calls' arguments.
@@ -393,20 +375,5 @@ fn observe(
                 .property("model", Some(model))
                 .property("chat_id", scope.chat_id),
         );
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_schemas_length_is_counted_as_it_is_written() {
-        let schema = serde_json::json!({
-            "type": "object",
-            "properties": {"city": {"type": "string", "description": "Zürich, \"quoted\""}},
-            "required": ["city"],
-        });
-        assert_eq!(json_len(&schema), schema.to_string().len());
     }
 }

@@ -12,6 +12,7 @@ pub mod chat;
 pub mod flight;
 pub mod flight_notes;
 pub mod flight_text;
+pub mod json_len;
 pub mod loyalty;
 pub mod memory;
 pub mod money;

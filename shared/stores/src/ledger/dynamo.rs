@@ -364,7 +364,7 @@ impl DynamoLedger {
                     .expression_attribute_names("#response", "response")
                     .expression_attribute_values(
                         ":response",
-                        to_av(&storable_response(&call.id, response))?,
+                        storable_response(&call.id, response)?,
                     );
             }
             Outcome::Failed(error) | Outcome::Timeout(error) | Outcome::Canceled(error) => {
@@ -675,17 +675,17 @@ fn status_av(status: ToolCallStatus) -> AttributeValue {
 }
 
 /// Caps what is stored of a response; see [`MAX_STORED_RESPONSE_BYTES`].
-fn storable_response(call_id: &str, response: &Value) -> Value {
-    let size = serde_json::to_vec(response).map(|v| v.len()).unwrap_or(0);
+fn storable_response(call_id: &str, response: &Value) -> Result<AttributeValue> {
+    let size = domain::json_len::json_len(response);
     if size <= MAX_STORED_RESPONSE_BYTES {
-        return response.clone();
+        return to_av(response);
     }
     tracing::warn!(
         call_id,
         size,
         "tool response too large to store; storing a marker"
     );
-    serde_json::json!({ "truncated": true, "size_bytes": size })
+    to_av(&serde_json::json!({ "truncated": true, "size_bytes": size }))
 }
 
 #[async_trait]
