@@ -4,6 +4,7 @@
 //! what the guard must hold back (an echo in the making), in constant time per character.
 
 use rustc_hash::FxHashMap;
+use smallvec::SmallVec;
 
 /// Separates the prompt's parts in the automaton; folded answers never contain it, so no
 /// match runs across two parts.
@@ -54,8 +55,12 @@ struct State {
     len: u32,
     /// The state of this one's longest suffix that ends elsewhere too.
     link: Option<u32>,
-    next: Vec<(char, u32)>,
+    /// Most states have one or two ways on: kept inline, a build allocates for few states.
+    next: Edges,
 }
+
+/// A state's transitions while the automaton is built.
+type Edges = SmallVec<[(char, u32); 4]>;
 
 impl State {
     fn next(&self, c: char) -> Option<u32> {
@@ -78,7 +83,7 @@ struct Builder {
 impl Builder {
     /// Adds `c` after the state `last`; returns the new last state.
     fn extend(&mut self, last: u32, c: char) -> u32 {
-        let cur = self.push(self.states[last as usize].len + 1, None, Vec::new());
+        let cur = self.push(self.states[last as usize].len + 1, None, Edges::new());
         let mut p = Some(last);
         while let Some(at) = p {
             if self.states[at as usize].next(c).is_some() {
@@ -114,7 +119,7 @@ impl Builder {
         cur
     }
 
-    fn push(&mut self, len: u32, link: Option<u32>, next: Vec<(char, u32)>) -> u32 {
+    fn push(&mut self, len: u32, link: Option<u32>, next: Edges) -> u32 {
         let id = u32::try_from(self.states.len()).unwrap_or(u32::MAX);
         self.states.push(State { len, link, next });
         id
@@ -156,13 +161,14 @@ impl EchoIndex {
     /// The index of `parts` (the prompt's fixed texts; what lies between them, such as a
     /// random boundary, is left out).
     pub fn new(parts: &[&str]) -> Self {
-        let mut builder = Builder {
-            states: vec![State {
-                len: 0,
-                link: None,
-                next: Vec::new(),
-            }],
-        };
+        // At most two states per character (and separator): room for all of them up front.
+        let mut states = Vec::with_capacity(2 * parts.iter().map(|p| p.len() + 1).sum::<usize>());
+        states.push(State {
+            len: 0,
+            link: None,
+            next: Edges::new(),
+        });
+        let mut builder = Builder { states };
         let mut last = 0;
         for part in parts {
             Folder::default().fold(part, |c, _| last = builder.extend(last, c));
@@ -275,6 +281,37 @@ mod tests {
             "briefly.Never",
         ] {
             assert_eq!(echo(&index, answer), brute(&parts, answer), "{answer:?}");
+        }
+    }
+
+    proptest::proptest! {
+        // A fixed seed and count, as every property test here: CI runs are repeatable.
+        #![proptest_config(proptest::test_runner::Config {
+            cases: 256,
+            rng_seed: proptest::test_runner::RngSeed::Fixed(61),
+            failure_persistence: None,
+            ..proptest::test_runner::Config::default()
+        })]
+
+        /// Small alphabets make repeats, so the automaton's clones and suffix links are
+        /// exercised; every end of the answer is checked, as the guard steps through it.
+        #[test]
+        fn agrees_with_brute_force_at_every_character(
+            parts in proptest::collection::vec("[abcé ]{0,40}", 1..4),
+            answer in "[abcdé ]{0,30}",
+        ) {
+            let parts: Vec<&str> = parts.iter().map(String::as_str).collect();
+            let index = EchoIndex::new(&parts);
+            let mut cursor = EchoCursor::default();
+            let mut folded = String::new();
+            let mut folder = Folder::default();
+            for (at, c) in answer.char_indices() {
+                folder.fold(&answer[at..at + c.len_utf8()], |c, _| {
+                    index.step(&mut cursor, c);
+                    folded.push(c);
+                });
+                proptest::prop_assert_eq!(cursor.len, brute(&parts, &folded));
+            }
         }
     }
 }
