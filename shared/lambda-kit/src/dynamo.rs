@@ -112,16 +112,20 @@ pub const MAX_TRANSIENT_ROUNDS: u32 = 12;
 
 /// Runs a transaction, retrying transaction conflicts and throttling (bounded, jittered);
 /// a failed condition comes back as [`Transaction::Canceled`], for the caller to read.
+///
+/// `actions` builds the actions, once for each attempt: the SDK takes them by value, and
+/// building them again only when a round is retried costs less than copying them for every
+/// round (a tool call's finishing write carries its whole response).
 pub async fn transact(
     client: &aws_sdk_dynamodb::Client,
-    actions: Vec<aws_sdk_dynamodb::types::TransactWriteItem>,
+    actions: impl Fn() -> Result<Vec<aws_sdk_dynamodb::types::TransactWriteItem>>,
 ) -> Result<Transaction> {
     use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
     let mut round = 0;
     loop {
         let result = client
             .transact_write_items()
-            .set_transact_items(Some(actions.clone()))
+            .set_transact_items(Some(actions()?))
             .send()
             .await;
         let Err(err) = result else {

@@ -278,7 +278,7 @@ impl AlertStore for DynamoAlertStore {
             self.put(item, "attribute_not_exists(pk)")?,
             self.schedule_put(owner, &id, &schedule)?,
         ];
-        match transact(&self.client, actions).await? {
+        match transact(&self.client, || Ok(actions.clone())).await? {
             Transaction::Written => Ok(alert),
             full if full.failed_at(0) => Err(Error::Invalid(format!(
                 "at most {MAX_ALERTS_PER_USER} fare alerts per user: delete one first"
@@ -383,7 +383,7 @@ impl AlertStore for DynamoAlertStore {
                 TransactWriteItem::builder().update(count).build(),
             ];
             actions.extend(schedule_delete);
-            match transact(&self.client, actions).await? {
+            match transact(&self.client, || Ok(actions.clone())).await? {
                 Transaction::Written => return self.delete_matches(owner, id).await,
                 Transaction::Canceled(_) => continue,
             }
@@ -465,7 +465,7 @@ impl AlertStore for DynamoAlertStore {
                 self.put(item, "attribute_not_exists(pk)")?,
                 TransactWriteItem::builder().update(count).build(),
             ];
-            match transact(&self.client, actions).await? {
+            match transact(&self.client, || Ok(actions.clone())).await? {
                 Transaction::Written => written += 1,
                 // Recorded before, by this check's predecessor or a concurrent one.
                 outcome @ Transaction::Canceled(_) if outcome.failed_at(0) => {}
@@ -519,7 +519,7 @@ impl DynamoAlertStore {
         if let Some(sk) = &next {
             actions.push(self.schedule_put(owner, id, sk)?);
         }
-        match transact(&self.client, actions).await? {
+        match transact(&self.client, || Ok(actions.clone())).await? {
             Transaction::Written => Ok(()),
             Transaction::Canceled(_) => {
                 tracing::info!(

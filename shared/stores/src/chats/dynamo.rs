@@ -3,6 +3,7 @@
 //! chat in the write that stores it.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use async_trait::async_trait;
 use aws_sdk_dynamodb::Client;
@@ -272,8 +273,11 @@ impl DynamoChatStore {
                 title.as_deref(),
                 now,
             )?;
-            let mut actions = vec![TransactWriteItem::builder().update(update).build()];
-            actions.extend(puts(&self.table, &items)?);
+            let actions = || {
+                let mut actions = vec![TransactWriteItem::builder().update(update.clone()).build()];
+                actions.extend(puts(&self.table, &items)?);
+                Ok(actions)
+            };
             match self.transact(actions, with).await? {
                 Transacted::Written => {
                     written.extend(items.into_iter().map(Message::from));
@@ -338,8 +342,8 @@ impl DynamoChatStore {
             .build()
             .map_err(invalid_action)?;
         if !with.is_empty() {
-            let action = TransactWriteItem::builder().put(put).build();
-            return match self.transact(vec![action], with).await? {
+            let action = || Ok(vec![TransactWriteItem::builder().put(put.clone()).build()]);
+            return match self.transact(action, with).await? {
                 Transacted::Written => Ok(item.into()),
                 Transacted::ConditionFailed => Err(taken()),
             };
@@ -407,18 +411,26 @@ impl DynamoChatStore {
     /// condition is its own error.
     async fn transact(
         &self,
-        mut actions: Vec<TransactWriteItem>,
+        actions: impl Fn() -> Result<Vec<TransactWriteItem>>,
         with: &[Companion],
     ) -> Result<Transacted> {
-        let offset = actions.len();
-        actions.extend(companion::actions(with));
-        match transact(&self.client, actions).await? {
+        // Where the companions' actions begin, for reading their cancellation reasons.
+        let offset = AtomicUsize::new(0);
+        let all = || {
+            let mut all = actions()?;
+            offset.store(all.len(), Ordering::Relaxed);
+            all.extend(companion::actions(with));
+            Ok(all)
+        };
+        match transact(&self.client, all).await? {
             Transaction::Written => Ok(Transacted::Written),
-            mut canceled => match companion::refusal(&mut canceled, offset, with) {
-                Some(refused) => Err(refused),
-                None if canceled.failed_at(0) => Ok(Transacted::ConditionFailed),
-                None => Err(canceled.unexpected()),
-            },
+            mut canceled => {
+                match companion::refusal(&mut canceled, offset.load(Ordering::Relaxed), with) {
+                    Some(refused) => Err(refused),
+                    None if canceled.failed_at(0) => Ok(Transacted::ConditionFailed),
+                    None => Err(canceled.unexpected()),
+                }
+            }
         }
     }
 }

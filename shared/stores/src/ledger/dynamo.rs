@@ -747,8 +747,11 @@ impl ToolCallLedger for DynamoLedger {
             .get_condition_expression()
             .as_deref()
             .map(|c| format!("attribute_not_exists(pk) AND ({c})"));
-        let mut actions = vec![transact_update(&update, condition)?];
-        actions.extend(companion::actions(with));
+        let actions = || {
+            let mut actions = vec![transact_update(&update, condition.clone())?];
+            actions.extend(companion::actions(with));
+            Ok(actions)
+        };
         let mut canceled = match transact(&self.client, actions).await? {
             Transaction::Written => {
                 let call = ClaimedCall {
@@ -803,8 +806,11 @@ impl ToolCallLedger for DynamoLedger {
         }
         let update = self.finish_update(call, &outcome)?;
         let condition = update.as_input().get_condition_expression().clone();
-        let mut actions = vec![transact_update(&update, condition)?];
-        actions.extend(companion::actions(extras));
+        let actions = || {
+            let mut actions = vec![transact_update(&update, condition.clone())?];
+            actions.extend(companion::actions(extras));
+            Ok(actions)
+        };
         match transact(&self.client, actions).await {
             Ok(Transaction::Written) => Ok(()),
             Ok(mut canceled) if canceled.failed_at(0) => {

@@ -257,14 +257,17 @@ impl DynamoTurnStore {
         overdue_only: bool,
         events: &[StoredEvent],
     ) -> Result<bool> {
-        let mut actions = vec![
-            TransactWriteItem::builder()
-                .update(self.status_update(turn, to, overdue_only)?)
-                .build(),
-        ];
-        if let Some(put) = self.chunk_put(turn, events)? {
-            actions.push(TransactWriteItem::builder().put(put).build());
-        }
+        let actions = || {
+            let mut actions = vec![
+                TransactWriteItem::builder()
+                    .update(self.status_update(turn, to, overdue_only)?)
+                    .build(),
+            ];
+            if let Some(put) = self.chunk_put(turn, events)? {
+                actions.push(TransactWriteItem::builder().put(put).build());
+            }
+            Ok(actions)
+        };
         Ok(matches!(
             transact(&self.client, actions).await?,
             Transaction::Written
@@ -398,7 +401,7 @@ impl TurnStore for DynamoTurnStore {
             TransactWriteItem::builder().put(put).build(),
             TransactWriteItem::builder().update(heartbeat).build(),
         ];
-        match transact(&self.client, actions).await? {
+        match transact(&self.client, || Ok(actions.clone())).await? {
             Transaction::Written => Ok(false),
             // Asked to stop, ended or taken over elsewhere: the turn learns of it. A
             // cancel's events still go in; a turn that was ended elsewhere has its log
