@@ -28,11 +28,22 @@ pub use openai::{ApiKey, OpenAiClient, OpenAiConfig};
 pub use stream::StreamAssembler;
 
 /// The clients this function can build: OpenAI-compatible ones always (with the feature),
-/// Bedrock's when it has a Bedrock Runtime client.
+/// Bedrock's when it has a Bedrock Runtime client or the SDK configuration to build one.
 #[derive(Clone, Default)]
 pub struct Clients {
     #[cfg(feature = "bedrock")]
-    bedrock: Option<aws_sdk_bedrockruntime::Client>,
+    bedrock: Option<BedrockSource>,
+}
+
+/// Where a Bedrock client comes from.
+#[cfg(feature = "bedrock")]
+#[derive(Clone)]
+enum BedrockSource {
+    /// Built when a provider first needs it: a deployment that never uses Bedrock does not
+    /// pay for building it (its endpoint rules are read at construction) in every cold start.
+    Sdk(Box<aws_config::SdkConfig>),
+    /// Given (tests point one at a local fake).
+    Client(aws_sdk_bedrockruntime::Client),
 }
 
 impl Clients {
@@ -41,21 +52,21 @@ impl Clients {
         Self::default()
     }
 
-    /// The clients of a Lambda container. Building the Bedrock client opens no connection:
-    /// a deployment without Bedrock never calls it.
+    /// The clients of a Lambda container; the Bedrock client is built by the first
+    /// [`LlmClients::connect`] to Bedrock.
     pub fn from_sdk(sdk: &aws_config::SdkConfig) -> Self {
         #[cfg(not(feature = "bedrock"))]
         let _ = sdk;
         Self {
             #[cfg(feature = "bedrock")]
-            bedrock: Some(bedrock::sdk_client(sdk)),
+            bedrock: Some(BedrockSource::Sdk(Box::new(sdk.clone()))),
         }
     }
 
     /// With this Bedrock Runtime client (tests point one at a local fake).
     #[cfg(feature = "bedrock")]
     pub fn with_bedrock(mut self, client: aws_sdk_bedrockruntime::Client) -> Self {
-        self.bedrock = Some(client);
+        self.bedrock = Some(BedrockSource::Client(client));
         self
     }
 }
@@ -91,7 +102,12 @@ impl LlmClients for Clients {
             }
             #[cfg(feature = "bedrock")]
             Provider::Bedrock => {
-                let Some(client) = self.bedrock.clone() else {
+                let client = match &self.bedrock {
+                    Some(BedrockSource::Client(client)) => Some(client.clone()),
+                    Some(BedrockSource::Sdk(sdk)) => Some(bedrock::sdk_client(sdk)),
+                    None => None,
+                };
+                let Some(client) = client else {
                     return Err(Error::Config(
                         "LLM_PROVIDER or an agent profile uses bedrock, but this function has no Bedrock client".into(),
                     ));
