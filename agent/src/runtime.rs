@@ -297,9 +297,6 @@ pub struct ToolRuntime {
 const ASK_GPT_PROMPT: &str = "You answer the user's question directly from your own knowledge, \
 briefly and in the user's language. If facts are uncertain or may have changed, say so.";
 
-/// The providers the deployment's default and its profiles use, and only those: a
-/// Bedrock-only deployment has no OpenAI client (and needs no OpenAI key). The OpenAI
-/// client reads its key from Secrets Manager when one is configured.
 /// The tool queue's client: its sends appear in the trace.
 fn sqs_client(sdk: &aws_config::SdkConfig) -> aws_sdk_sqs::Client {
     aws_sdk_sqs::Client::from_conf(
@@ -309,6 +306,9 @@ fn sqs_client(sdk: &aws_config::SdkConfig) -> aws_sdk_sqs::Client {
     )
 }
 
+/// The providers the deployment's default and its profiles use, and only those: a
+/// Bedrock-only deployment has no OpenAI client (and needs no OpenAI key). The OpenAI
+/// client reads its key from Secrets Manager when one is configured.
 fn llm_client(
     config: &ToolsConfig,
     agents: &AgentCatalog,
