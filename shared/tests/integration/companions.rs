@@ -277,6 +277,8 @@ async fn a_result_is_cached_with_its_calls_end_and_not_when_the_call_was_cancele
         .unwrap_or_else(|e| panic!("finish: {e}"));
     let record = s.ledger.get(&owner, &chat, &call.id).await.unwrap();
     assert_eq!(record.status, ToolCallStatus::Succeeded);
+    // The response goes into the transaction's action, not only the plain write's.
+    assert_eq!(record.response, Some(json!({"hits": 1})));
     assert!(s.cache.get(&key).await.unwrap().is_some());
 
     // Canceled while it ran: its end is refused, and so is its cache entry.

@@ -335,6 +335,16 @@ impl DynamoLedger {
         call: &ClaimedCall,
         outcome: &Outcome,
     ) -> Result<UpdateItemFluentBuilder> {
+        let update = self.finish_expression(call, outcome);
+        Ok(match stored_response(call, outcome)? {
+            Some(response) => update.expression_attribute_values(RESPONSE, response),
+            None => update,
+        })
+    }
+
+    /// [`Self::finish_update`] without the response's value ([`RESPONSE`]): a transaction
+    /// adds it to each attempt's action instead of copying it from here.
+    fn finish_expression(&self, call: &ClaimedCall, outcome: &Outcome) -> UpdateItemFluentBuilder {
         let now = self.clock.now();
         let to = outcome.status();
         let i = call.attempt.saturating_sub(1);
@@ -358,14 +368,9 @@ impl DynamoLedger {
             .expression_attribute_values(":running", status_av(ToolCallStatus::Running))
             .expression_attribute_values(":attempt", n(call.attempt));
         match outcome {
-            Outcome::Succeeded(response) => {
-                set.push("#response = :response".to_owned());
-                update = update
-                    .expression_attribute_names("#response", "response")
-                    .expression_attribute_values(
-                        ":response",
-                        storable_response(&call.id, response)?,
-                    );
+            Outcome::Succeeded(_) => {
+                set.push(format!("#response = {RESPONSE}"));
+                update = update.expression_attribute_names("#response", "response");
             }
             Outcome::Failed(error) | Outcome::Timeout(error) | Outcome::Canceled(error) => {
                 set.push("#error = :error".to_owned());
@@ -375,7 +380,7 @@ impl DynamoLedger {
                     .expression_attribute_values(":error", s(error));
             }
         }
-        Ok(update.update_expression(format!("SET {} REMOVE lease_until", set.join(", "))))
+        update.update_expression(format!("SET {} REMOVE lease_until", set.join(", ")))
     }
 
     async fn transition(
@@ -519,20 +524,38 @@ impl DynamoLedger {
     }
 }
 
-/// `update` as a transaction's action, under `condition`; the item as it was comes back
-/// when the condition fails.
+/// The placeholder of a finishing write's response.
+const RESPONSE: &str = ":response";
+
+/// What a finishing write stores of `outcome`'s response, if it succeeded.
+fn stored_response(call: &ClaimedCall, outcome: &Outcome) -> Result<Option<AttributeValue>> {
+    match outcome {
+        Outcome::Succeeded(response) => storable_response(&call.id, response).map(Some),
+        _ => Ok(None),
+    }
+}
+
+/// `update` as a transaction's action, under `condition`, with `response` as [`RESPONSE`]
+/// when given; the item as it was comes back when the condition fails.
 fn transact_update(
     update: &UpdateItemFluentBuilder,
     condition: Option<String>,
+    response: Option<AttributeValue>,
 ) -> Result<TransactWriteItem> {
     let input = update.as_input();
+    let mut values = input.get_expression_attribute_values().clone();
+    if let Some(response) = response {
+        values
+            .get_or_insert_with(Default::default)
+            .insert(RESPONSE.to_owned(), response);
+    }
     let update = Update::builder()
         .set_table_name(input.get_table_name().clone())
         .set_key(input.get_key().clone())
         .set_update_expression(input.get_update_expression().clone())
         .set_condition_expression(condition)
         .set_expression_attribute_names(input.get_expression_attribute_names().clone())
-        .set_expression_attribute_values(input.get_expression_attribute_values().clone())
+        .set_expression_attribute_values(values)
         .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
         .build()
         .map_err(invalid_action)?;
@@ -748,7 +771,7 @@ impl ToolCallLedger for DynamoLedger {
             .as_deref()
             .map(|c| format!("attribute_not_exists(pk) AND ({c})"));
         let actions = || {
-            let mut actions = vec![transact_update(&update, condition.clone())?];
+            let mut actions = vec![transact_update(&update, condition.clone(), None)?];
             actions.extend(companion::actions(with));
             Ok(actions)
         };
@@ -804,10 +827,11 @@ impl ToolCallLedger for DynamoLedger {
         if extras.is_empty() {
             return self.finish(call, outcome).await;
         }
-        let update = self.finish_update(call, &outcome)?;
+        let update = self.finish_expression(call, &outcome);
         let condition = update.as_input().get_condition_expression().clone();
         let actions = || {
-            let mut actions = vec![transact_update(&update, condition.clone())?];
+            let response = stored_response(call, &outcome)?;
+            let mut actions = vec![transact_update(&update, condition.clone(), response)?];
             actions.extend(companion::actions(extras));
             Ok(actions)
         };
