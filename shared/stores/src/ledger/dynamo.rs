@@ -205,29 +205,7 @@ impl DynamoLedger {
         now: OffsetDateTime,
     ) -> Result<(ToolCallStatus, UpdateItemFluentBuilder)> {
         let (status, hold, entry) = self.claim_start(&req.mode, now);
-        // A new attempt starts clean: the previous attempt's result lives on in `attempts`.
-        let (mut set, mut remove) = if status == ToolCallStatus::Running {
-            (
-                vec!["started_at = :now", "lease_until = :lease"],
-                "REMOVE #response, #error, finished_at".to_owned(),
-            )
-        } else {
-            (
-                vec!["lease_until = :lease"],
-                "REMOVE #response, #error, finished_at, started_at".to_owned(),
-            )
-        };
-        // Each attempt has its own say: a new one drops an earlier attempt's approval.
-        let approval = match &req.mode {
-            ClaimMode::AwaitApproval { approval } => {
-                set.push("approval = :approval");
-                Some(to_av(approval)?)
-            }
-            _ => {
-                remove.push_str(", approval");
-                None
-            }
-        };
+        let (mut set, remove, approval) = attempt_clauses(status, &req.mode)?;
         set.extend([
             "chat_id = :chat",
             "owner_id = :owner",
@@ -277,15 +255,12 @@ impl DynamoLedger {
                 n(epoch_millis(now + self.config.dedupe_window)),
             )
             .expression_attribute_values(":ttl", self.ttl(now))
-            .expression_attribute_values(":failed", status_av(ToolCallStatus::Failed))
-            .expression_attribute_values(":timeout", status_av(ToolCallStatus::Timeout))
-            .expression_attribute_values(":canceled", status_av(ToolCallStatus::Canceled))
-            .expression_attribute_values(":succeeded", status_av(ToolCallStatus::Succeeded))
-            .expression_attribute_values(":running", status_av(ToolCallStatus::Running))
-            .expression_attribute_values(":queued", status_av(ToolCallStatus::Queued))
-            .expression_attribute_values(":expired", status_av(ToolCallStatus::Expired))
-            .expression_attribute_values(":awaiting", status_av(ToolCallStatus::AwaitingApproval))
             .return_values(ReturnValue::AllOld);
+        let update = CLAIM_CONDITION_STATUSES
+            .iter()
+            .fold(update, |update, (name, status)| {
+                update.expression_attribute_values(*name, status_av(*status))
+            });
         let update = match approval {
             Some(approval) => update.expression_attribute_values(":approval", approval),
             None => update,
@@ -522,6 +497,50 @@ impl DynamoLedger {
             },
         }
     }
+}
+
+/// The statuses a claim's condition names, by placeholder.
+const CLAIM_CONDITION_STATUSES: [(&str, ToolCallStatus); 8] = [
+    (":failed", ToolCallStatus::Failed),
+    (":timeout", ToolCallStatus::Timeout),
+    (":canceled", ToolCallStatus::Canceled),
+    (":succeeded", ToolCallStatus::Succeeded),
+    (":running", ToolCallStatus::Running),
+    (":queued", ToolCallStatus::Queued),
+    (":expired", ToolCallStatus::Expired),
+    (":awaiting", ToolCallStatus::AwaitingApproval),
+];
+
+/// How a claim starts its attempt in `status`: the `SET` clauses of its own, the `REMOVE`
+/// clause, and the approval it stores (`:approval`), if it waits for one.
+fn attempt_clauses(
+    status: ToolCallStatus,
+    mode: &ClaimMode,
+) -> Result<(Vec<&'static str>, String, Option<AttributeValue>)> {
+    // A new attempt starts clean: the previous attempt's result lives on in `attempts`.
+    let (mut set, mut remove) = if status == ToolCallStatus::Running {
+        (
+            vec!["started_at = :now", "lease_until = :lease"],
+            "REMOVE #response, #error, finished_at".to_owned(),
+        )
+    } else {
+        (
+            vec!["lease_until = :lease"],
+            "REMOVE #response, #error, finished_at, started_at".to_owned(),
+        )
+    };
+    // Each attempt has its own say: a new one drops an earlier attempt's approval.
+    let approval = match mode {
+        ClaimMode::AwaitApproval { approval } => {
+            set.push("approval = :approval");
+            Some(to_av(approval)?)
+        }
+        _ => {
+            remove.push_str(", approval");
+            None
+        }
+    };
+    Ok((set, remove, approval))
 }
 
 /// The placeholder of a finishing write's response.
