@@ -201,29 +201,11 @@ async fn metered_call(
         Err(e) => return (Err(e), false),
     };
     let started = Instant::now();
-    let mut first_token = None;
-    let mut streamed = String::new();
-    let mut counting = |text: &str| {
-        first_token.get_or_insert_with(|| started.elapsed());
-        streamed.push_str(text);
-        tokens.token(text);
-    };
-    let result = match stop {
-        Some(stop) => tokio::select! {
-            result = llm.complete(request, deadline, &mut counting) => result,
-            // The stream is dropped here: the provider stops generating, and the text so
-            // far, billed, is what the call produced.
-            () = stop.stopped() => Ok(Completion {
-                model: request.model.clone(),
-                content: std::mem::take(&mut streamed),
-                tool_calls: Vec::new(),
-                finish_reason: Some(FinishReason::Other("canceled".into())),
-                usage: None,
-            }),
-        },
-        None => llm.complete(request, deadline, &mut counting).await,
-    };
-    let streamed = streamed.len();
+    let Streamed {
+        result,
+        first_token,
+        streamed,
+    } = stream(llm, request, deadline, tokens, stop, started).await;
     let any_streamed = first_token.is_some();
     let (model, usage) = match &result {
         Ok(completion) => (
@@ -248,21 +230,7 @@ async fn metered_call(
             return (result, any_streamed);
         }
     };
-    let recorded = store
-        .record(scope.user_id, scope.chat_id, model, scope.operation, usage)
-        .await
-        .inspect_err(|e| {
-            tracing::error!(operation = scope.operation, error = %e, "recording LLM usage failed");
-        })
-        .ok();
-    let cost = recorded.as_ref().map_or_else(
-        || {
-            store
-                .priced(scope.user_id, scope.chat_id, model, scope.operation, usage)
-                .cost_usd
-        },
-        |record| record.cost_usd,
-    );
+    let (recorded, cost) = record_usage(store, scope, model, usage).await;
     settle(store, reservation.as_ref(), cost.unwrap_or(0.0)).await;
     if let Ok(completion) = &result {
         genai::record_chat(
@@ -283,6 +251,79 @@ async fn metered_call(
         result.as_ref().err(),
     );
     (result, any_streamed)
+}
+
+/// What one model call gave: its result, when its first token came (since the call began)
+/// and how many bytes of text it streamed.
+struct Streamed {
+    result: Result<Completion>,
+    first_token: Option<std::time::Duration>,
+    streamed: usize,
+}
+
+/// Calls the model, passing its tokens on to `tokens`; a `stop` ends the call with the text
+/// streamed so far.
+async fn stream(
+    llm: &dyn LlmProvider,
+    request: &CompletionRequest,
+    deadline: Instant,
+    tokens: &mut dyn TokenSink,
+    stop: Option<&StopSignal>,
+    started: Instant,
+) -> Streamed {
+    let mut first_token = None;
+    let mut streamed = String::new();
+    let mut counting = |text: &str| {
+        first_token.get_or_insert_with(|| started.elapsed());
+        streamed.push_str(text);
+        tokens.token(text);
+    };
+    let result = match stop {
+        Some(stop) => tokio::select! {
+            result = llm.complete(request, deadline, &mut counting) => result,
+            // The stream is dropped here: the provider stops generating, and the text so
+            // far, billed, is what the call produced.
+            () = stop.stopped() => Ok(Completion {
+                model: request.model.clone(),
+                content: std::mem::take(&mut streamed),
+                tool_calls: Vec::new(),
+                finish_reason: Some(FinishReason::Other("canceled".into())),
+                usage: None,
+            }),
+        },
+        None => llm.complete(request, deadline, &mut counting).await,
+    };
+    Streamed {
+        result,
+        first_token,
+        streamed: streamed.len(),
+    }
+}
+
+/// Records `usage` of `model` in `scope`: the record when it was stored, and the call's
+/// cost (priced without a record when storing it failed).
+async fn record_usage(
+    store: &dyn UsageStore,
+    scope: UsageScope<'_>,
+    model: &str,
+    usage: TokenUsage,
+) -> (Option<UsageRecord>, Option<f64>) {
+    let recorded = store
+        .record(scope.user_id, scope.chat_id, model, scope.operation, usage)
+        .await
+        .inspect_err(|e| {
+            tracing::error!(operation = scope.operation, error = %e, "recording LLM usage failed");
+        })
+        .ok();
+    let cost = recorded.as_ref().map_or_else(
+        || {
+            store
+                .priced(scope.user_id, scope.chat_id, model, scope.operation, usage)
+                .cost_usd
+        },
+        |record| record.cost_usd,
+    );
+    (recorded, cost)
 }
 
 /// Completion tokens a call without `max_tokens` is held for.
