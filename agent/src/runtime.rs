@@ -350,6 +350,25 @@ struct ToolStores {
     support: Arc<dyn SupportRequests>,
 }
 
+impl ToolStores {
+    /// The stores on the deployment's tables (`config.storage`).
+    fn on_dynamodb(config: &ToolsConfig, dynamodb: &aws_sdk_dynamodb::Client) -> Self {
+        let chats_table = &config.storage.chats_table;
+        Self {
+            usage: usage_store(config, dynamodb.clone()),
+            memory: Arc::new(DynamoMemoryStore::new(
+                dynamodb.clone(),
+                chats_table.clone(),
+            )),
+            alerts: Arc::new(DynamoAlertStore::new(dynamodb.clone(), chats_table.clone())),
+            support: Arc::new(DynamoSupportRequests::new(
+                dynamodb.clone(),
+                chats_table.clone(),
+            )),
+        }
+    }
+}
+
 /// What the tools are built from (`agent_tools::build_all`, where a new tool is listed).
 fn tool_deps(
     config: &ToolsConfig,
@@ -476,19 +495,12 @@ impl ToolRuntime {
             storage.tool_calls_table.clone(),
             config.ledger,
         ));
-        let usage = usage_store(config, clients.dynamodb.clone());
-        let memory: Arc<dyn MemoryStore> = Arc::new(DynamoMemoryStore::new(
-            clients.dynamodb.clone(),
-            storage.chats_table.clone(),
-        ));
-        let alerts: Arc<dyn AlertStore> = Arc::new(DynamoAlertStore::new(
-            clients.dynamodb.clone(),
-            storage.chats_table.clone(),
-        ));
-        let support: Arc<dyn SupportRequests> = Arc::new(DynamoSupportRequests::new(
-            clients.dynamodb.clone(),
-            storage.chats_table.clone(),
-        ));
+        let stores = ToolStores::on_dynamodb(config, &clients.dynamodb);
+        let (usage, memory, alerts) = (
+            stores.usage.clone(),
+            stores.memory.clone(),
+            stores.alerts.clone(),
+        );
         let cache = Arc::new(DynamoResultCache::new(
             clients.dynamodb.clone(),
             storage.tool_calls_table.clone(),
@@ -504,12 +516,6 @@ impl ToolRuntime {
             urls.url(flights::AWARD_FUNCTION, flights::AWARD_ROUTE)?,
             urls.url(flights::CASH_FUNCTION, flights::CASH_ROUTE)?,
         ));
-        let stores = ToolStores {
-            usage: usage.clone(),
-            memory: memory.clone(),
-            alerts: alerts.clone(),
-            support,
-        };
         let deps = tool_deps(
             config,
             agents,
