@@ -546,12 +546,22 @@ fn attempt_clauses(
 /// The placeholder of a finishing write's response.
 const RESPONSE: &str = ":response";
 
-/// What a finishing write stores of `outcome`'s response, if it succeeded.
+/// What a finishing write stores of `outcome`'s response, if it succeeded: the response,
+/// or a marker when it is above [`MAX_STORED_RESPONSE_BYTES`].
 fn stored_response(call: &ClaimedCall, outcome: &Outcome) -> Result<Option<AttributeValue>> {
-    match outcome {
-        Outcome::Succeeded(response) => storable_response(&call.id, response).map(Some),
-        _ => Ok(None),
+    let Outcome::Succeeded(response) = outcome else {
+        return Ok(None);
+    };
+    let size = domain::json_len::json_len(response);
+    if size <= MAX_STORED_RESPONSE_BYTES {
+        return to_av(response).map(Some);
     }
+    tracing::warn!(
+        call_id = %call.id,
+        size,
+        "tool response too large to store; storing a marker"
+    );
+    to_av(&serde_json::json!({ "truncated": true, "size_bytes": size })).map(Some)
 }
 
 /// `update` as a transaction's action, under `condition`, with `response` as [`RESPONSE`]
@@ -714,20 +724,6 @@ impl CallItem {
 
 fn status_av(status: ToolCallStatus) -> AttributeValue {
     s(status.as_str())
-}
-
-/// Caps what is stored of a response; see [`MAX_STORED_RESPONSE_BYTES`].
-fn storable_response(call_id: &str, response: &Value) -> Result<AttributeValue> {
-    let size = domain::json_len::json_len(response);
-    if size <= MAX_STORED_RESPONSE_BYTES {
-        return to_av(response);
-    }
-    tracing::warn!(
-        call_id,
-        size,
-        "tool response too large to store; storing a marker"
-    );
-    to_av(&serde_json::json!({ "truncated": true, "size_bytes": size }))
 }
 
 #[async_trait]
