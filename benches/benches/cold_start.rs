@@ -21,7 +21,8 @@
 //! exist. `COLD_START_BIN_DIR=<dir>` measures the binaries in `<dir>` instead (no build);
 //! `COLD_START_ONLY=kb-retrieve,chat-router` measures only those functions;
 //! `COLD_START_WRAPPER=<command>` starts each binary under a profiler (see `wrapped`);
-//! `COLD_START_TRACES=1` turns traces on, exported to a local OTLP receiver;
+//! `COLD_START_TRACES=1` turns traces on, exported to a local OTLP receiver (`compare`: pairs of
+//! runs, traces off and on);
 //! `COLD_START_WARM=<n>` sets the warm invocations per cold start, `COLD_START_RUNS=<n>` the
 //! cold starts per function.
 
