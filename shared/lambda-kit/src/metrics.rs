@@ -232,6 +232,18 @@ impl Default for Metrics {
     }
 }
 
+/// `doc` and a newline on stdout in one locked write: serialised into one buffer first, not
+/// formatted piece by piece through stdout's line writer.
+fn write_line(doc: &Value) {
+    use std::io::Write;
+    let Ok(mut line) = serde_json::to_vec(doc) else {
+        return;
+    };
+    line.push(b'\n');
+    // A metric that cannot be written (stdout closed) is not worth failing the request for.
+    let _ = std::io::stdout().lock().write_all(&line);
+}
+
 impl Metrics {
     /// One failed authentication, by why (a fixed, short reason such as `token expired`).
     pub fn auth_failure(&self, reason: &str) {
@@ -307,8 +319,7 @@ impl Metrics {
         }
         let doc = self.document(point);
         match &self.0.sink {
-            // One `println!` is one locked write of the whole line.
-            Sink::Stdout => println!("{doc}"),
+            Sink::Stdout => write_line(&doc),
             Sink::Capture(docs) => docs
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
