@@ -8,9 +8,9 @@
 //! A name outside the current profile's list is not a handoff: it reaches the pipeline,
 //! which refuses it as an unknown tool.
 
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
-use serde_json::json;
+use serde_json::{Value, json};
 use shared::domain::tool_args::HandoffArgs;
 use shared::domain::tool_call::{RefusalReason, ToolName};
 use shared::domain::tool_result::ToolExecutionResult;
@@ -33,21 +33,36 @@ pub fn tool_name(agent: &str) -> String {
     format!("{PREFIX}{agent}")
 }
 
+/// The arguments' schema of every handoff tool (only the name and description differ),
+/// derived once: at init through [`warm`], not at every turn.
+static PARAMETERS: LazyLock<Option<Arc<Value>>> = LazyLock::new(|| {
+    ToolSchema::named::<HandoffArgs>(PREFIX)
+        .map(|schema| schema.spec.parameters)
+        .map_err(|e| tracing::error!(error = %e, "building a handoff tool failed"))
+        .ok()
+});
+
+/// Derives the handoff tools' schema now.
+pub(super) fn warm() {
+    LazyLock::force(&PARAMETERS);
+}
+
 /// The handoff tools `profile` offers: one per target the catalog knows.
 pub(super) fn specs(catalog: &AgentCatalog, profile: &AgentProfile) -> Vec<ToolSpec> {
+    let Some(parameters) = PARAMETERS.as_ref() else {
+        return Vec::new();
+    };
     profile
         .handoffs
         .iter()
         .filter_map(|target| catalog.profile(Some(target)))
-        .filter_map(|target| {
-            let mut schema = ToolSchema::named::<HandoffArgs>(&tool_name(&target.name))
-                .map_err(|e| tracing::error!(error = %e, "building a handoff tool failed"))
-                .ok()?;
-            schema.spec.description = format!(
+        .map(|target| ToolSpec {
+            name: tool_name(&target.name),
+            description: format!(
                 "Hand the conversation to the {} agent when it fits the user's request better: {}",
                 target.name, target.description
-            );
-            Some(schema.spec)
+            ),
+            parameters: parameters.clone(),
         })
         .collect()
 }

@@ -55,7 +55,8 @@ fn request(tools: bool) -> CompletionRequest {
             vec![ToolSpec {
                 name: "search_flights".into(),
                 description: "Search award and cash flights".into(),
-                parameters: json!({"type": "object", "properties": {"origin": {"type": "string"}}}),
+                parameters: json!({"type": "object", "properties": {"origin": {"type": "string"}}})
+                    .into(),
             }]
             .into()
         } else {

@@ -240,7 +240,7 @@ mod tests {
                     &ToolSpec {
                         name: "search_flights".into(),
                         description: "Search flights".into(),
-                        parameters: json!({"type": "object"}),
+                        parameters: json!({"type": "object"}).into(),
                     },
                     None,
                 )

@@ -47,7 +47,7 @@ mod tests {
         ToolSpec {
             name: name.into(),
             description: format!("{name} does things"),
-            parameters,
+            parameters: parameters.into(),
         }
     }
 

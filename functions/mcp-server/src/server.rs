@@ -166,7 +166,7 @@ mod tests {
                     &ToolSpec {
                         name: "search_flights".into(),
                         description: "Search flights".into(),
-                        parameters: json!({"type": "object", "properties": {}}),
+                        parameters: json!({"type": "object", "properties": {}}).into(),
                     },
                     None,
                 )

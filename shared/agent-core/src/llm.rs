@@ -121,8 +121,8 @@ pub struct ToolSpec {
     pub name: String,
     /// What it does, for the model.
     pub description: String,
-    /// JSON Schema of the arguments object.
-    pub parameters: Value,
+    /// JSON Schema of the arguments object, shared: every turn offers the same schemas.
+    pub parameters: Arc<Value>,
 }
 
 /// How the model may use the offered tools (seed 002's AUTO / ANY / NONE, plus forcing one

@@ -1,7 +1,7 @@
 //! A tool's JSON Schema, derived from its Rust argument type, and the validator the
 //! pipeline checks LLM arguments with.
 
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
@@ -132,7 +132,7 @@ impl ToolSchema {
             spec: ToolSpec {
                 name: name.to_owned(),
                 description,
-                parameters,
+                parameters: Arc::new(parameters),
             },
             dialect,
             validator: OnceLock::new(),

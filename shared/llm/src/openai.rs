@@ -426,7 +426,7 @@ mod tests {
             tools: vec![ToolSpec {
                 name: "search_flights".into(),
                 description: "Search flights".into(),
-                parameters: json!({"type":"object"}),
+                parameters: json!({"type":"object"}).into(),
             }]
             .into(),
             tool_choice: ToolChoice::Tool("search_flights".into()),

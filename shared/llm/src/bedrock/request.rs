@@ -323,7 +323,8 @@ mod tests {
                 vec![ToolSpec {
                     name: "search_flights".into(),
                     description: "Search flights".into(),
-                    parameters: j!({"type": "object", "properties": {"origin": {"type": "string"}}}),
+                    parameters:
+                        j!({"type": "object", "properties": {"origin": {"type": "string"}}}).into(),
                 }]
                 .into()
             } else {
