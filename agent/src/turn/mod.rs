@@ -287,8 +287,9 @@ impl Agent {
     }
 
     /// Builds now what every turn reads: the detector's automata, the echo index of the
-    /// profiles' system prompts and the handoff tools' schema. A function calls it during init, which Lambda runs at full
-    /// CPU, instead of leaving the work to the first user's turn.
+    /// profiles' system prompts and the handoff tools' schema. A function calls it during
+    /// init, which Lambda runs at full CPU, instead of leaving the work to the first user's
+    /// turn.
     pub fn warm(&self) {
         crate::guard::detect::warm();
         let _ = self.pipeline.stored_texts.echo();
