@@ -844,6 +844,21 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
+/// What was resident at the end of the run with the median heap, by kind.
+fn print_resident(samples: &[Sample]) {
+    let mut by_anon: Vec<Resident> = samples.iter().map(|s| s.resident).collect();
+    by_anon.sort_unstable_by_key(|r| r.anon_kib);
+    let median = by_anon.get(by_anon.len() / 2).copied().unwrap_or_default();
+    println!(
+        "  {:<40} heap and stacks {:.1} MiB, binary {:.1} MiB, libraries {:.1} MiB, {} threads",
+        "resident at the end (median by heap)",
+        median.anon_kib as f64 / 1024.0,
+        median.binary_kib as f64 / 1024.0,
+        median.file_kib.saturating_sub(median.binary_kib) as f64 / 1024.0,
+        median.threads
+    );
+}
+
 /// Prints a function's table and returns its PASS/MISS lines.
 fn report(function: &Function, variant: &str, samples: &[Sample]) -> Vec<String> {
     let of = |f: fn(&Sample) -> Duration| Percentiles::of(samples.iter().map(f).collect());
@@ -891,17 +906,7 @@ fn report(function: &Function, variant: &str, samples: &[Sample]) -> Vec<String>
         rss_p50 as f64 / 1024.0,
         rss_max as f64 / 1024.0
     );
-    let mut by_anon: Vec<Resident> = samples.iter().map(|s| s.resident).collect();
-    by_anon.sort_unstable_by_key(|r| r.anon_kib);
-    let median = by_anon.get(by_anon.len() / 2).copied().unwrap_or_default();
-    println!(
-        "  {:<40} heap and stacks {:.1} MiB, binary {:.1} MiB, libraries {:.1} MiB, {} threads",
-        "resident at the end (median by heap)",
-        median.anon_kib as f64 / 1024.0,
-        median.binary_kib as f64 / 1024.0,
-        median.file_kib.saturating_sub(median.binary_kib) as f64 / 1024.0,
-        median.threads
-    );
+    print_resident(samples);
 
     let verdict = |what: &str, value: f64, target: f64, unit: &str| {
         let pass = if value <= target { "PASS" } else { "MISS" };

@@ -52,7 +52,7 @@ use self::usage::TurnUsage;
 use crate::guard::fence::Fence;
 use crate::guard::output::Violation;
 use crate::guard::payload::GuardedEvents;
-use crate::llm::{LlmProvider, PromptMessage, ToolSpec};
+use crate::llm::{LlmProvider, PromptMessage, ToolCallRequest, ToolSpec};
 use crate::pipeline::{CallOutcome, CallStatus, Pipeline, StepOutcome};
 use crate::profiles::{AgentCatalog, AgentProfile, ModelDefaults};
 use crate::runtime::ToolRuntime;
@@ -416,18 +416,14 @@ impl Agent {
         {
             return Ok(Ending::Guarded(findings));
         }
-        let max_steps = self.settings.max_tool_steps;
         // The answer text the client has seen so far, kept when the user stops the turn.
         let mut spoken = String::new();
-        for step in 0..=max_steps {
+        for step in 0..=self.settings.max_tool_steps {
             let models = state.profile.step_models(&self.settings.models);
             // Safe point: no model call for a stopped turn.
             if input.stop.is_stopped() {
                 return Ok(Ending::Stopped(spoken));
             }
-            // After the last tool round, or once the message's calls are used up, the model
-            // must answer in text.
-            let offer_tools = step < max_steps && !state.tools.is_empty() && state.calls_left > 0;
             let replayed = input.replay.as_ref().filter(|_| step == 0);
             let model::StepReply {
                 completion: reply,
@@ -436,7 +432,7 @@ impl Agent {
             } = match replayed {
                 Some(replayed) => replayed.reply(&models.decision),
                 None => {
-                    self.step(input, state, &models, step, offer_tools, events)
+                    self.model_reply(input, state, &models, step, events)
                         .await?
                 }
             };
@@ -450,13 +446,9 @@ impl Agent {
                 state.cut = Some(violation);
                 return Ok(Ending::Guarded(violation.as_str().to_owned()));
             }
-            if !offered_tools && !reply.tool_calls.is_empty() {
-                let ctx = self.tool_context(input, state);
-                let refused = self
-                    .pipeline
-                    .refuse_unoffered(&ctx, &reply.tool_calls, events)
+            if !offered_tools {
+                self.refuse_unoffered(input, state, &reply.tool_calls, events)
                     .await;
-                tracing::warn!(chat_id = %state.chat.id, calls = refused.len(), "the model called tools in a step that offered none");
             }
             if reply.tool_calls.is_empty() || !offered_tools {
                 return Ok(Ending::Answer(reply.content));
@@ -491,6 +483,39 @@ impl Agent {
             }
         }
         Ok(Ending::Answer(String::new()))
+    }
+
+    /// The model's reply in step `step`. After the last tool round, or once the message's
+    /// calls are used up, it is offered no tools: it must answer in text.
+    async fn model_reply(
+        &self,
+        input: &TurnInput,
+        state: &TurnState,
+        models: &crate::profiles::StepModels,
+        step: usize,
+        events: &dyn EventSink,
+    ) -> Result<model::StepReply> {
+        let offer_tools =
+            step < self.settings.max_tool_steps && !state.tools.is_empty() && state.calls_left > 0;
+        self.step(input, state, models, step, offer_tools, events)
+            .await
+    }
+
+    /// Refuses the calls of a step that offered no tools: each is recorded as refused, and
+    /// the step's text is the answer.
+    async fn refuse_unoffered(
+        &self,
+        input: &TurnInput,
+        state: &TurnState,
+        calls: &[ToolCallRequest],
+        events: &dyn EventSink,
+    ) {
+        if calls.is_empty() {
+            return;
+        }
+        let ctx = self.tool_context(input, state);
+        let refused = self.pipeline.refuse_unoffered(&ctx, calls, events).await;
+        tracing::warn!(chat_id = %state.chat.id, calls = refused.len(), "the model called tools in a step that offered none");
     }
 
     /// What follows a step whose calls ran: `None` asks the model again, else how the turn
