@@ -1,9 +1,8 @@
 //! The build script of every function (`build = "../link.rs"` in its `Cargo.toml`): it links
-//! the function's binary as a position-dependent executable. A PIE's loader applies every
-//! relative relocation at start (about 47,000 in chat-router) and copies each page of
-//! relocated pointers; without them a cold start runs fewer instructions and keeps about
-//! 2 MiB less resident. The binary then loads at a fixed address: docs/security.md
-//! "Binaries" has the trade-off, docs/measurements.md "Release profile" the figures.
+//! the function's binary as a position-dependent executable, so the loader has no relative
+//! relocations to apply at start and no pages of relocated pointers to copy. The binary then
+//! loads at a fixed address: docs/security.md "Not yet defended" has the trade-off,
+//! docs/measurements.md "Release profile" the figures.
 fn main() {
     // Lambda's targets only (a developer's macOS build links as the platform wants), and
     // binaries only: the package's tests and benches link as before.
