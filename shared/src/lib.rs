@@ -7,8 +7,8 @@
 pub use ::domain::{Error, Result, clock, error, ids, provider};
 pub use knowledge::{embeddings, kb};
 pub use lambda_kit::{
-    MAX_TRANSIENT_ROUNDS, aws, companion, config, layers, limits, metrics, observability,
-    runtime_loop, sdk_spans, secrets, telemetry, tls, upstream,
+    MAX_TRANSIENT_ROUNDS, aws, bootstrap, companion, config, layers, limits, metrics,
+    observability, runtime_loop, sdk_spans, secrets, telemetry, tls, upstream,
 };
 pub use stores::{alerts, cache, chats, ledger, memory, support, turns, usage};
 

@@ -1,11 +1,8 @@
 //! Lambda entry point: builds the clients once per container, then streams each request's
-//! response through `run_with_streaming_response` (Function URL, `RESPONSE_STREAM`).
-
-use std::convert::Infallible;
+//! response (Function URL, `RESPONSE_STREAM`).
 
 use chat_router::Deps;
 use chat_router::handler::handle;
-use lambda_http::{Request, run_with_streaming_response, service_fn};
 use shared::config::Env;
 
 // One thread, as the other functions: at 512 MB Lambda gives the function about a third of
@@ -15,12 +12,5 @@ use shared::config::Env;
 async fn main() -> Result<(), lambda_http::Error> {
     shared::observability::init_tracing();
     let deps = Deps::from_env(&Env::from_process()).await?;
-    // A failed Runtime API request polls again (shared::runtime_loop).
-    shared::runtime_loop::keep_running(|| {
-        run_with_streaming_response(service_fn(|req: Request| {
-            let deps = deps.clone();
-            async move { Ok::<_, Infallible>(handle(&deps, req).await) }
-        }))
-    })
-    .await
+    shared::bootstrap::serve_streaming(|req| handle(&deps, req)).await
 }

@@ -2,8 +2,15 @@
 //! the HTTP client, the secrets cache, the access gate and the metrics ([`Basics`]), then
 //! its handler served until the runtime ends ([`serve`]). A function's `main` builds its own
 //! dependencies from the basics and hands its layered handler (`crate::layers`) to `serve`.
+//! The streaming functions (chat-router, mcp-server) hand theirs to [`serve_streaming`].
 
+use std::convert::Infallible;
+use std::fmt::Debug;
+use std::future::Future;
 use std::sync::Arc;
+
+use bytes::Bytes;
+use lambda_http::{Request, Response, run_with_streaming_response, service_fn};
 
 use crate::config::Env;
 use crate::http::route_access::{AccessConfig, RouteAccess};
@@ -55,4 +62,27 @@ impl Basics {
 /// failed request to it (`crate::runtime_loop`): every tool function's `main` ends here.
 pub async fn serve(handler: Handler) -> std::result::Result<(), lambda_http::Error> {
     crate::runtime_loop::keep_running(|| lambda_http::run(handler.clone())).await
+}
+
+/// Serves `handle` as a streaming function (a Function URL in `RESPONSE_STREAM` mode) until
+/// the runtime ends, polling again after a failed request to the Runtime API, with Nagle's
+/// algorithm off on the runtime's connection (`crate::runtime_socket`) so that each chunk
+/// goes out when it is written. For `current_thread` runtimes (the socket is looked up on
+/// the runtime's own thread).
+pub async fn serve_streaming<F, Fut, B>(handle: F) -> std::result::Result<(), lambda_http::Error>
+where
+    F: Fn(Request) -> Fut,
+    Fut: Future<Output = Response<B>> + Send,
+    B: http_body::Body + Unpin + Send + 'static,
+    B::Data: Into<Bytes> + Send,
+    B::Error: Into<lambda_http::Error> + Send + Debug,
+{
+    crate::runtime_loop::keep_running(|| {
+        run_with_streaming_response(service_fn(|req: Request| {
+            crate::runtime_socket::no_delay();
+            let response = handle(req);
+            async move { Ok::<_, Infallible>(response.await) }
+        }))
+    })
+    .await
 }

@@ -22,6 +22,7 @@ pub mod metrics;
 pub mod observability;
 mod otlp;
 pub mod runtime_loop;
+mod runtime_socket;
 pub mod sdk_spans;
 pub mod secrets;
 mod span_recorder;
