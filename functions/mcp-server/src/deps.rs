@@ -45,14 +45,14 @@ pub fn build(env: &Env, clients: ToolClients) -> shared::Result<Deps> {
     let runtime = ToolRuntime::new(&tools, &agents, clients, MAX_PARALLEL)?;
     let names = config.tools.names().to_vec();
     // In the configured order, each with its result's schema where it has one.
-    let tools: Vec<_> = names
+    let mut tools = Vec::with_capacity(names.len());
+    for registered in names
         .iter()
-        .filter_map(|name| runtime.pipeline.registry.get(*name))
-        .filter_map(|registered| {
-            let schema = registered.tool.schema();
-            listing::tool(&schema.spec, schema.output.as_ref())
-        })
-        .collect();
+        .filter_map(|n| runtime.pipeline.registry.get(*n))
+    {
+        let schema = registered.tool.schema();
+        tools.extend(listing::tool(&schema.spec, schema.output()?));
+    }
     if tools.len() != names.len() {
         return Err(shared::Error::Config(format!(
             "MCP_TOOLS names a tool this deployment did not register: {}",

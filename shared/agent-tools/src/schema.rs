@@ -94,9 +94,13 @@ pub struct ToolSchema {
     /// Compiled at the first check, not at cold start: a container compiles only the
     /// validators of the tools it runs (the flight schema's patterns cost most).
     validator: OnceLock<std::result::Result<jsonschema::Validator, String>>,
-    /// The JSON Schema of the result's structured data, where the tool has a type for it
-    /// (MCP's `outputSchema`); the model never sees it.
-    pub output: Option<Value>,
+    /// How to derive the JSON Schema of the result's structured data, where the tool has a
+    /// type for it (MCP's `outputSchema`). Only the mcp-server lists it and the model never
+    /// sees it, so it is derived at its first read ([`ToolSchema::output`]), not by every
+    /// function that registers the tool.
+    output: Option<fn() -> Result<Value>>,
+    /// The output schema, once derived.
+    output_schema: OnceLock<std::result::Result<Value, String>>,
 }
 
 impl ToolSchema {
@@ -114,8 +118,21 @@ impl ToolSchema {
 
     /// The same, announcing `O` as the shape of the result's structured data.
     pub fn with_output<O: JsonSchema>(mut self) -> Result<Self> {
-        self.output = Some(bare_schema::<O>()?);
+        self.output = Some(bare_schema::<O>);
         Ok(self)
+    }
+
+    /// The JSON Schema of the result's structured data, where the tool has a type for it
+    /// (deriving it the first time).
+    pub fn output(&self) -> Result<Option<&Value>> {
+        let Some(derive) = self.output else {
+            return Ok(None);
+        };
+        self.output_schema
+            .get_or_init(|| derive().map_err(|e| e.to_string()))
+            .as_ref()
+            .map(Some)
+            .map_err(|e| Error::Config(format!("output schema of {}: {e}", self.spec.name)))
     }
 
     /// A schema that came as JSON (an external MCP server's `inputSchema`). It is compiled
@@ -137,6 +154,7 @@ impl ToolSchema {
             dialect,
             validator: OnceLock::new(),
             output: None,
+            output_schema: OnceLock::new(),
         })
     }
 
@@ -223,6 +241,21 @@ mod tests {
     use super::*;
     use serde_json::json;
     use shared::domain::flight::FlightSearchInput;
+
+    #[test]
+    fn the_output_schema_is_derived_at_its_first_read() {
+        use shared::domain::tool_output::FlightSearchOutput;
+        let without = ToolSchema::of::<FlightSearchInput>(ToolName::SEARCH_FLIGHTS).unwrap();
+        assert_eq!(without.output().unwrap(), None);
+        let with = without.with_output::<FlightSearchOutput>().unwrap();
+        assert!(
+            with.output_schema.get().is_none(),
+            "derived before it was read"
+        );
+        let derived = bare_schema::<FlightSearchOutput>().unwrap();
+        assert_eq!(with.output().unwrap(), Some(&derived));
+        assert_eq!(derived["type"], "object");
+    }
 
     #[test]
     /// Seed 000 §2.2's parameters, with §5.1's children, infants and flexibility.
