@@ -159,7 +159,8 @@ pub struct EchoCursor {
 
 impl EchoIndex {
     /// The index of `parts` (the prompt's fixed texts; what lies between them, such as a
-    /// random boundary, is left out).
+    /// random boundary, is left out). A part given again (every profile's prompt ends in
+    /// the same rule) is indexed once: a second copy would match nothing the first does not.
     pub fn new(parts: &[&str]) -> Self {
         // At most two states per character (and separator): room for all of them up front.
         let mut states = Vec::with_capacity(2 * parts.iter().map(|p| p.len() + 1).sum::<usize>());
@@ -170,7 +171,10 @@ impl EchoIndex {
         });
         let mut builder = Builder { states };
         let mut last = 0;
-        for part in parts {
+        for (i, part) in parts.iter().enumerate() {
+            if parts[..i].contains(part) {
+                continue;
+            }
             Folder::default().fold(part, |c, _| last = builder.extend(last, c));
             last = builder.extend(last, SEPARATOR);
         }
@@ -281,6 +285,16 @@ mod tests {
             "briefly.Never",
         ] {
             assert_eq!(echo(&index, answer), brute(&parts, answer), "{answer:?}");
+        }
+    }
+
+    #[test]
+    fn a_part_given_again_is_indexed_once() {
+        let once = EchoIndex::new(&["travel prompt", "the rule", "support prompt"]);
+        let twice = EchoIndex::new(&["travel prompt", "the rule", "support prompt", "the rule"]);
+        assert_eq!(twice.nodes.len(), once.nodes.len());
+        for answer in ["the rule", "prompt the rule", "support prompt"] {
+            assert_eq!(echo(&twice, answer), echo(&once, answer), "{answer:?}");
         }
     }
 
