@@ -451,12 +451,16 @@ fn stored_texts(
     secrets: Arc<SecretsCache>,
     config: &ToolsConfig,
 ) -> StoredTexts {
-    let prompts = agents
+    StoredTexts::new(prompt_parts(agents), secrets, config.link_hosts.clone())
+}
+
+/// The fixed texts of every profile's system messages: what the echo check indexes.
+pub fn prompt_parts(agents: &AgentCatalog) -> Vec<String> {
+    agents
         .profiles()
         .flat_map(crate::system_prompt::system_prompt_parts)
         .map(str::to_owned)
-        .collect();
-    StoredTexts::new(prompts, secrets, config.link_hosts.clone())
+        .collect()
 }
 
 /// The external MCP servers' tools, their discovery started (at cold start, so the first

@@ -22,6 +22,31 @@ pub const CUT_MARKER: &str = "[removed by the output guard]";
 /// The longest string of a payload, in characters; longer ones end in `…`.
 pub const MAX_FIELD_CHARS: usize = 4000;
 
+/// An echo index built ahead, off the thread that needs it ([`prebuild_echo_index`]), with
+/// the prompts it indexes: [`StoredTexts::echo`] takes it only for the same prompts.
+static PREBUILT_ECHO: OnceLock<(Vec<String>, Arc<EchoIndex>)> = OnceLock::new();
+
+/// Builds the echo index of `prompts` now, for the [`StoredTexts`] of the same prompts to
+/// take instead of building its own: a function's init builds it on a second thread while
+/// its first one wires the clients.
+pub fn prebuild_echo_index(prompts: Vec<String>) {
+    PREBUILT_ECHO.get_or_init(|| {
+        let index = echo_index_of(&prompts);
+        (prompts, index)
+    });
+}
+
+/// The echo index of `prompts`: the one built ahead when it was built of them, else a new one.
+fn echo_index_of(prompts: &[String]) -> Arc<EchoIndex> {
+    match PREBUILT_ECHO.get() {
+        Some((built_of, index)) if built_of == prompts => Arc::clone(index),
+        _ => {
+            let parts: Vec<&str> = prompts.iter().map(String::as_str).collect();
+            Arc::new(EchoIndex::new(&parts))
+        }
+    }
+}
+
 /// The payload checks outside a turn, for texts stored or read back from the store: every
 /// profile's system prompt (for the echo check), the secrets held at the time of a check,
 /// the link hosts.
@@ -49,10 +74,7 @@ impl StoredTexts {
 
     /// Every profile's system prompt, indexed for the echo check.
     pub fn echo(&self) -> Arc<EchoIndex> {
-        let index = self.echo.get_or_init(|| {
-            let prompts: Vec<&str> = self.prompts.iter().map(String::as_str).collect();
-            Arc::new(EchoIndex::new(&prompts))
-        });
+        let index = self.echo.get_or_init(|| echo_index_of(&self.prompts));
         Arc::clone(index)
     }
 
@@ -227,6 +249,21 @@ mod tests {
             vec!["stored-secret-value-42".to_owned()],
             vec!["seats.aero".to_owned()],
         )
+    }
+
+    #[test]
+    fn a_prebuilt_echo_index_serves_the_prompts_it_was_built_of_only() {
+        let prompts = vec!["A prompt built ahead.".to_owned(), "Its rule.".to_owned()];
+        prebuild_echo_index(prompts.clone());
+        assert!(Arc::ptr_eq(
+            &echo_index_of(&prompts),
+            &echo_index_of(&prompts)
+        ));
+        let others = vec!["Another deployment's prompt.".to_owned()];
+        assert!(!Arc::ptr_eq(
+            &echo_index_of(&others),
+            &echo_index_of(&others)
+        ));
     }
 
     #[test]
