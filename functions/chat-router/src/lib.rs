@@ -61,16 +61,8 @@ impl Deps {
     pub async fn from_env(env: &Env) -> Result<Self> {
         let config = Config::from_env(env)?;
         let agents = AgentCatalog::from_env(env)?;
-        // The guards' automata (the detector's, the prompts' echo index) are half of init's
-        // work and need nothing of the rest: a second thread builds them meanwhile (Lambda
-        // runs init at full CPU).
-        let prompts = agent::runtime::prompt_parts(&agents);
-        let guards = std::thread::Builder::new()
-            .name("guards".into())
-            .spawn(move || {
-                agent::guard::detect::warm();
-                agent::guard::payload::prebuild_echo_index(prompts);
-            });
+        // Half of init's work, on a second thread meanwhile.
+        let guards = agent::guard::GuardsBuilding::start(&agents);
         let auth = AuthConfig::from_env(env)?;
         let sdk = shared::aws::sdk_config().await;
         let clients = ToolClients::from_sdk(
@@ -82,10 +74,7 @@ impl Deps {
         )
         .await?;
         let deps = Self::new(config, agents, auth, clients)?;
-        if let Ok(thread) = guards {
-            let _ = thread.join();
-        }
-        // Takes what the thread built (or builds it here, where no thread could start).
+        guards.finish();
         deps.agent.warm();
         Ok(deps)
     }
